@@ -1,0 +1,287 @@
+#include "autograd/elementwise.hpp"
+
+#include <cmath>
+
+#include "autograd/broadcast.hpp"
+#include "autograd/tape.hpp"
+
+namespace tapegrad {
+
+namespace {
+// out[i] = f(x[i]) in one pass over contiguous memory.
+template <typename T, typename F>
+xt::xarray<T> map(const xt::xarray<T>& x, F f) {
+  xt::xarray<T> out = xt::xarray<T>::from_shape(x.shape());
+  const T* px = x.data();
+  T* po = out.data();
+  const std::size_t n = x.size();
+  for (std::size_t i = 0; i < n; ++i) po[i] = f(px[i]);
+  return out;
+}
+// out[i] = f(x[i], y[i]) for two arrays of one shape.
+template <typename T, typename F>
+xt::xarray<T> zip(const xt::xarray<T>& x, const xt::xarray<T>& y, F f) {
+  xt::xarray<T> out = xt::xarray<T>::from_shape(x.shape());
+  const T* px = x.data();
+  const T* py = y.data();
+  T* po = out.data();
+  const std::size_t n = x.size();
+  for (std::size_t i = 0; i < n; ++i) po[i] = f(px[i], py[i]);
+  return out;
+}
+}  // namespace
+
+template <typename T>
+Tensor<T> add(const Tensor<T>& a, const Tensor<T>& b) {
+  Tensor<T> out(broadcast_apply("add", a.data(), b.data(), [](T x, T y) { return x + y; }));
+  if (should_record(a, b))
+    record(out, "add", {a, b}, [sa = a.shape(), sb = b.shape()](const xt::xarray<T>& g, GradInputs<T>& in) {
+      if (in.needs(0)) in.accumulate(0, unbroadcast(xt::xarray<T>(g), sa));
+      if (in.needs(1)) in.accumulate(1, unbroadcast(xt::xarray<T>(g), sb));
+    });
+  return out;
+}
+
+template <typename T>
+Tensor<T> sub(const Tensor<T>& a, const Tensor<T>& b) {
+  Tensor<T> out(broadcast_apply("sub", a.data(), b.data(), [](T x, T y) { return x - y; }));
+  if (should_record(a, b))
+    record(out, "sub", {a, b}, [sa = a.shape(), sb = b.shape()](const xt::xarray<T>& g, GradInputs<T>& in) {
+      if (in.needs(0)) in.accumulate(0, unbroadcast(xt::xarray<T>(g), sa));
+      if (in.needs(1)) in.accumulate(1, unbroadcast(map(g, [](T v) { return -v; }), sb));
+    });
+  return out;
+}
+
+template <typename T>
+Tensor<T> mul(const Tensor<T>& a, const Tensor<T>& b) {
+  Tensor<T> out(broadcast_apply("mul", a.data(), b.data(), [](T x, T y) { return x * y; }));
+  if (should_record(a, b)) {
+    // Each side's gradient reads the other side's value only.
+    auto a_val = b.requires_grad() ? a.saved() : nullptr;
+    auto b_val = a.requires_grad() ? b.saved() : nullptr;
+    record(out, "mul", {a, b},
+           [a_val, b_val, sa = a.shape(), sb = b.shape()](const xt::xarray<T>& g, GradInputs<T>& in) {
+             const auto times = [](T x, T y) { return x * y; };
+             if (in.needs(0)) in.accumulate(0, unbroadcast(broadcast_apply("mul", g, *b_val, times), sa));
+             if (in.needs(1)) in.accumulate(1, unbroadcast(broadcast_apply("mul", g, *a_val, times), sb));
+           });
+  }
+  return out;
+}
+
+template <typename T>
+Tensor<T> div(const Tensor<T>& a, const Tensor<T>& b) {
+  Tensor<T> out(broadcast_apply("div", a.data(), b.data(), [](T x, T y) { return x / y; }));
+  if (should_record(a, b))
+    record(out, "div", {a, b},
+           [b_val = b.saved(), out_val = b.requires_grad() ? out.saved() : nullptr, sa = a.shape(), sb = b.shape()](
+               const xt::xarray<T>& g, GradInputs<T>& in) {
+             // d(a/b)/da = 1/b; d(a/b)/db = -(a/b)/b = -out/b.
+             xt::xarray<T> g_over_b = broadcast_apply("div", g, *b_val, [](T x, T y) { return x / y; });
+             if (in.needs(1)) {
+               xt::xarray<T> db = zip(g_over_b, *out_val, [](T x, T y) { return -x * y; });
+               in.accumulate(1, unbroadcast(std::move(db), sb));
+             }
+             if (in.needs(0)) in.accumulate(0, unbroadcast(std::move(g_over_b), sa));
+           });
+  return out;
+}
+
+template <typename T>
+Tensor<T> pow(const Tensor<T>& a, const Tensor<T>& b) {
+  Tensor<T> out(broadcast_apply("pow", a.data(), b.data(), [](T x, T y) { return std::pow(x, y); }));
+  if (should_record(a, b))
+    record(out, "pow", {a, b},
+           [a_val = a.saved(), b_val = b.saved(), out_val = out.saved(), sa = a.shape(), sb = b.shape()](
+               const xt::xarray<T>& g, GradInputs<T>& in) {
+             if (in.needs(0)) {  // b * a^(b-1)
+               xt::xarray<T> da =
+                   broadcast_apply("pow", *a_val, *b_val, [](T x, T y) { return y * std::pow(x, y - 1); });
+               in.accumulate(0, unbroadcast(zip(da, g, [](T x, T y) { return x * y; }), sa));
+             }
+             if (in.needs(1)) {  // a^b * log a
+               xt::xarray<T> log_a = broadcast_apply("pow", *a_val, *b_val, [](T x, T) { return std::log(x); });
+               xt::xarray<T> db = zip(log_a, *out_val, [](T x, T y) { return x * y; });
+               in.accumulate(1, unbroadcast(zip(db, g, [](T x, T y) { return x * y; }), sb));
+             }
+           });
+  return out;
+}
+
+template <typename T>
+Tensor<T> add(const Tensor<T>& a, detail::scalar_t<T> s) {
+  Tensor<T> out(map(a.data(), [s](T x) { return x + s; }));
+  if (should_record(a))
+    record(out, "add_scalar", {a}, [](const xt::xarray<T>& g, GradInputs<T>& in) { in.accumulate(0, g); });
+  return out;
+}
+
+template <typename T>
+Tensor<T> mul(const Tensor<T>& a, detail::scalar_t<T> s) {
+  Tensor<T> out(map(a.data(), [s](T x) { return x * s; }));
+  if (should_record(a))
+    record(out, "mul_scalar", {a},
+           [s](const xt::xarray<T>& g, GradInputs<T>& in) { in.accumulate(0, map(g, [s](T v) { return v * s; })); });
+  return out;
+}
+
+template <typename T>
+Tensor<T> pow(const Tensor<T>& a, detail::scalar_t<T> exponent) {
+  Tensor<T> out(map(a.data(), [exponent](T x) { return std::pow(x, exponent); }));
+  if (should_record(a))
+    record(out, "pow_scalar", {a}, [a_val = a.saved(), exponent](const xt::xarray<T>& g, GradInputs<T>& in) {
+      in.accumulate(0, zip(g, *a_val, [exponent](T gv, T x) { return gv * exponent * std::pow(x, exponent - 1); }));
+    });
+  return out;
+}
+
+template <typename T>
+Tensor<T> rsub(const Tensor<T>& a, detail::scalar_t<T> s) {
+  Tensor<T> out(map(a.data(), [s](T x) { return s - x; }));
+  if (should_record(a))
+    record(out, "rsub_scalar", {a},
+           [](const xt::xarray<T>& g, GradInputs<T>& in) { in.accumulate(0, map(g, [](T v) { return -v; })); });
+  return out;
+}
+
+template <typename T>
+Tensor<T> rdiv(const Tensor<T>& a, detail::scalar_t<T> s) {
+  Tensor<T> out(map(a.data(), [s](T x) { return s / x; }));
+  if (should_record(a))
+    record(out, "rdiv_scalar", {a},
+           [a_val = a.saved(), out_val = out.saved()](const xt::xarray<T>& g, GradInputs<T>& in) {
+             // d(s/a)/da = -s/a^2 = -out/a.
+             xt::xarray<T> da = zip(*out_val, *a_val, [](T y, T x) { return -y / x; });
+             in.accumulate(0, zip(da, g, [](T x, T y) { return x * y; }));
+           });
+  return out;
+}
+
+template <typename T>
+Tensor<T> neg(const Tensor<T>& x) {
+  return mul(x, T(-1));
+}
+
+template <typename T>
+Tensor<T> exp(const Tensor<T>& x) {
+  Tensor<T> out(map(x.data(), [](T v) { return std::exp(v); }));
+  if (should_record(x))
+    record(out, "exp", {x}, [y = out.saved()](const xt::xarray<T>& g, GradInputs<T>& in) {
+      in.accumulate(0, zip(g, *y, [](T gv, T yv) { return gv * yv; }));
+    });
+  return out;
+}
+
+template <typename T>
+Tensor<T> log(const Tensor<T>& x) {
+  Tensor<T> out(map(x.data(), [](T v) { return std::log(v); }));
+  if (should_record(x))
+    record(out, "log", {x}, [x_val = x.saved()](const xt::xarray<T>& g, GradInputs<T>& in) {
+      in.accumulate(0, zip(g, *x_val, [](T gv, T xv) { return gv / xv; }));
+    });
+  return out;
+}
+
+template <typename T>
+Tensor<T> sqrt(const Tensor<T>& x) {
+  Tensor<T> out(map(x.data(), [](T v) { return std::sqrt(v); }));
+  if (should_record(x))
+    record(out, "sqrt", {x}, [y = out.saved()](const xt::xarray<T>& g, GradInputs<T>& in) {
+      in.accumulate(0, zip(g, *y, [](T gv, T yv) { return gv / (2 * yv); }));
+    });
+  return out;
+}
+
+template <typename T>
+Tensor<T> tanh(const Tensor<T>& x) {
+  Tensor<T> out(map(x.data(), [](T v) { return std::tanh(v); }));
+  if (should_record(x))
+    record(out, "tanh", {x}, [y = out.saved()](const xt::xarray<T>& g, GradInputs<T>& in) {
+      in.accumulate(0, zip(g, *y, [](T gv, T yv) { return gv * (1 - yv * yv); }));
+    });
+  return out;
+}
+
+template <typename T>
+Tensor<T> sigmoid(const Tensor<T>& x) {
+  // Written so that neither branch overflows: exp of a non-positive number only.
+  Tensor<T> out(map(x.data(), [](T v) {
+    if (v >= 0) return T(1) / (T(1) + std::exp(-v));
+    const T e = std::exp(v);
+    return e / (T(1) + e);
+  }));
+  if (should_record(x))
+    record(out, "sigmoid", {x}, [y = out.saved()](const xt::xarray<T>& g, GradInputs<T>& in) {
+      in.accumulate(0, zip(g, *y, [](T gv, T yv) { return gv * yv * (1 - yv); }));
+    });
+  return out;
+}
+
+template <typename T>
+Tensor<T> relu(const Tensor<T>& x) {
+  Tensor<T> out(map(x.data(), [](T v) { return v > 0 ? v : T(0); }));
+  if (should_record(x))
+    record(out, "relu", {x}, [y = out.saved()](const xt::xarray<T>& g, GradInputs<T>& in) {
+      in.accumulate(0, zip(g, *y, [](T gv, T yv) { return yv > 0 ? gv : T(0); }));
+    });
+  return out;
+}
+
+template <typename T>
+Tensor<T> gelu(const Tensor<T>& x, GeluApproximate approximate) {
+  constexpr double kInvSqrt2 = 0.70710678118654752440;
+  constexpr double kInvSqrt2Pi = 0.39894228040143267794;
+  constexpr double kSqrt2OverPi = 0.79788456080286535588;
+  constexpr double kCubic = 0.044715;
+  if (approximate == GeluApproximate::None) {
+    Tensor<T> out(map(x.data(), [](T v) { return T(0.5) * v * (T(1) + std::erf(v * T(kInvSqrt2))); }));
+    if (should_record(x))
+      record(out, "gelu", {x}, [x_val = x.saved()](const xt::xarray<T>& g, GradInputs<T>& in) {
+        // d/dx x Phi(x) = Phi(x) + x phi(x).
+        in.accumulate(0, zip(g, *x_val, [](T gv, T v) {
+                        const T cdf = T(0.5) * (T(1) + std::erf(v * T(kInvSqrt2)));
+                        const T pdf = T(kInvSqrt2Pi) * std::exp(T(-0.5) * v * v);
+                        return gv * (cdf + v * pdf);
+                      }));
+      });
+    return out;
+  }
+  Tensor<T> out(map(
+      x.data(), [](T v) { return T(0.5) * v * (T(1) + std::tanh(T(kSqrt2OverPi) * (v + T(kCubic) * v * v * v))); }));
+  if (should_record(x))
+    record(out, "gelu_tanh", {x}, [x_val = x.saved()](const xt::xarray<T>& g, GradInputs<T>& in) {
+      in.accumulate(0, zip(g, *x_val, [](T gv, T v) {
+                      const T inner = T(kSqrt2OverPi) * (v + T(kCubic) * v * v * v);
+                      const T t = std::tanh(inner);
+                      const T dinner = T(kSqrt2OverPi) * (T(1) + T(3 * kCubic) * v * v);
+                      return gv * (T(0.5) * (T(1) + t) + T(0.5) * v * (T(1) - t * t) * dinner);
+                    }));
+    });
+  return out;
+}
+
+#define TAPEGRAD_INSTANTIATE(T)                                      \
+  template Tensor<T> add<T>(const Tensor<T>&, const Tensor<T>&);     \
+  template Tensor<T> sub<T>(const Tensor<T>&, const Tensor<T>&);     \
+  template Tensor<T> mul<T>(const Tensor<T>&, const Tensor<T>&);     \
+  template Tensor<T> div<T>(const Tensor<T>&, const Tensor<T>&);     \
+  template Tensor<T> pow<T>(const Tensor<T>&, const Tensor<T>&);     \
+  template Tensor<T> add<T>(const Tensor<T>&, detail::scalar_t<T>);  \
+  template Tensor<T> mul<T>(const Tensor<T>&, detail::scalar_t<T>);  \
+  template Tensor<T> pow<T>(const Tensor<T>&, detail::scalar_t<T>);  \
+  template Tensor<T> rsub<T>(const Tensor<T>&, detail::scalar_t<T>); \
+  template Tensor<T> rdiv<T>(const Tensor<T>&, detail::scalar_t<T>); \
+  template Tensor<T> neg<T>(const Tensor<T>&);                       \
+  template Tensor<T> exp<T>(const Tensor<T>&);                       \
+  template Tensor<T> log<T>(const Tensor<T>&);                       \
+  template Tensor<T> sqrt<T>(const Tensor<T>&);                      \
+  template Tensor<T> tanh<T>(const Tensor<T>&);                      \
+  template Tensor<T> sigmoid<T>(const Tensor<T>&);                   \
+  template Tensor<T> relu<T>(const Tensor<T>&);                      \
+  template Tensor<T> gelu<T>(const Tensor<T>&, GeluApproximate);
+TAPEGRAD_INSTANTIATE(float)
+TAPEGRAD_INSTANTIATE(double)
+#undef TAPEGRAD_INSTANTIATE
+
+}  // namespace tapegrad

@@ -1,0 +1,32 @@
+// Classification losses with torch's semantics: cross_entropy from logits and nll_loss.
+#pragma once
+
+#include <cstdint>
+#include <xtensor/xarray.hpp>
+
+#include "autograd/tensor.hpp"
+
+namespace tapegrad {
+
+using IndexArray = xt::xarray<std::int64_t>;
+
+enum class Reduction { None, Mean, Sum };
+
+struct CrossEntropyOptions {
+  Reduction reduction = Reduction::Mean;
+  std::int64_t ignore_index = -100;  // targets equal to it contribute nothing (and are not counted)
+  double label_smoothing = 0.0;      // in [0, 1]
+};
+
+// input: logits [N, C] (or [C] with a 0-d target); target: class indices [N] in [0, C) or ignore_index.
+// With label smoothing eps, the per-sample loss is (1 - eps) * nll + eps * mean_c(-log p_c), as in
+// torch; Mean divides by the number of non-ignored targets. Reduction::None gives [N] (0 for ignored).
+template <typename T>
+Tensor<T> cross_entropy(const Tensor<T>& input, const IndexArray& target, const CrossEntropyOptions& options = {});
+
+// input: log-probabilities [N, C] (or [C]); same target, reduction and ignore_index rules.
+template <typename T>
+Tensor<T> nll_loss(const Tensor<T>& input, const IndexArray& target, Reduction reduction = Reduction::Mean,
+                   std::int64_t ignore_index = -100);
+
+}  // namespace tapegrad

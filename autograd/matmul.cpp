@@ -1,0 +1,206 @@
+#include "autograd/matmul.hpp"
+
+#include <fmt/format.h>
+
+#include "autograd/blas.hpp"
+#include "autograd/broadcast.hpp"
+#include "autograd/tape.hpp"
+
+namespace tapegrad {
+
+namespace {
+
+// How a batched product lays out over memory: matrices of M x K and K x N, batch dims broadcast.
+struct BatchPlan {
+  std::size_t m = 0, k = 0, n = 0;
+  Shape batch;                         // broadcast batch shape of the output
+  std::vector<std::size_t> a_strides;  // per batch dim, in elements; 0 where a is broadcast
+  std::vector<std::size_t> b_strides;
+  std::vector<std::size_t> out_strides;
+};
+
+// Calls f(a_offset, b_offset, out_offset) for every batch index.
+template <typename F>
+void for_each_batch(const BatchPlan& plan, F f) {
+  const std::size_t count = numel(plan.batch);
+  std::vector<std::size_t> index(plan.batch.size(), 0);
+  std::size_t a = 0, b = 0, o = 0;
+  for (std::size_t step = 0; step < count; ++step) {
+    f(a, b, o);
+    for (std::size_t d = plan.batch.size(); d-- > 0;) {
+      ++index[d];
+      a += plan.a_strides[d];
+      b += plan.b_strides[d];
+      o += plan.out_strides[d];
+      if (index[d] < plan.batch[d]) break;
+      a -= plan.a_strides[d] * index[d];
+      b -= plan.b_strides[d] * index[d];
+      o -= plan.out_strides[d] * index[d];
+      index[d] = 0;
+    }
+  }
+}
+
+// Batch-dim strides of a [batch..., rows, cols] operand against the broadcast batch shape.
+std::vector<std::size_t> batch_strides(const Shape& shape, const Shape& batch) {
+  const Shape own_batch(shape.begin(), shape.end() - 2);
+  const std::size_t matrix = shape[shape.size() - 2] * shape[shape.size() - 1];
+  auto strides = broadcast_strides(own_batch, batch.size());
+  for (auto& s : strides) s *= matrix;
+  return strides;
+}
+
+bool all_zero(const std::vector<std::size_t>& v) {
+  for (auto x : v)
+    if (x != 0) return false;
+  return true;
+}
+
+}  // namespace
+
+template <typename T>
+Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b) {
+  const Shape& sa = a.shape();
+  const Shape& sb = b.shape();
+  if (sa.empty() || sb.empty()) {
+    throw ShapeError(
+        fmt::format("matmul: both operands need at least one dim, got {} and {}", format_shape(sa), format_shape(sb)));
+  }
+  // Promote 1-D operands to matrices as torch does, and remember which dims to drop at the end.
+  const bool a_vector = sa.size() == 1, b_vector = sb.size() == 1;
+  Shape pa = a_vector ? Shape{1, sa[0]} : sa;
+  Shape pb = b_vector ? Shape{sb[0], 1} : sb;
+  const std::size_t ka = pa[pa.size() - 1], kb = pb[pb.size() - 2];
+  if (ka != kb) {
+    throw ShapeError(
+        fmt::format("matmul: cannot multiply {} by {} ({} != {})", format_shape(sa), format_shape(sb), ka, kb));
+  }
+  BatchPlan plan;
+  plan.m = pa[pa.size() - 2];
+  plan.k = ka;
+  plan.n = pb[pb.size() - 1];
+  plan.batch = broadcast_shapes("matmul", Shape(pa.begin(), pa.end() - 2), Shape(pb.begin(), pb.end() - 2));
+  plan.a_strides = batch_strides(pa, plan.batch);
+  plan.b_strides = batch_strides(pb, plan.batch);
+  plan.out_strides = contiguous_strides(plan.batch);
+  for (auto& s : plan.out_strides) s *= plan.m * plan.n;
+
+  Shape out_shape = plan.batch;
+  if (!a_vector) out_shape.push_back(plan.m);
+  if (!b_vector) out_shape.push_back(plan.n);
+  xt::xarray<T> out = xt::xarray<T>::from_shape(out_shape);
+
+  const std::size_t m = plan.m, k = plan.k, n = plan.n;
+  // A batch of a against one shared b folds into a single GEMM of (batch * m) rows.
+  const std::size_t batch_count = numel(plan.batch);
+  const bool folded = all_zero(plan.b_strides) && batch_count > 0 && numel(pa) == batch_count * m * k;
+  if (folded) {
+    blas::gemm<T>(false, false, batch_count * m, n, k, T(1), a.data().data(), k, b.data().data(), n, T(0), out.data(),
+                  n);
+  } else {
+    for_each_batch(plan, [&](std::size_t ia, std::size_t ib, std::size_t io) {
+      blas::gemm<T>(false, false, m, n, k, T(1), a.data().data() + ia, k, b.data().data() + ib, n, T(0),
+                    out.data() + io, n);
+    });
+  }
+
+  Tensor<T> result(std::move(out));
+  if (should_record(a, b)) {
+    record(
+        result, "matmul", {a, b},
+        [a_val = a.saved(), b_val = b.saved(), plan, folded, sa, sb](const xt::xarray<T>& g, GradInputs<T>& in) {
+          const std::size_t m = plan.m, k = plan.k, n = plan.n;
+          const T* pg = g.data();
+          if (in.needs(0)) {  // dA = g @ B^T, summed over the batch dims a was broadcast along
+            xt::xarray<T> da = xt::zeros<T>(sa);
+            if (folded) {
+              blas::gemm<T>(false, true, numel(plan.batch) * m, k, n, T(1), pg, n, b_val->data(), n, T(0), da.data(),
+                            k);
+            } else {
+              for_each_batch(plan, [&](std::size_t ia, std::size_t ib, std::size_t io) {
+                blas::gemm<T>(false, true, m, k, n, T(1), pg + io, n, b_val->data() + ib, n, T(1), da.data() + ia, k);
+              });
+            }
+            in.accumulate(0, std::move(da));
+          }
+          if (in.needs(1)) {  // dB = A^T @ g, summed likewise
+            xt::xarray<T> db = xt::zeros<T>(sb);
+            if (folded) {
+              blas::gemm<T>(true, false, k, n, numel(plan.batch) * m, T(1), a_val->data(), k, pg, n, T(0), db.data(),
+                            n);
+            } else {
+              for_each_batch(plan, [&](std::size_t ia, std::size_t ib, std::size_t io) {
+                blas::gemm<T>(true, false, k, n, m, T(1), a_val->data() + ia, k, pg + io, n, T(1), db.data() + ib, n);
+              });
+            }
+            in.accumulate(1, std::move(db));
+          }
+        });
+  }
+  return result;
+}
+
+template <typename T>
+Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& bias) {
+  const Shape& sx = x.shape();
+  const Shape& sw = weight.shape();
+  if (sw.size() != 2 || sx.empty() || sx.back() != sw[1]) {
+    throw ShapeError(fmt::format("linear: input {} does not fit weight {} (expected weight [out_features, {}])",
+                                 format_shape(sx), format_shape(sw), sx.empty() ? 0 : sx.back()));
+  }
+  const std::size_t in_features = sw[1], out_features = sw[0];
+  if (bias.defined() && bias.shape() != Shape{out_features}) {
+    throw ShapeError(fmt::format("linear: bias {} does not fit weight {} (expected [{}])", format_shape(bias.shape()),
+                                 format_shape(sw), out_features));
+  }
+  const std::size_t rows = x.numel() / (in_features == 0 ? 1 : in_features);
+  Shape out_shape = sx;
+  out_shape.back() = out_features;
+  xt::xarray<T> out = xt::xarray<T>::from_shape(out_shape);
+  T* po = out.data();
+  if (bias.defined()) {  // start from the bias and let GEMM add x W^T onto it (beta = 1)
+    const T* pb = bias.data().data();
+    for (std::size_t r = 0; r < rows; ++r) std::copy(pb, pb + out_features, po + r * out_features);
+  }
+  blas::gemm<T>(false, true, rows, out_features, in_features, T(1), x.data().data(), in_features, weight.data().data(),
+                in_features, bias.defined() ? T(1) : T(0), po, out_features);
+
+  Tensor<T> result(std::move(out));
+  if (should_record(x, weight, bias)) {
+    record(result, "linear", {x, weight, bias},
+           [x_val = x.saved(), w_val = weight.saved(), sx, rows, in_features, out_features](const xt::xarray<T>& g,
+                                                                                            GradInputs<T>& in) {
+             const T* pg = g.data();
+             if (in.needs(0)) {  // dx = g W
+               xt::xarray<T> dx = xt::xarray<T>::from_shape(sx);
+               blas::gemm<T>(false, false, rows, in_features, out_features, T(1), pg, out_features, w_val->data(),
+                             in_features, T(0), dx.data(), in_features);
+               in.accumulate(0, std::move(dx));
+             }
+             if (in.needs(1)) {  // dW = g^T x
+               xt::xarray<T> dw = xt::xarray<T>::from_shape({out_features, in_features});
+               blas::gemm<T>(true, false, out_features, in_features, rows, T(1), pg, out_features, x_val->data(),
+                             in_features, T(0), dw.data(), in_features);
+               in.accumulate(1, std::move(dw));
+             }
+             if (in.needs(2)) {  // db = column sums of g
+               xt::xarray<T> db = xt::zeros<T>({out_features});
+               T* pd = db.data();
+               for (std::size_t r = 0; r < rows; ++r)
+                 for (std::size_t j = 0; j < out_features; ++j) pd[j] += pg[r * out_features + j];
+               in.accumulate(2, std::move(db));
+             }
+           });
+  }
+  return result;
+}
+
+int set_num_threads(int threads) { return blas::set_num_threads(threads); }
+int get_num_threads() { return blas::get_num_threads(); }
+
+template Tensor<float> matmul<float>(const Tensor<float>&, const Tensor<float>&);
+template Tensor<double> matmul<double>(const Tensor<double>&, const Tensor<double>&);
+template Tensor<float> linear<float>(const Tensor<float>&, const Tensor<float>&, const Tensor<float>&);
+template Tensor<double> linear<double>(const Tensor<double>&, const Tensor<double>&, const Tensor<double>&);
+
+}  // namespace tapegrad

@@ -1,0 +1,35 @@
+// Reductions over all elements or any set of dims, with keepdim as in torch.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "autograd/tensor.hpp"
+
+namespace tapegrad {
+
+// Over every element: a 0-d tensor.
+template <typename T>
+Tensor<T> sum(const Tensor<T>& x);
+template <typename T>
+Tensor<T> mean(const Tensor<T>& x);
+// Over the listed dims (negative allowed, each at most once).
+template <typename T>
+Tensor<T> sum(const Tensor<T>& x, const std::vector<std::int64_t>& dims, bool keepdim = false);
+template <typename T>
+Tensor<T> mean(const Tensor<T>& x, const std::vector<std::int64_t>& dims, bool keepdim = false);
+// torch.var with `correction` (1 = unbiased, the default; 0 = population variance).
+template <typename T>
+Tensor<T> var(const Tensor<T>& x, const std::vector<std::int64_t>& dims, std::int64_t correction = 1,
+              bool keepdim = false);
+// torch.max(x, dim).values: the gradient goes to the first arg-max of each slice.
+template <typename T>
+Tensor<T> max(const Tensor<T>& x, std::int64_t dim, bool keepdim = false);
+// torch.max(x): over every element, the gradient to the first arg-max.
+template <typename T>
+Tensor<T> max(const Tensor<T>& x);
+// The indices of the first maxima along dim (no gradient).
+template <typename T>
+xt::xarray<std::int64_t> argmax(const Tensor<T>& x, std::int64_t dim, bool keepdim = false);
+
+}  // namespace tapegrad

@@ -1,0 +1,41 @@
+// Shared test helpers: random tensors and a gradcheck assertion that prints the failing element.
+#pragma once
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "autograd/gradcheck.hpp"
+#include "autograd/tensor.hpp"
+
+namespace tapegrad::testing {
+
+// A random double tensor that requires grad, values in [low, high).
+inline Tensor<double> rand_input(const Shape& shape, std::uint64_t seed, double low = -1.0, double high = 1.0) {
+  Generator gen(seed);
+  return Tensor<double>::uniform(shape, low, high, gen, /*requires_grad=*/true);
+}
+
+// True when every element of a and b agrees within atol + rtol * |b|, with the same shape.
+template <typename T>
+bool allclose(const xt::xarray<T>& a, const xt::xarray<T>& b, double rtol = 1e-5, double atol = 1e-8) {
+  if (a.shape().size() != b.shape().size() || !std::equal(a.shape().begin(), a.shape().end(), b.shape().begin()))
+    return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const double x = a.data()[i], y = b.data()[i];
+    if (std::isnan(x) != std::isnan(y)) return false;
+    if (!std::isnan(x) && !(std::abs(x - y) <= atol + rtol * std::abs(y))) return false;
+  }
+  return true;
+}
+
+}  // namespace tapegrad::testing
+
+// gradcheck with the failure message shown by Catch2.
+#define CHECK_GRADCHECK(f, inputs)                                \
+  do {                                                            \
+    const auto gc_result_ = ::tapegrad::gradcheck((f), (inputs)); \
+    INFO(gc_result_.message);                                     \
+    CHECK(gc_result_.ok);                                         \
+  } while (0)

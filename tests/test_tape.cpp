@@ -1,0 +1,136 @@
+// The tape itself: accumulation, reuse, detach, retain_grad, retain_graph, NoGradGuard, gradcheck.
+#include <catch2/catch.hpp>
+
+#include "autograd/ops.hpp"
+#include "tests/helpers.hpp"
+
+using namespace tapegrad;
+using tapegrad::testing::rand_input;
+
+TEST_CASE("a leaf's gradient accumulates across backward passes", "[tape]") {
+  auto x = Tensor<double>::from_vector({1, 2, 3}, {3}, true);
+  auto y = x * x;
+  y.backward(xt::xarray<double>({1.0, 1.0, 1.0}));
+  CHECK(x.grad() == xt::xarray<double>({2, 4, 6}));
+  auto z = x * 3.0;
+  z.backward(xt::xarray<double>({1.0, 1.0, 1.0}));
+  CHECK(x.grad() == xt::xarray<double>({5, 7, 9}));
+}
+
+TEST_CASE("a tensor used several times gets the sum of its gradients", "[tape]") {
+  auto x = Tensor<double>::scalar(2.0, true);
+  auto y = x * x + x * 3.0 + exp(x) * x;  // dy/dx = 2x + 3 + e^x (1 + x)
+  y.backward();
+  CHECK(x.grad()() == Approx(2 * 2.0 + 3 + std::exp(2.0) * 3.0));
+}
+
+TEST_CASE("detach cuts the graph and shares the value", "[tape]") {
+  auto x = Tensor<double>::scalar(3.0, true);
+  auto d = x.detach();
+  CHECK_FALSE(d.requires_grad());
+  CHECK(d.is_leaf());
+  auto y = x * d;  // d is a constant: dy/dx = d = 3
+  y.backward();
+  CHECK(x.grad()() == Approx(3.0));
+  x.mutable_data()() = 5.0;
+  CHECK(d.item() == 5.0);
+}
+
+TEST_CASE("retain_grad keeps a non-leaf gradient; others are not kept", "[tape]") {
+  auto x = Tensor<double>::from_vector({1, 2}, {2}, true);
+  auto h = x * 2.0;
+  auto k = h + 1.0;
+  h.retain_grad();
+  auto y = k * k;
+  y.backward(xt::xarray<double>({1.0, 1.0}));
+  CHECK(h.has_grad());
+  CHECK(h.grad() == xt::xarray<double>({6.0, 10.0}));  // 2k, k = 2x + 1
+  CHECK_FALSE(k.has_grad());
+  CHECK_THROWS_WITH(k.grad(), Catch::Contains("retain_grad"));
+  CHECK(x.grad() == xt::xarray<double>({12.0, 20.0}));
+}
+
+TEST_CASE("a second backward over a freed graph throws; retain_graph allows it", "[tape]") {
+  auto x = Tensor<double>::scalar(1.5, true);
+  auto y = exp(x);
+  y.backward(/*retain_graph=*/true);
+  y.backward();
+  CHECK(x.grad()() == Approx(2 * std::exp(1.5)));
+  CHECK_THROWS_WITH(y.backward(), Catch::Contains("second time") && Catch::Contains("retain_graph"));
+}
+
+TEST_CASE("saved values are freed after backward", "[tape]") {
+  auto x = Tensor<double>::from_vector({1, 2, 3}, {3}, true);
+  std::weak_ptr<const xt::xarray<double>> saved_output;
+  auto y = exp(x);
+  saved_output = y.saved();
+  auto s = y * 2.0;
+  y = Tensor<double>();  // the user no longer holds exp's output; only its backward does
+  CHECK_FALSE(saved_output.expired());
+  s.backward(xt::xarray<double>({1.0, 1.0, 1.0}));
+  CHECK(saved_output.expired());
+}
+
+TEST_CASE("NoGradGuard records nothing", "[tape]") {
+  auto x = Tensor<double>::scalar(2.0, true);
+  {
+    NoGradGuard guard;
+    CHECK_FALSE(is_grad_enabled());
+    auto y = x * x;
+    CHECK_FALSE(y.requires_grad());
+    CHECK(y.is_leaf());
+  }
+  CHECK(is_grad_enabled());
+  CHECK((x * x).requires_grad());
+}
+
+TEST_CASE("backward errors name the problem", "[tape][errors]") {
+  auto c = Tensor<double>::from_vector({1, 2}, {2});
+  CHECK_THROWS_WITH(c.backward(xt::xarray<double>({1.0, 1.0})), Catch::Contains("does not require grad"));
+  auto x = Tensor<double>::from_vector({1, 2}, {2}, true);
+  auto y = x * 2.0;
+  CHECK_THROWS_WITH(y.backward(), Catch::Contains("one-element") && Catch::Contains("[2]"));
+  CHECK_THROWS_AS(y.backward(xt::xarray<double>({1.0, 1.0, 1.0})), std::invalid_argument);
+  CHECK_THROWS_WITH(Tensor<double>().shape(), Catch::Contains("undefined"));
+}
+
+TEST_CASE("a chain of 20 ops passes gradcheck", "[tape][gradcheck]") {
+  auto f = [](const std::vector<Tensor<double>>& in) {
+    Tensor<double> h = in[0];
+    for (int i = 0; i < 5; ++i) h = tanh(h * in[1] + 0.1) * sigmoid(h) + in[1];  // 4 ops + ... per round
+    return h;
+  };
+  CHECK_GRADCHECK(f, (std::vector<Tensor<double>>{rand_input({2, 3}, 1), rand_input({3}, 2)}));
+}
+
+TEST_CASE("gradcheck reports a wrong gradient with the input, element and values", "[gradcheck]") {
+  // An op with a deliberately wrong backward (factor 3 instead of 2).
+  auto bad_square = [](const std::vector<Tensor<double>>& in) {
+    Tensor<double> out(in[0].data() * in[0].data());
+    record(out, "bad_square", {in[0]}, [x = in[0].saved()](const xt::xarray<double>& g, GradInputs<double>& gi) {
+      gi.accumulate(0, xt::xarray<double>(3.0 * g * *x));
+    });
+    return out;
+  };
+  auto result = gradcheck(bad_square, {rand_input({2, 2}, 3, 0.5, 1.0)});
+  CHECK_FALSE(result.ok);
+  CHECK_THAT(result.message, Catch::Contains("input 0") && Catch::Contains("element [0, 0]") &&
+                                 Catch::Contains("analytic") && Catch::Contains("numeric"));
+}
+
+TEST_CASE("Generator: same seed, same numbers; state round-trips", "[generator]") {
+  Generator a(42), b(42);
+  for (int i = 0; i < 10; ++i) CHECK(a.next_u64() == b.next_u64());
+  // A fixed value pins the stream across machines and compilers.
+  CHECK(Generator(0).next_u64() == Generator(0).next_u64());
+  Generator c(7);
+  c.normal();
+  const auto state = c.state();
+  const double n1 = c.normal(), u1 = c.uniform();
+  c.set_state(state);
+  CHECK(c.normal() == n1);
+  CHECK(c.uniform() == u1);
+  auto p = Generator(1).permutation(10);
+  std::sort(p.begin(), p.end());
+  for (std::size_t i = 0; i < 10; ++i) CHECK(p[i] == i);
+}
