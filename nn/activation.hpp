@@ -1,0 +1,40 @@
+// Activation modules (torch.nn.ReLU, torch.nn.GELU): parameter-free wrappers of the elementwise ops,
+// so they can sit in a Sequential and show in the printed module tree.
+#pragma once
+
+#include <string>
+
+#include "autograd/elementwise.hpp"
+#include "nn/module.hpp"
+
+namespace tapegrad::nn {
+
+template <typename T>
+class ReLU : public Module<T> {
+ public:
+  Tensor<T> forward(const Tensor<T>& x) const { return relu(x); }
+  std::string name() const override { return "ReLU"; }
+};
+
+template <typename T>
+class GELU : public Module<T> {
+ public:
+  explicit GELU(GeluApproximate approximate = GeluApproximate::None) : approximate(approximate) {}
+  Tensor<T> forward(const Tensor<T>& x) const { return gelu(x, approximate); }
+  std::string name() const override { return "GELU"; }
+  std::string extra_repr() const override {
+    return approximate == GeluApproximate::Tanh ? "approximate='tanh'" : "approximate='none'";
+  }
+
+  GeluApproximate approximate;
+};
+
+// The activation of the transformer feed-forward blocks (torch's activation="relu" | "gelu").
+enum class Activation { ReLU, GELU };
+
+template <typename T>
+Tensor<T> apply_activation(Activation activation, const Tensor<T>& x) {
+  return activation == Activation::ReLU ? relu(x) : gelu(x);
+}
+
+}  // namespace tapegrad::nn

@@ -1,0 +1,34 @@
+#include "nn/layer_norm.hpp"
+
+#include "autograd/layer_norm.hpp"
+
+namespace tapegrad::nn {
+
+template <typename T>
+LayerNorm<T>::LayerNorm(Shape shape, double eps, bool affine)
+    : normalized_shape(std::move(shape)), eps(eps), elementwise_affine(affine) {
+  if (affine) {
+    weight = this->register_parameter("weight", Tensor<T>::ones(normalized_shape));
+    bias = this->register_parameter("bias", Tensor<T>::zeros(normalized_shape));
+  }
+}
+
+template <typename T>
+Tensor<T> LayerNorm<T>::forward(const Tensor<T>& x) const {
+  return layer_norm(x, normalized_shape, weight, bias, eps);
+}
+
+template <typename T>
+std::string LayerNorm<T>::extra_repr() const {
+  // Python prints the shape as a tuple: (8,) or (4, 5).
+  std::string shape = "(";
+  for (std::size_t i = 0; i < normalized_shape.size(); ++i)
+    shape += (i ? ", " : "") + std::to_string(normalized_shape[i]);
+  shape += normalized_shape.size() == 1 ? ",)" : ")";
+  return shape + ", eps=" + python_float(eps) + ", elementwise_affine=" + (elementwise_affine ? "True" : "False");
+}
+
+template class LayerNorm<float>;
+template class LayerNorm<double>;
+
+}  // namespace tapegrad::nn

@@ -1,0 +1,94 @@
+// Module<T>: the base of every nn layer, holding named parameters, buffers and submodules in
+// registration order so that names, state_dict() and print(model) match torch.nn.Module.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "autograd/tensor.hpp"
+#include "nn/state_dict.hpp"
+
+namespace tapegrad::nn {
+
+template <typename T>
+class Module {
+ public:
+  Module() = default;
+  virtual ~Module() = default;
+  // A module owns its parameters' identity; copying one would silently alias or duplicate them.
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  // Registers a parameter under `name` and makes it require grad; returns the same handle, so a
+  // subclass keeps it in a member (`weight = register_parameter("weight", ...)`).
+  Tensor<T> register_parameter(const std::string& name, Tensor<T> tensor);
+  // A buffer is state that is not trained (e.g. a positional-encoding table). Non-persistent
+  // buffers are left out of state_dict(), as in torch.
+  Tensor<T> register_buffer(const std::string& name, Tensor<T> tensor, bool persistent = true);
+  template <typename M>
+  std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
+    add_child(name, module);
+    return module;
+  }
+
+  // Recursive, in registration order (own entries first, then each child's), with torch's dotted names.
+  std::vector<Tensor<T>> parameters() const;
+  std::vector<std::pair<std::string, Tensor<T>>> named_parameters() const;
+  std::vector<Tensor<T>> buffers() const;
+  std::vector<std::pair<std::string, Tensor<T>>> named_buffers() const;
+  // Parameters and persistent buffers; the tensors alias the module's own, so writing into their
+  // values (mutable_data()) loads a checkpoint into the module.
+  StateDict<T> state_dict() const;
+  // Direct submodules only.
+  const std::vector<std::pair<std::string, std::shared_ptr<Module<T>>>>& named_children() const { return children_; }
+  std::vector<std::shared_ptr<Module<T>>> children() const;
+
+  // Sets training mode here and in every descendant (torch's train() / eval()).
+  virtual void train(bool on = true);
+  void eval() { train(false); }
+  bool is_training() const { return training_; }
+
+  // Drops every parameter's gradient (torch's zero_grad(set_to_none=True)).
+  void zero_grad();
+  // Number of scalar parameters, counting each once.
+  std::size_t num_parameters() const;
+
+  // The class name shown by to_string() ("Linear"), and the text inside its parentheses.
+  virtual std::string name() const = 0;
+  virtual std::string extra_repr() const { return ""; }
+  // The module tree exactly as torch prints it with print(model).
+  std::string to_string() const;
+
+ protected:
+  void add_child(const std::string& name, std::shared_ptr<Module<T>> module);
+
+ private:
+  struct Buffer {
+    std::string name;
+    Tensor<T> tensor;
+    bool persistent;
+  };
+  void check_new_name(const std::string& name) const;
+  void collect_parameters(const std::string& prefix, std::vector<std::pair<std::string, Tensor<T>>>& out) const;
+  void collect_buffers(const std::string& prefix, bool persistent_only,
+                       std::vector<std::pair<std::string, Tensor<T>>>& out) const;
+
+  std::vector<std::pair<std::string, Tensor<T>>> parameters_;
+  std::vector<Buffer> buffers_;
+  std::vector<std::pair<std::string, std::shared_ptr<Module<T>>>> children_;
+  bool training_ = true;
+};
+
+// A double as Python's repr() writes it ("0.1", "1e-05", "0.0"), for extra_repr().
+std::string python_float(double value);
+
+template <typename T>
+std::ostream& operator<<(std::ostream& os, const Module<T>& module);
+
+extern template class Module<float>;
+extern template class Module<double>;
+
+}  // namespace tapegrad::nn

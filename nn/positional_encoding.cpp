@@ -1,0 +1,83 @@
+#include "nn/positional_encoding.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "autograd/elementwise.hpp"
+#include "autograd/shape_ops.hpp"
+
+namespace tapegrad::nn {
+
+namespace {
+// The sequence length of x, after checking that x is [L, B, D] / [B, L, D] with L <= max_len.
+std::size_t sequence_length(const char* module, const Shape& shape, std::size_t d_model, std::size_t max_len,
+                            bool batch_first) {
+  if (shape.size() != 3 || shape[2] != d_model) {
+    throw ShapeError(fmt::format("{}: expected input {} with D = {}, got {}", module,
+                                 batch_first ? "[B, L, D]" : "[L, B, D]", d_model, format_shape(shape)));
+  }
+  const std::size_t len = batch_first ? shape[1] : shape[0];
+  if (len > max_len) {
+    throw ShapeError(
+        fmt::format("{}: sequence length {} exceeds max_len {} (input {})", module, len, max_len, format_shape(shape)));
+  }
+  return len;
+}
+}  // namespace
+
+template <typename T>
+SinusoidalPositionalEncoding<T>::SinusoidalPositionalEncoding(std::size_t d, std::size_t max_len, bool batch_first)
+    : d_model(d), max_len(max_len), batch_first(batch_first) {
+  xt::xarray<T> table = xt::xarray<T>::from_shape({max_len, d});
+  T* p = table.data();
+  for (std::size_t pos = 0; pos < max_len; ++pos) {
+    for (std::size_t i = 0; 2 * i < d; ++i) {
+      const double angle = static_cast<double>(pos) / std::pow(10000.0, static_cast<double>(2 * i) / d);
+      p[pos * d + 2 * i] = static_cast<T>(std::sin(angle));
+      if (2 * i + 1 < d) p[pos * d + 2 * i + 1] = static_cast<T>(std::cos(angle));
+    }
+  }
+  pe = this->register_buffer("pe", Tensor<T>(std::move(table)), /*persistent=*/false);
+}
+
+template <typename T>
+Tensor<T> SinusoidalPositionalEncoding<T>::forward(const Tensor<T>& x) const {
+  const std::size_t len = sequence_length("SinusoidalPositionalEncoding", x.shape(), d_model, max_len, batch_first);
+  // The first L rows are contiguous, so the slice is a plain copy; as a constant it takes no gradient.
+  const Shape shape = batch_first ? Shape{1, len, d_model} : Shape{len, 1, d_model};
+  xt::xarray<T> rows = xt::xarray<T>::from_shape(shape);
+  std::copy(pe.data().data(), pe.data().data() + len * d_model, rows.data());
+  return x + Tensor<T>(std::move(rows));
+}
+
+template <typename T>
+std::string SinusoidalPositionalEncoding<T>::extra_repr() const {
+  return fmt::format("d_model={}, max_len={}, batch_first={}", d_model, max_len, batch_first ? "True" : "False");
+}
+
+template <typename T>
+LearnedPositionalEmbedding<T>::LearnedPositionalEmbedding(std::size_t max_len, std::size_t d, Generator& gen,
+                                                          bool batch_first)
+    : max_len(max_len), d_model(d), batch_first(batch_first) {
+  weight = this->register_parameter("weight", Tensor<T>::normal({max_len, d}, T(0), T(1), gen));
+}
+
+template <typename T>
+Tensor<T> LearnedPositionalEmbedding<T>::forward(const Tensor<T>& x) const {
+  const std::size_t len = sequence_length("LearnedPositionalEmbedding", x.shape(), d_model, max_len, batch_first);
+  const auto rows = narrow(weight, 0, 0, static_cast<std::int64_t>(len));
+  return x + unsqueeze(rows, batch_first ? 0 : 1);
+}
+
+template <typename T>
+std::string LearnedPositionalEmbedding<T>::extra_repr() const {
+  return fmt::format("max_len={}, d_model={}, batch_first={}", max_len, d_model, batch_first ? "True" : "False");
+}
+
+template class SinusoidalPositionalEncoding<float>;
+template class SinusoidalPositionalEncoding<double>;
+template class LearnedPositionalEmbedding<float>;
+template class LearnedPositionalEmbedding<double>;
+
+}  // namespace tapegrad::nn

@@ -1,0 +1,56 @@
+// Position information added to token embeddings: the fixed sinusoidal table of "Attention Is All
+// You Need" and a learned table.
+#pragma once
+
+#include <string>
+
+#include "autograd/generator.hpp"
+#include "nn/module.hpp"
+
+namespace tapegrad::nn {
+
+// PE[pos, 2i] = sin(pos / 10000^(2i / d_model)), PE[pos, 2i + 1] = cos(pos / 10000^(2i / d_model)).
+//
+// The table is a non-persistent buffer "pe" [max_len, d_model]: it is not trained and is a pure
+// function of (d_model, max_len), so it is rebuilt at construction rather than stored. Keeping it out
+// of state_dict() makes checkpoints smaller, lets a model with a different max_len load them, and
+// leaves state_dict() with exactly the trained tensors of the equivalent torch model.
+template <typename T>
+class SinusoidalPositionalEncoding : public Module<T> {
+ public:
+  SinusoidalPositionalEncoding(std::size_t d_model, std::size_t max_len = 5000, bool batch_first = false);
+
+  // x [L, B, D] (or [B, L, D] when batch_first) plus PE[:L], broadcast over the batch.
+  Tensor<T> forward(const Tensor<T>& x) const;
+
+  std::string name() const override { return "SinusoidalPositionalEncoding"; }
+  std::string extra_repr() const override;
+
+  std::size_t d_model, max_len;
+  bool batch_first;
+  Tensor<T> pe;
+};
+
+// A trained table "weight" [max_len, d_model] drawn from N(0, 1) like an Embedding's; forward adds
+// weight[:L] the same way as the sinusoidal encoding.
+template <typename T>
+class LearnedPositionalEmbedding : public Module<T> {
+ public:
+  LearnedPositionalEmbedding(std::size_t max_len, std::size_t d_model, Generator& gen, bool batch_first = false);
+
+  Tensor<T> forward(const Tensor<T>& x) const;
+
+  std::string name() const override { return "LearnedPositionalEmbedding"; }
+  std::string extra_repr() const override;
+
+  std::size_t max_len, d_model;
+  bool batch_first;
+  Tensor<T> weight;
+};
+
+extern template class SinusoidalPositionalEncoding<float>;
+extern template class SinusoidalPositionalEncoding<double>;
+extern template class LearnedPositionalEmbedding<float>;
+extern template class LearnedPositionalEmbedding<double>;
+
+}  // namespace tapegrad::nn

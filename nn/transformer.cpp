@@ -1,0 +1,186 @@
+#include "nn/transformer.hpp"
+
+#include <fmt/format.h>
+
+#include "autograd/elementwise.hpp"
+
+namespace tapegrad::nn {
+
+namespace {
+std::shared_ptr<Generator> or_seeded_from(std::shared_ptr<Generator> shared, Generator& gen) {
+  return shared ? shared : std::make_shared<Generator>(gen.next_u64());
+}
+
+MultiheadAttentionOptions attention_options(const TransformerLayerOptions& o) {
+  MultiheadAttentionOptions a(o.d_model, o.nhead);
+  a.dropout = o.dropout;
+  a.batch_first = o.batch_first;
+  return a;
+}
+}  // namespace
+
+template <typename T>
+FeedForward<T>::FeedForward(std::size_t d_model, std::size_t dim_feedforward, Generator& gen, double p,
+                            Activation activation, std::shared_ptr<Generator> dropout_gen)
+    : activation(activation) {
+  linear1 = this->register_module("linear1", std::make_shared<Linear<T>>(d_model, dim_feedforward, gen));
+  dropout = this->register_module("dropout", std::make_shared<Dropout<T>>(p, or_seeded_from(dropout_gen, gen)));
+  linear2 = this->register_module("linear2", std::make_shared<Linear<T>>(dim_feedforward, d_model, gen));
+}
+
+template <typename T>
+Tensor<T> FeedForward<T>::forward(const Tensor<T>& x) const {
+  return linear2->forward(dropout->forward(apply_activation(activation, linear1->forward(x))));
+}
+
+template <typename T>
+std::string FeedForward<T>::extra_repr() const {
+  return activation == Activation::ReLU ? "activation=relu" : "activation=gelu";
+}
+
+template <typename T>
+TransformerEncoderLayer<T>::TransformerEncoderLayer(const TransformerLayerOptions& o, Generator& gen,
+                                                    std::shared_ptr<Generator> dropout_gen)
+    : options(o), dropout_gen_(or_seeded_from(dropout_gen, gen)) {
+  const auto d = o.d_model;
+  self_attn = this->register_module("self_attn",
+                                    std::make_shared<MultiheadAttention<T>>(attention_options(o), gen, dropout_gen_));
+  linear1 = this->register_module("linear1", std::make_shared<Linear<T>>(d, o.dim_feedforward, gen));
+  dropout = this->register_module("dropout", std::make_shared<Dropout<T>>(o.dropout, dropout_gen_));
+  linear2 = this->register_module("linear2", std::make_shared<Linear<T>>(o.dim_feedforward, d, gen));
+  norm1 = this->register_module("norm1", std::make_shared<LayerNorm<T>>(d, o.layer_norm_eps));
+  norm2 = this->register_module("norm2", std::make_shared<LayerNorm<T>>(d, o.layer_norm_eps));
+  dropout1 = this->register_module("dropout1", std::make_shared<Dropout<T>>(o.dropout, dropout_gen_));
+  dropout2 = this->register_module("dropout2", std::make_shared<Dropout<T>>(o.dropout, dropout_gen_));
+}
+
+template <typename T>
+Tensor<T> TransformerEncoderLayer<T>::forward(const Tensor<T>& src, const AttentionMask<T>& src_mask,
+                                              const AttentionMask<T>& src_key_padding_mask, bool is_causal) const {
+  const auto sa = [&](const Tensor<T>& x) {
+    return dropout1->forward(
+        self_attn->forward(x, x, x, src_key_padding_mask, /*need_weights=*/false, src_mask, true, is_causal).first);
+  };
+  const auto ff = [&](const Tensor<T>& x) {
+    return dropout2->forward(
+        linear2->forward(dropout->forward(apply_activation(options.activation, linear1->forward(x)))));
+  };
+  Tensor<T> x = src;
+  if (options.norm_first) {
+    x = x + sa(norm1->forward(x));
+    x = x + ff(norm2->forward(x));
+  } else {
+    x = norm1->forward(x + sa(x));
+    x = norm2->forward(x + ff(x));
+  }
+  return x;
+}
+
+template <typename T>
+TransformerDecoderLayer<T>::TransformerDecoderLayer(const TransformerLayerOptions& o, Generator& gen,
+                                                    std::shared_ptr<Generator> dropout_gen)
+    : options(o), dropout_gen_(or_seeded_from(dropout_gen, gen)) {
+  const auto d = o.d_model;
+  self_attn = this->register_module("self_attn",
+                                    std::make_shared<MultiheadAttention<T>>(attention_options(o), gen, dropout_gen_));
+  multihead_attn = this->register_module(
+      "multihead_attn", std::make_shared<MultiheadAttention<T>>(attention_options(o), gen, dropout_gen_));
+  linear1 = this->register_module("linear1", std::make_shared<Linear<T>>(d, o.dim_feedforward, gen));
+  dropout = this->register_module("dropout", std::make_shared<Dropout<T>>(o.dropout, dropout_gen_));
+  linear2 = this->register_module("linear2", std::make_shared<Linear<T>>(o.dim_feedforward, d, gen));
+  norm1 = this->register_module("norm1", std::make_shared<LayerNorm<T>>(d, o.layer_norm_eps));
+  norm2 = this->register_module("norm2", std::make_shared<LayerNorm<T>>(d, o.layer_norm_eps));
+  norm3 = this->register_module("norm3", std::make_shared<LayerNorm<T>>(d, o.layer_norm_eps));
+  dropout1 = this->register_module("dropout1", std::make_shared<Dropout<T>>(o.dropout, dropout_gen_));
+  dropout2 = this->register_module("dropout2", std::make_shared<Dropout<T>>(o.dropout, dropout_gen_));
+  dropout3 = this->register_module("dropout3", std::make_shared<Dropout<T>>(o.dropout, dropout_gen_));
+}
+
+template <typename T>
+Tensor<T> TransformerDecoderLayer<T>::forward(const Tensor<T>& tgt, const Tensor<T>& memory,
+                                              const AttentionMask<T>& tgt_mask, const AttentionMask<T>& memory_mask,
+                                              const AttentionMask<T>& tgt_key_padding_mask,
+                                              const AttentionMask<T>& memory_key_padding_mask,
+                                              bool tgt_is_causal) const {
+  const auto sa = [&](const Tensor<T>& x) {
+    return dropout1->forward(
+        self_attn->forward(x, x, x, tgt_key_padding_mask, /*need_weights=*/false, tgt_mask, true, tgt_is_causal).first);
+  };
+  const auto mha = [&](const Tensor<T>& x) {
+    return dropout2->forward(
+        multihead_attn->forward(x, memory, memory, memory_key_padding_mask, /*need_weights=*/false, memory_mask).first);
+  };
+  const auto ff = [&](const Tensor<T>& x) {
+    return dropout3->forward(
+        linear2->forward(dropout->forward(apply_activation(options.activation, linear1->forward(x)))));
+  };
+  Tensor<T> x = tgt;
+  if (options.norm_first) {
+    x = x + sa(norm1->forward(x));
+    x = x + mha(norm2->forward(x));
+    x = x + ff(norm3->forward(x));
+  } else {
+    x = norm1->forward(x + sa(x));
+    x = norm2->forward(x + mha(x));
+    x = norm3->forward(x + ff(x));
+  }
+  return x;
+}
+
+template <typename T>
+TransformerEncoder<T>::TransformerEncoder(const TransformerLayerOptions& layer, std::size_t num_layers, Generator& gen,
+                                          std::shared_ptr<LayerNorm<T>> final_norm,
+                                          std::shared_ptr<Generator> dropout_gen)
+    : dropout_gen_(or_seeded_from(dropout_gen, gen)) {
+  layers = this->register_module("layers", std::make_shared<ModuleList<T>>());
+  for (std::size_t i = 0; i < num_layers; ++i) {
+    typed_layers_.push_back(std::make_shared<TransformerEncoderLayer<T>>(layer, gen, dropout_gen_));
+    layers->push_back(typed_layers_.back());
+  }
+  if (final_norm) norm = this->register_module("norm", final_norm);
+}
+
+template <typename T>
+Tensor<T> TransformerEncoder<T>::forward(const Tensor<T>& src, const AttentionMask<T>& mask,
+                                         const AttentionMask<T>& src_key_padding_mask, bool is_causal) const {
+  Tensor<T> x = src;
+  for (const auto& layer : typed_layers_) x = layer->forward(x, mask, src_key_padding_mask, is_causal);
+  return norm ? norm->forward(x) : x;
+}
+
+template <typename T>
+TransformerDecoder<T>::TransformerDecoder(const TransformerLayerOptions& layer, std::size_t num_layers, Generator& gen,
+                                          std::shared_ptr<LayerNorm<T>> final_norm,
+                                          std::shared_ptr<Generator> dropout_gen)
+    : dropout_gen_(or_seeded_from(dropout_gen, gen)) {
+  layers = this->register_module("layers", std::make_shared<ModuleList<T>>());
+  for (std::size_t i = 0; i < num_layers; ++i) {
+    typed_layers_.push_back(std::make_shared<TransformerDecoderLayer<T>>(layer, gen, dropout_gen_));
+    layers->push_back(typed_layers_.back());
+  }
+  if (final_norm) norm = this->register_module("norm", final_norm);
+}
+
+template <typename T>
+Tensor<T> TransformerDecoder<T>::forward(const Tensor<T>& tgt, const Tensor<T>& memory,
+                                         const AttentionMask<T>& tgt_mask, const AttentionMask<T>& memory_mask,
+                                         const AttentionMask<T>& tgt_key_padding_mask,
+                                         const AttentionMask<T>& memory_key_padding_mask, bool tgt_is_causal) const {
+  Tensor<T> x = tgt;
+  for (const auto& layer : typed_layers_)
+    x = layer->forward(x, memory, tgt_mask, memory_mask, tgt_key_padding_mask, memory_key_padding_mask, tgt_is_causal);
+  return norm ? norm->forward(x) : x;
+}
+
+template class FeedForward<float>;
+template class FeedForward<double>;
+template class TransformerEncoderLayer<float>;
+template class TransformerEncoderLayer<double>;
+template class TransformerDecoderLayer<float>;
+template class TransformerDecoderLayer<double>;
+template class TransformerEncoder<float>;
+template class TransformerEncoder<double>;
+template class TransformerDecoder<float>;
+template class TransformerDecoder<double>;
+
+}  // namespace tapegrad::nn

@@ -1,0 +1,163 @@
+// Transformer blocks laid out exactly as torch.nn's: TransformerEncoderLayer, TransformerDecoderLayer
+// and their stacks, with torch's flat submodule names (self_attn, linear1, dropout, linear2, norm1,
+// ..., dropout1, ...) so that state_dict names match; plus FeedForward, the position-wise block as a
+// standalone module for users (the layers do not use it, since torch's layers hold its parts directly).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "autograd/generator.hpp"
+#include "nn/activation.hpp"
+#include "nn/attention.hpp"
+#include "nn/container.hpp"
+#include "nn/dropout.hpp"
+#include "nn/layer_norm.hpp"
+#include "nn/linear.hpp"
+#include "nn/module.hpp"
+
+namespace tapegrad::nn {
+
+// torch's constructor arguments of TransformerEncoderLayer / TransformerDecoderLayer, with its defaults.
+struct TransformerLayerOptions {
+  TransformerLayerOptions(std::size_t d_model, std::size_t nhead) : d_model(d_model), nhead(nhead) {}
+  std::size_t d_model, nhead;
+  std::size_t dim_feedforward = 2048;
+  double dropout = 0.1;
+  Activation activation = Activation::ReLU;
+  double layer_norm_eps = 1e-5;
+  bool batch_first = false;
+  bool norm_first = false;  // pre-LN when true, post-LN (the original Transformer) when false
+};
+
+// linear2(dropout(activation(linear1(x)))).
+template <typename T>
+class FeedForward : public Module<T> {
+ public:
+  FeedForward(std::size_t d_model, std::size_t dim_feedforward, Generator& gen, double dropout = 0.1,
+              Activation activation = Activation::ReLU, std::shared_ptr<Generator> dropout_gen = nullptr);
+  Tensor<T> forward(const Tensor<T>& x) const;
+  std::string name() const override { return "FeedForward"; }
+  std::string extra_repr() const override;
+
+  Activation activation;
+  std::shared_ptr<Linear<T>> linear1;
+  std::shared_ptr<Dropout<T>> dropout;
+  std::shared_ptr<Linear<T>> linear2;
+};
+
+// All the layer's dropouts (and its attention dropout) share one generator: dropout_gen, or one
+// seeded from gen. Save dropout_generator()->state() in a checkpoint to resume the same masks.
+template <typename T>
+class TransformerEncoderLayer : public Module<T> {
+ public:
+  TransformerEncoderLayer(const TransformerLayerOptions& options, Generator& gen,
+                          std::shared_ptr<Generator> dropout_gen = nullptr);
+
+  // post-LN: x = norm1(x + sa(x)); x = norm2(x + ff(x)).
+  // pre-LN:  x = x + sa(norm1(x)); x = x + ff(norm2(x)).
+  // sa(x) = dropout1(self_attn(x, x, x)), ff(x) = dropout2(linear2(dropout(activation(linear1(x))))).
+  Tensor<T> forward(const Tensor<T>& src, const AttentionMask<T>& src_mask = {},
+                    const AttentionMask<T>& src_key_padding_mask = {}, bool is_causal = false) const;
+
+  std::string name() const override { return "TransformerEncoderLayer"; }
+  const std::shared_ptr<Generator>& dropout_generator() const { return dropout_gen_; }
+
+  TransformerLayerOptions options;
+  std::shared_ptr<MultiheadAttention<T>> self_attn;
+  std::shared_ptr<Linear<T>> linear1;
+  std::shared_ptr<Dropout<T>> dropout;
+  std::shared_ptr<Linear<T>> linear2;
+  std::shared_ptr<LayerNorm<T>> norm1, norm2;
+  std::shared_ptr<Dropout<T>> dropout1, dropout2;
+
+ private:
+  std::shared_ptr<Generator> dropout_gen_;
+};
+
+template <typename T>
+class TransformerDecoderLayer : public Module<T> {
+ public:
+  TransformerDecoderLayer(const TransformerLayerOptions& options, Generator& gen,
+                          std::shared_ptr<Generator> dropout_gen = nullptr);
+
+  // post-LN: x = norm1(x + sa(x)); x = norm2(x + mha(x, memory)); x = norm3(x + ff(x)).
+  // pre-LN:  x = x + sa(norm1(x)); x = x + mha(norm2(x), memory); x = x + ff(norm3(x)).
+  // sa, mha and ff end in dropout1, dropout2 and dropout3. tgt_is_causal as is_causal of
+  // MultiheadAttention::forward for the self-attention.
+  Tensor<T> forward(const Tensor<T>& tgt, const Tensor<T>& memory, const AttentionMask<T>& tgt_mask = {},
+                    const AttentionMask<T>& memory_mask = {}, const AttentionMask<T>& tgt_key_padding_mask = {},
+                    const AttentionMask<T>& memory_key_padding_mask = {}, bool tgt_is_causal = false) const;
+
+  std::string name() const override { return "TransformerDecoderLayer"; }
+  const std::shared_ptr<Generator>& dropout_generator() const { return dropout_gen_; }
+
+  TransformerLayerOptions options;
+  std::shared_ptr<MultiheadAttention<T>> self_attn, multihead_attn;
+  std::shared_ptr<Linear<T>> linear1;
+  std::shared_ptr<Dropout<T>> dropout;
+  std::shared_ptr<Linear<T>> linear2;
+  std::shared_ptr<LayerNorm<T>> norm1, norm2, norm3;
+  std::shared_ptr<Dropout<T>> dropout1, dropout2, dropout3;
+
+ private:
+  std::shared_ptr<Generator> dropout_gen_;
+};
+
+// num_layers layers named layers.0, layers.1, ..., then the optional final `norm`. Unlike torch,
+// which deep-copies one layer (so every layer starts with identical weights), each layer here is
+// built from the options with its own draws from gen. All layers share one dropout generator.
+template <typename T>
+class TransformerEncoder : public Module<T> {
+ public:
+  TransformerEncoder(const TransformerLayerOptions& layer, std::size_t num_layers, Generator& gen,
+                     std::shared_ptr<LayerNorm<T>> norm = nullptr, std::shared_ptr<Generator> dropout_gen = nullptr);
+
+  Tensor<T> forward(const Tensor<T>& src, const AttentionMask<T>& mask = {},
+                    const AttentionMask<T>& src_key_padding_mask = {}, bool is_causal = false) const;
+
+  std::string name() const override { return "TransformerEncoder"; }
+  const std::shared_ptr<Generator>& dropout_generator() const { return dropout_gen_; }
+
+  std::shared_ptr<ModuleList<T>> layers;
+  std::shared_ptr<LayerNorm<T>> norm;  // null when there is no final norm
+
+ private:
+  std::vector<std::shared_ptr<TransformerEncoderLayer<T>>> typed_layers_;
+  std::shared_ptr<Generator> dropout_gen_;
+};
+
+template <typename T>
+class TransformerDecoder : public Module<T> {
+ public:
+  TransformerDecoder(const TransformerLayerOptions& layer, std::size_t num_layers, Generator& gen,
+                     std::shared_ptr<LayerNorm<T>> norm = nullptr, std::shared_ptr<Generator> dropout_gen = nullptr);
+
+  Tensor<T> forward(const Tensor<T>& tgt, const Tensor<T>& memory, const AttentionMask<T>& tgt_mask = {},
+                    const AttentionMask<T>& memory_mask = {}, const AttentionMask<T>& tgt_key_padding_mask = {},
+                    const AttentionMask<T>& memory_key_padding_mask = {}, bool tgt_is_causal = false) const;
+
+  std::string name() const override { return "TransformerDecoder"; }
+  const std::shared_ptr<Generator>& dropout_generator() const { return dropout_gen_; }
+
+  std::shared_ptr<ModuleList<T>> layers;
+  std::shared_ptr<LayerNorm<T>> norm;
+
+ private:
+  std::vector<std::shared_ptr<TransformerDecoderLayer<T>>> typed_layers_;
+  std::shared_ptr<Generator> dropout_gen_;
+};
+
+extern template class FeedForward<float>;
+extern template class FeedForward<double>;
+extern template class TransformerEncoderLayer<float>;
+extern template class TransformerEncoderLayer<double>;
+extern template class TransformerDecoderLayer<float>;
+extern template class TransformerDecoderLayer<double>;
+extern template class TransformerEncoder<float>;
+extern template class TransformerEncoder<double>;
+extern template class TransformerDecoder<float>;
+extern template class TransformerDecoder<double>;
+
+}  // namespace tapegrad::nn
