@@ -1,0 +1,616 @@
+// nn modules: names and counts identical to torch.nn, initialization, printing, state_dict aliasing,
+// train/eval, gradchecks through every module, attention masking, and outputs matching PyTorch.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <xtensor/xadapt.hpp>
+#include <xtensor/xmath.hpp>
+#include <xtensor/xview.hpp>
+
+#include "autograd/ops.hpp"
+#include "nn/activation.hpp"
+#include "nn/attention.hpp"
+#include "nn/container.hpp"
+#include "nn/dropout.hpp"
+#include "nn/embedding.hpp"
+#include "nn/layer_norm.hpp"
+#include "nn/linear.hpp"
+#include "nn/positional_encoding.hpp"
+#include "nn/transformer.hpp"
+#include "tests/helpers.hpp"
+
+using namespace tapegrad;
+using namespace tapegrad::nn;
+using tapegrad::testing::allclose;
+using tapegrad::testing::rand_input;
+using TD = Tensor<double>;
+
+namespace {
+
+std::vector<std::string> names_of(const Module<double>& m) {
+  std::vector<std::string> out;
+  for (const auto& [name, _] : m.named_parameters()) out.push_back(name);
+  return out;
+}
+
+// The module's parameters followed by the extra inputs, for gradcheck.
+std::vector<TD> with_params(const Module<double>& m, std::vector<TD> inputs) {
+  auto params = m.parameters();
+  params.insert(params.end(), inputs.begin(), inputs.end());
+  return params;
+}
+
+// Deterministic parameter values shared with the PyTorch script that produced the expected numbers:
+// parameter k (in named_parameters order), element j: 0.5 sin(0.37 (j + 1) + 0.11 k).
+void fill_like_reference(Module<double>& m) {
+  std::size_t k = 0;
+  for (auto& p : m.parameters()) {
+    auto& data = p.mutable_data();
+    for (std::size_t j = 0; j < data.size(); ++j) data.data()[j] = 0.5 * std::sin(0.37 * (j + 1) + 0.11 * k);
+    ++k;
+  }
+}
+
+// cos(0.23 (j + 1) + phase) in row-major order.
+TD reference_input(const Shape& shape, double phase = 0.0) {
+  xt::xarray<double> a = xt::xarray<double>::from_shape(shape);
+  for (std::size_t j = 0; j < a.size(); ++j) a.data()[j] = std::cos(0.23 * (j + 1) + phase);
+  return TD(a);
+}
+
+// CHECK_GRADCHECK behind a function, so lambdas with commas outside parentheses can be passed.
+template <typename F>
+void check_gradcheck(F f, const std::vector<TD>& inputs) {
+  CHECK_GRADCHECK(f, inputs);
+}
+
+TransformerLayerOptions small_layer(Activation act = Activation::ReLU, bool norm_first = false, double dropout = 0.0) {
+  TransformerLayerOptions o(4, 2);
+  o.dim_feedforward = 6;
+  o.dropout = dropout;
+  o.activation = act;
+  o.norm_first = norm_first;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("Module: names, buffers, state_dict and train/eval across a tree", "[nn]") {
+  Generator gen(0);
+  Sequential<double> seq(std::make_shared<Linear<double>>(3, 4, gen), std::make_shared<ReLU<double>>(),
+                         std::make_shared<Linear<double>>(4, 2, gen, /*bias=*/false),
+                         std::make_shared<SinusoidalPositionalEncoding<double>>(2, 10));
+  CHECK(names_of(seq) == std::vector<std::string>{"0.weight", "0.bias", "2.weight"});
+  CHECK(seq.num_parameters() == 12 + 4 + 8);
+  for (const auto& p : seq.parameters()) CHECK(p.requires_grad());
+  REQUIRE(seq.named_buffers().size() == 1);
+  CHECK(seq.named_buffers()[0].first == "3.pe");
+
+  auto sd = seq.state_dict();  // the non-persistent pe is left out
+  CHECK(sd.size() == 3);
+  CHECK(sd.count("3.pe") == 0);
+  // state_dict tensors alias the module's: writing into them loads the module.
+  sd.at("0.bias").mutable_data() = xt::xarray<double>({1.0, 2.0, 3.0, 4.0});
+  auto first = std::dynamic_pointer_cast<Linear<double>>(seq[0]);
+  CHECK(first->bias.data() == xt::xarray<double>({1.0, 2.0, 3.0, 4.0}));
+  CHECK(sd.at("0.weight").same_as(first->weight));
+
+  CHECK(seq.is_training());
+  seq.eval();
+  for (const auto& child : seq.children()) CHECK_FALSE(child->is_training());
+  seq.train();
+  for (const auto& child : seq.children()) CHECK(child->is_training());
+
+  auto y = sum(seq.forward(rand_input({5, 3}, 1)));
+  y.backward();
+  CHECK(first->weight.has_grad());
+  seq.zero_grad();
+  CHECK_FALSE(first->weight.has_grad());
+
+  SinusoidalPositionalEncoding<double> pe(4, 8);
+  CHECK_THROWS_WITH(pe.register_buffer("pe", TD::zeros({1})), Catch::Contains("\"pe\" is already registered"));
+  CHECK_THROWS_WITH(pe.register_parameter("a.b", TD::zeros({1})), Catch::Contains("a.b"));
+}
+
+TEST_CASE("Module: a persistent buffer is in state_dict", "[nn]") {
+  struct WithBuffer : Module<double> {
+    WithBuffer() {
+      register_parameter("w", TD::zeros({2}));
+      register_buffer("count", TD::scalar(3.0));
+      register_buffer("scratch", TD::zeros({2}), /*persistent=*/false);
+    }
+    std::string name() const override { return "WithBuffer"; }
+  } m;
+  auto sd = m.state_dict();
+  CHECK(sd.size() == 2);
+  CHECK(sd.at("count").item() == 3.0);
+  CHECK(m.buffers().size() == 2);
+  CHECK_FALSE(m.named_buffers()[0].second.requires_grad());
+}
+
+TEST_CASE("Linear: torch's init bounds, forward and gradcheck", "[nn]") {
+  Generator gen(3);
+  Linear<double> lin(16, 5, gen);
+  const double bound = 1.0 / 4.0;  // 1 / sqrt(in_features)
+  CHECK(lin.weight.shape() == Shape{5, 16});
+  CHECK(xt::amax(xt::abs(lin.weight.data()))() <= bound);
+  CHECK(xt::amax(xt::abs(lin.bias.data()))() <= bound);
+  CHECK(xt::amax(xt::abs(lin.weight.data()))() > 0.8 * bound);  // spread over the whole range
+  CHECK(names_of(lin) == std::vector<std::string>{"weight", "bias"});
+  CHECK(lin.to_string() == "Linear(in_features=16, out_features=5, bias=True)");
+
+  Generator g2(4);
+  Linear<double> small(3, 2, g2);
+  auto x = rand_input({2, 4, 3}, 5);
+  check_gradcheck([&](const std::vector<TD>& in) { return small.forward(in.back()); }, with_params(small, {x}));
+  Linear<double> no_bias(3, 2, g2, false);
+  CHECK(names_of(no_bias) == std::vector<std::string>{"weight"});
+  check_gradcheck([&](const std::vector<TD>& in) { return no_bias.forward(in.back()); }, with_params(no_bias, {x}));
+}
+
+TEST_CASE("LayerNorm: ones/zeros init, printing and gradcheck", "[nn]") {
+  LayerNorm<double> ln(Shape{2, 3});
+  CHECK(ln.weight.data() == xt::ones<double>({2, 3}));
+  CHECK(ln.bias.data() == xt::zeros<double>({2, 3}));
+  CHECK(ln.to_string() == "LayerNorm((2, 3), eps=1e-05, elementwise_affine=True)");
+  CHECK(LayerNorm<double>(8, 1e-6).to_string() == "LayerNorm((8,), eps=1e-06, elementwise_affine=True)");
+  CHECK(LayerNorm<double>(8, 1e-5, false).num_parameters() == 0);
+  Generator gen(1);
+  ln.weight.mutable_data() = TD::uniform({2, 3}, 0.5, 1.5, gen).data();
+  ln.bias.mutable_data() = TD::uniform({2, 3}, -0.5, 0.5, gen).data();
+  check_gradcheck([&](const std::vector<TD>& in) { return ln.forward(in.back()); },
+                  with_params(ln, {rand_input({4, 2, 3}, 2)}));
+}
+
+TEST_CASE("Embedding: N(0, 1) init with the padding row zeroed, gradcheck", "[nn]") {
+  Generator gen(7);
+  Embedding<double> emb(10, 4, gen, /*padding_idx=*/-2);
+  CHECK(*emb.padding_idx == 8);  // normalized as torch does
+  const xt::xarray<double> padding_row = xt::view(emb.weight.data(), 8, xt::all());
+  CHECK(padding_row == xt::xarray<double>(xt::zeros<double>({4})));
+  CHECK(emb.to_string() == "Embedding(10, 4, padding_idx=8)");
+  Embedding<double> big(400, 50, gen);
+  const double m = xt::mean(big.weight.data())();
+  const double sd = std::sqrt(xt::variance(big.weight.data())());
+  CHECK(std::abs(m) < 0.02);
+  CHECK(sd == Approx(1.0).epsilon(0.02));
+  xt::xarray<std::int64_t> ids = {{1, 8, 3}, {3, 0, 9}};
+  auto out = emb.forward(ids);
+  CHECK(out.shape() == Shape{2, 3, 4});
+  check_gradcheck([&](const std::vector<TD>&) { return emb.forward(ids); }, with_params(emb, {}));
+  CHECK_THROWS_WITH(Embedding<double>(5, 2, gen, 5),
+                    Catch::Contains("padding_idx 5") && Catch::Contains("5 embeddings"));
+}
+
+TEST_CASE("Dropout: identity in eval, restorable randomness in training", "[nn]") {
+  auto gen = std::make_shared<Generator>(11);
+  Dropout<double> drop(0.5, gen);
+  CHECK(drop.to_string() == "Dropout(p=0.5, inplace=False)");
+  CHECK(Dropout<double>(0.0).to_string() == "Dropout(p=0.0, inplace=False)");
+  auto x = TD::ones({100});
+  const auto state = gen->state();
+  auto a = drop.forward(x);
+  gen->set_state(state);  // what resuming a checkpoint does
+  auto b = drop.forward(x);
+  CHECK(a.data() == b.data());
+  std::size_t zeros = 0;
+  for (double v : a.data()) {
+    CHECK((v == 0.0 || v == 2.0));
+    zeros += v == 0.0;
+  }
+  CHECK(zeros > 25);
+  CHECK(zeros < 75);
+  drop.eval();
+  CHECK(drop.forward(x).data() == x.data());
+  CHECK_THROWS_WITH(Dropout<double>(1.5), Catch::Contains("1.5"));
+}
+
+TEST_CASE("activations and Sequential print like torch", "[nn]") {
+  Generator gen(0);
+  Sequential<double> seq(std::make_shared<Linear<double>>(3, 4, gen), std::make_shared<ReLU<double>>(),
+                         std::make_shared<GELU<double>>(GeluApproximate::Tanh), std::make_shared<Dropout<double>>(0.2));
+  CHECK(seq.to_string() ==
+        "Sequential(\n"
+        "  (0): Linear(in_features=3, out_features=4, bias=True)\n"
+        "  (1): ReLU()\n"
+        "  (2): GELU(approximate='tanh')\n"
+        "  (3): Dropout(p=0.2, inplace=False)\n"
+        ")");
+  std::ostringstream os;
+  os << seq;
+  CHECK(os.str() == seq.to_string());
+  seq.eval();
+  auto x = rand_input({2, 3}, 3);
+  check_gradcheck([&](const std::vector<TD>& in) { return seq.forward(in.back()); }, with_params(seq, {x}));
+  ModuleList<double> list;
+  list.push_back(std::make_shared<ReLU<double>>());
+  CHECK(list.to_string() == "ModuleList(\n  (0): ReLU()\n)");
+  CHECK_THROWS_WITH(list.at<Linear<double>>(0), Catch::Contains("ReLU"));
+}
+
+TEST_CASE("positional encodings: the sinusoid table and learned rows", "[nn]") {
+  SinusoidalPositionalEncoding<double> pe(5, 20);  // odd d_model: the last column is a sine
+  const auto& t = pe.pe.data();
+  CHECK(t(0, 0) == 0.0);
+  CHECK(t(0, 1) == 1.0);
+  CHECK(t(3, 2) == Approx(std::sin(3.0 / std::pow(10000.0, 2.0 / 5))));
+  CHECK(t(3, 3) == Approx(std::cos(3.0 / std::pow(10000.0, 2.0 / 5))));
+  CHECK(t(7, 4) == Approx(std::sin(7.0 / std::pow(10000.0, 4.0 / 5))));
+  CHECK(pe.num_parameters() == 0);
+  auto x = TD::zeros({3, 2, 5});  // [L, B, D]
+  auto y = pe.forward(x);
+  CHECK(y.data()(2, 1, 3) == t(2, 3));
+  SinusoidalPositionalEncoding<double> pe_bf(5, 20, /*batch_first=*/true);
+  CHECK(pe_bf.forward(TD::zeros({2, 3, 5})).data()(1, 2, 3) == t(2, 3));
+  CHECK_THROWS_WITH(pe.forward(TD::zeros({21, 1, 5})), Catch::Contains("21") && Catch::Contains("max_len 20"));
+  CHECK_THROWS_WITH(pe.forward(TD::zeros({3, 1, 4})), Catch::Contains("[3, 1, 4]"));
+
+  Generator gen(2);
+  LearnedPositionalEmbedding<double> learned(6, 3, gen, /*batch_first=*/true);
+  CHECK(names_of(learned) == std::vector<std::string>{"weight"});
+  check_gradcheck([&](const std::vector<TD>& in) { return learned.forward(in.back()); },
+                  with_params(learned, {rand_input({2, 4, 3}, 9)}));
+}
+
+TEST_CASE("MultiheadAttention: torch's names, shapes, count and init", "[nn]") {
+  Generator gen(0);
+  MultiheadAttention<double> mha(8, 2, gen);
+  CHECK(names_of(mha) ==
+        std::vector<std::string>{"in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"});
+  CHECK(mha.in_proj_weight.shape() == Shape{24, 8});
+  CHECK(mha.in_proj_bias.data() == xt::zeros<double>({24}));
+  CHECK(mha.out_proj->bias.data() == xt::zeros<double>({8}));
+  const double xavier = std::sqrt(6.0 / (8 + 24));
+  CHECK(xt::amax(xt::abs(mha.in_proj_weight.data()))() <= xavier);
+  CHECK(xt::amax(xt::abs(mha.in_proj_weight.data()))() > 0.8 * xavier);
+  CHECK(xt::amax(xt::abs(mha.out_proj->weight.data()))() <= 1.0 / std::sqrt(8.0));
+  CHECK(mha.to_string() ==
+        "MultiheadAttention(\n"
+        "  (out_proj): NonDynamicallyQuantizableLinear(in_features=8, out_features=8, bias=True)\n"
+        ")");
+
+  MultiheadAttentionOptions o(8, 2);
+  o.kdim = 4;
+  o.vdim = 6;
+  MultiheadAttention<double> cross(o, gen);
+  // torch: [n for n, _ in MultiheadAttention(8, 2, kdim=4, vdim=6).named_parameters()]
+  CHECK(names_of(cross) == std::vector<std::string>{"q_proj_weight", "k_proj_weight", "v_proj_weight", "in_proj_bias",
+                                                    "out_proj.weight", "out_proj.bias"});
+  CHECK(cross.k_proj_weight.shape() == Shape{8, 4});
+  CHECK(cross.v_proj_weight.shape() == Shape{8, 6});
+  CHECK(cross.num_parameters() == 240);
+  o.bias = false;
+  CHECK(names_of(MultiheadAttention<double>(o, gen)) ==
+        std::vector<std::string>{"q_proj_weight", "k_proj_weight", "v_proj_weight", "out_proj.weight"});
+}
+
+TEST_CASE("MultiheadAttention: outputs and weights match PyTorch", "[nn]") {
+  Generator gen(0);
+  MultiheadAttention<double> mha(4, 2, gen);
+  fill_like_reference(mha);
+  mha.eval();
+  auto x = reference_input({3, 2, 4});
+  BoolArray kpm = {{false, false, true}, {false, false, false}};
+  auto [out, w] = mha.forward(x, x, x, kpm, true, causal_mask(3));
+  const xt::xarray<double> expected_out = xt::adapt(
+      std::vector<double>{-0.3283288126, 0.8198115402,  1.2152969238,  0.2350409434,  -0.2466959653, 0.2238665487,
+                          1.0255934756,  0.7965844952,  -0.0356093003, -0.2032727566, 0.7370479812,  1.1713980232,
+                          -0.1487555686, -0.4079579862, 0.8130759649,  1.3898704144,  0.1279011897,  -0.0222052898,
+                          0.6063728539,  0.9666335042,  -0.0039076128, 0.3982094774,  0.8144210362,  0.5839468704},
+      std::vector<std::size_t>{3, 2, 4});
+  const xt::xarray<double> expected_w = xt::adapt(
+      std::vector<double>{1.0, 0.0, 0.0, 0.0858635974, 0.9141364026, 0.0, 0.1774297173, 0.8225702827, 0.0, 1.0, 0.0,
+                          0.0, 0.1007661945, 0.8992338055, 0.0, 0.3223144627, 0.1851542524, 0.4925312849},
+      std::vector<std::size_t>{2, 3, 3});
+  CHECK(allclose(out.data(), expected_out, 1e-8, 1e-9));
+  CHECK(allclose(w.data(), expected_w, 1e-8, 1e-9));
+
+  MultiheadAttentionOptions o(4, 2);
+  o.kdim = 3;
+  o.vdim = 5;
+  o.batch_first = true;
+  MultiheadAttention<double> cross(o, gen);
+  fill_like_reference(cross);
+  auto [cout, cw] = cross.forward(reference_input({2, 3, 4}), reference_input({2, 5, 3}, 1.0),
+                                  reference_input({2, 5, 5}, 2.0), {}, true, {}, /*average=*/false);
+  CHECK(cout.shape() == Shape{2, 3, 4});
+  CHECK(cw.shape() == Shape{2, 2, 3, 5});
+  const std::vector<double> first_out{-0.6263283965, -0.0080315812, 1.4335642523, 1.1063080698, -0.4449855792};
+  const std::vector<double> first_w{0.628248249, 0.123108262, 0.045300462, 0.0494561701, 0.153886857, 0.334892249};
+  for (std::size_t i = 0; i < first_out.size(); ++i) CHECK(cout.data().data()[i] == Approx(first_out[i]).margin(1e-9));
+  for (std::size_t i = 0; i < first_w.size(); ++i) CHECK(cw.data().data()[i] == Approx(first_w[i]).margin(1e-8));
+  CHECK(cout.data()(1, 2, 3) == Approx(0.8400565948).margin(1e-9));
+}
+
+TEST_CASE("MultiheadAttention: gradcheck in self- and cross-attention with every mask", "[nn][gradcheck]") {
+  Generator gen(5);
+  MultiheadAttention<double> mha(4, 2, gen);
+  auto x = rand_input({3, 2, 4}, 1);
+  BoolArray kpm = {{false, false, true}, {false, false, false}};
+  SECTION("self-attention, no mask") {
+    check_gradcheck([&](const std::vector<TD>& in) { return mha.forward(in.back(), in.back(), in.back()).first; },
+                    with_params(mha, {x}));
+  }
+  SECTION("key_padding_mask") {
+    check_gradcheck([&](const std::vector<TD>& in) { return mha.forward(in.back(), in.back(), in.back(), kpm).first; },
+                    with_params(mha, {x}));
+  }
+  SECTION("causal mask, and the per-head weights") {
+    check_gradcheck(
+        [&](const std::vector<TD>& in) {
+          auto [o, w] = mha.forward(in.back(), in.back(), in.back(), {}, true, causal_mask(3), false);
+          return o + sum(w) * 0.0 + mean(w, {1, 3}, true).data()(0, 0, 0);
+        },
+        with_params(mha, {x}));
+  }
+  SECTION("causal float mask and key_padding_mask together, weights averaged") {
+    auto mask = generate_square_subsequent_mask<double>(3);
+    check_gradcheck(
+        [&](const std::vector<TD>& in) {
+          auto [o, w] = mha.forward(in.back(), in.back(), in.back(), kpm, true, mask);
+          return sum(o) + sum(w * w);
+        },
+        with_params(mha, {x}));
+  }
+  SECTION("cross-attention with L != S and kdim, vdim != embed_dim") {
+    MultiheadAttentionOptions o(4, 2);
+    o.kdim = 3;
+    o.vdim = 5;
+    MultiheadAttention<double> cross(o, gen);
+    BoolArray mem_kpm = {{false, true, false, false, true}, {false, false, false, false, false}};
+    check_gradcheck(
+        [&](const std::vector<TD>& in) {
+          const auto n = in.size();
+          return cross.forward(in[n - 3], in[n - 2], in[n - 1], mem_kpm).first;
+        },
+        with_params(cross, {x, rand_input({5, 2, 3}, 2), rand_input({5, 2, 5}, 3)}));
+  }
+  SECTION("cross-attention through the packed weight, key is value") {
+    auto mem = rand_input({5, 2, 4}, 4);
+    check_gradcheck(
+        [&](const std::vector<TD>& in) {
+          const auto n = in.size();
+          return mha.forward(in[n - 2], in[n - 1], in[n - 1]).first;
+        },
+        with_params(mha, {x, mem}));
+  }
+}
+
+TEST_CASE("MultiheadAttention: masking semantics", "[nn]") {
+  Generator gen(8);
+  MultiheadAttentionOptions o(6, 3);
+  o.batch_first = true;
+  MultiheadAttention<double> mha(o, gen);
+  auto x = rand_input({2, 5, 6}, 1);
+
+  SECTION("weights rows sum to 1") {
+    auto [out, w] = mha.forward(x, x, x, {}, true, {}, false);
+    REQUIRE(w.shape() == Shape{2, 3, 5, 5});
+    auto rows = sum(w, {-1});
+    for (double v : rows.data()) CHECK(v == Approx(1.0));
+  }
+  SECTION("the causal mask hides the future: changing a later position leaves earlier outputs bit-identical") {
+    auto before = mha.forward(x, x, x, {}, false, causal_mask(5)).first;
+    auto changed = TD(x.data());
+    for (std::size_t d = 0; d < 6; ++d) changed.mutable_data()(1, 3, d) += 10.0;
+    auto after = mha.forward(changed, changed, changed, {}, false, causal_mask(5)).first;
+    auto is_causal = mha.forward(changed, changed, changed, {}, false, {}, true, /*is_causal=*/true).first;
+    CHECK(is_causal.data() == after.data());
+    for (std::size_t b = 0; b < 2; ++b)
+      for (std::size_t l = 0; l < 5; ++l)
+        for (std::size_t d = 0; d < 6; ++d) {
+          if (b == 1 && l >= 3)
+            CHECK(before.data()(b, l, d) != after.data()(b, l, d));
+          else
+            CHECK(before.data()(b, l, d) == after.data()(b, l, d));
+        }
+  }
+  SECTION("padded keys change nothing for real queries, and get zero weight") {
+    BoolArray kpm = {{false, false, false, true, true}, {false, false, false, false, false}};
+    auto [out, w] = mha.forward(x, x, x, kpm);
+    auto changed = TD(x.data());
+    for (std::size_t d = 0; d < 6; ++d) changed.mutable_data()(0, 4, d) = 100.0 * (d + 1);
+    auto out2 = mha.forward(changed, changed, changed, kpm).first;
+    for (std::size_t l = 0; l < 4; ++l)  // query 4 itself changed; the other queries are untouched
+      for (std::size_t d = 0; d < 6; ++d) CHECK(out.data()(0, l, d) == Approx(out2.data()(0, l, d)).epsilon(1e-12));
+    for (std::size_t l = 0; l < 5; ++l) {
+      CHECK(w.data()(0, l, 3) == 0.0);
+      CHECK(w.data()(0, l, 4) == 0.0);
+    }
+    // A float mask of 0 / -inf behaves like the bool mask.
+    xt::xarray<double> fk = xt::zeros<double>({2, 5});
+    fk(0, 3) = fk(0, 4) = -std::numeric_limits<double>::infinity();
+    CHECK(allclose(mha.forward(x, x, x, TD(fk)).first.data(), out.data(), 1e-12, 1e-12));
+  }
+  SECTION("a fully masked query gets zero weights and out_proj.bias, with finite gradients") {
+    Generator g(3);
+    mha.out_proj->bias.mutable_data() = TD::uniform({6}, -1, 1, g).data();
+    BoolArray all = xt::zeros<bool>({2, 5});
+    xt::view(all, 0, xt::all()) = true;  // batch 0: every key is padding
+    auto [out, w] = mha.forward(x, x, x, all);
+    for (std::size_t l = 0; l < 5; ++l) {
+      for (std::size_t s = 0; s < 5; ++s) CHECK(w.data()(0, l, s) == 0.0);
+      for (std::size_t d = 0; d < 6; ++d) CHECK(out.data()(0, l, d) == mha.out_proj->bias.data()(d));
+    }
+    sum(out).backward();
+    for (double v : mha.in_proj_weight.grad()) CHECK(std::isfinite(v));
+    mha.zero_grad();
+  }
+}
+
+TEST_CASE("MultiheadAttention: errors name the numbers and shapes", "[nn][errors]") {
+  Generator gen(0);
+  CHECK_THROWS_AS(MultiheadAttention<double>(10, 3, gen), ShapeError);
+  CHECK_THROWS_WITH(MultiheadAttention<double>(10, 3, gen),
+                    Catch::Contains("embed_dim 10") && Catch::Contains("num_heads 3"));
+  MultiheadAttention<double> mha(4, 2, gen);
+  auto x = TD::zeros({3, 2, 4});
+  CHECK_THROWS_WITH(mha.forward(TD::zeros({3, 2, 5}), x, x), Catch::Contains("query") && Catch::Contains("[3, 2, 5]"));
+  CHECK_THROWS_WITH(mha.forward(x, TD::zeros({3, 4}), x), Catch::Contains("key") && Catch::Contains("[3, 4]"));
+  CHECK_THROWS_WITH(mha.forward(x, TD::zeros({5, 2, 4}), TD::zeros({4, 2, 4})),
+                    Catch::Contains("[5, 2, 4]") && Catch::Contains("[4, 2, 4]"));
+  CHECK_THROWS_WITH(mha.forward(x, x, x, BoolArray(xt::zeros<bool>({3, 2}))),
+                    Catch::Contains("key_padding_mask") && Catch::Contains("[2, 3]") && Catch::Contains("[3, 2]"));
+  CHECK_THROWS_WITH(mha.forward(x, x, x, {}, true, BoolArray(xt::zeros<bool>({3, 4}))),
+                    Catch::Contains("attn_mask") && Catch::Contains("[3, 4]"));
+}
+
+TEST_CASE("TransformerEncoderLayer: torch's names, count and printed tree", "[nn]") {
+  Generator gen(0);
+  TransformerEncoderLayer<double> layer(TransformerLayerOptions(8, 2), gen);
+  // torch: [n for n, _ in torch.nn.TransformerEncoderLayer(8, 2).named_parameters()]
+  const std::vector<std::string> torch_names{"self_attn.in_proj_weight",
+                                             "self_attn.in_proj_bias",
+                                             "self_attn.out_proj.weight",
+                                             "self_attn.out_proj.bias",
+                                             "linear1.weight",
+                                             "linear1.bias",
+                                             "linear2.weight",
+                                             "linear2.bias",
+                                             "norm1.weight",
+                                             "norm1.bias",
+                                             "norm2.weight",
+                                             "norm2.bias"};
+  CHECK(names_of(layer) == torch_names);
+  CHECK(layer.num_parameters() == 35144);
+  const auto sd = layer.state_dict();
+  CHECK(sd.size() == torch_names.size());
+  CHECK(sd.at("linear1.weight").shape() == Shape{2048, 8});
+  CHECK(sd.at("self_attn.in_proj_weight").same_as(layer.self_attn->in_proj_weight));
+  CHECK(layer.to_string() ==
+        "TransformerEncoderLayer(\n"
+        "  (self_attn): MultiheadAttention(\n"
+        "    (out_proj): NonDynamicallyQuantizableLinear(in_features=8, out_features=8, bias=True)\n"
+        "  )\n"
+        "  (linear1): Linear(in_features=8, out_features=2048, bias=True)\n"
+        "  (dropout): Dropout(p=0.1, inplace=False)\n"
+        "  (linear2): Linear(in_features=2048, out_features=8, bias=True)\n"
+        "  (norm1): LayerNorm((8,), eps=1e-05, elementwise_affine=True)\n"
+        "  (norm2): LayerNorm((8,), eps=1e-05, elementwise_affine=True)\n"
+        "  (dropout1): Dropout(p=0.1, inplace=False)\n"
+        "  (dropout2): Dropout(p=0.1, inplace=False)\n"
+        ")");
+  layer.eval();
+  CHECK_FALSE(layer.self_attn->out_proj->is_training());
+  CHECK_FALSE(layer.dropout2->is_training());
+  // One generator drives all of the layer's dropouts.
+  CHECK(layer.dropout1->generator() == layer.dropout_generator());
+  CHECK(layer.self_attn->dropout_generator() == layer.dropout_generator());
+}
+
+TEST_CASE("TransformerDecoderLayer and the stacks: torch's names and counts", "[nn]") {
+  Generator gen(0);
+  TransformerLayerOptions o(8, 2);
+  o.dim_feedforward = 16;
+  TransformerDecoderLayer<double> dec(o, gen);
+  CHECK(names_of(dec) == std::vector<std::string>{
+                             "self_attn.in_proj_weight", "self_attn.in_proj_bias", "self_attn.out_proj.weight",
+                             "self_attn.out_proj.bias", "multihead_attn.in_proj_weight", "multihead_attn.in_proj_bias",
+                             "multihead_attn.out_proj.weight", "multihead_attn.out_proj.bias", "linear1.weight",
+                             "linear1.bias", "linear2.weight", "linear2.bias", "norm1.weight", "norm1.bias",
+                             "norm2.weight", "norm2.bias", "norm3.weight", "norm3.bias"});
+  CHECK(dec.num_parameters() == 904);
+
+  TransformerEncoder<double> enc(o, 2, gen, std::make_shared<LayerNorm<double>>(8));
+  CHECK(enc.num_parameters() == 1216);
+  const auto names = names_of(enc);
+  CHECK(names.front() == "layers.0.self_attn.in_proj_weight");
+  CHECK(names[12] == "layers.1.self_attn.in_proj_weight");
+  CHECK(names.back() == "norm.bias");
+  CHECK(enc.to_string().rfind("TransformerEncoder(\n  (layers): ModuleList(\n    (0): TransformerEncoderLayer(\n", 0) ==
+        0);
+  CHECK(enc.to_string().find("\n  (norm): LayerNorm((8,), eps=1e-05, elementwise_affine=True)\n)") !=
+        std::string::npos);
+  // Each layer has its own initial weights.
+  CHECK(enc.layers->at<TransformerEncoderLayer<double>>(0)->linear1->weight.data() !=
+        enc.layers->at<TransformerEncoderLayer<double>>(1)->linear1->weight.data());
+  TransformerDecoder<double> decs(o, 2, gen);
+  CHECK(decs.num_parameters() == 1808);
+  CHECK(names_of(decs).back() == "layers.1.norm3.bias");
+}
+
+TEST_CASE("Transformer layers match PyTorch outputs", "[nn]") {
+  Generator gen(0);
+  auto x = reference_input({3, 2, 4});
+  BoolArray kpm = {{false, false, true}, {false, false, false}};
+  SECTION("encoder post-LN and pre-LN with gelu") {
+    const std::vector<double> post{0.9620893995, -0.3378527224, 0.6012960351, 0.2580375213, 1.0602109745};
+    const std::vector<double> pre{2.1512459622, 1.108023101, 2.2987534425, 2.3075717998, 1.5067130098};
+    for (bool norm_first : {false, true}) {
+      TransformerEncoderLayer<double> layer(small_layer(Activation::GELU, norm_first, 0.1), gen);
+      fill_like_reference(layer);
+      layer.eval();
+      auto y = layer.forward(x, {}, kpm);
+      const auto& expected = norm_first ? pre : post;
+      for (std::size_t i = 0; i < expected.size(); ++i) CHECK(y.data().data()[i] == Approx(expected[i]).margin(1e-9));
+    }
+  }
+  SECTION("decoder post-LN with a causal target mask") {
+    TransformerDecoderLayer<double> layer(small_layer(), gen);
+    fill_like_reference(layer);
+    auto y = layer.forward(x, reference_input({5, 2, 4}, 0.5), causal_mask(3));
+    const std::vector<double> expected{0.9685692233, -0.1671974037, 0.122969473, -0.0901255769, 0.8085702162};
+    for (std::size_t i = 0; i < expected.size(); ++i) CHECK(y.data().data()[i] == Approx(expected[i]).margin(1e-9));
+    CHECK(y.data()(2, 1, 3) == Approx(-0.1070762109).margin(1e-9));
+  }
+}
+
+TEST_CASE("Transformer layers pass gradcheck", "[nn][gradcheck]") {
+  Generator gen(21);
+  auto x = rand_input({3, 2, 4}, 1);
+  BoolArray kpm = {{false, false, true}, {false, false, false}};
+  for (auto act : {Activation::ReLU, Activation::GELU})
+    for (bool norm_first : {false, true}) {
+      TransformerEncoderLayer<double> layer(small_layer(act, norm_first, 0.1), gen);
+      layer.eval();  // dropout off
+      INFO("activation " << (act == Activation::ReLU ? "relu" : "gelu") << ", norm_first " << norm_first);
+      check_gradcheck([&](const std::vector<TD>& in) { return layer.forward(in.back(), causal_mask(3), kpm); },
+                      with_params(layer, {x}));
+    }
+  SECTION("decoder layer, pre-LN and post-LN") {
+    for (bool norm_first : {false, true}) {
+      TransformerDecoderLayer<double> layer(small_layer(Activation::GELU, norm_first), gen);
+      BoolArray mem_kpm = {{false, false, false, true}, {false, false, false, false}};
+      check_gradcheck(
+          [&](const std::vector<TD>& in) {
+            const auto n = in.size();
+            return layer.forward(in[n - 2], in[n - 1], causal_mask(3), {}, kpm, mem_kpm);
+          },
+          with_params(layer, {x, rand_input({4, 2, 4}, 2)}));
+    }
+  }
+  SECTION("stacks of two layers with a final norm") {
+    TransformerEncoder<double> enc(small_layer(), 2, gen, std::make_shared<LayerNorm<double>>(4));
+    check_gradcheck([&](const std::vector<TD>& in) { return enc.forward(in.back(), {}, kpm, /*is_causal=*/true); },
+                    with_params(enc, {x}));
+    TransformerDecoder<double> dec(small_layer(Activation::ReLU, true), 2, gen);
+    check_gradcheck(
+        [&](const std::vector<TD>& in) {
+          const auto n = in.size();
+          return dec.forward(in[n - 2], in[n - 1], {}, {}, {}, {}, /*tgt_is_causal=*/true);
+        },
+        with_params(dec, {x, rand_input({4, 2, 4}, 2)}));
+  }
+  SECTION("FeedForward") {
+    FeedForward<double> ff(4, 6, gen, 0.0, Activation::GELU);
+    CHECK(names_of(ff) == std::vector<std::string>{"linear1.weight", "linear1.bias", "linear2.weight", "linear2.bias"});
+    check_gradcheck([&](const std::vector<TD>& in) { return ff.forward(in.back()); }, with_params(ff, {x}));
+  }
+}
+
+TEST_CASE("dropout in training: the layer's randomness is restorable and differs from eval", "[nn]") {
+  Generator gen(4);
+  TransformerEncoderLayer<float> layer(small_layer(Activation::ReLU, false, 0.5), gen);
+  Generator xg(1);
+  auto x = Tensor<float>::uniform({3, 2, 4}, -1, 1, xg);
+  const auto state = layer.dropout_generator()->state();
+  auto a = layer.forward(x);
+  layer.dropout_generator()->set_state(state);
+  auto b = layer.forward(x);
+  CHECK(a.data() == b.data());
+  auto c = layer.forward(x);  // the stream moved on: other masks
+  CHECK(a.data() != c.data());
+  layer.eval();
+  CHECK(layer.forward(x).data() == layer.forward(x).data());
+}
