@@ -9,15 +9,7 @@
 #include <xtensor/xview.hpp>
 
 #include "autograd/ops.hpp"
-#include "nn/activation.hpp"
-#include "nn/attention.hpp"
-#include "nn/container.hpp"
-#include "nn/dropout.hpp"
-#include "nn/embedding.hpp"
-#include "nn/layer_norm.hpp"
-#include "nn/linear.hpp"
-#include "nn/positional_encoding.hpp"
-#include "nn/transformer.hpp"
+#include "nn/nn.hpp"
 #include "tests/helpers.hpp"
 
 using namespace tapegrad;
@@ -102,7 +94,7 @@ TEST_CASE("Module: names, buffers, state_dict and train/eval across a tree", "[n
   seq.train();
   for (const auto& child : seq.children()) CHECK(child->is_training());
 
-  auto y = sum(seq.forward(rand_input({5, 3}, 1)));
+  auto y = sum(seq.forward(rand_input({5, 1, 3}, 1)));
   y.backward();
   CHECK(first->weight.has_grad());
   seq.zero_grad();
@@ -178,7 +170,16 @@ TEST_CASE("Embedding: N(0, 1) init with the padding row zeroed, gradcheck", "[nn
   xt::xarray<std::int64_t> ids = {{1, 8, 3}, {3, 0, 9}};
   auto out = emb.forward(ids);
   CHECK(out.shape() == Shape{2, 3, 4});
-  check_gradcheck([&](const std::vector<TD>&) { return emb.forward(ids); }, with_params(emb, {}));
+  CHECK(out.data()(1, 2, 1) == emb.weight.data()(9, 1));
+  sum(out).backward();
+  for (std::size_t j = 0; j < 4; ++j) {
+    CHECK(emb.weight.grad()(8, j) == 0.0);  // the padding row is used but not trained
+    CHECK(emb.weight.grad()(3, j) == 2.0);  // id 3 appears twice
+  }
+  emb.zero_grad();
+  // The padding row's value does reach the output, so only ids without it can be gradchecked.
+  xt::xarray<std::int64_t> no_padding = {{1, 2, 3}, {3, 0, 9}};
+  check_gradcheck([&](const std::vector<TD>&) { return emb.forward(no_padding); }, with_params(emb, {}));
   CHECK_THROWS_WITH(Embedding<double>(5, 2, gen, 5),
                     Catch::Contains("padding_idx 5") && Catch::Contains("5 embeddings"));
 }
