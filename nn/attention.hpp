@@ -2,7 +2,8 @@
 // heads, softmax(Q K^T / sqrt(d_head) + masks) V, with torch's parameter names and layouts.
 //
 // Masks follow torch: a bool mask marks positions that may NOT be attended (true = masked, added
-// as -inf); a float mask is added to the scores as is. key_padding_mask is [B, S]; attn_mask is
+// as -inf); a float mask is added to the scores as is (for key_padding_mask too, as torch 2 does;
+// torch 1.13 treated a float key_padding_mask as bool). key_padding_mask is [B, S]; attn_mask is
 // [L, S] or [B * num_heads, L, S] (batch-major, head-minor, as torch).
 //
 // Fully masked rows: when every key of a query is masked, torch's softmax yields NaN weights and a

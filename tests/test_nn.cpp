@@ -324,6 +324,41 @@ TEST_CASE("MultiheadAttention: outputs and weights match PyTorch", "[nn]") {
   CHECK(cout.data()(1, 2, 3) == Approx(0.8400565948).margin(1e-9));
 }
 
+TEST_CASE("MultiheadAttention: per-head [B * H, L, S] masks and float masks match PyTorch", "[nn]") {
+  Generator gen(0);
+  MultiheadAttentionOptions o(4, 2);
+  o.bias = false;
+  MultiheadAttention<double> mha(o, gen);
+  fill_like_reference(mha);
+  auto x = reference_input({3, 2, 4});
+  BoolArray per_head = xt::zeros<bool>({4, 3, 3});  // index b * H + h
+  per_head(0, 0, 1) = per_head(1, 2, 0) = per_head(2, 1, 2) = per_head(3, 0, 0) = true;
+  auto [out, w] = mha.forward(x, x, x, {}, true, per_head, /*average=*/false);
+  const std::vector<double> expected_w{
+      0.9184257047, 0.0,          0.0815742953, 0.0450321627, 0.62484636,   0.3301214773, 0.0951485053, 0.5335772211,
+      0.3712742736, 0.8784150944, 0.0402347243, 0.0813501813, 0.0460383033, 0.6252736277, 0.328688069,  0.0,
+      0.5895149231, 0.4104850769, 0.355533191,  0.2654312062, 0.3790356028, 0.0924276885, 0.9075723115, 0.0,
+      0.3339286182, 0.1326989179, 0.5333724639, 0.0,          0.4151380493, 0.5848619507, 0.0923396766, 0.8738612537,
+      0.0337990697, 0.3325677649, 0.133376518,  0.5340557172};
+  const std::vector<double> expected_out{-0.0293035856, 0.5262309654, 0.1247320185, -0.5036116559, 0.0242266415};
+  REQUIRE(w.numel() == expected_w.size());
+  for (std::size_t i = 0; i < expected_w.size(); ++i) CHECK(w.data().data()[i] == Approx(expected_w[i]).margin(1e-9));
+  for (std::size_t i = 0; i < expected_out.size(); ++i)
+    CHECK(out.data().data()[i] == Approx(expected_out[i]).margin(1e-9));
+
+  xt::xarray<double> float_mask = xt::zeros<double>({4, 3, 3});
+  float_mask(1, 1, 1) = -2.0;
+  float_mask(3, 2, 2) = 1.5;
+  auto float_kpm = TD::from_vector({0.0, -1.0, 0.0, 0.5, 0.0, 0.0}, {2, 3});
+  auto fout = mha.forward(x, x, x, float_kpm, false, TD(float_mask)).first;
+  // torch 2's semantics (a float key_padding_mask is added; torch 1.13 treated it as bool), computed
+  // in torch by passing the sum of both masks as attn_mask.
+  const std::vector<double> expected_fout{-0.0795217149, 0.505663249, 0.1712203313, -0.4746135978, 0.0183612736};
+  for (std::size_t i = 0; i < expected_fout.size(); ++i)
+    CHECK(fout.data().data()[i] == Approx(expected_fout[i]).margin(1e-9));
+  CHECK(fout.data()(2, 1, 3) == Approx(-0.0036375664).margin(1e-9));
+}
+
 TEST_CASE("MultiheadAttention: gradcheck in self- and cross-attention with every mask", "[nn][gradcheck]") {
   Generator gen(5);
   MultiheadAttention<double> mha(4, 2, gen);
@@ -366,6 +401,18 @@ TEST_CASE("MultiheadAttention: gradcheck in self- and cross-attention with every
           return cross.forward(in[n - 3], in[n - 2], in[n - 1], mem_kpm).first;
         },
         with_params(cross, {x, rand_input({5, 2, 3}, 2), rand_input({5, 2, 5}, 3)}));
+  }
+  SECTION("no biases, batch_first") {
+    MultiheadAttentionOptions o(4, 2);
+    o.bias = false;
+    o.batch_first = true;
+    MultiheadAttention<double> plain(o, gen);
+    check_gradcheck(
+        [&](const std::vector<TD>& in) {
+          auto [out, w] = plain.forward(in.back(), in.back(), in.back(), {}, true, causal_mask(3));
+          return sum(out) + sum(w * w);
+        },
+        with_params(plain, {rand_input({2, 3, 4}, 6)}));
   }
   SECTION("cross-attention through the packed weight, key is value") {
     auto mem = rand_input({5, 2, 4}, 4);
@@ -438,6 +485,18 @@ TEST_CASE("MultiheadAttention: masking semantics", "[nn]") {
     for (double v : mha.in_proj_weight.grad()) CHECK(std::isfinite(v));
     mha.zero_grad();
   }
+}
+
+TEST_CASE("MultiheadAttention in float agrees with double", "[nn]") {
+  Generator gd(9), gf(9);
+  MultiheadAttention<double> md(6, 3, gd);
+  MultiheadAttention<float> mf(6, 3, gf);
+  auto xd = rand_input({4, 2, 6}, 1);
+  Tensor<float> xf(xt::xarray<float>(xt::cast<float>(xd.data())));
+  auto [od, wd] = md.forward(xd, xd, xd, {}, true, causal_mask(4));
+  auto [of, wf] = mf.forward(xf, xf, xf, {}, true, causal_mask(4));
+  CHECK(allclose(xt::xarray<double>(xt::cast<double>(of.data())), od.data(), 1e-4, 1e-5));
+  CHECK(allclose(xt::xarray<double>(xt::cast<double>(wf.data())), wd.data(), 1e-4, 1e-5));
 }
 
 TEST_CASE("MultiheadAttention: errors name the numbers and shapes", "[nn][errors]") {
