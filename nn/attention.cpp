@@ -77,6 +77,7 @@ MultiheadAttention<T>::MultiheadAttention(const MultiheadAttentionOptions& o, Ge
   }
   out_proj = this->register_module("out_proj", out);
   if (!dropout_gen_) dropout_gen_ = std::make_shared<Generator>(gen.next_u64());
+  this->register_generator("dropout_generator", dropout_gen_);
 }
 
 template <typename T>

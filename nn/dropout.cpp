@@ -18,12 +18,14 @@ void check_p(double p) {
 template <typename T>
 Dropout<T>::Dropout(double p, std::uint64_t seed) : p(p), gen_(std::make_shared<Generator>(seed)) {
   check_p(p);
+  this->register_generator("generator", gen_);
 }
 
 template <typename T>
 Dropout<T>::Dropout(double p, std::shared_ptr<Generator> gen) : p(p), gen_(std::move(gen)) {
   check_p(p);
   if (!gen_) throw std::invalid_argument("Dropout: the shared generator is null");
+  this->register_generator("generator", gen_);
 }
 
 template <typename T>

@@ -2,7 +2,8 @@
 //
 // The mask comes from a Generator held by shared pointer: one per module, or one shared by every
 // dropout of a model. A training checkpoint saves generator()->state() and restores it with
-// set_state(), so a resumed run draws the same masks as an uninterrupted one.
+// set_state(), so a resumed run draws the same masks as an uninterrupted one; the generator is also
+// listed by named_generators() as "generator".
 #pragma once
 
 #include <cstdint>

@@ -43,6 +43,7 @@ void Module<T>::check_new_name(const std::string& name) const {
   for (const auto& p : parameters_) taken = taken || p.first == name;
   for (const auto& b : buffers_) taken = taken || b.name == name;
   for (const auto& c : children_) taken = taken || c.first == name;
+  for (const auto& g : generators_) taken = taken || g.first == name;
   if (taken) throw std::invalid_argument(fmt::format("{}: \"{}\" is already registered", this->name(), name));
 }
 
@@ -66,6 +67,31 @@ Tensor<T> Module<T>::register_buffer(const std::string& name, Tensor<T> tensor, 
     throw std::invalid_argument(fmt::format("{}: buffer \"{}\" is an undefined tensor", this->name(), name));
   buffers_.push_back({name, tensor, persistent});
   return tensor;
+}
+
+template <typename T>
+void Module<T>::register_generator(const std::string& name, std::shared_ptr<Generator> gen) {
+  check_new_name(name);
+  if (!gen) throw std::invalid_argument(fmt::format("{}: generator \"{}\" is null", this->name(), name));
+  generators_.emplace_back(name, std::move(gen));
+}
+
+template <typename T>
+void Module<T>::collect_generators(const std::string& prefix,
+                                   std::vector<std::pair<std::string, std::shared_ptr<Generator>>>& out) const {
+  for (const auto& [name, gen] : generators_) {
+    bool seen = false;
+    for (const auto& entry : out) seen = seen || entry.second == gen;
+    if (!seen) out.emplace_back(prefix + name, gen);
+  }
+  for (const auto& [name, child] : children_) child->collect_generators(prefix + name + ".", out);
+}
+
+template <typename T>
+std::vector<std::pair<std::string, std::shared_ptr<Generator>>> Module<T>::named_generators() const {
+  std::vector<std::pair<std::string, std::shared_ptr<Generator>>> out;
+  collect_generators("", out);
+  return out;
 }
 
 template <typename T>

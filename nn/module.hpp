@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "autograd/generator.hpp"
 #include "autograd/tensor.hpp"
 #include "nn/state_dict.hpp"
 
@@ -33,6 +34,13 @@ class Module {
     add_child(name, module);
     return module;
   }
+
+  // A random generator the module draws from while running (dropout masks). Listing them lets a
+  // training checkpoint save and restore every generator's state without knowing the model.
+  void register_generator(const std::string& name, std::shared_ptr<Generator> gen);
+  // Recursive with dotted names like named_parameters(); a generator shared by several modules is
+  // listed once, under the first name reached (an ancestor's before its children's).
+  std::vector<std::pair<std::string, std::shared_ptr<Generator>>> named_generators() const;
 
   // Recursive, in registration order (own entries first, then each child's), with torch's dotted names.
   std::vector<Tensor<T>> parameters() const;
@@ -73,11 +81,14 @@ class Module {
   };
   void check_new_name(const std::string& name) const;
   void collect_parameters(const std::string& prefix, std::vector<std::pair<std::string, Tensor<T>>>& out) const;
+  void collect_generators(const std::string& prefix,
+                          std::vector<std::pair<std::string, std::shared_ptr<Generator>>>& out) const;
   void collect_buffers(const std::string& prefix, bool persistent_only,
                        std::vector<std::pair<std::string, Tensor<T>>>& out) const;
 
   std::vector<std::pair<std::string, Tensor<T>>> parameters_;
   std::vector<Buffer> buffers_;
+  std::vector<std::pair<std::string, std::shared_ptr<Generator>>> generators_;
   std::vector<std::pair<std::string, std::shared_ptr<Module<T>>>> children_;
   bool training_ = true;
 };

@@ -42,6 +42,7 @@ template <typename T>
 TransformerEncoderLayer<T>::TransformerEncoderLayer(const TransformerLayerOptions& o, Generator& gen,
                                                     std::shared_ptr<Generator> dropout_gen)
     : options(o), dropout_gen_(or_seeded_from(dropout_gen, gen)) {
+  this->register_generator("dropout_generator", dropout_gen_);
   const auto d = o.d_model;
   self_attn = this->register_module("self_attn",
                                     std::make_shared<MultiheadAttention<T>>(attention_options(o), gen, dropout_gen_));
@@ -80,6 +81,7 @@ template <typename T>
 TransformerDecoderLayer<T>::TransformerDecoderLayer(const TransformerLayerOptions& o, Generator& gen,
                                                     std::shared_ptr<Generator> dropout_gen)
     : options(o), dropout_gen_(or_seeded_from(dropout_gen, gen)) {
+  this->register_generator("dropout_generator", dropout_gen_);
   const auto d = o.d_model;
   self_attn = this->register_module("self_attn",
                                     std::make_shared<MultiheadAttention<T>>(attention_options(o), gen, dropout_gen_));
@@ -132,6 +134,7 @@ TransformerEncoder<T>::TransformerEncoder(const TransformerLayerOptions& layer, 
                                           std::shared_ptr<LayerNorm<T>> final_norm,
                                           std::shared_ptr<Generator> dropout_gen)
     : dropout_gen_(or_seeded_from(dropout_gen, gen)) {
+  this->register_generator("dropout_generator", dropout_gen_);
   layers = this->register_module("layers", std::make_shared<ModuleList<T>>());
   for (std::size_t i = 0; i < num_layers; ++i) {
     typed_layers_.push_back(std::make_shared<TransformerEncoderLayer<T>>(layer, gen, dropout_gen_));
@@ -153,6 +156,7 @@ TransformerDecoder<T>::TransformerDecoder(const TransformerLayerOptions& layer, 
                                           std::shared_ptr<LayerNorm<T>> final_norm,
                                           std::shared_ptr<Generator> dropout_gen)
     : dropout_gen_(or_seeded_from(dropout_gen, gen)) {
+  this->register_generator("dropout_generator", dropout_gen_);
   layers = this->register_module("layers", std::make_shared<ModuleList<T>>());
   for (std::size_t i = 0; i < num_layers; ++i) {
     typed_layers_.push_back(std::make_shared<TransformerDecoderLayer<T>>(layer, gen, dropout_gen_));

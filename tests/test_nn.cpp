@@ -205,6 +205,15 @@ TEST_CASE("Dropout: identity in eval, restorable randomness in training", "[nn]"
   drop.eval();
   CHECK(drop.forward(x).data() == x.data());
   CHECK_THROWS_WITH(Dropout<double>(1.5), Catch::Contains("1.5"));
+
+  // Every generator of a model, by name, for a checkpoint.
+  Sequential<double> two(std::make_shared<Dropout<double>>(0.1, 1), std::make_shared<Dropout<double>>(0.1, gen),
+                         std::make_shared<Dropout<double>>(0.1, gen));
+  const auto gens = two.named_generators();
+  REQUIRE(gens.size() == 2);
+  CHECK(gens[0].first == "0.generator");
+  CHECK(gens[1].first == "1.generator");
+  CHECK(gens[1].second == gen);
 }
 
 TEST_CASE("activations and Sequential print like torch", "[nn]") {
@@ -557,6 +566,9 @@ TEST_CASE("TransformerEncoderLayer: torch's names, count and printed tree", "[nn
   // One generator drives all of the layer's dropouts.
   CHECK(layer.dropout1->generator() == layer.dropout_generator());
   CHECK(layer.self_attn->dropout_generator() == layer.dropout_generator());
+  const auto gens = layer.named_generators();
+  REQUIRE(gens.size() == 1);
+  CHECK(gens[0].first == "dropout_generator");
 }
 
 TEST_CASE("TransformerDecoderLayer and the stacks: torch's names and counts", "[nn]") {
@@ -585,6 +597,8 @@ TEST_CASE("TransformerDecoderLayer and the stacks: torch's names and counts", "[
   // Each layer has its own initial weights.
   CHECK(enc.layers->at<TransformerEncoderLayer<double>>(0)->linear1->weight.data() !=
         enc.layers->at<TransformerEncoderLayer<double>>(1)->linear1->weight.data());
+  REQUIRE(enc.named_generators().size() == 1);
+  CHECK(enc.named_generators()[0].second == enc.layers->at<TransformerEncoderLayer<double>>(1)->dropout2->generator());
   TransformerDecoder<double> decs(o, 2, gen);
   CHECK(decs.num_parameters() == 1808);
   CHECK(names_of(decs).back() == "layers.1.norm3.bias");
