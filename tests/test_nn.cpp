@@ -441,7 +441,8 @@ TEST_CASE("MultiheadAttention: masking semantics", "[nn]") {
   MultiheadAttention<double> mha(o, gen);
   auto x = rand_input({2, 5, 6}, 1);
 
-  SECTION("weights rows sum to 1") {
+  SECTION("weights rows sum to 1; none are returned without need_weights") {
+    CHECK_FALSE(mha.forward(x, x, x, {}, /*need_weights=*/false).second.defined());
     auto [out, w] = mha.forward(x, x, x, {}, true, {}, false);
     REQUIRE(w.shape() == Shape{2, 3, 5, 5});
     auto rows = sum(w, {-1});
@@ -671,6 +672,29 @@ TEST_CASE("Transformer layers pass gradcheck", "[nn][gradcheck]") {
     CHECK(names_of(ff) == std::vector<std::string>{"linear1.weight", "linear1.bias", "linear2.weight", "linear2.bias"});
     check_gradcheck([&](const std::vector<TD>& in) { return ff.forward(in.back()); }, with_params(ff, {x}));
   }
+}
+
+TEST_CASE("MultiheadAttention: dropout on the attention weights in training only", "[nn]") {
+  Generator gen(2);
+  MultiheadAttentionOptions o(4, 2);
+  o.dropout = 0.5;
+  MultiheadAttention<double> mha(o, gen);
+  auto x = rand_input({6, 1, 4}, 3);
+  auto [out, w] = mha.forward(x, x, x, {}, true, {}, /*average=*/false);
+  auto [ref_out, ref_w] = [&] {
+    mha.eval();
+    return mha.forward(x, x, x, {}, true, {}, false);
+  }();
+  // Kept weights are scaled by 1 / (1 - p) = 2; dropped ones are 0.
+  std::size_t dropped = 0;
+  for (std::size_t i = 0; i < w.numel(); ++i) {
+    const double v = w.data().data()[i], r = ref_w.data().data()[i];
+    CHECK((v == 0.0 || v == Approx(2 * r)));
+    dropped += v == 0.0;
+  }
+  CHECK(dropped > w.numel() / 4);
+  CHECK(dropped < 3 * w.numel() / 4);
+  CHECK(out.data() != ref_out.data());
 }
 
 TEST_CASE("dropout in training: the layer's randomness is restorable and differs from eval", "[nn]") {
