@@ -32,6 +32,27 @@ Layout coalesce(const Shape& shape, const std::vector<std::size_t>& src, const s
   return out;
 }
 
+// A transpose-like 2-d copy: 16 x 16 tiles keep both sides in cache (larger tiles thrash on
+// power-of-two strides), and the inner loop runs along the side that writes contiguously.
+template <typename T>
+void copy_tiled(std::size_t n0, std::size_t n1, const T* src, std::size_t s0, std::size_t s1, T* dst, std::size_t d0,
+                std::size_t d1) {
+  constexpr std::size_t tile = 16;
+  if (d0 < d1) {
+    std::swap(n0, n1);
+    std::swap(s0, s1);
+    std::swap(d0, d1);
+  }
+  for (std::size_t i0 = 0; i0 < n0; i0 += tile) {
+    const std::size_t i1 = std::min(n0, i0 + tile);
+    for (std::size_t j0 = 0; j0 < n1; j0 += tile) {
+      const std::size_t j1 = std::min(n1, j0 + tile);
+      for (std::size_t i = i0; i < i1; ++i)
+        for (std::size_t j = j0; j < j1; ++j) dst[i * d0 + j * d1] = src[i * s0 + j * s1];
+    }
+  }
+}
+
 // The last one or two dims of the layout from one base offset each.
 template <typename T>
 void copy_inner(const Layout& l, std::size_t rank, const T* src, T* dst) {
@@ -54,16 +75,7 @@ void copy_inner(const Layout& l, std::size_t rank, const T* src, T* dst) {
     for (std::size_t i = 0; i < n0; ++i) row(src + i * s0, dst + i * d0);
     return;
   }
-  // A transpose-like pattern: walk 32 x 32 tiles so that both sides stay in cache.
-  constexpr std::size_t kTile = 32;
-  for (std::size_t i0 = 0; i0 < n0; i0 += kTile) {
-    const std::size_t i1 = std::min(n0, i0 + kTile);
-    for (std::size_t j0 = 0; j0 < n1; j0 += kTile) {
-      const std::size_t j1 = std::min(n1, j0 + kTile);
-      for (std::size_t i = i0; i < i1; ++i)
-        for (std::size_t j = j0; j < j1; ++j) dst[i * d0 + j * d1] = src[i * s0 + j * s1];
-    }
-  }
+  copy_tiled(n0, n1, src, s0, s1, dst, d0, d1);
 }
 
 }  // namespace
