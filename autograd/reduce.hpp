@@ -23,7 +23,8 @@ Tensor<T> mean(const Tensor<T>& x, const std::vector<std::int64_t>& dims, bool k
 template <typename T>
 Tensor<T> var(const Tensor<T>& x, const std::vector<std::int64_t>& dims, std::int64_t correction = 1,
               bool keepdim = false);
-// torch.max(x, dim).values: the gradient goes to the first arg-max of each slice.
+// torch.max(x, dim).values: the gradient goes to the first arg-max of each slice; NaN counts as the
+// max, as in torch. An empty dim throws.
 template <typename T>
 Tensor<T> max(const Tensor<T>& x, std::int64_t dim, bool keepdim = false);
 // torch.max(x): over every element (an empty tensor throws). Its gradient is shared equally among all

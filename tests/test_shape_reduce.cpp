@@ -47,6 +47,9 @@ TEST_CASE("transpose and permute move elements", "[shape]") {
   CHECK(t.data() == values({0, 3, 1, 4, 2, 5}, {3, 2}));
   CHECK(transpose(x, -1, -2).data() == t.data());
   CHECK(transpose(x, 1, 1).data() == x.data());
+  CHECK(transpose(Tensor<double>::scalar(7), 0, -1).item() == 7);
+  CHECK_FALSE(t.requires_grad());  // nothing recorded for a constant input
+  CHECK(t.is_leaf());
 
   auto y = iota({2, 3, 4});
   auto p = permute(y, {2, 0, -2});
