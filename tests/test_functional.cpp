@@ -85,7 +85,7 @@ TEST_CASE("softmax subtracts the max: huge logits do not overflow, in float too"
   CHECK(ly(0, 2) == Approx(-2000.f - std::log(2.f)));
 }
 
-TEST_CASE("a fully masked (all -inf) softmax row gives NaN, as in torch; other rows are unaffected", "[softmax]") {
+TEST_CASE("a fully masked (all -inf) softmax row gives NaN as in torch, and other rows are unaffected", "[softmax]") {
   auto x = Tensor<double>::from_vector({1, 2, 3, -kInf, -kInf, -kInf, 0, -kInf, 0}, {3, 3}, true);
   auto y = softmax(x, 1);
   for (std::size_t j = 0; j < 3; ++j) CHECK(std::isnan(y.data()(1, j)));
@@ -418,7 +418,7 @@ TEST_CASE("dropout passes gradcheck with a fixed mask", "[dropout][gradcheck]") 
       (Inputs{rand_input({3, 5}, 61)}));
 }
 
-TEST_CASE("dropout rejects p outside [0, 1), naming p", "[dropout][errors]") {
+TEST_CASE("dropout rejects p outside 0 <= p < 1, naming p", "[dropout][errors]") {
   Generator gen(0);
   auto x = Tensor<double>::ones({2});
   for (double p : {-0.1, 1.0, 1.5, std::nan("")}) {
