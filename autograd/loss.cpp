@@ -95,12 +95,14 @@ Tensor<T> cross_entropy(const Tensor<T>& input, const IndexArray& target, const 
   auto t = std::make_shared<Targets>(check_targets("cross_entropy", input.shape(), target, options.ignore_index));
   const std::size_t rows = t->rows, classes = t->classes;
   // One pass per row: the log-softmax shift, the loss, and the probabilities the backward reads.
-  auto probs = std::make_shared<xt::xarray<T>>(xt::xarray<T>::from_shape(input.shape()));
+  // The probabilities are kept for the backward only when it will run; otherwise one row of scratch.
+  const bool recording = should_record(input);
+  auto probs = std::make_shared<xt::xarray<T>>(xt::xarray<T>::from_shape(recording ? input.shape() : Shape{classes}));
   std::vector<double> losses(rows, 0.0);
   const T* x = input.data().data();
   for (std::size_t i = 0; i < rows; ++i) {
     const T* xr = x + i * classes;
-    T* pr = probs->data() + i * classes;
+    T* pr = probs->data() + (recording ? i * classes : 0);
     if (t->ignored(i)) {
       std::fill(pr, pr + classes, T(0));
       continue;
@@ -124,7 +126,7 @@ Tensor<T> cross_entropy(const Tensor<T>& input, const IndexArray& target, const 
     losses[i] = loss;
   }
   Tensor<T> out(reduce_losses<T>(losses, *t, options.reduction));
-  if (should_record(input))
+  if (recording)
     record(out, "cross_entropy", {input},
            [probs, t, reduction = options.reduction, eps](const xt::xarray<T>& g, GradInputs<T>& in) {
              // d loss_i / d x_ic = p_ic - ((1 - eps) [c == t_i] + eps / C): softmax minus the smoothed one-hot.

@@ -178,6 +178,28 @@ TEST_CASE("cross_entropy ignore_index: ignored samples add nothing and are not c
   CHECK(std::isnan(nll_loss(y, ids({-100, -100}, {2})).item()));
 }
 
+TEST_CASE("cross_entropy edge cases: empty batch, -inf logits, recording or not", "[loss]") {
+  // torch: an empty batch has Mean NaN and Sum 0.
+  auto empty = Tensor<double>::zeros({0, 3});
+  CHECK(std::isnan(cross_entropy(empty, IndexArray::from_shape({0})).item()));
+  CrossEntropyOptions sum;
+  sum.reduction = Reduction::Sum;
+  CHECK(cross_entropy(empty, IndexArray::from_shape({0}), sum).item() == 0.0);
+  // A -inf logit off the target is probability 0; without smoothing the loss stays finite (torch: 0).
+  auto x = Tensor<double>::from_vector({0, -kInf}, {1, 2}, true);
+  auto loss = cross_entropy(x, ids({0}, {1}));
+  CHECK(loss.item() == 0.0);
+  loss.backward();
+  CHECK(allclose(x.grad(), values({0, 0}, {1, 2})));
+  // The value does not depend on whether the backward is recorded.
+  auto logits = rand_input({4, 5}, 24, -3, 3);
+  CrossEntropyOptions o;
+  o.label_smoothing = 0.3;
+  const double recorded = cross_entropy(logits, ids({0, 4, 2, 1}, {4}), o).item();
+  NoGradGuard no_grad;
+  CHECK(cross_entropy(logits, ids({0, 4, 2, 1}, {4}), o).item() == recorded);
+}
+
 TEST_CASE("cross_entropy's fused gradient matches torch (softmax minus the smoothed one-hot)", "[loss]") {
   auto x = Tensor<double>::from_vector({0.5, -1.0, 2.0, 0.0, 1.5, 0.3, -0.7, 0.2, 0.0, 0.0, 1.0, -2.0}, {3, 4}, true);
   CrossEntropyOptions o;
