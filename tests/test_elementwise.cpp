@@ -197,7 +197,7 @@ TEST_CASE("the gradient of x * x and x / x has the right values", "[elementwise]
 // ---------------------------------------------------------------------------------------------------
 // forward values
 
-TEST_CASE("binary ops broadcast [3, 1] against [1, 4] to the right values", "[elementwise]") {
+TEST_CASE("binary ops broadcast 3x1 against 1x4 to the right values", "[elementwise]") {
   auto a = TensorD::from_vector({1, 2, 3}, {3, 1});
   auto b = TensorD::from_vector({10, 20, 40, 80}, {1, 4});
   CHECK((a + b).data() == xt::xarray<double>({{11, 21, 41, 81}, {12, 22, 42, 82}, {13, 23, 43, 83}}));
@@ -209,7 +209,7 @@ TEST_CASE("binary ops broadcast [3, 1] against [1, 4] to the right values", "[el
         xt::xarray<double>({{1, 1, 1, 1}, {1, 2, 4, 8}, {1, 3, 9, 27}}));
 }
 
-TEST_CASE("broadcasting [2, 1, 5] with [5] and a 0-d tensor with [2, 3]", "[elementwise]") {
+TEST_CASE("broadcasting 2x1x5 with 5, and a 0-d tensor with 2x3", "[elementwise]") {
   auto a = TensorD::from_vector({0, 1, 2, 3, 4, 10, 11, 12, 13, 14}, {2, 1, 5});
   auto b = TensorD::from_vector({100, 200, 300, 400, 500}, {5});
   auto c = a + b;

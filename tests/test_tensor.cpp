@@ -66,7 +66,7 @@ TEST_CASE("from_vector rejects a count that does not fill the shape", "[tensor]"
   CHECK_THROWS_WITH(Tensor<float>::from_vector({1, 2}, {}), "from_vector: 2 values cannot fill shape [] (1 elements)");
 }
 
-TEST_CASE("arange walks [start, end) like torch.arange", "[tensor]") {
+TEST_CASE("arange walks from start up to end like torch.arange", "[tensor]") {
   CHECK(Tensor<double>::arange(0, 5).to_vector() == std::vector<double>{0, 1, 2, 3, 4});
   CHECK(Tensor<double>::arange(0, 5).shape() == Shape{5});
   CHECK(Tensor<double>::arange(1, 2, 0.25).to_vector() == std::vector<double>{1, 1.25, 1.5, 1.75});
@@ -169,7 +169,7 @@ TEST_CASE("uniform and normal are reproducible from a seed", "[tensor]") {
   CHECK(Tensor<double>::uniform({5}, 0.0, 1.0, g4, true).requires_grad());
 }
 
-TEST_CASE("uniform draws have the mean, spread and range of U[low, high)", "[tensor]") {
+TEST_CASE("uniform draws have the mean, spread and range of a uniform distribution", "[tensor]") {
   Generator gen(7);
   const auto v = Tensor<double>::uniform({10000}, -2.0, 4.0, gen).to_vector();
   CHECK(*std::min_element(v.begin(), v.end()) >= -2.0);
