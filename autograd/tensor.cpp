@@ -74,7 +74,11 @@ template <typename T>
 Tensor<T> Tensor<T>::uniform(const Shape& shape, T low, T high, Generator& gen, bool requires_grad) {
   if (!(low <= high)) throw ShapeError(fmt::format("uniform: expects low <= high, got low {} and high {}", low, high));
   xt::xarray<T> a = xt::xarray<T>::from_shape(shape);
-  for (auto& v : a) v = static_cast<T>(low + (static_cast<double>(high) - low) * gen.uniform());
+  for (auto& v : a) {
+    v = static_cast<T>(low + (static_cast<double>(high) - low) * gen.uniform());
+    // Rounding to T (float) can land on high itself; keep the range half-open.
+    if (v >= high && high > low) v = std::nextafter(high, low);
+  }
   return Tensor(std::move(a), requires_grad);
 }
 template <typename T>

@@ -1,4 +1,5 @@
 // Tensor itself: factories, shape queries, item/to_vector, requires_grad_, detach, seeded random draws.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <stdexcept>
@@ -177,6 +178,15 @@ TEST_CASE("uniform draws have the mean, spread and range of a uniform distributi
   // mean 1, std 6 / sqrt(12) = 1.732; the standard error of the mean over 10k draws is 0.017.
   CHECK(mean_of(v) == Approx(1.0).margin(0.07));
   CHECK(std_of(v) == Approx(6.0 / std::sqrt(12.0)).margin(0.05));
+}
+
+TEST_CASE("float uniform draws never round up to high", "[tensor]") {
+  // [1, 1 + ulp): in double most draws lie closer to 1 + ulp than to 1, and would round to high.
+  const float low = 1.0f, high = std::nextafter(1.0f, 2.0f);
+  Generator gen(3);
+  const auto v = Tensor<float>::uniform({1000}, low, high, gen).to_vector();
+  CHECK(std::all_of(v.begin(), v.end(), [&](float x) { return x == low; }));
+  CHECK(Tensor<float>::uniform({4}, 2.0f, 2.0f, gen).to_vector() == std::vector<float>(4, 2.0f));
 }
 
 TEST_CASE("normal draws have the requested mean and standard deviation", "[tensor]") {
