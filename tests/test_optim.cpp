@@ -160,7 +160,7 @@ TEST_CASE("float optimizers track the double trajectory", "[optim]") {
   CHECK(allclose(xt::xarray<double>(xt::cast<double>(W.data())), row(Ws, 20), 1e-4, 1e-5));
 }
 
-TEST_CASE("parameters without a gradient are skipped; zero_grad drops gradients", "[optim]") {
+TEST_CASE("parameters without a gradient are skipped and zero_grad drops gradients", "[optim]") {
   auto a = Tensor<double>::from_vector({1.0, 2.0}, {2}, true);
   auto b = Tensor<double>::from_vector({3.0}, {1}, true);
   Adam<double> opt({a, b});
