@@ -23,6 +23,7 @@ struct Progress {
   bool show;
   std::chrono::steady_clock::time_point last{};
   bool printed = false;
+  curl_off_t shown = 0;  // curl calls back repeatedly with the same counts; print each change once
 };
 
 int on_progress(void* p, curl_off_t total, curl_off_t now, curl_off_t, curl_off_t) {
@@ -30,8 +31,9 @@ int on_progress(void* p, curl_off_t total, curl_off_t now, curl_off_t, curl_off_
   if (!prog.show) return 0;
   const auto t = std::chrono::steady_clock::now();
   const bool done = total > 0 && now == total;
-  if (!done && prog.printed && t - prog.last < std::chrono::milliseconds(200)) return 0;
+  if (now == prog.shown || (!done && prog.printed && t - prog.last < std::chrono::milliseconds(200))) return 0;
   prog.last = t;
+  prog.shown = now;
   prog.printed = true;
   const double mb = 1024.0 * 1024.0;
   if (total > 0)
