@@ -415,6 +415,15 @@ TEST_CASE("locate: nothing found with download off lists every place tried", "[d
     CHECK_THAT(msg, Catch::Contains((tmp.path / "cache" / name).string()));
   }
   CHECK_THAT(msg, Catch::Contains(kImdbUrl));  // where to get the file
+  // Offline: nothing listens on 127.0.0.1:1, so the download fails and the message says so, places too.
+  auto offline = o;
+  offline.download = true;
+  offline.url = "http://127.0.0.1:1/aclImdb_v1.tar.gz";
+  const std::string offline_msg = error_of([&] { locate_imdb(offline); });
+  CHECK_THAT(offline_msg, Catch::Contains("download of http://127.0.0.1:1/aclImdb_v1.tar.gz failed") &&
+                              Catch::Contains((tmp.path / "work/data/aclImdb").string()) &&
+                              Catch::Contains("TAPEGRAD_DATA"));
+  CHECK_FALSE(fs::exists(tmp.path / "cache/aclImdb_v1.tar.gz"));
   auto no_cache = o;
   no_cache.cache_dir.reset();
   CHECK_THAT(error_of([&] { locate_imdb(no_cache); }), Catch::Contains("HOME"));
