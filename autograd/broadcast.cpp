@@ -16,7 +16,15 @@ template <typename T>
 xt::xarray<T> unbroadcast(xt::xarray<T> g, const Shape& shape) {
   const Shape gs = shape_of(g);
   if (gs == shape) return g;
-  if (shape.size() > gs.size() || broadcast_shapes("unbroadcast", gs, shape) != gs) {
+  bool reducible = shape.size() <= gs.size();
+  if (reducible) {
+    try {
+      reducible = broadcast_shapes("unbroadcast", gs, shape) == gs;
+    } catch (const ShapeError&) {  // report it below, as a gradient that cannot be reduced
+      reducible = false;
+    }
+  }
+  if (!reducible) {
     throw ShapeError(fmt::format("unbroadcast: a gradient of shape {} cannot be reduced to shape {}", format_shape(gs),
                                  format_shape(shape)));
   }

@@ -93,16 +93,17 @@ Tensor<T> pow(const Tensor<T>& a, const Tensor<T>& b) {
   Tensor<T> out(broadcast_apply("pow", a.data(), b.data(), [](T x, T y) { return std::pow(x, y); }));
   if (should_record(a, b))
     record(out, "pow", {a, b},
-           [a_val = a.saved(), b_val = b.saved(), out_val = out.saved(), sa = a.shape(), sb = b.shape()](
-               const xt::xarray<T>& g, GradInputs<T>& in) {
-             if (in.needs(0)) {  // b * a^(b-1)
-               xt::xarray<T> da =
-                   broadcast_apply("pow", *a_val, *b_val, [](T x, T y) { return y * std::pow(x, y - 1); });
+           [a_val = a.saved(), b_val = b.saved(), sa = a.shape(), sb = b.shape()](const xt::xarray<T>& g,
+                                                                                  GradInputs<T>& in) {
+             if (in.needs(0)) {  // b * a^(b-1), and 0 where b == 0 (as torch: not 0 * 0^-1 = NaN)
+               xt::xarray<T> da = broadcast_apply("pow", *a_val, *b_val,
+                                                  [](T x, T y) { return y == T(0) ? T(0) : y * std::pow(x, y - 1); });
                in.accumulate(0, unbroadcast(zip(da, g, [](T x, T y) { return x * y; }), sa));
              }
-             if (in.needs(1)) {  // a^b * log a
-               xt::xarray<T> log_a = broadcast_apply("pow", *a_val, *b_val, [](T x, T) { return std::log(x); });
-               xt::xarray<T> db = zip(log_a, *out_val, [](T x, T y) { return x * y; });
+             if (in.needs(1)) {  // a^b * log a, and 0 where a == 0 and b >= 0 (as torch: not 0 * -inf = NaN)
+               xt::xarray<T> db = broadcast_apply("pow", *a_val, *b_val, [](T x, T y) {
+                 return x == T(0) && y >= T(0) ? T(0) : std::pow(x, y) * std::log(x);
+               });
                in.accumulate(1, unbroadcast(zip(db, g, [](T x, T y) { return x * y; }), sb));
              }
            });
@@ -131,6 +132,11 @@ Tensor<T> pow(const Tensor<T>& a, detail::scalar_t<T> exponent) {
   Tensor<T> out(map(a.data(), [exponent](T x) { return std::pow(x, exponent); }));
   if (should_record(a))
     record(out, "pow_scalar", {a}, [a_val = a.saved(), exponent](const xt::xarray<T>& g, GradInputs<T>& in) {
+      // x^0 is constant: its gradient is 0 even at x = 0, where exponent * x^-1 would be NaN (as torch).
+      if (exponent == T(0)) {
+        in.accumulate(0, xt::xarray<T>(xt::zeros<T>(g.shape())));
+        return;
+      }
       in.accumulate(0, zip(g, *a_val, [exponent](T gv, T x) { return gv * exponent * std::pow(x, exponent - 1); }));
     });
   return out;
@@ -142,6 +148,16 @@ Tensor<T> rsub(const Tensor<T>& a, detail::scalar_t<T> s) {
   if (should_record(a))
     record(out, "rsub_scalar", {a},
            [](const xt::xarray<T>& g, GradInputs<T>& in) { in.accumulate(0, map(g, [](T v) { return -v; })); });
+  return out;
+}
+
+template <typename T>
+Tensor<T> div(const Tensor<T>& a, detail::scalar_t<T> s) {
+  // A true division, not a * (1 / s): 0.3 / 0.1 must round like torch's (2.9999999999999996, not 3).
+  Tensor<T> out(map(a.data(), [s](T x) { return x / s; }));
+  if (should_record(a))
+    record(out, "div_scalar", {a},
+           [s](const xt::xarray<T>& g, GradInputs<T>& in) { in.accumulate(0, map(g, [s](T v) { return v / s; })); });
   return out;
 }
 
@@ -220,10 +236,11 @@ Tensor<T> sigmoid(const Tensor<T>& x) {
 
 template <typename T>
 Tensor<T> relu(const Tensor<T>& x) {
-  Tensor<T> out(map(x.data(), [](T v) { return v > 0 ? v : T(0); }));
+  // NaN propagates (v <= 0 is false for NaN), as in torch, so a diverging model is not silently masked.
+  Tensor<T> out(map(x.data(), [](T v) { return v <= 0 ? T(0) : v; }));
   if (should_record(x))
     record(out, "relu", {x}, [y = out.saved()](const xt::xarray<T>& g, GradInputs<T>& in) {
-      in.accumulate(0, zip(g, *y, [](T gv, T yv) { return yv > 0 ? gv : T(0); }));
+      in.accumulate(0, zip(g, *y, [](T gv, T yv) { return yv <= 0 ? T(0) : gv; }));
     });
   return out;
 }
@@ -269,6 +286,7 @@ Tensor<T> gelu(const Tensor<T>& x, GeluApproximate approximate) {
   template Tensor<T> pow<T>(const Tensor<T>&, const Tensor<T>&);     \
   template Tensor<T> add<T>(const Tensor<T>&, detail::scalar_t<T>);  \
   template Tensor<T> mul<T>(const Tensor<T>&, detail::scalar_t<T>);  \
+  template Tensor<T> div<T>(const Tensor<T>&, detail::scalar_t<T>);  \
   template Tensor<T> pow<T>(const Tensor<T>&, detail::scalar_t<T>);  \
   template Tensor<T> rsub<T>(const Tensor<T>&, detail::scalar_t<T>); \
   template Tensor<T> rdiv<T>(const Tensor<T>&, detail::scalar_t<T>); \

@@ -22,6 +22,8 @@ Tensor<T> add(const Tensor<T>& a, detail::scalar_t<T> s);
 template <typename T>
 Tensor<T> mul(const Tensor<T>& a, detail::scalar_t<T> s);
 template <typename T>
+Tensor<T> div(const Tensor<T>& a, detail::scalar_t<T> s);
+template <typename T>
 Tensor<T> pow(const Tensor<T>& a, detail::scalar_t<T> exponent);
 // s - a and s / a.
 template <typename T>
@@ -95,7 +97,7 @@ Tensor<T> operator*(detail::scalar_t<T> s, const Tensor<T>& a) {
 }
 template <typename T>
 Tensor<T> operator/(const Tensor<T>& a, detail::scalar_t<T> s) {
-  return mul(a, T(1) / s);
+  return div(a, s);
 }
 template <typename T>
 Tensor<T> operator/(detail::scalar_t<T> s, const Tensor<T>& a) {

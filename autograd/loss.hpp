@@ -20,11 +20,16 @@ struct CrossEntropyOptions {
 
 // input: logits [N, C] (or [C] with a 0-d target); target: class indices [N] in [0, C) or ignore_index.
 // With label smoothing eps, the per-sample loss is (1 - eps) * nll + eps * mean_c(-log p_c), as in
-// torch; Mean divides by the number of non-ignored targets. Reduction::None gives [N] (0 for ignored).
+// torch; ignored samples contribute 0 to both parts. Mean divides by the number of non-ignored
+// targets, so with none it is 0/0 = NaN (as torch); Reduction::None gives [N] (0 for ignored), or 0-d
+// for a [C] input. Fused: one log-softmax pass, and a backward of (softmax - smoothed one-hot) * scale.
+// Throws ShapeError for a target out of range (naming the value, its position and C), a target shape
+// that does not fit the input, or label_smoothing outside [0, 1].
 template <typename T>
 Tensor<T> cross_entropy(const Tensor<T>& input, const IndexArray& target, const CrossEntropyOptions& options = {});
 
-// input: log-probabilities [N, C] (or [C]); same target, reduction and ignore_index rules.
+// input: log-probabilities [N, C] (or [C]); loss_i = -input[i, target_i], with the same target,
+// reduction, ignore_index and error rules as cross_entropy.
 template <typename T>
 Tensor<T> nll_loss(const Tensor<T>& input, const IndexArray& target, Reduction reduction = Reduction::Mean,
                    std::int64_t ignore_index = -100);

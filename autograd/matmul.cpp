@@ -79,7 +79,13 @@ Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b) {
   plan.m = pa[pa.size() - 2];
   plan.k = ka;
   plan.n = pb[pb.size() - 1];
-  plan.batch = broadcast_shapes("matmul", Shape(pa.begin(), pa.end() - 2), Shape(pb.begin(), pb.end() - 2));
+  const Shape batch_a(pa.begin(), pa.end() - 2), batch_b(pb.begin(), pb.end() - 2);
+  try {
+    plan.batch = broadcast_shapes("matmul", batch_a, batch_b);
+  } catch (const ShapeError&) {  // name the operands the user passed, not just their batch dims
+    throw ShapeError(fmt::format("matmul: batch dims {} of {} and {} of {} cannot be broadcast", format_shape(batch_a),
+                                 format_shape(sa), format_shape(batch_b), format_shape(sb)));
+  }
   plan.a_strides = batch_strides(pa, plan.batch);
   plan.b_strides = batch_strides(pb, plan.batch);
   plan.out_strides = contiguous_strides(plan.batch);
@@ -153,7 +159,8 @@ Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& b
     throw ShapeError(fmt::format("linear: bias {} does not fit weight {} (expected [{}])", format_shape(bias.shape()),
                                  format_shape(sw), out_features));
   }
-  const std::size_t rows = x.numel() / (in_features == 0 ? 1 : in_features);
+  // The product of the leading dims (not numel / in_features, which is 0 / 0 when in_features is 0).
+  const std::size_t rows = numel(Shape(sx.begin(), sx.end() - 1));
   Shape out_shape = sx;
   out_shape.back() = out_features;
   xt::xarray<T> out = xt::xarray<T>::from_shape(out_shape);

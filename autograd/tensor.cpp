@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <stdexcept>
 
 #include "autograd/tape.hpp"
@@ -43,10 +44,12 @@ Tensor<T> Tensor<T>::full(const Shape& shape, T value, bool requires_grad) {
 }
 template <typename T>
 Tensor<T> Tensor<T>::arange(T start, T end, T step) {
-  if (step == T(0)) throw std::invalid_argument("arange: step must be nonzero");
+  if (!std::isfinite(start) || !std::isfinite(end) || !std::isfinite(step)) {
+    throw ShapeError(fmt::format("arange: start {}, end {} and step {} must be finite", start, end, step));
+  }
+  if (step == T(0)) throw ShapeError(fmt::format("arange: step must be nonzero (start {}, end {})", start, end));
   if ((step > 0 && start > end) || (step < 0 && start < end)) {
-    throw std::invalid_argument(
-        fmt::format("arange: the range [{}, {}) cannot be walked with step {}", start, end, step));
+    throw ShapeError(fmt::format("arange: the range [{}, {}) cannot be walked with step {}", start, end, step));
   }
   const auto n = static_cast<std::size_t>(std::ceil((static_cast<double>(end) - start) / step));
   xt::xarray<T> a = xt::xarray<T>::from_shape({n});
@@ -69,12 +72,18 @@ Tensor<T> Tensor<T>::scalar(T value, bool requires_grad) {
 }
 template <typename T>
 Tensor<T> Tensor<T>::uniform(const Shape& shape, T low, T high, Generator& gen, bool requires_grad) {
+  if (!(low <= high)) throw ShapeError(fmt::format("uniform: expects low <= high, got low {} and high {}", low, high));
   xt::xarray<T> a = xt::xarray<T>::from_shape(shape);
-  for (auto& v : a) v = static_cast<T>(low + (static_cast<double>(high) - low) * gen.uniform());
+  for (auto& v : a) {
+    v = static_cast<T>(low + (static_cast<double>(high) - low) * gen.uniform());
+    // Rounding to T (float) can land on high itself; keep the range half-open.
+    if (v >= high && high > low) v = std::nextafter(high, low);
+  }
   return Tensor(std::move(a), requires_grad);
 }
 template <typename T>
 Tensor<T> Tensor<T>::normal(const Shape& shape, T mean, T stddev, Generator& gen, bool requires_grad) {
+  if (!(stddev >= 0)) throw ShapeError(fmt::format("normal: expects stddev >= 0, got {}", stddev));
   xt::xarray<T> a = xt::xarray<T>::from_shape(shape);
   for (auto& v : a) v = static_cast<T>(mean + static_cast<double>(stddev) * gen.normal());
   return Tensor(std::move(a), requires_grad);

@@ -36,7 +36,7 @@ TEST_CASE("detach cuts the graph and shares the value", "[tape]") {
   CHECK(d.item() == 5.0);
 }
 
-TEST_CASE("retain_grad keeps a non-leaf gradient; others are not kept", "[tape]") {
+TEST_CASE("retain_grad keeps a non-leaf gradient, others are not kept", "[tape]") {
   auto x = Tensor<double>::from_vector({1, 2}, {2}, true);
   auto h = x * 2.0;
   auto k = h + 1.0;
@@ -50,7 +50,7 @@ TEST_CASE("retain_grad keeps a non-leaf gradient; others are not kept", "[tape]"
   CHECK(x.grad() == xt::xarray<double>({12.0, 20.0}));
 }
 
-TEST_CASE("a second backward over a freed graph throws; retain_graph allows it", "[tape]") {
+TEST_CASE("a second backward over a freed graph throws, retain_graph allows it", "[tape]") {
   auto x = Tensor<double>::scalar(1.5, true);
   auto y = exp(x);
   y.backward(/*retain_graph=*/true);
@@ -118,7 +118,7 @@ TEST_CASE("gradcheck reports a wrong gradient with the input, element and values
                                  Catch::Contains("analytic") && Catch::Contains("numeric"));
 }
 
-TEST_CASE("Generator: same seed, same numbers; state round-trips", "[generator]") {
+TEST_CASE("Generator: same seed, same numbers, and the state round-trips", "[generator]") {
   Generator a(42), b(42);
   for (int i = 0; i < 10; ++i) CHECK(a.next_u64() == b.next_u64());
   // A fixed value pins the stream across machines and compilers.

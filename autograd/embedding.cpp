@@ -1,0 +1,86 @@
+#include "autograd/embedding.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <memory>
+
+#include "autograd/tape.hpp"
+
+namespace tapegrad {
+
+namespace {
+// "[1, 2]" for the multi-index of a flat position in `shape` (error messages only).
+std::string position_of(std::size_t flat, const Shape& shape) {
+  Shape index(shape.size());
+  for (std::size_t d = shape.size(); d-- > 0;) {
+    index[d] = flat % shape[d];
+    flat /= shape[d];
+  }
+  return format_shape(index);
+}
+}  // namespace
+
+template <typename T>
+Tensor<T> embedding(const Tensor<T>& weight, const xt::xarray<std::int64_t>& ids,
+                    std::optional<std::int64_t> padding_idx) {
+  const Shape& ws = weight.shape();
+  if (ws.size() != 2) {
+    throw ShapeError(
+        fmt::format("embedding: weight must be [num_embeddings, embedding_dim], got {}", format_shape(ws)));
+  }
+  const std::size_t vocab = ws[0], dim = ws[1];
+  const auto v = static_cast<std::int64_t>(vocab);
+  // A negative padding_idx counts from the end, as in torch.nn.functional.embedding.
+  std::int64_t pad = -1;
+  if (padding_idx) {
+    if (*padding_idx < -v || *padding_idx >= v) {
+      throw ShapeError(fmt::format("embedding: padding_idx {} is out of range for {} embeddings (expected {} to {})",
+                                   *padding_idx, vocab, -v, v - 1));
+    }
+    pad = *padding_idx < 0 ? *padding_idx + v : *padding_idx;
+  }
+  const Shape id_shape(ids.shape().begin(), ids.shape().end());
+  const std::size_t count = ids.size();
+  const std::int64_t* pi = ids.data();
+  for (std::size_t i = 0; i < count; ++i) {
+    if (pi[i] < 0 || pi[i] >= v) {
+      throw ShapeError(
+          fmt::format("embedding: id {} at position {} is out of range for {} embeddings (expected 0 to {})", pi[i],
+                      position_of(i, id_shape), vocab, v - 1));
+    }
+  }
+  Shape out_shape = id_shape;
+  out_shape.push_back(dim);
+  xt::xarray<T> out = xt::xarray<T>::from_shape(out_shape);
+  const T* pw = weight.data().data();
+  T* po = out.data();
+  for (std::size_t i = 0; i < count; ++i) std::copy_n(pw + pi[i] * dim, dim, po + i * dim);
+
+  Tensor<T> result(std::move(out));
+  if (should_record(weight)) {
+    auto saved_ids = std::make_shared<const xt::xarray<std::int64_t>>(ids);
+    record(result, "embedding", {weight}, [saved_ids, pad, vocab, dim](const xt::xarray<T>& g, GradInputs<T>& in) {
+      // Scatter-add: a row used several times gets the sum of its gradients.
+      xt::xarray<T> dw = xt::zeros<T>({vocab, dim});
+      const std::int64_t* ids = saved_ids->data();
+      const T* pg = g.data();
+      T* pd = dw.data();
+      for (std::size_t i = 0; i < saved_ids->size(); ++i) {
+        if (ids[i] == pad) continue;
+        T* row = pd + ids[i] * dim;
+        const T* gr = pg + i * dim;
+        for (std::size_t j = 0; j < dim; ++j) row[j] += gr[j];
+      }
+      in.accumulate(0, std::move(dw));
+    });
+  }
+  return result;
+}
+
+template Tensor<float> embedding<float>(const Tensor<float>&, const xt::xarray<std::int64_t>&,
+                                        std::optional<std::int64_t>);
+template Tensor<double> embedding<double>(const Tensor<double>&, const xt::xarray<std::int64_t>&,
+                                          std::optional<std::int64_t>);
+
+}  // namespace tapegrad

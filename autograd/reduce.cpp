@@ -1,0 +1,358 @@
+#include "autograd/reduce.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "autograd/broadcast.hpp"
+#include "autograd/strided_copy.hpp"
+#include "autograd/tape.hpp"
+
+namespace tapegrad {
+
+namespace {
+
+// How one reduction walks memory. When the reduced dims (ignoring size-1 dims) form one block, the
+// input already is a contiguous [outer, count, inner] array; otherwise it is first permuted (one
+// strided copy) so that the kept dims lead and the reduced dims trail: [outer, count, 1].
+struct ReducePlan {
+  Shape in_shape;
+  Shape keep_shape;  // in_shape with the reduced dims set to 1
+  Shape out_shape;   // keep_shape, or without the reduced dims unless keepdim
+  std::size_t outer = 1, count = 1, inner = 1;
+  bool blocked = true;
+  std::vector<std::size_t> perm;  // when !blocked: kept dims, then reduced dims
+};
+
+// dims empty means every dim, as in torch's sum(x, []). A 0-d tensor takes dim 0 or -1, as in torch.
+ReducePlan make_plan(const char* op, const Shape& shape, const std::vector<std::int64_t>& dims, bool keepdim) {
+  ReducePlan p;
+  p.in_shape = shape;
+  const std::size_t rank = shape.size();
+  std::vector<bool> reduced(rank, dims.empty());
+  std::vector<bool> seen(std::max<std::size_t>(rank, 1), false);
+  for (std::int64_t dim : dims) {
+    const std::size_t d = normalize_dim(op, dim, std::max<std::size_t>(rank, 1));
+    if (seen[d])
+      throw ShapeError(fmt::format("{}: dim {} appears more than once in dims [{}]", op, dim, fmt::join(dims, ", ")));
+    seen[d] = true;
+    if (rank > 0) reduced[d] = true;
+  }
+  if (rank == 0) return p;
+  for (std::size_t d = 0; d < rank; ++d) {
+    p.keep_shape.push_back(reduced[d] ? 1 : shape[d]);
+    if (!reduced[d] || keepdim) p.out_shape.push_back(reduced[d] ? 1 : shape[d]);
+    if (reduced[d]) p.count *= shape[d];
+  }
+  // The span from the first to the last reduced dim of size > 1 must hold no kept dim of size > 1.
+  std::size_t first = rank, last = 0;
+  for (std::size_t d = 0; d < rank; ++d) {
+    if (reduced[d] && shape[d] != 1) {
+      first = std::min(first, d);
+      last = d;
+    }
+  }
+  if (first == rank) {  // nothing of size > 1 is reduced: one element per slice
+    p.outer = numel(shape);
+    return p;
+  }
+  for (std::size_t d = first; d <= last; ++d)
+    if (!reduced[d] && shape[d] != 1) p.blocked = false;
+  if (p.blocked) {
+    for (std::size_t d = 0; d < first; ++d) p.outer *= shape[d];
+    for (std::size_t d = last + 1; d < rank; ++d) p.inner *= shape[d];
+    return p;
+  }
+  for (std::size_t d = 0; d < rank; ++d)
+    if (!reduced[d]) p.perm.push_back(d);
+  for (std::size_t d = 0; d < rank; ++d)
+    if (reduced[d]) p.perm.push_back(d);
+  p.outer = numel(p.keep_shape);
+  return p;
+}
+
+// x laid out as the plan's [outer, count, inner]: x itself, or a permuted copy kept in scratch.
+template <typename T>
+const T* arrange(const xt::xarray<T>& x, const ReducePlan& p, xt::xarray<T>& scratch) {
+  if (p.blocked) return x.data();
+  const auto strides = contiguous_strides(p.in_shape);
+  Shape shape;
+  std::vector<std::size_t> perm_strides;
+  for (std::size_t d : p.perm) {
+    shape.push_back(p.in_shape[d]);
+    perm_strides.push_back(strides[d]);
+  }
+  scratch = gather_strided(shape, x.data(), perm_strides);
+  return scratch.data();
+}
+
+// sum of f(p[i]) over n contiguous values, in double. Eight independent partial sums let the adds
+// pipeline (and vectorize) instead of waiting on one accumulator.
+template <typename T, typename F>
+double sum_run(const T* p, std::size_t n, F f) {
+  double part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (std::size_t k = 0; k < 8; ++k) part[k] += f(static_cast<double>(p[i + k]));
+  double s = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+  for (; i < n; ++i) s += f(static_cast<double>(p[i]));
+  return s;
+}
+
+// out[o, i] = sum over r of x[o, r, i], accumulated in double.
+template <typename T>
+void sum_slices(const T* x, std::size_t outer, std::size_t count, std::size_t inner, std::vector<double>& out) {
+  out.assign(outer * inner, 0.0);
+  for (std::size_t o = 0; o < outer; ++o) {
+    const T* xo = x + o * count * inner;
+    double* acc = out.data() + o * inner;
+    if (inner == 1) {
+      *acc = sum_run(xo, count, [](double v) { return v; });
+    } else {
+      for (std::size_t r = 0; r < count; ++r)
+        for (std::size_t i = 0; i < inner; ++i) acc[i] += xo[r * inner + i];
+    }
+  }
+}
+
+template <typename T>
+xt::xarray<T> to_array(const std::vector<double>& values, const Shape& shape, double scale = 1.0) {
+  xt::xarray<T> out = xt::xarray<T>::from_shape(shape);
+  T* po = out.data();
+  for (std::size_t i = 0; i < values.size(); ++i) po[i] = static_cast<T>(values[i] * scale);
+  return out;
+}
+
+// g (of the output's shape) as an array of keep_shape: same elements, size-1 dims where reduced.
+template <typename T>
+xt::xarray<T> with_keep_shape(const xt::xarray<T>& g, const Shape& keep_shape) {
+  xt::xarray<T> out = xt::xarray<T>::from_shape(keep_shape);
+  std::copy(g.data(), g.data() + g.size(), out.data());
+  return out;
+}
+
+// NaN beats everything (torch's max propagates NaN); otherwise a strict > keeps the first maximum.
+template <typename T>
+bool beats(T v, T best) {
+  return v > best || (std::isnan(v) && !std::isnan(best));
+}
+
+// The first arg-max of every [o, :, i] slice, as positions along the reduced dim.
+template <typename T>
+std::vector<std::int64_t> argmax_slices(const T* x, std::size_t outer, std::size_t count, std::size_t inner) {
+  std::vector<std::int64_t> idx(outer * inner, 0);
+  if (inner == 1) {  // one contiguous scan per slice
+    for (std::size_t o = 0; o < outer; ++o) {
+      const T* xo = x + o * count;
+      T best = xo[0];
+      std::size_t at = 0;
+      for (std::size_t r = 1; r < count; ++r) {
+        if (beats(xo[r], best)) {
+          best = xo[r];
+          at = r;
+        }
+      }
+      idx[o] = static_cast<std::int64_t>(at);
+    }
+    return idx;
+  }
+  std::vector<T> best(inner);
+  for (std::size_t o = 0; o < outer; ++o) {
+    const T* xo = x + o * count * inner;
+    std::int64_t* io = idx.data() + o * inner;
+    std::copy(xo, xo + inner, best.begin());
+    for (std::size_t r = 1; r < count; ++r) {
+      const T* row = xo + r * inner;
+      for (std::size_t i = 0; i < inner; ++i) {
+        if (beats(row[i], best[i])) {
+          best[i] = row[i];
+          io[i] = static_cast<std::int64_t>(r);
+        }
+      }
+    }
+  }
+  return idx;
+}
+
+// The plan of a reduction over one dim, which must not be empty.
+ReducePlan max_plan(const char* op, const Shape& shape, std::int64_t dim, bool keepdim) {
+  ReducePlan p = make_plan(op, shape, {dim}, keepdim);
+  if (p.count == 0) {
+    throw ShapeError(fmt::format("{}: cannot reduce dim {} of size 0 (shape {})", op, dim, format_shape(shape)));
+  }
+  return p;
+}
+
+template <typename T>
+Tensor<T> sum_or_mean(const Tensor<T>& x, const char* op, const std::vector<std::int64_t>& dims, bool keepdim,
+                      bool average) {
+  const ReducePlan p = make_plan(op, x.shape(), dims, keepdim);
+  xt::xarray<T> scratch;
+  std::vector<double> acc;
+  sum_slices(arrange(x.data(), p, scratch), p.outer, p.count, p.inner, acc);
+  // An empty mean is 0/0 = NaN, as in torch.
+  const double scale = average ? 1.0 / static_cast<double>(p.count) : 1.0;
+  Tensor<T> out(
+      to_array<T>(acc, p.out_shape, average && p.count == 0 ? std::numeric_limits<double>::quiet_NaN() : scale));
+  if (should_record(x))
+    record(out, op, {x},
+           [in_shape = p.in_shape, keep_shape = p.keep_shape, scale](const xt::xarray<T>& g, GradInputs<T>& in) {
+             xt::xarray<T> dx = broadcast_copy(with_keep_shape(g, keep_shape), in_shape);
+             if (scale != 1.0) {
+               T* pd = dx.data();
+               const T s = static_cast<T>(scale);
+               for (std::size_t i = 0; i < dx.size(); ++i) pd[i] *= s;
+             }
+             in.accumulate(0, std::move(dx));
+           });
+  return out;
+}
+
+}  // namespace
+
+template <typename T>
+Tensor<T> sum(const Tensor<T>& x, const std::vector<std::int64_t>& dims, bool keepdim) {
+  return sum_or_mean(x, "sum", dims, keepdim, false);
+}
+
+template <typename T>
+Tensor<T> mean(const Tensor<T>& x, const std::vector<std::int64_t>& dims, bool keepdim) {
+  return sum_or_mean(x, "mean", dims, keepdim, true);
+}
+
+template <typename T>
+Tensor<T> sum(const Tensor<T>& x) {
+  return sum_or_mean(x, "sum", {}, false, false);
+}
+
+template <typename T>
+Tensor<T> mean(const Tensor<T>& x) {
+  return sum_or_mean(x, "mean", {}, false, true);
+}
+
+template <typename T>
+Tensor<T> var(const Tensor<T>& x, const std::vector<std::int64_t>& dims, std::int64_t correction, bool keepdim) {
+  const ReducePlan p = make_plan("var", x.shape(), dims, keepdim);
+  xt::xarray<T> scratch;
+  const T* px = arrange(x.data(), p, scratch);
+  std::vector<double> means;
+  sum_slices(px, p.outer, p.count, p.inner, means);
+  for (double& m : means) m /= static_cast<double>(p.count);
+  // torch divides by max(0, N - correction): a non-positive divisor gives inf or NaN, not an error.
+  const double divisor = std::max<double>(0.0, static_cast<double>(p.count) - static_cast<double>(correction));
+  std::vector<double> sq(p.outer * p.inner, 0.0);
+  for (std::size_t o = 0; o < p.outer; ++o) {
+    const T* xo = px + o * p.count * p.inner;
+    const double* mo = means.data() + o * p.inner;
+    double* so = sq.data() + o * p.inner;
+    if (p.inner == 1) {
+      const double m = *mo;
+      *so = sum_run(xo, p.count, [m](double v) { return (v - m) * (v - m); });
+      continue;
+    }
+    for (std::size_t r = 0; r < p.count; ++r)
+      for (std::size_t i = 0; i < p.inner; ++i) {
+        const double dev = xo[r * p.inner + i] - mo[i];
+        so[i] += dev * dev;
+      }
+  }
+  for (double& s : sq) s /= divisor;
+  Tensor<T> out(to_array<T>(sq, p.out_shape));
+  if (should_record(x))
+    record(out, "var", {x},
+           [x_val = x.saved(), mean_val = to_array<T>(means, p.keep_shape), keep_shape = p.keep_shape, divisor](
+               const xt::xarray<T>& g, GradInputs<T>& in) {
+             // d var / dx = 2 (x - mean) / divisor; the mean's own dependence on x cancels out.
+             xt::xarray<T> coef = with_keep_shape(g, keep_shape);
+             const T two_over = static_cast<T>(2.0 / divisor);
+             for (auto& c : coef) c *= two_over;
+             xt::xarray<T> dev = broadcast_apply("var", *x_val, mean_val, [](T a, T m) { return a - m; });
+             in.accumulate(0, broadcast_apply("var", dev, coef, [](T d, T c) { return d * c; }));
+           });
+  return out;
+}
+
+template <typename T>
+Tensor<T> max(const Tensor<T>& x, std::int64_t dim, bool keepdim) {
+  const ReducePlan p = max_plan("max", x.shape(), dim, keepdim);
+  const T* px = x.data().data();  // one dim is always a block
+  std::vector<std::int64_t> idx = argmax_slices(px, p.outer, p.count, p.inner);
+  xt::xarray<T> values = xt::xarray<T>::from_shape(p.out_shape);
+  T* pv = values.data();
+  for (std::size_t o = 0; o < p.outer; ++o)
+    for (std::size_t i = 0; i < p.inner; ++i) {
+      const std::size_t k = o * p.inner + i;
+      pv[k] = px[(o * p.count + static_cast<std::size_t>(idx[k])) * p.inner + i];
+    }
+  Tensor<T> out(std::move(values));
+  if (should_record(x))
+    record(out, "max", {x},
+           [idx = std::move(idx), in_shape = p.in_shape, outer = p.outer, count = p.count, inner = p.inner](
+               const xt::xarray<T>& g, GradInputs<T>& in) {
+             xt::xarray<T> dx = xt::zeros<T>(in_shape);
+             T* pd = dx.data();
+             const T* pg = g.data();
+             for (std::size_t o = 0; o < outer; ++o)
+               for (std::size_t i = 0; i < inner; ++i) {
+                 const std::size_t k = o * inner + i;
+                 pd[(o * count + static_cast<std::size_t>(idx[k])) * inner + i] = pg[k];
+               }
+             in.accumulate(0, std::move(dx));
+           });
+  return out;
+}
+
+template <typename T>
+Tensor<T> max(const Tensor<T>& x) {
+  const std::size_t n = x.numel();
+  if (n == 0) {
+    throw ShapeError(
+        fmt::format("max: cannot take the max of an empty tensor (shape {}); pass a dim", format_shape(x.shape())));
+  }
+  const T* px = x.data().data();
+  T best = px[0];
+  for (std::size_t i = 1; i < n; ++i)
+    if (beats(px[i], best)) best = px[i];
+  Tensor<T> out = Tensor<T>::scalar(best);
+  if (should_record(x))
+    record(out, "max", {x}, [x_val = x.saved(), best](const xt::xarray<T>& g, GradInputs<T>& in) {
+      // Every element equal to the max (NaN counts as equal to a NaN max) gets an equal share, as torch 1.13.
+      const auto ties = [best](T v) { return v == best || (std::isnan(v) && std::isnan(best)); };
+      const T* pxv = x_val->data();
+      const std::size_t n = x_val->size();
+      std::size_t count = 0;
+      for (std::size_t i = 0; i < n; ++i) count += ties(pxv[i]) ? 1 : 0;
+      const T share = g() / static_cast<T>(count);
+      xt::xarray<T> dx = xt::xarray<T>::from_shape(x_val->shape());
+      T* pd = dx.data();
+      for (std::size_t i = 0; i < n; ++i) pd[i] = ties(pxv[i]) ? share : T(0);
+      in.accumulate(0, std::move(dx));
+    });
+  return out;
+}
+
+template <typename T>
+xt::xarray<std::int64_t> argmax(const Tensor<T>& x, std::int64_t dim, bool keepdim) {
+  const ReducePlan p = max_plan("argmax", x.shape(), dim, keepdim);
+  const std::vector<std::int64_t> idx = argmax_slices(x.data().data(), p.outer, p.count, p.inner);
+  xt::xarray<std::int64_t> out = xt::xarray<std::int64_t>::from_shape(p.out_shape);
+  std::copy(idx.begin(), idx.end(), out.data());
+  return out;
+}
+
+#define TAPEGRAD_INSTANTIATE(T)                                                                      \
+  template Tensor<T> sum<T>(const Tensor<T>&);                                                       \
+  template Tensor<T> mean<T>(const Tensor<T>&);                                                      \
+  template Tensor<T> sum<T>(const Tensor<T>&, const std::vector<std::int64_t>&, bool);               \
+  template Tensor<T> mean<T>(const Tensor<T>&, const std::vector<std::int64_t>&, bool);              \
+  template Tensor<T> var<T>(const Tensor<T>&, const std::vector<std::int64_t>&, std::int64_t, bool); \
+  template Tensor<T> max<T>(const Tensor<T>&, std::int64_t, bool);                                   \
+  template Tensor<T> max<T>(const Tensor<T>&);                                                       \
+  template xt::xarray<std::int64_t> argmax<T>(const Tensor<T>&, std::int64_t, bool);
+TAPEGRAD_INSTANTIATE(float)
+TAPEGRAD_INSTANTIATE(double)
+#undef TAPEGRAD_INSTANTIATE
+
+}  // namespace tapegrad

@@ -1,0 +1,157 @@
+#include "autograd/softmax.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "autograd/tape.hpp"
+
+namespace tapegrad {
+
+namespace {
+
+// The tensor seen as [outer, n, inner] around the softmax dim.
+struct SliceLayout {
+  std::size_t outer = 1, n = 1, inner = 1;
+};
+
+SliceLayout layout_for(const char* op, const Shape& shape, std::int64_t dim) {
+  SliceLayout l;
+  if (shape.empty()) {  // a 0-d tensor is one slice of one element; torch accepts dim 0 or -1
+    normalize_dim(op, dim, 1);
+    return l;
+  }
+  const std::size_t d = normalize_dim(op, dim, shape.size());
+  for (std::size_t i = 0; i < d; ++i) l.outer *= shape[i];
+  l.n = shape[d];
+  for (std::size_t i = d + 1; i < shape.size(); ++i) l.inner *= shape[i];
+  return l;
+}
+
+// Writes softmax (log_softmax when Log) of x into y. An all -inf slice has max -inf, so x - max is
+// NaN there and the NaN propagates through the whole slice, as in torch.
+template <bool Log, typename T>
+void softmax_forward(const T* x, T* y, const SliceLayout& l) {
+  const std::size_t n = l.n, inner = l.inner;
+  if (n == 0 || inner == 0) return;
+  if (inner == 1) {
+    for (std::size_t o = 0; o < l.outer; ++o) {
+      const T* xr = x + o * n;
+      T* yr = y + o * n;
+      T mx = -std::numeric_limits<T>::infinity();
+      for (std::size_t j = 0; j < n; ++j) mx = std::max(mx, xr[j]);
+      T sum = 0;
+      for (std::size_t j = 0; j < n; ++j) {
+        const T e = std::exp(xr[j] - mx);
+        sum += e;
+        if (!Log) yr[j] = e;
+      }
+      if (Log) {
+        const T shift = mx + std::log(sum);
+        for (std::size_t j = 0; j < n; ++j) yr[j] = xr[j] - shift;
+      } else {
+        const T scale = T(1) / sum;
+        for (std::size_t j = 0; j < n; ++j) yr[j] *= scale;
+      }
+    }
+    return;
+  }
+  // Strided slices: accumulate per inner position so every pass walks memory contiguously.
+  std::vector<T> mx(inner), sum(inner);
+  for (std::size_t o = 0; o < l.outer; ++o) {
+    const T* xb = x + o * n * inner;
+    T* yb = y + o * n * inner;
+    std::copy(xb, xb + inner, mx.begin());
+    for (std::size_t j = 1; j < n; ++j)
+      for (std::size_t i = 0; i < inner; ++i) mx[i] = std::max(mx[i], xb[j * inner + i]);
+    std::fill(sum.begin(), sum.end(), T(0));
+    for (std::size_t j = 0; j < n; ++j)
+      for (std::size_t i = 0; i < inner; ++i) {
+        const T e = std::exp(xb[j * inner + i] - mx[i]);
+        sum[i] += e;
+        if (!Log) yb[j * inner + i] = e;
+      }
+    if (Log) {
+      for (std::size_t i = 0; i < inner; ++i) sum[i] = mx[i] + std::log(sum[i]);
+      for (std::size_t j = 0; j < n; ++j)
+        for (std::size_t i = 0; i < inner; ++i) yb[j * inner + i] = xb[j * inner + i] - sum[i];
+    } else {
+      for (std::size_t i = 0; i < inner; ++i) sum[i] = T(1) / sum[i];
+      for (std::size_t j = 0; j < n; ++j)
+        for (std::size_t i = 0; i < inner; ++i) yb[j * inner + i] *= sum[i];
+    }
+  }
+}
+
+// softmax: dx = y * (g - sum(g * y)); log_softmax: dx = g - exp(y) * sum(g). Both per slice.
+template <bool Log, typename T>
+void softmax_backward(const T* g, const T* y, T* dx, const SliceLayout& l) {
+  const std::size_t n = l.n, inner = l.inner;
+  if (n == 0 || inner == 0) return;
+  if (inner == 1) {
+    for (std::size_t o = 0; o < l.outer; ++o) {
+      const T* gr = g + o * n;
+      const T* yr = y + o * n;
+      T* dr = dx + o * n;
+      T dot = 0;
+      if (Log) {
+        for (std::size_t j = 0; j < n; ++j) dot += gr[j];
+        for (std::size_t j = 0; j < n; ++j) dr[j] = gr[j] - std::exp(yr[j]) * dot;
+      } else {
+        for (std::size_t j = 0; j < n; ++j) dot += gr[j] * yr[j];
+        for (std::size_t j = 0; j < n; ++j) dr[j] = yr[j] * (gr[j] - dot);
+      }
+    }
+    return;
+  }
+  std::vector<T> dot(inner);
+  for (std::size_t o = 0; o < l.outer; ++o) {
+    const std::size_t base = o * n * inner;
+    std::fill(dot.begin(), dot.end(), T(0));
+    for (std::size_t j = 0; j < n; ++j)
+      for (std::size_t i = 0; i < inner; ++i) {
+        const std::size_t k = base + j * inner + i;
+        dot[i] += Log ? g[k] : g[k] * y[k];
+      }
+    for (std::size_t j = 0; j < n; ++j)
+      for (std::size_t i = 0; i < inner; ++i) {
+        const std::size_t k = base + j * inner + i;
+        dx[k] = Log ? g[k] - std::exp(y[k]) * dot[i] : y[k] * (g[k] - dot[i]);
+      }
+  }
+}
+
+template <bool Log, typename T>
+Tensor<T> softmax_impl(const char* op, const Tensor<T>& x, std::int64_t dim) {
+  const SliceLayout l = layout_for(op, x.shape(), dim);
+  xt::xarray<T> y = xt::xarray<T>::from_shape(x.shape());
+  softmax_forward<Log>(x.data().data(), y.data(), l);
+  Tensor<T> out(std::move(y));
+  if (should_record(x))
+    record(out, op, {x}, [y_val = out.saved(), l](const xt::xarray<T>& g, GradInputs<T>& in) {
+      xt::xarray<T> dx = xt::xarray<T>::from_shape(g.shape());
+      softmax_backward<Log>(g.data(), y_val->data(), dx.data(), l);
+      in.accumulate(0, std::move(dx));
+    });
+  return out;
+}
+
+}  // namespace
+
+template <typename T>
+Tensor<T> softmax(const Tensor<T>& x, std::int64_t dim) {
+  return softmax_impl<false>("softmax", x, dim);
+}
+
+template <typename T>
+Tensor<T> log_softmax(const Tensor<T>& x, std::int64_t dim) {
+  return softmax_impl<true>("log_softmax", x, dim);
+}
+
+template Tensor<float> softmax<float>(const Tensor<float>&, std::int64_t);
+template Tensor<double> softmax<double>(const Tensor<double>&, std::int64_t);
+template Tensor<float> log_softmax<float>(const Tensor<float>&, std::int64_t);
+template Tensor<double> log_softmax<double>(const Tensor<double>&, std::int64_t);
+
+}  // namespace tapegrad

@@ -1,0 +1,87 @@
+#include "optim/clip_grad.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace tapegrad::optim {
+
+namespace {
+
+// One gradient's p-norm, accumulated in double.
+template <typename T>
+double p_norm(const T* d, std::size_t n, double p) {
+  double acc = 0.0;
+  if (std::isinf(p)) {
+    for (std::size_t k = 0; k < n; ++k) acc = std::max(acc, std::abs(static_cast<double>(d[k])));
+    return acc;
+  }
+  if (p == 2.0) {
+    for (std::size_t k = 0; k < n; ++k) acc += static_cast<double>(d[k]) * static_cast<double>(d[k]);
+    return std::sqrt(acc);
+  }
+  if (p == 1.0) {
+    for (std::size_t k = 0; k < n; ++k) acc += std::abs(static_cast<double>(d[k]));
+    return acc;
+  }
+  for (std::size_t k = 0; k < n; ++k) acc += std::pow(std::abs(static_cast<double>(d[k])), p);
+  return std::pow(acc, 1.0 / p);
+}
+
+}  // namespace
+
+template <typename T>
+double clip_grad_norm_(const std::vector<Tensor<T>>& params, double max_norm, double norm_type) {
+  if (std::isnan(max_norm)) throw std::invalid_argument("clip_grad_norm_: max_norm is NaN");
+  if (!(norm_type > 0.0)) {
+    throw std::invalid_argument(fmt::format("clip_grad_norm_: norm_type must be > 0, got {}", norm_type));
+  }
+  std::vector<Tensor<T>> with_grad;
+  std::vector<double> norms;
+  for (const auto& p : params) {
+    if (!p.defined() || !p.has_grad()) continue;
+    with_grad.push_back(p);
+    norms.push_back(p_norm(p.grad().data(), p.grad().size(), norm_type));
+  }
+  if (with_grad.empty()) return 0.0;
+  double total = 0.0;
+  if (std::isinf(norm_type)) {
+    total = *std::max_element(norms.begin(), norms.end());
+  } else {
+    total = p_norm(norms.data(), norms.size(), norm_type);
+  }
+  const double clip_coef = max_norm / (total + 1e-6);
+  // Like torch's clamp(clip_coef, max=1): a NaN norm makes every gradient NaN rather than passing silently.
+  if (!(clip_coef >= 1.0)) {
+    const T c = static_cast<T>(clip_coef);
+    for (auto& p : with_grad) {
+      auto& g = p.mutable_grad();
+      T* d = g.data();
+      for (std::size_t k = 0, n = g.size(); k < n; ++k) d[k] *= c;
+    }
+  }
+  return total;
+}
+
+template <typename T>
+void clip_grad_value_(const std::vector<Tensor<T>>& params, double clip_value) {
+  if (!(clip_value >= 0.0)) {
+    throw std::invalid_argument(fmt::format("clip_grad_value_: clip_value must be >= 0, got {}", clip_value));
+  }
+  const T hi = static_cast<T>(clip_value), lo = -hi;
+  for (auto p : params) {
+    if (!p.defined() || !p.has_grad()) continue;
+    auto& g = p.mutable_grad();
+    T* d = g.data();
+    for (std::size_t k = 0, n = g.size(); k < n; ++k) d[k] = std::min(std::max(d[k], lo), hi);
+  }
+}
+
+template double clip_grad_norm_<float>(const std::vector<Tensor<float>>&, double, double);
+template double clip_grad_norm_<double>(const std::vector<Tensor<double>>&, double, double);
+template void clip_grad_value_<float>(const std::vector<Tensor<float>>&, double);
+template void clip_grad_value_<double>(const std::vector<Tensor<double>>&, double);
+
+}  // namespace tapegrad::optim

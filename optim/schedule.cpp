@@ -1,0 +1,111 @@
+#include "optim/schedule.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace tapegrad::optim {
+
+namespace {
+
+void check_lr(const char* schedule, const char* what, double lr) {
+  if (!(lr >= 0.0) || !std::isfinite(lr)) {
+    throw std::invalid_argument(fmt::format("{}: {} must be finite and >= 0, got {}", schedule, what, lr));
+  }
+}
+
+void check_step(const char* schedule, std::int64_t step) {
+  if (step < 0) throw std::invalid_argument(fmt::format("{}: step must be >= 0, got {}", schedule, step));
+}
+
+void check_warmup_total(const char* schedule, std::int64_t total, std::int64_t warmup) {
+  if (warmup < 0) throw std::invalid_argument(fmt::format("{}: warmup_steps must be >= 0, got {}", schedule, warmup));
+  if (total <= warmup) {
+    throw std::invalid_argument(
+        fmt::format("{}: total_steps ({}) must be greater than warmup_steps ({})", schedule, total, warmup));
+  }
+}
+
+double warmup_fraction(std::int64_t step, std::int64_t warmup) {
+  return static_cast<double>(step) / static_cast<double>(warmup);
+}
+
+}  // namespace
+
+LinearWarmup::LinearWarmup(double base_lr, std::int64_t warmup_steps) : base_lr_(base_lr), warmup_(warmup_steps) {
+  check_lr("LinearWarmup", "base_lr", base_lr);
+  if (warmup_steps < 0) {
+    throw std::invalid_argument(fmt::format("LinearWarmup: warmup_steps must be >= 0, got {}", warmup_steps));
+  }
+}
+
+double LinearWarmup::operator()(std::int64_t step) const {
+  check_step("LinearWarmup", step);
+  if (step >= warmup_) return base_lr_;
+  return base_lr_ * warmup_fraction(step, warmup_);
+}
+
+LinearDecay::LinearDecay(double base_lr, std::int64_t total_steps, std::int64_t warmup_steps)
+    : base_lr_(base_lr), total_(total_steps), warmup_(warmup_steps) {
+  check_lr("LinearDecay", "base_lr", base_lr);
+  check_warmup_total("LinearDecay", total_steps, warmup_steps);
+}
+
+double LinearDecay::operator()(std::int64_t step) const {
+  check_step("LinearDecay", step);
+  if (step < warmup_) return base_lr_ * warmup_fraction(step, warmup_);
+  if (step >= total_) return 0.0;
+  return base_lr_ * static_cast<double>(total_ - step) / static_cast<double>(total_ - warmup_);
+}
+
+CosineDecay::CosineDecay(double base_lr, std::int64_t total_steps, std::int64_t warmup_steps, double min_lr)
+    : base_lr_(base_lr), min_lr_(min_lr), total_(total_steps), warmup_(warmup_steps) {
+  check_lr("CosineDecay", "base_lr", base_lr);
+  check_lr("CosineDecay", "min_lr", min_lr);
+  if (min_lr > base_lr) {
+    throw std::invalid_argument(fmt::format("CosineDecay: min_lr ({}) must not exceed base_lr ({})", min_lr, base_lr));
+  }
+  check_warmup_total("CosineDecay", total_steps, warmup_steps);
+}
+
+double CosineDecay::operator()(std::int64_t step) const {
+  check_step("CosineDecay", step);
+  if (step < warmup_) return base_lr_ * warmup_fraction(step, warmup_);
+  const double progress = std::min(1.0, static_cast<double>(step - warmup_) / static_cast<double>(total_ - warmup_));
+  const double pi = std::acos(-1.0);
+  return min_lr_ + (base_lr_ - min_lr_) * 0.5 * (1.0 + std::cos(pi * progress));
+}
+
+InverseSqrt::InverseSqrt(double base_lr, std::int64_t warmup_steps) : base_lr_(base_lr), warmup_(warmup_steps) {
+  check_lr("InverseSqrt", "base_lr", base_lr);
+  if (warmup_steps < 1) {
+    throw std::invalid_argument(fmt::format("InverseSqrt: warmup_steps must be >= 1, got {}", warmup_steps));
+  }
+}
+
+double InverseSqrt::operator()(std::int64_t step) const {
+  check_step("InverseSqrt", step);
+  if (step < warmup_) return base_lr_ * warmup_fraction(step, warmup_);
+  return base_lr_ * std::sqrt(static_cast<double>(warmup_) / static_cast<double>(step));
+}
+
+Noam::Noam(std::int64_t d_model, std::int64_t warmup_steps, double factor)
+    : factor_(factor), d_model_(d_model), warmup_(warmup_steps) {
+  if (d_model < 1) throw std::invalid_argument(fmt::format("Noam: d_model must be >= 1, got {}", d_model));
+  if (warmup_steps < 1) {
+    throw std::invalid_argument(fmt::format("Noam: warmup_steps must be >= 1, got {}", warmup_steps));
+  }
+  check_lr("Noam", "factor", factor);
+}
+
+double Noam::operator()(std::int64_t step) const {
+  check_step("Noam", step);
+  if (step == 0) return 0.0;
+  const double s = static_cast<double>(step);
+  const double w = static_cast<double>(warmup_);
+  return factor_ * std::pow(static_cast<double>(d_model_), -0.5) * std::min(std::pow(s, -0.5), s * std::pow(w, -1.5));
+}
+
+}  // namespace tapegrad::optim

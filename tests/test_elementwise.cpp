@@ -1,0 +1,439 @@
+// Elementwise ops and broadcasting: gradcheck on broadcast shapes, forward values, edge values, errors.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <stdexcept>
+
+#include "autograd/broadcast.hpp"
+#include "autograd/ops.hpp"
+#include "tests/helpers.hpp"
+
+using namespace tapegrad;
+using tapegrad::testing::allclose;
+using tapegrad::testing::rand_input;
+
+namespace {
+
+using BinaryOp = std::function<TensorD(const TensorD&, const TensorD&)>;
+using UnaryOp = std::function<TensorD(const TensorD&)>;
+
+struct ShapePair {
+  Shape a, b;
+};
+
+// Same shapes, the broadcast pairs named in the design, a 0-d operand on either side, and a
+// lower-rank operand broadcast along new leading dims.
+const std::vector<ShapePair> kBinaryShapes = {
+    {{3, 4}, {3, 4}}, {{3, 1}, {1, 4}}, {{2, 1, 5}, {5}}, {{}, {2, 3}}, {{2, 3}, {}}, {{4}, {2, 3, 4}}, {{}, {}},
+};
+
+// gradcheck of op over every shape pair; b's values are drawn from [b_low, b_high).
+void check_binary(const BinaryOp& op, double a_low, double a_high, double b_low, double b_high) {
+  std::uint64_t seed = 1;
+  for (const auto& shapes : kBinaryShapes) {
+    INFO("shapes " << format_shape(shapes.a) << " and " << format_shape(shapes.b));
+    auto a = rand_input(shapes.a, seed++, a_low, a_high);
+    auto b = rand_input(shapes.b, seed++, b_low, b_high);
+    CHECK_GRADCHECK([&](const std::vector<TensorD>& in) { return op(in[0], in[1]); }, (std::vector<TensorD>{a, b}));
+    // Only one side requiring grad: the other must receive nothing.
+    auto b_const = TensorD(b.data());
+    CHECK_GRADCHECK([&](const std::vector<TensorD>& in) { return op(in[0], in[1]); },
+                    (std::vector<TensorD>{a, b_const}));
+    auto a_const = TensorD(a.data());
+    CHECK_GRADCHECK([&](const std::vector<TensorD>& in) { return op(in[0], in[1]); },
+                    (std::vector<TensorD>{a_const, b}));
+  }
+}
+
+const std::vector<Shape> kUnaryShapes = {{}, {5}, {2, 3}, {2, 3, 4}};
+
+void check_unary(const UnaryOp& op, double low, double high) {
+  std::uint64_t seed = 100;
+  for (const auto& shape : kUnaryShapes) {
+    INFO("shape " << format_shape(shape));
+    auto x = rand_input(shape, seed++, low, high);
+    CHECK_GRADCHECK([&](const std::vector<TensorD>& in) { return op(in[0]); }, std::vector<TensorD>{x});
+  }
+}
+
+// A random input whose elements are at least `gap` away from 0 (for kinks at 0).
+TensorD away_from_zero(const Shape& shape, std::uint64_t seed, double gap) {
+  auto x = rand_input(shape, seed);
+  for (auto& v : x.mutable_data()) v += v >= 0 ? gap : -gap;
+  return x;
+}
+
+xt::xarray<double> ones_like(const TensorD& t) { return xt::ones<double>(t.shape()); }
+
+// An array of the given shape from row-major values (nested braces for one column are ambiguous).
+xt::xarray<double> arr(const std::vector<double>& values, const Shape& shape) {
+  return TensorD::from_vector(values, shape).data();
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------------
+// gradcheck
+
+TEST_CASE("gradcheck: add, sub, mul, div over broadcast shapes", "[elementwise]") {
+  SECTION("add") {
+    check_binary([](const TensorD& a, const TensorD& b) { return a + b; }, -1, 1, -1, 1);
+  }
+  SECTION("sub") {
+    check_binary([](const TensorD& a, const TensorD& b) { return a - b; }, -1, 1, -1, 1);
+  }
+  SECTION("mul") {
+    check_binary([](const TensorD& a, const TensorD& b) { return a * b; }, -1, 1, -1, 1);
+  }
+  SECTION("div") {
+    check_binary([](const TensorD& a, const TensorD& b) { return a / b; }, -1, 1, 0.5, 2);
+  }
+}
+
+TEST_CASE("gradcheck: pow with a tensor exponent and with a scalar exponent", "[elementwise]") {
+  SECTION("tensor exponent") {
+    check_binary([](const TensorD& a, const TensorD& b) { return pow(a, b); }, 0.5, 2, -1.5, 2.5);
+  }
+  SECTION("scalar exponents") {
+    for (double e : {2.0, 3.0, 0.5, -1.0, -2.5, 1.0}) {
+      INFO("exponent " << e);
+      check_unary([e](const TensorD& x) { return pow(x, e); }, 0.5, 2);
+    }
+    // Integer exponents are fine on negative bases.
+    check_unary([](const TensorD& x) { return pow(x, 3.0); }, -2, 2);
+  }
+}
+
+TEST_CASE("gradcheck: unary ops", "[elementwise]") {
+  SECTION("neg") {
+    check_unary([](const TensorD& x) { return -x; }, -1, 1);
+  }
+  SECTION("exp") {
+    check_unary([](const TensorD& x) { return exp(x); }, -2, 2);
+  }
+  SECTION("log") {
+    check_unary([](const TensorD& x) { return log(x); }, 0.2, 3);
+  }
+  SECTION("sqrt") {
+    check_unary([](const TensorD& x) { return sqrt(x); }, 0.2, 3);
+  }
+  SECTION("tanh") {
+    check_unary([](const TensorD& x) { return tanh(x); }, -3, 3);
+  }
+  SECTION("sigmoid") {
+    check_unary([](const TensorD& x) { return sigmoid(x); }, -6, 6);
+  }
+  SECTION("gelu exact") {
+    check_unary([](const TensorD& x) { return gelu(x); }, -4, 4);
+  }
+  SECTION("gelu tanh") {
+    check_unary([](const TensorD& x) { return gelu(x, GeluApproximate::Tanh); }, -4, 4);
+  }
+  SECTION("relu away from the kink") {
+    std::uint64_t seed = 200;
+    for (const auto& shape : kUnaryShapes) {
+      INFO("shape " << format_shape(shape));
+      auto x = away_from_zero(shape, seed++, 0.05);
+      CHECK_GRADCHECK([](const std::vector<TensorD>& in) { return relu(in[0]); }, std::vector<TensorD>{x});
+    }
+  }
+}
+
+TEST_CASE("gradcheck: every scalar-operand operator", "[elementwise]") {
+  const double s = 1.7;
+  SECTION("x + s") {
+    check_unary([s](const TensorD& x) { return x + s; }, -1, 1);
+  }
+  SECTION("s + x") {
+    check_unary([s](const TensorD& x) { return s + x; }, -1, 1);
+  }
+  SECTION("x - s") {
+    check_unary([s](const TensorD& x) { return x - s; }, -1, 1);
+  }
+  SECTION("s - x") {
+    check_unary([s](const TensorD& x) { return s - x; }, -1, 1);
+  }
+  SECTION("x * s") {
+    check_unary([s](const TensorD& x) { return x * s; }, -1, 1);
+  }
+  SECTION("s * x") {
+    check_unary([s](const TensorD& x) { return s * x; }, -1, 1);
+  }
+  SECTION("x / s") {
+    check_unary([s](const TensorD& x) { return x / s; }, -1, 1);
+  }
+  SECTION("s / x") {
+    check_unary([s](const TensorD& x) { return s / x; }, 0.5, 2);
+  }
+  SECTION("s / x, negative x") {
+    check_unary([s](const TensorD& x) { return s / x; }, -2, -0.5);
+  }
+}
+
+TEST_CASE("gradcheck: a tensor used twice in one op", "[elementwise]") {
+  for (const auto& shape : kUnaryShapes) {
+    INFO("shape " << format_shape(shape));
+    auto x = rand_input(shape, 300, 0.5, 2);
+    const std::vector<TensorD> in{x};
+    CHECK_GRADCHECK([](const std::vector<TensorD>& v) { return v[0] * v[0]; }, in);
+    CHECK_GRADCHECK([](const std::vector<TensorD>& v) { return v[0] / v[0]; }, in);
+    CHECK_GRADCHECK([](const std::vector<TensorD>& v) { return v[0] + v[0]; }, in);
+    CHECK_GRADCHECK([](const std::vector<TensorD>& v) { return v[0] - v[0]; }, in);
+    CHECK_GRADCHECK([](const std::vector<TensorD>& v) { return pow(v[0], v[0]); }, in);
+    CHECK_GRADCHECK([](const std::vector<TensorD>& v) { return exp(v[0]) * tanh(v[0]) / (v[0] + 1.0); }, in);
+  }
+}
+
+TEST_CASE("the gradient of x * x and x / x has the right values", "[elementwise]") {
+  auto x = TensorD::from_vector({1, -2, 3}, {3}, true);
+  (x * x).backward(xt::xarray<double>({1.0, 1.0, 1.0}));
+  CHECK(x.grad() == xt::xarray<double>({2, -4, 6}));
+  x.zero_grad();
+  (x / x).backward(xt::xarray<double>({1.0, 1.0, 1.0}));
+  CHECK(x.grad() == xt::xarray<double>({0, 0, 0}));
+}
+
+// ---------------------------------------------------------------------------------------------------
+// forward values
+
+TEST_CASE("binary ops broadcast 3x1 against 1x4 to the right values", "[elementwise]") {
+  auto a = TensorD::from_vector({1, 2, 3}, {3, 1});
+  auto b = TensorD::from_vector({10, 20, 40, 80}, {1, 4});
+  CHECK((a + b).data() == xt::xarray<double>({{11, 21, 41, 81}, {12, 22, 42, 82}, {13, 23, 43, 83}}));
+  CHECK((a - b).data() == xt::xarray<double>({{-9, -19, -39, -79}, {-8, -18, -38, -78}, {-7, -17, -37, -77}}));
+  CHECK((a * b).data() == xt::xarray<double>({{10, 20, 40, 80}, {20, 40, 80, 160}, {30, 60, 120, 240}}));
+  CHECK((b / a).data() ==
+        xt::xarray<double>({{10, 20, 40, 80}, {5, 10, 20, 40}, {10.0 / 3, 20.0 / 3, 40.0 / 3, 80.0 / 3}}));
+  CHECK(pow(a, TensorD::from_vector({0, 1, 2, 3}, {1, 4})).data() ==
+        xt::xarray<double>({{1, 1, 1, 1}, {1, 2, 4, 8}, {1, 3, 9, 27}}));
+}
+
+TEST_CASE("broadcasting 2x1x5 with 5, and a 0-d tensor with 2x3", "[elementwise]") {
+  auto a = TensorD::from_vector({0, 1, 2, 3, 4, 10, 11, 12, 13, 14}, {2, 1, 5});
+  auto b = TensorD::from_vector({100, 200, 300, 400, 500}, {5});
+  auto c = a + b;
+  CHECK(c.shape() == Shape{2, 1, 5});
+  CHECK(c.to_vector() == std::vector<double>{100, 201, 302, 403, 504, 110, 211, 312, 413, 514});
+  auto s = TensorD::scalar(2.0);
+  auto m = TensorD::from_vector({1, 2, 3, 4, 5, 6}, {2, 3});
+  CHECK((s * m).shape() == Shape{2, 3});
+  CHECK((s * m).to_vector() == std::vector<double>{2, 4, 6, 8, 10, 12});
+  CHECK((m - s).to_vector() == std::vector<double>{-1, 0, 1, 2, 3, 4});
+  CHECK((s / m).to_vector() == std::vector<double>{2, 1, 2.0 / 3, 0.5, 0.4, 2.0 / 6});
+  auto both = TensorD::scalar(3.0) + TensorD::scalar(4.0);
+  CHECK(both.shape() == Shape{});
+  CHECK(both.item() == 7.0);
+}
+
+TEST_CASE("a broadcast gradient is summed back to each operand's shape", "[elementwise]") {
+  auto a = TensorD::from_vector({1, 2, 3}, {3, 1}, true);
+  auto b = TensorD::from_vector({10, 20, 40, 80}, {1, 4}, true);
+  auto y = a * b;
+  y.backward(ones_like(y));
+  CHECK(a.grad() == arr({150, 150, 150}, {3, 1}));        // row sums of b
+  CHECK(b.grad() == xt::xarray<double>({{6, 6, 6, 6}}));  // column sums of a
+  auto s = TensorD::scalar(2.0, true);
+  auto m = TensorD::from_vector({1, 2, 3, 4, 5, 6}, {2, 3}, true);
+  auto z = m - s;
+  z.backward(ones_like(z));
+  CHECK(s.grad().dimension() == 0);
+  CHECK(s.grad()() == -6.0);
+  CHECK(m.grad() == xt::xarray<double>(xt::ones<double>({2, 3})));
+}
+
+TEST_CASE("scalar-operand operators compute the right values", "[elementwise]") {
+  auto x = TensorD::from_vector({1, 2, 4}, {3});
+  CHECK((x + 1.5).to_vector() == std::vector<double>{2.5, 3.5, 5.5});
+  CHECK((1.5 + x).to_vector() == std::vector<double>{2.5, 3.5, 5.5});
+  CHECK((x - 1.0).to_vector() == std::vector<double>{0, 1, 3});
+  CHECK((1.0 - x).to_vector() == std::vector<double>{0, -1, -3});
+  CHECK((x * 3.0).to_vector() == std::vector<double>{3, 6, 12});
+  CHECK((3.0 * x).to_vector() == std::vector<double>{3, 6, 12});
+  CHECK((x / 4.0).to_vector() == std::vector<double>{0.25, 0.5, 1});
+  CHECK((4.0 / x).to_vector() == std::vector<double>{4, 2, 1});
+  CHECK((-x).to_vector() == std::vector<double>{-1, -2, -4});
+  CHECK(pow(x, 2.0).to_vector() == std::vector<double>{1, 4, 16});
+  CHECK(pow(x, 0.5).to_vector() == std::vector<double>{1, std::sqrt(2.0), 2});
+  // Works on float tensors with a double literal.
+  auto f = TensorF::from_vector({1, 2}, {2});
+  CHECK((f * 2.0).to_vector() == std::vector<float>{2, 4});
+  CHECK((2.0 - f).to_vector() == std::vector<float>{1, 0});
+}
+
+TEST_CASE("dividing by a scalar is a true division, as in torch", "[elementwise]") {
+  // torch.tensor(0.3, dtype=torch.float64) / 0.1 == 2.9999999999999996, whereas 0.3 * (1 / 0.1) == 3.
+  auto x = TensorD::scalar(0.3, true);
+  auto y = x / 0.1;
+  CHECK(y.item() == 2.9999999999999996);
+  CHECK(y.grad_fn_name() == "div_scalar");
+  y.backward();
+  CHECK(x.grad()() == 1 / 0.1);
+}
+
+TEST_CASE("unary ops compute the right values", "[elementwise]") {
+  // Reference numbers from Python's math module (math.exp(1), math.log(2), math.tanh(1), ...).
+  auto x = TensorD::from_vector({0, 1, 2, -0.5}, {4});
+  CHECK(
+      allclose(exp(x).data(), xt::xarray<double>({1, 2.718281828459045, 7.38905609893065, 0.6065306597126334}), 1e-14));
+  CHECK(allclose(log(TensorD::from_vector({1, 2, 2.718281828459045}, {3})).data(),
+                 xt::xarray<double>({0, 0.6931471805599453, 1}), 1e-15, 1e-15));
+  CHECK(sqrt(TensorD::from_vector({0, 4, 2.25}, {3})).to_vector() == std::vector<double>{0, 2, 1.5});
+  CHECK(allclose(tanh(x).data(), xt::xarray<double>({0, 0.7615941559557649, 0.9640275800758169, -0.46211715726000974}),
+                 1e-15));
+  CHECK(allclose(sigmoid(TensorD::from_vector({0, 2, -3}, {3})).data(),
+                 xt::xarray<double>({0.5, 0.8807970779778823, 0.04742587317756678}), 1e-15));
+  CHECK(relu(TensorD::from_vector({-2, 0, 3}, {3})).to_vector() == std::vector<double>{0, 0, 3});
+}
+
+TEST_CASE("gelu matches torch.nn.functional.gelu", "[elementwise]") {
+  // Produced with /usr/bin/python3 and torch 1.13:
+  //   x = torch.tensor([-3.0, -1.5, -0.5, 0.0, 0.25, 1.0, 2.0, 4.0], dtype=torch.float64)
+  //   torch.nn.functional.gelu(x).tolist()
+  //   torch.nn.functional.gelu(x, approximate="tanh").tolist()
+  const std::vector<double> xs{-3.0, -1.5, -0.5, 0.0, 0.25, 1.0, 2.0, 4.0};
+  const xt::xarray<double> exact{-0.00404969409489031, -0.10021080190328704, -0.15426876936299344, 0.0,
+                                 0.14967658142073093,  0.841344746068543,    1.9544997361036416,   3.9998733150326675};
+  const xt::xarray<double> approx{
+      -0.0036373920817729943, -0.10042842301976707, -0.15428599017485606, 0.0,
+      0.149675350701685,      0.8411919906082768,   1.954597694087775,    3.9999297540518075};
+  auto x = TensorD::from_vector(xs, {8});
+  CHECK(allclose(gelu(x).data(), exact, 1e-12, 1e-15));
+  CHECK(allclose(gelu(x, GeluApproximate::None).data(), exact, 1e-12, 1e-15));
+  CHECK(allclose(gelu(x, GeluApproximate::Tanh).data(), approx, 1e-12, 1e-15));
+  auto xf = TensorF::from_vector(std::vector<float>(xs.begin(), xs.end()), {8});
+  CHECK(allclose(xt::xarray<double>(xt::cast<double>(gelu(xf).data())), exact, 1e-5, 1e-6));
+  CHECK(allclose(xt::xarray<double>(xt::cast<double>(gelu(xf, GeluApproximate::Tanh).data())), approx, 1e-5, 1e-6));
+  CHECK(gelu(x).grad_fn_name().empty());  // nothing recorded without requires_grad
+  auto xg = TensorD::from_vector(xs, {8}, true);
+  CHECK(gelu(xg).grad_fn_name() == "gelu");
+  CHECK(gelu(xg, GeluApproximate::Tanh).grad_fn_name() == "gelu_tanh");
+}
+
+TEST_CASE("sigmoid, tanh and gelu stay finite at large |x|", "[elementwise]") {
+  auto check = [](auto x) {
+    using T = typename decltype(x)::value_type;
+    auto y = sigmoid(x);
+    const auto v = y.to_vector();
+    for (T e : v) CHECK(std::isfinite(e));
+    CHECK(v[0] == T(0));
+    CHECK(v[1] >= T(0));
+    CHECK(v[1] < T(1e-30));
+    CHECK(v[2] == T(1));
+    CHECK(v[3] == T(1));
+    y.backward(xt::xarray<T>(xt::ones<T>(x.shape())));
+    for (T g : std::vector<T>(x.grad().begin(), x.grad().end())) {
+      CHECK(std::isfinite(g));
+      CHECK(g >= T(0));
+    }
+    const auto t = tanh(x).to_vector();
+    CHECK(t[0] == T(-1));
+    CHECK(t[3] == T(1));
+    const auto g = gelu(x).to_vector();
+    CHECK(g[0] == T(0));
+    CHECK(g[3] == T(1000));
+  };
+  check(TensorD::from_vector({-1000, -80, 80, 1000}, {4}, true));
+  check(TensorF::from_vector({-1000, -80, 80, 1000}, {4}, true));
+}
+
+TEST_CASE("pow's gradient at a zero base is 0 where torch says so, not NaN", "[elementwise]") {
+  // torch 1.13: a = [0, 2], b = [2, 3]: (a ** b).sum().backward() gives a.grad = [0, 12],
+  // b.grad = [0, 8 ln 2 = 5.545177444479562]; with b = [0, 0]: a.grad = [0, 0], b.grad = [0, ln 2].
+  auto a = TensorD::from_vector({0, 2}, {2}, true);
+  auto b = TensorD::from_vector({2, 3}, {2}, true);
+  pow(a, b).backward(xt::xarray<double>({1.0, 1.0}));
+  CHECK(allclose(a.grad(), xt::xarray<double>({0, 12}), 1e-15));
+  CHECK(allclose(b.grad(), xt::xarray<double>({0, 5.545177444479562}), 1e-15));
+  a.zero_grad();
+  auto b0 = TensorD::from_vector({0, 0}, {2}, true);
+  auto y = pow(a, b0);
+  CHECK(y.to_vector() == std::vector<double>{1, 1});
+  y.backward(xt::xarray<double>({1.0, 1.0}));
+  CHECK(allclose(a.grad(), xt::xarray<double>({0, 0})));
+  CHECK(allclose(b0.grad(), xt::xarray<double>({0, 0.6931471805599453}), 1e-15));
+  a.zero_grad();
+  pow(a, 0.0).backward(xt::xarray<double>({1.0, 1.0}));
+  CHECK(allclose(a.grad(), xt::xarray<double>({0, 0})));
+  a.zero_grad();
+  pow(a, 2.0).backward(xt::xarray<double>({1.0, 1.0}));
+  CHECK(allclose(a.grad(), xt::xarray<double>({0, 4})));
+}
+
+TEST_CASE("relu propagates NaN like torch and passes no gradient at 0", "[elementwise]") {
+  // torch 1.13: x = [nan, -1, 2, 0]: relu(x) = [nan, 0, 2, 0]; relu(x).sum().backward() gives [1, 0, 1, 0].
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  auto x = TensorD::from_vector({nan, -1, 2, 0}, {4}, true);
+  auto y = relu(x);
+  CHECK(std::isnan(y.to_vector()[0]));
+  CHECK(y.to_vector()[1] == 0);
+  CHECK(y.to_vector()[2] == 2);
+  CHECK(y.to_vector()[3] == 0);
+  y.backward(xt::xarray<double>({1.0, 1.0, 1.0, 1.0}));
+  CHECK(x.grad() == xt::xarray<double>({1, 0, 1, 0}));
+}
+
+TEST_CASE("elementwise ops on float tensors agree with double", "[elementwise]") {
+  Generator gen(5);
+  auto xd = TensorD::uniform({3, 4}, 0.5, 2.0, gen);
+  auto yd = TensorD::uniform({4}, 0.5, 2.0, gen);
+  TensorF xf(xt::xarray<float>(xt::cast<float>(xd.data())));
+  TensorF yf(xt::xarray<float>(xt::cast<float>(yd.data())));
+  auto to_double = [](const TensorF& t) { return xt::xarray<double>(xt::cast<double>(t.data())); };
+  CHECK(allclose(to_double(xf * yf + xf / yf - yf), (xd * yd + xd / yd - yd).data(), 1e-5, 1e-6));
+  CHECK(allclose(to_double(pow(xf, yf)), pow(xd, yd).data(), 1e-5, 1e-6));
+  CHECK(allclose(to_double(sigmoid(log(xf)) * sqrt(xf) + tanh(exp(yf))),
+                 (sigmoid(log(xd)) * sqrt(xd) + tanh(exp(yd))).data(), 1e-5, 1e-6));
+}
+
+TEST_CASE("zero-size operands give zero-size results and gradients", "[elementwise]") {
+  auto a = TensorD::zeros({0, 3}, true);
+  auto b = TensorD::ones({1, 3}, true);
+  auto y = a * b + exp(a);
+  CHECK(y.shape() == Shape{0, 3});
+  y.backward(xt::xarray<double>(xt::zeros<double>({0, 3})));
+  CHECK(a.grad().size() == 0);
+  CHECK(b.grad() == xt::xarray<double>({{0, 0, 0}}));
+  CHECK((TensorD::zeros({2, 0}) + TensorD::zeros({1})).shape() == Shape{2, 0});
+}
+
+// ---------------------------------------------------------------------------------------------------
+// broadcast helpers and errors
+
+TEST_CASE("broadcast_shapes follows NumPy/PyTorch rules", "[elementwise]") {
+  CHECK(broadcast_shapes("t", {3, 1}, {1, 4}) == Shape{3, 4});
+  CHECK(broadcast_shapes("t", {2, 1, 5}, {5}) == Shape{2, 1, 5});
+  CHECK(broadcast_shapes("t", {}, {2, 3}) == Shape{2, 3});
+  CHECK(broadcast_shapes("t", {1}, {0}) == Shape{0});
+  CHECK(broadcast_shapes("t", {4, 1, 3}, {2, 1}) == Shape{4, 2, 3});
+}
+
+TEST_CASE("unbroadcast sums over stretched and added dims", "[elementwise]") {
+  const xt::xarray<double> g{{1, 2, 3}, {4, 5, 6}};
+  CHECK((unbroadcast(g, {2, 3}) == g));
+  CHECK((unbroadcast(g, {3}) == arr({5, 7, 9}, {3})));
+  CHECK((unbroadcast(g, {1, 3}) == arr({5, 7, 9}, {1, 3})));
+  CHECK((unbroadcast(g, {2, 1}) == arr({6, 15}, {2, 1})));
+  CHECK((unbroadcast(g, {1}) == arr({21}, {1})));
+  CHECK((unbroadcast(g, {}) == arr({21}, {})));
+  xt::xarray<double> g3 = arr({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, {2, 2, 3});
+  CHECK((unbroadcast(g3, {2, 1, 3}) == arr({3, 5, 7, 15, 17, 19}, {2, 1, 3})));
+  CHECK((unbroadcast(g3, {2, 2, 1}) == arr({3, 12, 21, 30}, {2, 2, 1})));
+  CHECK_THROWS_AS(unbroadcast(g, {4}), std::invalid_argument);
+  CHECK_THROWS_WITH(unbroadcast(g, {4}), "unbroadcast: a gradient of shape [2, 3] cannot be reduced to shape [4]");
+  CHECK_THROWS_AS(unbroadcast(g, {1, 2, 3}), std::invalid_argument);
+}
+
+TEST_CASE("broadcasting errors name the op and both shapes", "[elementwise]") {
+  auto a = TensorD::zeros({2, 3});
+  auto b = TensorD::zeros({4});
+  CHECK_THROWS_AS(a + b, ShapeError);
+  CHECK_THROWS_AS(a + b, std::invalid_argument);
+  CHECK_THROWS_WITH(a + b, "add: shapes [2, 3] and [4] cannot be broadcast (dim 1: 3 vs 4)");
+  CHECK_THROWS_WITH(a - b, "sub: shapes [2, 3] and [4] cannot be broadcast (dim 1: 3 vs 4)");
+  CHECK_THROWS_WITH(a * b, "mul: shapes [2, 3] and [4] cannot be broadcast (dim 1: 3 vs 4)");
+  CHECK_THROWS_WITH(a / b, "div: shapes [2, 3] and [4] cannot be broadcast (dim 1: 3 vs 4)");
+  CHECK_THROWS_WITH(pow(a, b), "pow: shapes [2, 3] and [4] cannot be broadcast (dim 1: 3 vs 4)");
+  CHECK_THROWS_WITH(TensorF::zeros({2, 1, 5}) + TensorF::zeros({3, 4}),
+                    "add: shapes [2, 1, 5] and [3, 4] cannot be broadcast (dim 2: 5 vs 4)");
+}

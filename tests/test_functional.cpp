@@ -1,0 +1,579 @@
+// Functional ops: softmax, losses, layer_norm, dropout, embedding and masking. Reference numbers come
+// from torch 1.13 (float64) or are computed by hand in the test.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <limits>
+
+#include "autograd/ops.hpp"
+#include "tests/helpers.hpp"
+
+using namespace tapegrad;
+using tapegrad::testing::allclose;
+using tapegrad::testing::rand_input;
+
+namespace {
+using Inputs = std::vector<Tensor<double>>;
+
+xt::xarray<double> values(const std::vector<double>& v, const Shape& shape) {
+  return Tensor<double>::from_vector(v, shape).data();
+}
+// sin(0.37 * i) for i = 0..23 as [2, 3, 4]: the input of the torch reference values below.
+Tensor<double> wave_2x3x4(bool requires_grad = false) {
+  std::vector<double> v(24);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = std::sin(0.37 * static_cast<double>(i));
+  return Tensor<double>::from_vector(v, {2, 3, 4}, requires_grad);
+}
+IndexArray ids(const std::vector<std::int64_t>& v, const Shape& shape) {
+  IndexArray a = IndexArray::from_shape(shape);
+  std::copy(v.begin(), v.end(), a.begin());
+  return a;
+}
+BoolArray mask(const std::vector<bool>& v, const Shape& shape) {
+  BoolArray a = BoolArray::from_shape(shape);
+  std::copy(v.begin(), v.end(), a.begin());
+  return a;
+}
+const double kInf = std::numeric_limits<double>::infinity();
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------- softmax
+
+TEST_CASE("softmax and log_softmax of [1, 2, 3] match the known values", "[softmax]") {
+  auto x = Tensor<double>::from_vector({1, 2, 3}, {3});
+  CHECK(allclose(softmax(x, 0).data(), values({0.09003057317038046, 0.24472847105479764, 0.6652409557748219}, {3}),
+                 1e-12));
+  CHECK(allclose(log_softmax(x, -1).data(), values({-2.40760596444438, -1.40760596444438, -0.40760596444438}, {3}),
+                 1e-12));
+  // Along dim 0 of a matrix: each column is normalized. 1 / (1 + e^2) and 1 / (1 + e^3).
+  auto m = Tensor<double>::from_vector({1, 2, 3, 5}, {2, 2});
+  const double a = 1 / (1 + std::exp(2.0)), b = 1 / (1 + std::exp(3.0));
+  CHECK(allclose(softmax(m, 0).data(), values({a, b, 1 - a, 1 - b}, {2, 2}), 1e-12));
+  // A 0-d tensor is a slice of one element.
+  CHECK(softmax(Tensor<double>::scalar(3.0), -1).item() == 1.0);
+}
+
+TEST_CASE("softmax along a middle and a leading dim matches torch", "[softmax]") {
+  const auto x = wave_2x3x4();
+  const auto expected_softmax_dim1 =
+      values({0.20387196611325123, 0.29419743153561767, 0.41151884887124385, 0.5339195729209903,  0.5519033962984332,
+              0.5358803179893432,  0.4650441675022357,  0.36818696680406365, 0.24422463758831567, 0.16992225047503912,
+              0.12343698362652042, 0.09789346027494604, 0.10785054875273939, 0.09048163852677286, 0.09174091727948196,
+              0.10911123749329603, 0.19807065916796035, 0.24646041855058382, 0.32362216497141955, 0.42027631958504436,
+              0.6940787920793002,  0.6630579429226433,  0.5846369177490985,  0.4706124429216595},
+             {2, 3, 4});
+  CHECK(allclose(softmax(x, 1).data(), expected_softmax_dim1, 1e-12));
+  CHECK(allclose(softmax(x, -2).data(), expected_softmax_dim1, 1e-12));
+  const auto expected_log_softmax_dim0 = values(
+      {-0.3233116936671358, -0.229101113259404,   -0.1895319126782515,  -0.189876995364802,  -0.23027513625304577,
+       -0.325714422929965,  -0.5016338363035874,  -0.7737875346447326,  -1.1153244418132755, -1.4508330210462035,
+       -1.6926011467463773, -1.7781581200628482,  -1.2864426242404523,  -1.5859563709935287, -1.7564675037346313,
+       -1.7548155383211117, -1.5814095407787285,  -1.2801749858304947,  -0.9302387979672895, -0.6185272241871939,
+       -0.3972126138958816, -0.26706274276269965, -0.20339017194501982, -0.18506416797850214},
+      {2, 3, 4});
+  CHECK(allclose(log_softmax(x, 0).data(), expected_log_softmax_dim0, 1e-12));
+}
+
+TEST_CASE("softmax subtracts the max: huge logits do not overflow, in float too", "[softmax]") {
+  auto x = Tensor<float>::from_vector({1000.f, 1000.f, -1000.f, 2000.f, 2001.f, 1999.f}, {2, 3});
+  const auto y = softmax(x, 1).data();
+  CHECK(y(0, 0) == Approx(0.5f));
+  CHECK(y(0, 1) == Approx(0.5f));
+  CHECK(y(0, 2) == 0.f);
+  CHECK(y(1, 1) == Approx(1 / (1 + std::exp(-1.f) + std::exp(-2.f))));
+  const auto ly = log_softmax(x, 1).data();
+  CHECK(std::isfinite(ly(0, 2)));
+  CHECK(ly(0, 2) == Approx(-2000.f - std::log(2.f)));
+}
+
+TEST_CASE("a fully masked (all -inf) softmax row gives NaN as in torch, and other rows are unaffected", "[softmax]") {
+  auto x = Tensor<double>::from_vector({1, 2, 3, -kInf, -kInf, -kInf, 0, -kInf, 0}, {3, 3}, true);
+  auto y = softmax(x, 1);
+  for (std::size_t j = 0; j < 3; ++j) CHECK(std::isnan(y.data()(1, j)));
+  CHECK(y.data()(0, 2) == Approx(0.6652409557748219));
+  CHECK(y.data()(2, 0) == 0.5);
+  CHECK(y.data()(2, 1) == 0.0);  // a partly masked row is fine
+  y.backward(values({1, 2, 3, 1, 2, 3, 1, 2, 3}, {3, 3}));
+  for (std::size_t j = 0; j < 3; ++j) {
+    CHECK(std::isnan(x.grad()(1, j)));
+    CHECK(std::isfinite(x.grad()(0, j)));
+  }
+  // torch: softmax backward of [1, 2, 3] with g = [1, 2, 3] is [-0.1418, -0.1408, 0.2826].
+  CHECK(x.grad()(0, 0) == Approx(0.09003057317038046 * (1 - 2.5752103826044214)));
+  // log_softmax of a masked row is NaN too, even for one-element slices (torch gives NaN as well).
+  auto lx = Tensor<double>::from_vector({-kInf, -kInf}, {1, 2});
+  for (std::int64_t dim : {0, 1}) {
+    const auto ly = log_softmax(lx, dim).data();
+    CHECK(std::isnan(ly(0, 0)));
+    CHECK(std::isnan(ly(0, 1)));
+  }
+}
+
+TEST_CASE("softmax and log_softmax pass gradcheck along every dim", "[softmax][gradcheck]") {
+  for (std::int64_t dim : {0, 1, 2, -1, -2, -3}) {
+    INFO("dim " << dim);
+    CHECK_GRADCHECK([dim](const Inputs& in) { return softmax(in[0], dim); },
+                    (Inputs{rand_input({2, 3, 4}, 11, -2, 2)}));
+    CHECK_GRADCHECK([dim](const Inputs& in) { return log_softmax(in[0], dim); },
+                    (Inputs{rand_input({2, 3, 4}, 12, -2, 2)}));
+  }
+  CHECK_GRADCHECK([](const Inputs& in) { return softmax(in[0], 0); }, (Inputs{rand_input({5}, 13)}));
+  CHECK_GRADCHECK([](const Inputs& in) { return log_softmax(in[0], -1); }, (Inputs{rand_input({4, 7}, 14)}));
+  CHECK_GRADCHECK([](const Inputs& in) { return softmax(in[0], 1); }, (Inputs{rand_input({3, 1, 2}, 15)}));
+}
+
+TEST_CASE("softmax errors name the dim and the rank", "[softmax][errors]") {
+  auto x = Tensor<double>::zeros({2, 3});
+  CHECK_THROWS_AS(softmax(x, 2), std::invalid_argument);
+  CHECK_THROWS_WITH(softmax(x, 2), Catch::Contains("softmax") && Catch::Contains("dim 2") && Catch::Contains("rank 2"));
+  CHECK_THROWS_WITH(log_softmax(x, -3), Catch::Contains("log_softmax") && Catch::Contains("dim -3"));
+  CHECK_THROWS_WITH(softmax(Tensor<double>::scalar(1.0), 1), Catch::Contains("dim 1"));
+}
+
+// ------------------------------------------------------------------------------------------------- loss
+
+TEST_CASE("cross_entropy with label smoothing matches a hand computation for each reduction", "[loss]") {
+  // Row 0: logits [1, 2, 3], target 2; row 1: logits [0, 0, 0], target 0; eps = 0.2.
+  auto x = Tensor<double>::from_vector({1, 2, 3, 0, 0, 0}, {2, 3});
+  const double lse = std::log(std::exp(1.0) + std::exp(2.0) + std::exp(3.0));
+  const double eps = 0.2;
+  const double row0 = (1 - eps) * (lse - 3) + eps * ((lse - 1) + (lse - 2) + (lse - 3)) / 3;
+  const double row1 = std::log(3.0);                         // uniform: every -log p_c is log 3
+  CHECK(row0 == Approx(0.6076059644443805).epsilon(1e-12));  // torch's value
+  CrossEntropyOptions o;
+  o.label_smoothing = eps;
+  o.reduction = Reduction::None;
+  CHECK(allclose(cross_entropy(x, ids({2, 0}, {2}), o).data(), values({row0, row1}, {2}), 1e-12));
+  o.reduction = Reduction::Sum;
+  CHECK(cross_entropy(x, ids({2, 0}, {2}), o).item() == Approx(1.7062182531124903).epsilon(1e-12));
+  o.reduction = Reduction::Mean;
+  CHECK(cross_entropy(x, ids({2, 0}, {2}), o).item() == Approx(0.8531091265562452).epsilon(1e-12));
+  // Without smoothing it is -log softmax at the target.
+  CHECK(cross_entropy(x, ids({2, 0}, {2})).item() == Approx(((lse - 3) + row1) / 2).epsilon(1e-12));
+  // An unbatched [C] input with a 0-d target gives a 0-d loss for every reduction.
+  o.reduction = Reduction::None;
+  auto single = cross_entropy(Tensor<double>::from_vector({1, 2, 3}, {3}), ids({2}, {}), o);
+  CHECK(single.shape().empty());
+  CHECK(single.item() == Approx(0.6076059644443805).epsilon(1e-12));
+}
+
+TEST_CASE("cross_entropy ignore_index: ignored samples add nothing and are not counted", "[loss]") {
+  auto x = Tensor<double>::from_vector({1, 2, 3, 0, 0, 0}, {2, 3});
+  CrossEntropyOptions o;
+  o.label_smoothing = 0.2;
+  CHECK(cross_entropy(x, ids({2, -100}, {2}), o).item() == Approx(0.6076059644443805).epsilon(1e-12));
+  o.ignore_index = 1;
+  o.reduction = Reduction::None;
+  CHECK(allclose(cross_entropy(x, ids({2, 1}, {2}), o).data(), values({0.6076059644443805, 0.0}, {2}), 1e-12));
+  // Everything ignored: Mean is 0/0 = NaN and Sum is 0, as in torch; no gradient flows.
+  auto y = Tensor<double>::from_vector({0.5, -1, 2, 1.5}, {2, 2}, true);
+  CrossEntropyOptions all;
+  all.label_smoothing = 0.1;
+  auto mean_loss = cross_entropy(y, ids({-100, -100}, {2}), all);
+  CHECK(std::isnan(mean_loss.item()));
+  mean_loss.backward();
+  CHECK(allclose(y.grad(), values({0, 0, 0, 0}, {2, 2})));
+  all.reduction = Reduction::Sum;
+  CHECK(cross_entropy(y, ids({-100, -100}, {2}), all).item() == 0.0);
+  CHECK(std::isnan(cross_entropy(Tensor<double>::from_vector({1, 2}, {2}), ids({-100}, {})).item()));
+  CHECK(std::isnan(nll_loss(y, ids({-100, -100}, {2})).item()));
+}
+
+TEST_CASE("cross_entropy edge cases: empty batch, -inf logits, recording or not", "[loss]") {
+  // torch: an empty batch has Mean NaN and Sum 0.
+  auto empty = Tensor<double>::zeros({0, 3});
+  CHECK(std::isnan(cross_entropy(empty, IndexArray::from_shape({0})).item()));
+  CrossEntropyOptions sum;
+  sum.reduction = Reduction::Sum;
+  CHECK(cross_entropy(empty, IndexArray::from_shape({0}), sum).item() == 0.0);
+  // A -inf logit off the target is probability 0; without smoothing the loss stays finite (torch: 0).
+  auto x = Tensor<double>::from_vector({0, -kInf}, {1, 2}, true);
+  auto loss = cross_entropy(x, ids({0}, {1}));
+  CHECK(loss.item() == 0.0);
+  loss.backward();
+  CHECK(allclose(x.grad(), values({0, 0}, {1, 2})));
+  // The value does not depend on whether the backward is recorded.
+  auto logits = rand_input({4, 5}, 24, -3, 3);
+  CrossEntropyOptions o;
+  o.label_smoothing = 0.3;
+  const double recorded = cross_entropy(logits, ids({0, 4, 2, 1}, {4}), o).item();
+  NoGradGuard no_grad;
+  CHECK(cross_entropy(logits, ids({0, 4, 2, 1}, {4}), o).item() == recorded);
+}
+
+TEST_CASE("cross_entropy's fused gradient matches torch (softmax minus the smoothed one-hot)", "[loss]") {
+  auto x = Tensor<double>::from_vector({0.5, -1.0, 2.0, 0.0, 1.5, 0.3, -0.7, 0.2, 0.0, 0.0, 1.0, -2.0}, {3, 4}, true);
+  CrossEntropyOptions o;
+  o.label_smoothing = 0.1;
+  auto loss = cross_entropy(x, ids({2, -100, 3}, {3}), o);
+  CHECK(loss.item() == Approx(1.954786902798657).epsilon(1e-12));
+  loss.backward();
+  CHECK(allclose(x.grad(),
+                 values({0.06672235475748987, 0.005176896704374434, -0.10745003855691287, 0.03555078709504861, 0, 0, 0,
+                         0, 0.09051595459500929, 0.09051595459500929, 0.2675263974169758, -0.4485583066069944},
+                        {3, 4}),
+                 1e-10, 1e-14));
+  CHECK(loss.grad_fn_name() == "cross_entropy");
+}
+
+TEST_CASE("cross_entropy passes gradcheck for each reduction, ignore_index and label smoothing", "[loss][gradcheck]") {
+  const IndexArray target = ids({1, 3, -100, 0, 3}, {5});
+  for (auto reduction : {Reduction::None, Reduction::Mean, Reduction::Sum})
+    for (double eps : {0.0, 0.25, 1.0}) {
+      INFO("reduction " << static_cast<int>(reduction) << ", label_smoothing " << eps);
+      CrossEntropyOptions o;
+      o.reduction = reduction;
+      o.label_smoothing = eps;
+      CHECK_GRADCHECK([&](const Inputs& in) { return cross_entropy(in[0], target, o); },
+                      (Inputs{rand_input({5, 4}, 21, -3, 3)}));
+      CHECK_GRADCHECK([&](const Inputs& in) { return cross_entropy(in[0], ids({2}, {}), o); },
+                      (Inputs{rand_input({6}, 22, -3, 3)}));
+    }
+  CrossEntropyOptions custom;
+  custom.ignore_index = 3;
+  custom.label_smoothing = 0.3;
+  CHECK_GRADCHECK(
+      [&](const Inputs& in) {
+        return cross_entropy(in[0], ids({1, 3, 2, 0, 3}, {5}), custom);
+      },
+      (Inputs{rand_input({5, 4}, 23, -3, 3)}));
+}
+
+TEST_CASE("nll_loss picks -input at the target with torch's reductions", "[loss]") {
+  auto lp = Tensor<double>::from_vector({-1, -2, -3, -0.5, -0.25, -4}, {2, 3}, true);
+  CHECK(nll_loss(lp, ids({1, 2}, {2})).item() == Approx((2 + 4) / 2.0));
+  CHECK(nll_loss(lp, ids({1, 2}, {2}), Reduction::Sum).item() == Approx(6.0));
+  CHECK(allclose(nll_loss(lp, ids({1, 2}, {2}), Reduction::None).data(), values({2, 4}, {2})));
+  CHECK(nll_loss(lp, ids({1, 2}, {2}), Reduction::Mean, 2).item() == Approx(2.0));  // 1 counted target
+  CHECK(allclose(nll_loss(lp, ids({0, 2}, {2}), Reduction::None, 2).data(), values({1, 0}, {2})));
+  CHECK(nll_loss(Tensor<double>::from_vector({-1, -2, -3}, {3}), ids({1}, {})).item() == 2.0);
+  auto loss = nll_loss(lp, ids({1, 2}, {2}));
+  loss.backward();
+  CHECK(allclose(lp.grad(), values({0, -0.5, 0, 0, 0, -0.5}, {2, 3})));
+  // log_softmax then nll_loss is cross_entropy.
+  auto x = Tensor<double>::from_vector({0.5, -1.0, 2.0, 1.5, 0.3, -0.7}, {2, 3});
+  CHECK(nll_loss(log_softmax(x, 1), ids({0, 2}, {2})).item() ==
+        Approx(cross_entropy(x, ids({0, 2}, {2})).item()).epsilon(1e-12));
+}
+
+TEST_CASE("nll_loss passes gradcheck", "[loss][gradcheck]") {
+  const IndexArray target = ids({2, -100, 0, 2}, {4});
+  for (auto reduction : {Reduction::None, Reduction::Mean, Reduction::Sum}) {
+    CHECK_GRADCHECK([&](const Inputs& in) { return nll_loss(in[0], target, reduction); },
+                    (Inputs{rand_input({4, 3}, 31)}));
+    CHECK_GRADCHECK([&](const Inputs& in) { return nll_loss(in[0], ids({1}, {}), reduction); },
+                    (Inputs{rand_input({3}, 32)}));
+  }
+}
+
+TEST_CASE("cross_entropy works in float", "[loss]") {
+  auto x = Tensor<float>::from_vector({1, 2, 3, 0, 0, 0}, {2, 3}, true);
+  CrossEntropyOptions o;
+  o.label_smoothing = 0.2;
+  auto loss = cross_entropy(x, ids({2, 0}, {2}), o);
+  CHECK(loss.item() == Approx(0.8531091265562452f));
+  loss.backward();
+  CHECK(x.grad()(1, 0) == Approx((1.f / 3 - (0.8f + 0.2f / 3)) / 2));
+}
+
+TEST_CASE("loss errors name the target, its position, the class count and the shapes", "[loss][errors]") {
+  auto x = Tensor<double>::zeros({3, 4});
+  CHECK_THROWS_AS(cross_entropy(x, ids({0, 5, 1}, {3})), std::invalid_argument);
+  CHECK_THROWS_WITH(cross_entropy(x, ids({0, 5, 1}, {3})),
+                    Catch::Contains("cross_entropy") && Catch::Contains("target 5") && Catch::Contains("position 1") &&
+                        Catch::Contains("4 classes"));
+  CHECK_THROWS_WITH(cross_entropy(x, ids({0, 1, -1}, {3})),
+                    Catch::Contains("target -1") && Catch::Contains("position 2"));
+  CHECK_THROWS_WITH(cross_entropy(x, ids({0, 1}, {2})),
+                    Catch::Contains("[2]") && Catch::Contains("[3, 4]") && Catch::Contains("expected target [3]"));
+  CHECK_THROWS_WITH(cross_entropy(Tensor<double>::zeros({4}), ids({1}, {1})),
+                    Catch::Contains("0-d target") && Catch::Contains("[1]"));
+  CHECK_THROWS_WITH(cross_entropy(Tensor<double>::zeros({2, 3, 4}), ids({0, 1}, {2})),
+                    Catch::Contains("[N, C] or [C]") && Catch::Contains("[2, 3, 4]"));
+  for (double bad : {1.5, -0.1, std::nan("")}) {
+    CrossEntropyOptions o;
+    o.label_smoothing = bad;
+    CHECK_THROWS_AS(cross_entropy(x, ids({0, 1, 2}, {3}), o), std::invalid_argument);
+    CHECK_THROWS_WITH(cross_entropy(x, ids({0, 1, 2}, {3}), o), Catch::Contains("label_smoothing"));
+  }
+  CrossEntropyOptions o;
+  o.label_smoothing = 1.5;
+  CHECK_THROWS_WITH(cross_entropy(x, ids({0, 1, 2}, {3}), o), Catch::Contains("got 1.5"));
+  CHECK_THROWS_WITH(nll_loss(x, ids({0, 4, 1}, {3})),
+                    Catch::Contains("nll_loss") && Catch::Contains("target 4") && Catch::Contains("position 1"));
+  CHECK_THROWS_WITH(nll_loss(x, ids({0, 1, 2, 3}, {4})), Catch::Contains("nll_loss") && Catch::Contains("[4]"));
+}
+
+// ------------------------------------------------------------------------------------------- layer_norm
+
+TEST_CASE("layer_norm of [1, 2, 4] matches a hand computation with the biased variance", "[layer_norm]") {
+  auto x = Tensor<double>::from_vector({1, 2, 4}, {1, 3});
+  const double mean = 7.0 / 3, var = 14.0 / 9;  // ((4/3)^2 + (1/3)^2 + (5/3)^2) / 3
+  const double s = 1 / std::sqrt(var + 1e-5);
+  CHECK(allclose(layer_norm(x, {3}).data(), values({(1 - mean) * s, (2 - mean) * s, (4 - mean) * s}, {1, 3}), 1e-12));
+  CHECK(layer_norm(x, {3}).data()(0, 0) == Approx(-1.069041531450298).epsilon(1e-12));  // torch
+  CHECK(layer_norm(x, {3}, {}, {}, 0.5).data()(0, 2) == Approx((4 - mean) / std::sqrt(var + 0.5)));
+}
+
+TEST_CASE("layer_norm with weight and bias matches torch, values and gradients", "[layer_norm]") {
+  auto x = Tensor<double>::from_vector({1, 2, 4, -1, 0.5, 0.25}, {2, 3}, true);
+  auto w = Tensor<double>::from_vector({0.5, 2, -1}, {3}, true);
+  auto b = Tensor<double>::from_vector({0.1, 0, -0.2}, {3}, true);
+  auto y = layer_norm(x, {3}, w, b);
+  CHECK(allclose(y.data(),
+                 values({-0.43452076572514897, -0.5345207657251492, -1.5363019143128718, -0.5984925870213293,
+                         1.7779811305997475, -0.7079946087427851},
+                        {2, 3}),
+                 1e-10));
+  y.backward(values({1, 0, 2, -1, 1, 0.5}, {2, 3}));
+  CHECK(allclose(x.grad(),
+                 values({-0.11453427348481893, 0.17181171877572599, -0.0572774452909075, 0.30721817182412114,
+                         1.5362973295532356, -1.8435155013773565},
+                        {2, 3}),
+                 1e-8, 1e-12));
+  CHECK(allclose(w.grad(), values({0.32794364259236075, 0.8889905652998737, 2.926601132997136}, {3}), 1e-8));
+  CHECK(allclose(b.grad(), values({0, 1, 2.5}, {3})));
+}
+
+TEST_CASE("layer_norm output rows have zero mean and unit variance, in float", "[layer_norm]") {
+  Generator gen(5);
+  auto x = Tensor<float>::normal({4, 64}, 3.f, 10.f, gen);
+  const auto y = layer_norm(x, {64}).data();
+  for (std::size_t r = 0; r < 4; ++r) {
+    double m = 0, v = 0;
+    for (std::size_t j = 0; j < 64; ++j) m += y(r, j);
+    m /= 64;
+    for (std::size_t j = 0; j < 64; ++j) v += (y(r, j) - m) * (y(r, j) - m);
+    CHECK(std::abs(m) < 1e-5);
+    CHECK(v / 64 == Approx(1.0).epsilon(1e-4));
+  }
+}
+
+TEST_CASE("layer_norm passes gradcheck with and without weight and bias, over 1 and 2 trailing dims",
+          "[layer_norm][gradcheck]") {
+  CHECK_GRADCHECK([](const Inputs& in) { return layer_norm(in[0], {4}); }, (Inputs{rand_input({3, 4}, 41, -2, 2)}));
+  CHECK_GRADCHECK([](const Inputs& in) { return layer_norm(in[0], {5}, in[1], in[2]); },
+                  (Inputs{rand_input({2, 3, 5}, 42, -2, 2), rand_input({5}, 43), rand_input({5}, 44)}));
+  CHECK_GRADCHECK([](const Inputs& in) { return layer_norm(in[0], {5}, in[1]); },
+                  (Inputs{rand_input({3, 5}, 45, -2, 2), rand_input({5}, 46)}));
+  CHECK_GRADCHECK([](const Inputs& in) { return layer_norm(in[0], {5}, Tensor<double>(), in[1]); },
+                  (Inputs{rand_input({3, 5}, 47, -2, 2), rand_input({5}, 48)}));
+  CHECK_GRADCHECK(
+      [](const Inputs& in) {
+        return layer_norm(in[0], {3, 4}, in[1], in[2], 1e-3);
+      },
+      (Inputs{rand_input({2, 3, 4}, 49, -2, 2), rand_input({3, 4}, 50), rand_input({3, 4}, 51)}));
+  CHECK_GRADCHECK([](const Inputs& in) { return layer_norm(in[0], {2, 3}); }, (Inputs{rand_input({2, 3}, 52, -2, 2)}));
+  // Only the affine parameters require grad.
+  auto x = Tensor<double>(rand_input({4, 3}, 53).data());
+  CHECK_GRADCHECK([x](const Inputs& in) { return layer_norm(x, {3}, in[0], in[1]); },
+                  (Inputs{rand_input({3}, 54), rand_input({3}, 55)}));
+}
+
+TEST_CASE("layer_norm errors name both shapes", "[layer_norm][errors]") {
+  auto x = Tensor<double>::zeros({2, 3});
+  CHECK_THROWS_AS(layer_norm(x, {4}), std::invalid_argument);
+  CHECK_THROWS_WITH(layer_norm(x, {4}),
+                    Catch::Contains("layer_norm") && Catch::Contains("[2, 3]") && Catch::Contains("[4]"));
+  CHECK_THROWS_WITH(layer_norm(x, {1, 2, 3}), Catch::Contains("[2, 3]") && Catch::Contains("[1, 2, 3]"));
+  CHECK_THROWS_WITH(layer_norm(x, {}), Catch::Contains("normalized_shape") && Catch::Contains("[2, 3]"));
+  CHECK_THROWS_WITH(layer_norm(x, {3}, Tensor<double>::ones({4})),
+                    Catch::Contains("weight") && Catch::Contains("[4]") && Catch::Contains("[3]"));
+  CHECK_THROWS_WITH(layer_norm(x, {3}, Tensor<double>::ones({3}), Tensor<double>::zeros({1, 3})),
+                    Catch::Contains("bias") && Catch::Contains("[1, 3]") && Catch::Contains("[3]"));
+}
+
+// ---------------------------------------------------------------------------------------------- dropout
+
+TEST_CASE("dropout in eval or with p = 0 is the identity and draws nothing", "[dropout]") {
+  Generator gen(3);
+  const auto before = gen.state();
+  auto x = Tensor<double>::from_vector({1, 2, 3}, {3}, true);
+  auto eval = dropout(x, 0.5, /*training=*/false, gen);
+  CHECK(eval.same_as(x));
+  auto zero = dropout(x, 0.0, /*training=*/true, gen);
+  CHECK(zero.same_as(x));
+  CHECK(gen.state().s == before.s);
+  (zero * 2.0).backward(values({1, 1, 1}, {3}));
+  CHECK(allclose(x.grad(), values({2, 2, 2}, {3})));
+}
+
+TEST_CASE("dropout zeroes about p of the elements and scales the rest by 1 / (1 - p)", "[dropout]") {
+  Generator gen(17);
+  const double p = 0.3;
+  const std::size_t n = 100000;
+  auto x = Tensor<double>::ones({n}, true);
+  auto y = dropout(x, p, true, gen);
+  std::size_t zeros = 0, badly_scaled = 0;
+  double total = 0;
+  for (double v : y.data()) {
+    if (v == 0)
+      ++zeros;
+    else if (std::abs(v - 1 / (1 - p)) > 1e-12)
+      ++badly_scaled;
+    total += v;
+  }
+  CHECK(badly_scaled == 0);
+  // Binomial(100000, 0.3) has standard deviation ~145: 0.3 +- 0.006 is ~4 sigma.
+  CHECK(std::abs(static_cast<double>(zeros) / n - p) < 0.006);
+  CHECK(std::abs(total / n - 1.0) < 0.01);
+  // The backward applies the same scaled mask: with x = 1 and g = 1, the gradient equals y.
+  y.backward(xt::xarray<double>(xt::ones<double>({n})));
+  CHECK(x.grad() == y.data());
+}
+
+TEST_CASE("dropout is reproducible from a seed and differs across seeds", "[dropout]") {
+  auto x = Tensor<float>::ones({64});
+  Generator a(99), b(99), c(100);
+  const auto ya = dropout(x, 0.5, true, a).data();
+  CHECK(ya == dropout(x, 0.5, true, b).data());
+  CHECK_FALSE(ya == dropout(x, 0.5, true, c).data());
+  // The next call continues the stream: a new mask.
+  CHECK_FALSE(ya == dropout(x, 0.5, true, a).data());
+}
+
+TEST_CASE("dropout passes gradcheck with a fixed mask", "[dropout][gradcheck]") {
+  CHECK_GRADCHECK(
+      [](const Inputs& in) {
+        Generator gen(7);  // the same mask on every evaluation
+        return dropout(in[0], 0.4, true, gen);
+      },
+      (Inputs{rand_input({3, 5}, 61)}));
+}
+
+TEST_CASE("dropout rejects p outside 0 <= p < 1, naming p", "[dropout][errors]") {
+  Generator gen(0);
+  auto x = Tensor<double>::ones({2});
+  for (double p : {-0.1, 1.0, 1.5, std::nan("")}) {
+    CHECK_THROWS_AS(dropout(x, p, true, gen), std::invalid_argument);
+    CHECK_THROWS_AS(dropout(x, p, false, gen), std::invalid_argument);
+  }
+  CHECK_THROWS_WITH(dropout(x, 1.5, true, gen), Catch::Contains("dropout") && Catch::Contains("got 1.5"));
+  CHECK_THROWS_WITH(dropout(x, -0.1, true, gen), Catch::Contains("got -0.1"));
+}
+
+// -------------------------------------------------------------------------------------------- embedding
+
+TEST_CASE("embedding picks rows for ids of any shape", "[embedding]") {
+  auto w = Tensor<double>::from_vector({0, 1, 10, 11, 20, 21, 30, 31}, {4, 2});
+  auto y = embedding(w, ids({1, 3, 0, 1}, {2, 2}));
+  CHECK(y.shape() == Shape{2, 2, 2});
+  CHECK(allclose(y.data(), values({10, 11, 30, 31, 0, 1, 10, 11}, {2, 2, 2})));
+  auto single = embedding(w, ids({2}, {}));
+  CHECK(single.shape() == Shape{2});
+  CHECK(allclose(single.data(), values({20, 21}, {2})));
+  // The padding row is looked up as it is (only its gradient is suppressed), as in torch.
+  CHECK(allclose(embedding(w, ids({3}, {1}), 3).data(), values({30, 31}, {1, 2})));
+  CHECK(embedding(w, ids({}, {0})).shape() == Shape{0, 2});
+}
+
+TEST_CASE("embedding's backward scatter-adds repeated ids and skips padding_idx", "[embedding]") {
+  // torch: ids [[1, 1], [3, 0]], padding_idx -1 (= 3), loss = sum -> rows [1, 1], [2, 2], [0, 0], [0, 0].
+  auto w = Tensor<double>::from_vector({0, 1, 10, 11, 20, 21, 30, 31}, {4, 2}, true);
+  auto y = embedding(w, ids({1, 1, 3, 0}, {2, 2}), -1);
+  y.backward(xt::xarray<double>(xt::ones<double>({2, 2, 2})));
+  CHECK(allclose(w.grad(), values({1, 1, 2, 2, 0, 0, 0, 0}, {4, 2})));
+  CHECK(y.grad_fn_name() == "embedding");
+}
+
+TEST_CASE("embedding passes gradcheck with repeated ids and padding_idx", "[embedding][gradcheck]") {
+  const IndexArray batch = ids({0, 2, 2, 4, 1, 2}, {2, 3});
+  CHECK_GRADCHECK([&](const Inputs& in) { return embedding(in[0], batch); }, (Inputs{rand_input({5, 3}, 71)}));
+  // The padding row is read in the forward but, by definition, gets no gradient; finite differences
+  // see it, so the check zeroes the outputs that read it and compares every other row. That the
+  // padding row's gradient is exactly zero is checked directly below.
+  for (std::int64_t padding_idx : {2, -3, 0, -5}) {
+    INFO("padding_idx " << padding_idx);
+    const std::int64_t pad = padding_idx < 0 ? padding_idx + 5 : padding_idx;
+    BoolArray reads_pad = BoolArray::from_shape({2, 3, 1});
+    for (std::size_t i = 0; i < batch.size(); ++i) reads_pad.data()[i] = batch.data()[i] == pad;
+    CHECK_GRADCHECK([&](const Inputs& in) { return masked_fill(embedding(in[0], batch, padding_idx), reads_pad, 0.0); },
+                    (Inputs{rand_input({5, 3}, 72)}));
+    auto w = rand_input({5, 3}, 73);
+    embedding(w, batch, padding_idx).backward(xt::xarray<double>(xt::ones<double>({2, 3, 3})));
+    for (std::size_t j = 0; j < 3; ++j) CHECK(w.grad()(pad, j) == 0.0);
+    CHECK(w.grad()(3, 0) == 0.0);                // never used
+    if (pad != 2) CHECK(w.grad()(2, 1) == 3.0);  // used three times
+  }
+}
+
+TEST_CASE("embedding errors name the id, its position and the table size", "[embedding][errors]") {
+  auto w = Tensor<double>::zeros({4, 2});
+  CHECK_THROWS_AS(embedding(w, ids({0, 4}, {2})), ShapeError);
+  CHECK_THROWS_AS(embedding(w, ids({0, 4}, {2})), std::invalid_argument);
+  CHECK_THROWS_WITH(embedding(w, ids({0, 1, 2, 7}, {2, 2})),
+                    Catch::Contains("id 7") && Catch::Contains("position [1, 1]") && Catch::Contains("4 embeddings"));
+  CHECK_THROWS_WITH(embedding(w, ids({-1}, {1})), Catch::Contains("id -1") && Catch::Contains("position [0]"));
+  CHECK_THROWS_WITH(embedding(w, ids({0}, {1}), 4),
+                    Catch::Contains("padding_idx 4") && Catch::Contains("4 embeddings"));
+  CHECK_THROWS_WITH(embedding(w, ids({0}, {1}), -5), Catch::Contains("padding_idx -5"));
+  CHECK_THROWS_WITH(embedding(Tensor<double>::zeros({4}), ids({0}, {1})),
+                    Catch::Contains("embedding") && Catch::Contains("[4]"));
+}
+
+// ---------------------------------------------------------------------------------------------- masking
+
+TEST_CASE("masked_fill fills where a broadcast mask is true and passes no gradient there", "[masking]") {
+  auto x = Tensor<double>::from_vector({1, 2, 3, 4, 5, 6}, {2, 3}, true);
+  auto rows = masked_fill(x, mask({true, false}, {2, 1}), -1.0);
+  CHECK(allclose(rows.data(), values({-1, -1, -1, 4, 5, 6}, {2, 3})));
+  auto cols = masked_fill(x, mask({false, true, false}, {3}), 9.0);
+  CHECK(allclose(cols.data(), values({1, 9, 3, 4, 9, 6}, {2, 3})));
+  CHECK(allclose(masked_fill(x, mask({true}, {}), 0.0).data(), values({0, 0, 0, 0, 0, 0}, {2, 3})));
+  (rows + cols).backward(values({1, 1, 1, 1, 1, 1}, {2, 3}));
+  CHECK(allclose(x.grad(), values({1, 0, 1, 2, 1, 2}, {2, 3})));  // rows' plus cols' pass-through
+  // The usual attention mask: -inf at masked keys, then softmax.
+  auto scores = Tensor<double>::from_vector({1, 2, 3, 1, 2, 3}, {2, 3});
+  auto probs = softmax(masked_fill(scores, mask({false, false, true, false, true, true}, {2, 3}), -kInf), -1);
+  CHECK(probs.data()(0, 2) == 0.0);
+  CHECK(probs.data()(1, 0) == 1.0);
+  CHECK(probs.data()(0, 0) == Approx(1 / (1 + std::exp(1.0))));
+}
+
+TEST_CASE("masked_fill passes gradcheck with broadcast masks", "[masking][gradcheck]") {
+  for (const auto& m : {mask({true, false, true, false}, {4}), mask({false, true, true}, {3, 1}),
+                        mask({true, false, false, true}, {1, 1, 4}), mask({false}, {}),
+                        mask({true, false, true, false, false, true, false, true, true, false, true, true}, {3, 4})}) {
+    CHECK_GRADCHECK([&](const Inputs& in) { return masked_fill(in[0], m, 0.5); }, (Inputs{rand_input({2, 3, 4}, 81)}));
+  }
+}
+
+TEST_CASE("where selects elementwise with all three operands broadcast", "[masking]") {
+  // torch.where(tensor([True, False]), tensor([[1.], [2.]]), tensor(5.)) == [[1, 5], [2, 5]].
+  auto a = Tensor<double>::from_vector({1, 2}, {2, 1}, true);
+  auto b = Tensor<double>::scalar(5.0, true);
+  auto y = tapegrad::where(mask({true, false}, {2}), a, b);
+  CHECK(y.shape() == Shape{2, 2});
+  CHECK(allclose(y.data(), values({1, 5, 2, 5}, {2, 2})));
+  y.backward(values({1, 2, 3, 4}, {2, 2}));
+  CHECK(allclose(a.grad(), values({1, 3}, {2, 1})));
+  CHECK(b.grad()() == 6.0);
+  // The condition alone can set the output shape.
+  auto z = tapegrad::where(mask({true, false, false, true}, {2, 2}), Tensor<double>::scalar(1.0),
+                           Tensor<double>::scalar(0.0));
+  CHECK(allclose(z.data(), values({1, 0, 0, 1}, {2, 2})));
+}
+
+TEST_CASE("where passes gradcheck with broadcasting", "[masking][gradcheck]") {
+  const BoolArray c1 = mask({true, false, true, true, false, false}, {2, 1, 3});
+  CHECK_GRADCHECK([&](const Inputs& in) { return tapegrad::where(c1, in[0], in[1]); },
+                  (Inputs{rand_input({4, 3}, 91), rand_input({}, 92)}));
+  const BoolArray c2 = mask({true, false, false, true}, {4});
+  CHECK_GRADCHECK([&](const Inputs& in) { return tapegrad::where(c2, in[0], in[1]); },
+                  (Inputs{rand_input({3, 1}, 93), rand_input({3, 4}, 94)}));
+  // Only one side requires grad.
+  auto constant = Tensor<double>(rand_input({3, 4}, 95).data());
+  CHECK_GRADCHECK([&](const Inputs& in) { return tapegrad::where(c2, constant, in[0]); },
+                  (Inputs{rand_input({4}, 96)}));
+}
+
+TEST_CASE("masking errors name the shapes", "[masking][errors]") {
+  auto x = Tensor<double>::zeros({3});
+  CHECK_THROWS_AS(masked_fill(x, mask({true, false}, {2, 1}), 0.0), std::invalid_argument);
+  CHECK_THROWS_WITH(masked_fill(x, mask({true, false}, {2, 1}), 0.0),
+                    Catch::Contains("masked_fill") && Catch::Contains("[2, 1]") && Catch::Contains("[3]"));
+  CHECK_THROWS_WITH(masked_fill(x, mask({true, false}, {2}), 0.0), Catch::Contains("[2]") && Catch::Contains("[3]"));
+  CHECK_THROWS_AS(tapegrad::where(mask({true, false}, {2}), x, x), std::invalid_argument);
+  CHECK_THROWS_WITH(
+      tapegrad::where(mask({true, false}, {2}), x, Tensor<double>::zeros({4, 1})),
+      Catch::Contains("where") && Catch::Contains("[2]") && Catch::Contains("[3]") && Catch::Contains("[4, 1]"));
+}

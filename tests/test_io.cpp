@@ -1,0 +1,490 @@
+// Safetensors reading and writing (round trips, files from the reference layout, every malformed
+// file, atomic writes), state_dict loading with all mismatches reported, training checkpoints.
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <string>
+
+#include "nn/checkpoint.hpp"
+#include "nn/safetensors.hpp"
+#include "optim/optim.hpp"
+
+using namespace tapegrad;
+namespace st = tapegrad::safetensors;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kFixtures = TAPEGRAD_TEST_FIXTURES_DIR;
+
+// A fresh directory, removed with its contents at the end of the test.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    static int counter = 0;
+    path = fs::temp_directory_path() /
+           ("tapegrad_test_io_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  std::string file(const std::string& name) const { return (path / name).string(); }
+};
+
+void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+// A new file for every case: rewriting a truncated file makes ext4 flush it to disk (auto_da_alloc),
+// which would make thousands of cases slow.
+std::string write_fresh(const TempDir& dir, const std::string& bytes) {
+  static int counter = 0;
+  const auto path = dir.file("case_" + std::to_string(counter++) + ".safetensors");
+  write_bytes(path, bytes);
+  return path;
+}
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string u64_le(std::uint64_t n) {
+  std::string s(8, '\0');
+  for (int k = 0; k < 8; ++k) s[k] = static_cast<char>((n >> (8 * k)) & 0xff);
+  return s;
+}
+
+// A file with the given header text and data bytes (no padding: readers must not require it).
+std::string make_file(const std::string& header, const std::string& data) {
+  return u64_le(header.size()) + header + data;
+}
+
+// The tensors the python reference reader expects in `make_optim_fixtures.py --check`.
+std::map<std::string, st::Array> check_tensors() {
+  std::map<std::string, st::Array> t;
+  xt::xarray<float> f32 = xt::xarray<float>::from_shape({2, 3});
+  for (std::size_t k = 0; k < 6; ++k) f32.data()[k] = static_cast<float>(k) * 0.5f - 1.0f;
+  t["f32"] = f32;
+  t["f64"] = xt::xarray<double>({1.0 / 3.0, -2.5, 1e300});
+  t["i64"] = xt::xarray<std::int64_t>(
+      {{std::numeric_limits<std::int64_t>::min(), -1}, {0, std::numeric_limits<std::int64_t>::max()}});
+  t["u64"] = xt::xarray<std::uint64_t>({std::numeric_limits<std::uint64_t>::max(), 12345678901234567890ull});
+  t["flags"] = xt::xarray<bool>({true, false, false, true});
+  t["scalar"] = xt::xarray<double>(M_PI);
+  t["empty"] = xt::xarray<float>::from_shape({0, 3});
+  return t;
+}
+
+template <typename V>
+void check_same(const st::File& f, const std::string& name, const xt::xarray<V>& expected) {
+  INFO(name);
+  CHECK(f.dtype(name) == st::dtype_of<V>());
+  CHECK(f.shape(name) == Shape(expected.shape().begin(), expected.shape().end()));
+  const auto got = f.get<V>(name);
+  CHECK(got.shape() == expected.shape());
+  CHECK(got == expected);
+}
+
+}  // namespace
+
+TEST_CASE("safetensors round trip for every writable dtype, 0-d and empty tensors, metadata", "[io]") {
+  TempDir dir;
+  const auto path = dir.file("all.safetensors");
+  const auto tensors = check_tensors();
+  const st::Metadata metadata{{"format", "pt"}, {"note", "written by tapegrad"}};
+  st::save_file(path, tensors, metadata);
+  const st::File f(path);
+  CHECK(f.names() == std::vector<std::string>{"empty", "f32", "f64", "flags", "i64", "scalar", "u64"});
+  CHECK(f.metadata() == metadata);
+  check_same(f, "f32", std::get<xt::xarray<float>>(tensors.at("f32")));
+  check_same(f, "f64", std::get<xt::xarray<double>>(tensors.at("f64")));
+  check_same(f, "i64", std::get<xt::xarray<std::int64_t>>(tensors.at("i64")));
+  check_same(f, "u64", std::get<xt::xarray<std::uint64_t>>(tensors.at("u64")));
+  check_same(f, "flags", std::get<xt::xarray<bool>>(tensors.at("flags")));
+  check_same(f, "scalar", std::get<xt::xarray<double>>(tensors.at("scalar")));
+  CHECK(f.shape("scalar").empty());
+  CHECK(f.shape("empty") == Shape{0, 3});
+  CHECK(f.get<float>("empty").size() == 0);
+
+  // The header is padded with spaces to a multiple of 8, as the reference writer does.
+  const std::string bytes = read_bytes(path);
+  std::uint64_t n = 0;
+  std::memcpy(&n, bytes.data(), 8);
+  CHECK(n % 8 == 0);
+  CHECK(bytes[8] == '{');
+  // No metadata: no "__metadata__" entry at all.
+  st::save_file(path, {{"x", xt::xarray<double>({1.0})}});
+  CHECK(st::File(path).metadata().empty());
+  CHECK(read_bytes(path).find("__metadata__") == std::string::npos);
+}
+
+TEST_CASE("our files parse with the reference reader of the fixture script", "[io]") {
+  if (!fs::exists("/usr/bin/python3")) {
+    WARN("/usr/bin/python3 is missing: cannot run the reference reader");
+    return;
+  }
+  TempDir dir;
+  const auto path = dir.file("for_python.safetensors");
+  st::save_file(path, check_tensors(), {{"format", "pt"}, {"note", "written by tapegrad"}});
+  const std::string cmd = "/usr/bin/python3 " + kFixtures + "/make_optim_fixtures.py --check " + path;
+  const int status = std::system(cmd.c_str());
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+}
+
+TEST_CASE("a file written by the reference layout (python) reads back", "[io]") {
+  const st::File f(kFixtures + "/io_reference.safetensors");
+  CHECK(f.metadata() == st::Metadata{{"format", "pt"}, {"origin", "python"}});
+  CHECK(f.names() == std::vector<std::string>{"empty", "f32", "f64", "half", "i32", "i64", "mask", "scalar"});
+  check_same(f, "f32", xt::xarray<float>({{-1.0f, -0.5f, 0.0f}, {0.5f, 1.0f, 1.5f}}));
+  check_same(f, "f64", xt::xarray<double>({1.0 / 3.0, -2.5, 1e300}));
+  check_same(f, "i64",
+             xt::xarray<std::int64_t>(
+                 {{std::numeric_limits<std::int64_t>::min(), -1}, {0, std::numeric_limits<std::int64_t>::max()}}));
+  check_same(f, "mask", xt::xarray<bool>({{true, false, true}}));
+  check_same(f, "scalar", xt::xarray<double>(2.75));
+  CHECK(f.shape("empty") == Shape{0, 2});
+  CHECK(f.dtype("half") == st::Dtype::F16);
+  CHECK(f.shape("half") == Shape{2});
+  CHECK(f.dtype("i32") == st::Dtype::I32);
+  CHECK_THROWS_WITH(f.get<float>("half"),
+                    Catch::Contains("io_reference.safetensors") && Catch::Contains("tensor \"half\" is F16, not F32"));
+  CHECK_THROWS_WITH(f.get<double>("f32"), Catch::Contains("tensor \"f32\" is F32, not F64"));
+  CHECK_THROWS_WITH(f.get<bool>("i64"), Catch::Contains("tensor \"i64\" is I64, not BOOL"));
+  CHECK_THROWS_WITH(f.shape("nope"), Catch::Contains("no tensor named \"nope\""));
+  CHECK_FALSE(f.contains("nope"));
+}
+
+TEST_CASE("every malformed file is reported with its path and the problem", "[io]") {
+  TempDir dir;
+  const auto path = dir.file("bad.safetensors");
+  auto expect = [&](const std::string& bytes, const std::string& problem) {
+    INFO(problem);
+    write_bytes(path, bytes);
+    CHECK_THROWS_AS(st::File(path), std::runtime_error);
+    CHECK_THROWS_WITH(st::File(path), Catch::Contains(path) && Catch::Contains(problem));
+  };
+  const std::string f32x2 = std::string(8, '\0');
+  CHECK_THROWS_WITH(st::File(dir.file("missing.safetensors")), Catch::Contains("cannot open"));
+  expect("", "file is 0 bytes, too short");
+  expect("abc", "file is 3 bytes, too short");
+  expect(u64_le(1000) + "{}", "header length 1000 exceeds the 2 bytes");
+  expect(u64_le(std::numeric_limits<std::uint64_t>::max()) + "{}", "exceeds");
+  expect(make_file("{\"a\": ", ""), "header is not valid JSON");
+  expect(make_file("[1, 2]", ""), "header is a JSON array, not an object");
+  expect(make_file(R"({"a": 3})", ""), "tensor \"a\": entry is a number, not an object");
+  expect(make_file(R"({"a": {"dtype": "F32", "shape": [2]}})", f32x2),
+         "needs \"dtype\", \"shape\" and \"data_offsets\"");
+  expect(make_file(R"({"a": {"dtype": "F33", "shape": [2], "data_offsets": [0, 8]}})", f32x2),
+         "tensor \"a\": unknown dtype \"F33\"");
+  expect(make_file(R"({"a": {"dtype": 4, "shape": [2], "data_offsets": [0, 8]}})", f32x2), "unknown dtype 4");
+  expect(make_file(R"({"a": {"dtype": "F32", "shape": [-2], "data_offsets": [0, 8]}})", f32x2),
+         "not a non-negative integer");
+  expect(make_file(R"({"a": {"dtype": "F32", "shape": [2.5], "data_offsets": [0, 8]}})", f32x2),
+         "not a non-negative integer");
+  expect(make_file(R"({"a": {"dtype": "F32", "shape": 2, "data_offsets": [0, 8]}})", f32x2), "is not an array");
+  expect(make_file(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 16]}})", f32x2),
+         "data_offsets [0, 16] out of range for 8 data bytes");
+  expect(make_file(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [8, 0]}})", f32x2), "out of range");
+  expect(make_file(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0]}})", f32x2),
+         "is not a pair of non-negative integers");
+  expect(make_file(R"({"a": {"dtype": "F32", "shape": [3], "data_offsets": [0, 8]}})", f32x2),
+         "shape [3] of F32 needs 12 bytes, data_offsets [0, 8] hold 8");
+  expect(make_file(R"({"a": {"dtype": "F32", "shape": [4294967296, 4294967296], "data_offsets": [0, 8]}})", f32x2),
+         "needs too many bytes");
+  expect(make_file(R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]},
+                       "b": {"dtype": "F32", "shape": [1], "data_offsets": [8, 12]}})",
+                   std::string(12, '\0')),
+         "tensor \"b\": data starts at byte 8, expected 4 (leaves a gap)");
+  expect(make_file(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
+                       "b": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})",
+                   f32x2),
+         "overlaps the previous tensor");
+  expect(make_file(R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})", f32x2),
+         "data starts at byte 4, expected 0");
+  expect(make_file(R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}})", f32x2),
+         "the tensors cover 4 data bytes but the file holds 8");
+  expect(make_file(R"({"__metadata__": {"k": 1}})", ""), "metadata \"k\" is a number, not a string");
+  expect(make_file(R"({"__metadata__": [1]})", ""), "\"__metadata__\" is not an object");
+  // An empty file body and a header with only metadata are fine.
+  write_bytes(path, make_file(R"({"__metadata__": {"k": "v"}})", ""));
+  CHECK(st::File(path).names().empty());
+  CHECK(st::File(path).metadata().at("k") == "v");
+}
+
+TEST_CASE("a truncated or corrupted file throws instead of crashing", "[io]") {
+  TempDir dir;
+  const auto good = dir.file("good.safetensors");
+  st::save_file(good, check_tensors(), {{"a", "b"}});
+  const std::string bytes = read_bytes(good);
+  // Every proper prefix is invalid: the data must fill the file exactly.
+  for (std::size_t len = 0; len < bytes.size(); ++len) {
+    const auto bad = write_fresh(dir, bytes.substr(0, len));
+    INFO("prefix of " << len << " bytes");
+    CHECK_THROWS_AS(st::File(bad), std::runtime_error);
+    fs::remove(bad);
+  }
+  // Any byte of the length or header replaced by any of these values: a clean error or a valid file.
+  std::uint64_t header_len = 0;
+  std::memcpy(&header_len, bytes.data(), 8);
+  int loaded = 0, rejected = 0;
+  for (std::size_t pos = 0; pos < 8 + header_len; ++pos) {
+    for (const unsigned char v : {0x00, 0x01, 0x22, 0x30, 0x39, 0x5b, 0x7b, 0x7d, 0x80, 0xff}) {
+      std::string corrupt = bytes;
+      corrupt[pos] = static_cast<char>(v);
+      const auto bad = write_fresh(dir, corrupt);
+      try {
+        const st::File f(bad);
+        for (const auto& name : f.names()) {
+          switch (f.dtype(name)) {
+            case st::Dtype::F32:
+              f.get<float>(name);
+              break;
+            case st::Dtype::F64:
+              f.get<double>(name);
+              break;
+            case st::Dtype::I64:
+              f.get<std::int64_t>(name);
+              break;
+            case st::Dtype::U64:
+              f.get<std::uint64_t>(name);
+              break;
+            case st::Dtype::BOOL:
+              f.get<bool>(name);
+              break;
+            default:
+              break;
+          }
+        }
+        ++loaded;
+      } catch (const std::runtime_error& e) {
+        ++rejected;
+        CHECK_THAT(std::string(e.what()), Catch::StartsWith(bad));
+      }
+      fs::remove(bad);
+    }
+  }
+  CHECK(rejected > 0);
+  CHECK(loaded > 0);  // e.g. a changed digit inside a metadata value
+}
+
+TEST_CASE("load_state_dict copies into the target and reports every mismatch at once", "[io]") {
+  TempDir dir;
+  const auto path = dir.file("model.safetensors");
+  st::save_file(path, {{"a", xt::xarray<double>({{1.0, 2.0}, {3.0, 4.0}})},
+                       {"b", xt::xarray<float>({1.0f, 2.0f, 3.0f})},
+                       {"c", xt::xarray<double>({1.0, 2.0, 3.0, 4.0, 5.0})},
+                       {"extra", xt::xarray<double>({9.0})}});
+  auto a = Tensor<double>::zeros({2, 2}, true);  // the "module's" parameters
+  auto b = Tensor<double>::zeros({3});
+  auto c = Tensor<double>::zeros({4});
+  auto d = Tensor<double>::zeros({2});
+  StateDict<double> target{{"a", a}, {"b", b}, {"c", c}, {"d", d}};
+  try {
+    st::load_state_dict(path, target);
+    FAIL("no exception");
+  } catch (const std::runtime_error& e) {
+    const std::string m = e.what();
+    CHECK_THAT(m, Catch::StartsWith(path));
+    CHECK_THAT(m, Catch::Contains("4 problem(s)"));
+    CHECK_THAT(m, Catch::Contains("\"b\" is F32 in the file, F64 in the model"));
+    CHECK_THAT(m, Catch::Contains("\"c\" has shape [5] in the file, [4] in the model"));
+    CHECK_THAT(m, Catch::Contains("unexpected \"extra\""));
+    CHECK_THAT(m, Catch::Contains("missing \"d\""));
+  }
+  CHECK(a.data() == xt::xarray<double>({{0.0, 0.0}, {0.0, 0.0}}));  // nothing changed
+
+  // strict = false ignores missing and unexpected names, not wrong shapes or dtypes.
+  try {
+    st::load_state_dict(path, target, false);
+    FAIL("no exception");
+  } catch (const std::runtime_error& e) {
+    const std::string m = e.what();
+    CHECK_THAT(m, Catch::Contains("2 problem(s)"));
+    CHECK_THAT(m, !Catch::Contains("extra") && !Catch::Contains("\"d\""));
+  }
+  StateDict<double> partial{{"a", a}, {"d", d}};
+  st::load_state_dict(path, partial, false);
+  CHECK(a.data() == xt::xarray<double>({{1.0, 2.0}, {3.0, 4.0}}));  // through the alias
+  CHECK(a.requires_grad());
+  CHECK(d.data() == xt::xarray<double>({0.0, 0.0}));
+  CHECK_THROWS_WITH(st::load_state_dict(path, partial), Catch::Contains("unexpected \"b\""));
+}
+
+TEST_CASE("save_state_dict / load_state_dict round trip in float and double", "[io]") {
+  TempDir dir;
+  auto roundtrip = [&](auto zero) {
+    using T = decltype(zero);
+    Generator gen(7);
+    StateDict<T> src{{"layer.weight", Tensor<T>::normal({3, 5}, T(0), T(1), gen)},
+                     {"layer.bias", Tensor<T>::normal({5}, T(0), T(1), gen)},
+                     {"scale", Tensor<T>::scalar(T(0.25))}};
+    const auto path = dir.file("sd.safetensors");
+    st::save_state_dict(path, src, {{"format", "pt"}});
+    CHECK(st::File(path).dtype("scale") == st::dtype_of<T>());
+    StateDict<T> dst{{"layer.weight", Tensor<T>::zeros({3, 5})},
+                     {"layer.bias", Tensor<T>::zeros({5})},
+                     {"scale", Tensor<T>::scalar(T(0))}};
+    st::load_state_dict(path, dst);
+    for (const auto& [name, t] : src) CHECK(dst.at(name).data() == t.data());
+  };
+  roundtrip(0.0f);
+  roundtrip(0.0);
+}
+
+TEST_CASE("a failed write leaves the previous file intact", "[io]") {
+  TempDir dir;
+  const auto path = dir.file("keep.safetensors");
+  st::save_file(path, {{"x", xt::xarray<double>({1.0, 2.0, 3.0})}});
+  const std::string before = read_bytes(path);
+
+  // A directory that does not exist.
+  const auto nowhere = dir.file("no_such_dir/out.safetensors");
+  CHECK_THROWS_WITH(st::save_file(nowhere, {{"x", xt::xarray<double>({1.0})}}),
+                    Catch::Contains(nowhere) && Catch::Contains("cannot create temporary file"));
+
+  // A bad argument is rejected before anything is written.
+  CHECK_THROWS_AS(st::save_file(path, {{"__metadata__", xt::xarray<double>({1.0})}}), std::invalid_argument);
+  CHECK(read_bytes(path) == before);
+
+  // The disk "fills up" in the middle of the data: a file size limit makes write() fail with EFBIG.
+  {
+    struct rlimit old {};
+    REQUIRE(getrlimit(RLIMIT_FSIZE, &old) == 0);
+    auto old_handler = signal(SIGXFSZ, SIG_IGN);
+    struct rlimit small = old;
+    small.rlim_cur = 4096;
+    REQUIRE(setrlimit(RLIMIT_FSIZE, &small) == 0);
+    bool threw = false;
+    std::string message;
+    try {
+      st::save_file(path, {{"big", xt::xarray<double>(xt::ones<double>({100000}))}});
+    } catch (const std::runtime_error& e) {
+      threw = true;
+      message = e.what();
+    }
+    setrlimit(RLIMIT_FSIZE, &old);
+    signal(SIGXFSZ, old_handler);
+    CHECK(threw);
+    CHECK_THAT(message, Catch::Contains(path) && Catch::Contains("cannot write tensor big") &&
+                            Catch::Contains("previous file is unchanged"));
+  }
+  CHECK(read_bytes(path) == before);
+  CHECK((st::File(path).get<double>("x") == xt::xarray<double>({1.0, 2.0, 3.0})));
+  // No temporary file is left behind.
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(dir.path)) files.push_back(e.path().filename().string());
+  CHECK(files == std::vector<std::string>{"keep.safetensors"});
+
+  // A successful save replaces the file.
+  st::save_file(path, {{"y", xt::xarray<double>({4.0})}});
+  CHECK(st::File(path).names() == std::vector<std::string>{"y"});
+}
+
+namespace {
+
+struct Run {
+  Tensor<float> weight = Tensor<float>::zeros({2, 3}, true);
+  Tensor<float> bias = Tensor<float>::zeros({3}, true);
+  StateDict<float> model() { return {{"weight", weight}, {"bias", bias}}; }
+};
+
+// One training step with random "gradients" from gen, under a schedule.
+void train_step(Run& run, optim::Optimizer<float>& opt, Generator& gen, std::int64_t step) {
+  run.weight.set_grad(Tensor<float>::normal({2, 3}, 0.0f, 1.0f, gen).data());
+  run.bias.set_grad(Tensor<float>::normal({3}, 0.0f, 1.0f, gen).data());
+  opt.set_lr(optim::LinearWarmup(0.1, 4)(step));
+  opt.step();
+  opt.zero_grad();
+}
+
+}  // namespace
+
+TEST_CASE("a training checkpoint resumes exactly", "[io]") {
+  TempDir dir;
+  const auto path = dir.file("ckpt.safetensors");
+  Run a;
+  Generator gen_a(123);
+  a.weight.mutable_data() = Tensor<float>::normal({2, 3}, 0.0f, 1.0f, gen_a).data();
+  optim::AdamW<float> opt_a({a.weight, a.bias}, optim::AdamWOptions{0.1});
+  for (std::int64_t s = 1; s <= 3; ++s) train_step(a, opt_a, gen_a, s);
+  REQUIRE(gen_a.state().has_spare_normal);  // 9 normals: the spare is part of the state
+  save_checkpoint(path, a.model(), opt_a, 3, gen_a, {{"run", "test"}});
+  for (std::int64_t s = 4; s <= 6; ++s) train_step(a, opt_a, gen_a, s);
+
+  const st::File file(path);
+  CHECK(file.metadata().at("run") == "test");
+  CHECK(file.contains("model.weight"));
+  CHECK(file.contains("optimizer.state.0.exp_avg"));
+  CHECK(file.contains("optimizer.param_groups.0.lr"));
+  CHECK(file.dtype("generator.state") == st::Dtype::U64);
+
+  Run b;
+  Generator gen_b(999);
+  optim::AdamW<float> opt_b({b.weight, b.bias}, optim::AdamWOptions{0.1});
+  StateDict<float> model_b = b.model();
+  const std::int64_t step = load_checkpoint(path, model_b, opt_b, gen_b);
+  CHECK(step == 3);
+  for (std::int64_t s = step + 1; s <= 6; ++s) train_step(b, opt_b, gen_b, s);
+  CHECK(b.weight.data() == a.weight.data());
+  CHECK(b.bias.data() == a.bias.data());
+  CHECK(gen_b.next_u64() == gen_a.next_u64());
+  CHECK(opt_b.state_dict().at("state.0.step").item() == 6.0f);
+}
+
+TEST_CASE("loading a mismatched checkpoint reports every problem and changes nothing", "[io]") {
+  TempDir dir;
+  const auto path = dir.file("ckpt.safetensors");
+  Run a;
+  Generator gen(1);
+  optim::Adam<float> opt({a.weight, a.bias});
+  train_step(a, opt, gen, 1);
+  save_checkpoint(path, a.model(), opt, 1, gen);
+
+  auto weight = Tensor<float>::zeros({3, 2}, true);
+  auto other = Tensor<float>::zeros({1}, true);
+  StateDict<float> model{{"weight", weight}, {"other", other}};
+  optim::Adam<float> opt2({weight, other});
+  Generator gen2(5);
+  const auto gen2_before = gen2.state();
+  try {
+    load_checkpoint(path, model, opt2, gen2);
+    FAIL("no exception");
+  } catch (const std::runtime_error& e) {
+    const std::string m = e.what();
+    CHECK_THAT(m, Catch::StartsWith(path));
+    CHECK_THAT(m, Catch::Contains("\"model.weight\" has shape [2, 3] in the file, [3, 2] in the model"));
+    CHECK_THAT(m, Catch::Contains("unexpected \"model.bias\""));
+    CHECK_THAT(m, Catch::Contains("missing \"model.other\""));
+  }
+  CHECK(weight.data() == xt::xarray<float>(xt::zeros<float>({3, 2})));
+  CHECK(gen2.state().s == gen2_before.s);
+  CHECK(opt2.state_dict().size() == 1);  // only the lr: no state was loaded
+
+  // The optimizer state is checked too, before the model changes: params of a different shape.
+  Run c;
+  auto big = Tensor<float>::zeros({4}, true);
+  optim::Adam<float> opt3({c.weight, big});
+  Generator gen3;
+  StateDict<float> model3 = c.model();
+  CHECK_THROWS_WITH(load_checkpoint(path, model3, opt3, gen3),
+                    Catch::Contains("optimizer state") && Catch::Contains("\"state.1.exp_avg\" has shape [3]"));
+  CHECK(c.weight.data() == xt::xarray<float>(xt::zeros<float>({2, 3})));
+}

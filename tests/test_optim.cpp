@@ -1,0 +1,417 @@
+// Optimizers against torch 1.13's trajectories (tests/fixtures/make_optim_fixtures.py), schedules,
+// gradient clipping, state_dict round trips and argument errors.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <string>
+#include <xtensor/xview.hpp>
+
+#include "autograd/ops.hpp"
+#include "nn/safetensors.hpp"
+#include "optim/optim.hpp"
+#include "tests/helpers.hpp"
+
+using namespace tapegrad;
+using namespace tapegrad::optim;
+using tapegrad::testing::allclose;
+
+namespace {
+
+const std::string kFixtures = TAPEGRAD_TEST_FIXTURES_DIR;
+
+xt::xarray<double> ones_like(const Tensor<double>& t) { return xt::xarray<double>(xt::ones<double>(t.shape())); }
+
+// The gradient of sum(W^4)/4 + sum((W @ b)^2)/2 + sum(W * C), accumulated by three backward passes.
+void compute_grads(const Tensor<double>& W, const Tensor<double>& b, const Tensor<double>& C) {
+  auto t1 = pow(W, 4.0) * 0.25;
+  t1.backward(ones_like(t1));
+  auto t2 = pow(matmul(W, b), 2.0) * 0.5;
+  t2.backward(ones_like(t2));
+  auto t3 = W * C;
+  t3.backward(ones_like(t3));
+}
+
+struct Problem {
+  Tensor<double> W, b, z, C;
+};
+
+Problem make_problem() {
+  Problem p;
+  p.W = Tensor<double>(xt::xarray<double>(xt::reshape_view(xt::linspace<double>(-1.2, 1.5, 12), {3, 4})), true);
+  p.b = Tensor<double>::from_vector({0.5, -0.3, 0.8, -1.2}, {4}, true);
+  p.z = Tensor<double>::from_vector({1.0, 2.0}, {2}, true);
+  p.C = Tensor<double>::from_vector({0.3, -0.2, 0.1, 0.0, -0.4, 0.25, 0.6, -0.1, 0.05, 0.7, -0.3, 0.2}, {3, 4});
+  return p;
+}
+
+xt::xarray<double> row(const xt::xarray<double>& stacked, std::size_t i) {
+  return xt::xarray<double>(xt::view(stacked, i));
+}
+
+using Factory = std::function<std::unique_ptr<Optimizer<double>>(std::vector<Tensor<double>>)>;
+
+void check_trajectory(const std::string& name, double base_lr, const Factory& make) {
+  INFO("config " << name);
+  const safetensors::File ref(kFixtures + "/optim.safetensors");
+  const auto Ws = ref.get<double>(name + ".W");
+  const auto bs = ref.get<double>(name + ".b");
+  const auto norms = ref.get<double>(name + ".norm");
+  const auto lrs = ref.get<double>(name + ".lr");
+  auto p = make_problem();
+  // torch.linspace and xt::linspace may differ in the last bit: start from torch's values exactly.
+  REQUIRE(allclose(p.W.data(), row(Ws, 0), 0, 1e-15));
+  p.W.mutable_data() = row(Ws, 0);
+  auto opt = make({p.W, p.b, p.z});
+  const LinearWarmup schedule(base_lr, 5);
+  for (std::size_t t = 0; t < 20; ++t) {
+    INFO("step " << t);
+    opt->zero_grad();
+    compute_grads(p.W, p.b, p.C);
+    CHECK(clip_grad_norm_(opt->params(), 4.0) == Approx(norms(t)).epsilon(1e-12));
+    opt->set_lr(schedule(static_cast<std::int64_t>(t) + 1));
+    CHECK(opt->lr() == Approx(lrs(t)).epsilon(1e-15));
+    opt->step();
+    CHECK(allclose(p.W.data(), row(Ws, t + 1), 1e-10, 1e-12));
+    CHECK(allclose(p.b.data(), row(bs, t + 1), 1e-10, 1e-12));
+  }
+  CHECK(p.z.data() == xt::xarray<double>({1.0, 2.0}));
+  CHECK_FALSE(p.z.has_grad());
+  // The final state has torch's names and values (z, never stepped, has none).
+  const auto state = opt->state_dict();
+  std::vector<std::string> ours, theirs;
+  for (const auto& kv : state)
+    if (kv.first != "param_groups.0.lr") ours.push_back(kv.first);
+  const std::string prefix = name + ".final.";
+  for (const auto& n : ref.names())
+    if (n.compare(0, prefix.size(), prefix) == 0) theirs.push_back(n.substr(prefix.size()));
+  CHECK(ours == theirs);
+  for (const auto& key : theirs) {
+    INFO(key);
+    if (state.count(key)) CHECK(allclose(state.at(key).data(), ref.get<double>(prefix + key), 1e-10, 1e-14));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("SGD follows torch's trajectories (plain, momentum, nesterov, dampening, weight decay)", "[optim]") {
+  check_trajectory("sgd", 0.1, [](auto ps) { return std::make_unique<SGD<double>>(ps, SGDOptions{0.1}); });
+  check_trajectory("sgd_momentum", 0.1, [](auto ps) {
+    return std::make_unique<SGD<double>>(ps, SGDOptions{0.1, 0.9});
+  });
+  check_trajectory("sgd_nesterov_wd", 0.05, [](auto ps) {
+    SGDOptions o{0.05};
+    o.momentum = 0.8;
+    o.nesterov = true;
+    o.weight_decay = 0.01;
+    return std::make_unique<SGD<double>>(ps, o);
+  });
+  check_trajectory("sgd_dampening", 0.1, [](auto ps) {
+    return std::make_unique<SGD<double>>(ps, SGDOptions{0.1, 0.5, 0.3, 0.1});
+  });
+}
+
+TEST_CASE("Adam follows torch's trajectories (plain, amsgrad with L2)", "[optim]") {
+  check_trajectory("adam", 0.05, [](auto ps) {
+    AdamOptions o;
+    o.lr = 0.05;
+    return std::make_unique<Adam<double>>(ps, o);
+  });
+  check_trajectory("adam_amsgrad_l2", 0.05, [](auto ps) {
+    return std::make_unique<Adam<double>>(ps, AdamOptions{0.05, {0.8, 0.99}, 1e-6, 0.1, true});
+  });
+}
+
+TEST_CASE("AdamW follows torch's trajectories (default decay, amsgrad)", "[optim]") {
+  check_trajectory("adamw", 0.05, [](auto ps) {
+    AdamWOptions o;
+    o.lr = 0.05;
+    CHECK(o.weight_decay == 0.01);
+    return std::make_unique<AdamW<double>>(ps, o);
+  });
+  check_trajectory("adamw_amsgrad", 0.05, [](auto ps) {
+    return std::make_unique<AdamW<double>>(ps, AdamWOptions{0.05, {0.85, 0.95}, 1e-8, 0.1, true});
+  });
+}
+
+TEST_CASE("float optimizers track the double trajectory", "[optim]") {
+  const safetensors::File ref(kFixtures + "/optim.safetensors");
+  const auto Ws = ref.get<double>("adamw.W");
+  auto p = make_problem();
+  Tensor<float> W(xt::xarray<float>(xt::cast<float>(p.W.data())), true);
+  Tensor<float> b(xt::xarray<float>(xt::cast<float>(p.b.data())), true);
+  Tensor<float> C(xt::xarray<float>(xt::cast<float>(p.C.data())));
+  AdamW<float> opt({W, b}, AdamWOptions{0.05});
+  const LinearWarmup schedule(0.05, 5);
+  for (std::int64_t t = 0; t < 20; ++t) {
+    opt.zero_grad();
+    auto t1 = pow(W, 4.0f) * 0.25f;
+    t1.backward(xt::xarray<float>(xt::ones<float>(t1.shape())));
+    auto t2 = pow(matmul(W, b), 2.0f) * 0.5f;
+    t2.backward(xt::xarray<float>(xt::ones<float>(t2.shape())));
+    auto t3 = W * C;
+    t3.backward(xt::xarray<float>(xt::ones<float>(t3.shape())));
+    clip_grad_norm_(opt.params(), 4.0);
+    opt.set_lr(schedule(t + 1));
+    opt.step();
+  }
+  CHECK(allclose(xt::xarray<double>(xt::cast<double>(W.data())), row(Ws, 20), 1e-4, 1e-5));
+}
+
+TEST_CASE("parameters without a gradient are skipped and zero_grad drops gradients", "[optim]") {
+  auto a = Tensor<double>::from_vector({1.0, 2.0}, {2}, true);
+  auto b = Tensor<double>::from_vector({3.0}, {1}, true);
+  Adam<double> opt({a, b});
+  a.set_grad(xt::xarray<double>({0.5, -0.5}));
+  opt.step();
+  CHECK(b.data() == xt::xarray<double>({3.0}));
+  // Adam's first step moves each element by lr * sign(g) (up to eps).
+  CHECK(a.data()(0) == Approx(1.0 - 1e-3).epsilon(1e-9));
+  CHECK(a.data()(1) == Approx(2.0 + 1e-3).epsilon(1e-9));
+  const auto state = opt.state_dict();
+  CHECK(state.count("state.0.exp_avg") == 1);
+  CHECK(state.count("state.1.exp_avg") == 0);
+  CHECK(state.at("state.0.step").item() == 1.0);
+  opt.zero_grad();
+  CHECK_FALSE(a.has_grad());
+  opt.step();  // nothing has a gradient: nothing changes
+  CHECK(opt.state_dict().at("state.0.step").item() == 1.0);
+}
+
+TEST_CASE("schedules give the documented values", "[optim]") {
+  const LinearWarmup warm(0.1, 4);
+  CHECK(warm(0) == 0.0);
+  CHECK(warm(1) == Approx(0.025));
+  CHECK(warm(3) == Approx(0.075));
+  CHECK(warm(4) == 0.1);
+  CHECK(warm(1000) == 0.1);
+  CHECK(LinearWarmup(0.3, 0)(0) == 0.3);
+
+  const LinearDecay decay(1.0, 10, 2);
+  CHECK(decay(0) == 0.0);
+  CHECK(decay(1) == 0.5);
+  CHECK(decay(2) == 1.0);
+  CHECK(decay(6) == 0.5);
+  CHECK(decay(10) == 0.0);
+  CHECK(decay(15) == 0.0);
+  CHECK(LinearDecay(2.0, 4)(0) == 2.0);
+  CHECK(LinearDecay(2.0, 4)(3) == 0.5);
+
+  const CosineDecay cosine(1.0, 10);
+  CHECK(cosine(0) == 1.0);
+  CHECK(cosine(5) == Approx(0.5));
+  CHECK(cosine(10) == Approx(0.0).margin(1e-15));
+  CHECK(cosine(20) == Approx(0.0).margin(1e-15));
+  const CosineDecay cosine_floor(1.0, 10, 2, 0.1);
+  CHECK(cosine_floor(1) == 0.5);
+  CHECK(cosine_floor(4) == Approx(0.8681980515339464));  // 0.1 + 0.9 * (1 + cos(pi / 4)) / 2
+  CHECK(cosine_floor(6) == Approx(0.55));
+  CHECK(cosine_floor(10) == Approx(0.1));
+  CHECK(cosine_floor(11) == Approx(0.1));
+
+  const InverseSqrt isqrt(1.0, 4);
+  CHECK(isqrt(0) == 0.0);
+  CHECK(isqrt(2) == 0.5);
+  CHECK(isqrt(4) == 1.0);
+  CHECK(isqrt(16) == 0.5);
+  CHECK(isqrt(64) == 0.25);
+
+  const Noam noam(512, 4000);
+  CHECK(noam(0) == 0.0);
+  CHECK(noam(1) == Approx(1.746928107421711e-07).epsilon(1e-12));
+  CHECK(noam(4000) == Approx(0.0006987712429686843).epsilon(1e-12));  // the peak: (512 * 4000)^-0.5
+  CHECK(noam(16000) == Approx(0.00034938562148434214).epsilon(1e-12));
+  CHECK(Noam(64, 100, 2.0)(10) == Approx(0.0025).epsilon(1e-12));  // 2 / 8 * 10 / 1000
+
+  // Usable with any optimizer through set_lr.
+  auto x = Tensor<double>::from_vector({1.0}, {1}, true);
+  SGD<double> opt({x}, SGDOptions{0.0});
+  const Schedule s = noam;
+  opt.set_lr(s(4000));
+  CHECK(opt.lr() == noam(4000));
+}
+
+TEST_CASE("schedules reject bad arguments and negative steps, naming the value", "[optim]") {
+  CHECK_THROWS_AS(LinearWarmup(0.1, 4)(-1), std::invalid_argument);
+  CHECK_THROWS_WITH(LinearWarmup(0.1, 4)(-3), Catch::Contains("-3"));
+  CHECK_THROWS_WITH(LinearWarmup(-0.1, 4), Catch::Contains("-0.1"));
+  CHECK_THROWS_WITH(LinearWarmup(0.1, -2), Catch::Contains("-2"));
+  CHECK_THROWS_WITH(LinearDecay(0.1, 5, 5), Catch::Contains("total_steps (5)") && Catch::Contains("(5)"));
+  CHECK_THROWS_WITH(CosineDecay(0.1, 10, 0, 0.5), Catch::Contains("min_lr (0.5)"));
+  CHECK_THROWS_WITH(InverseSqrt(0.1, 0), Catch::Contains("warmup_steps must be >= 1, got 0"));
+  CHECK_THROWS_WITH(Noam(0, 10), Catch::Contains("d_model must be >= 1, got 0"));
+  CHECK_THROWS_WITH(Noam(8, 0), Catch::Contains("warmup_steps must be >= 1, got 0"));
+  CHECK_THROWS_AS(Noam(8, 10)(-1), std::invalid_argument);
+}
+
+TEST_CASE("clip_grad_norm_ uses torch's formula and returns the norm before clipping", "[optim]") {
+  auto a = Tensor<double>::from_vector({3.0, -4.0}, {2}, true);
+  auto b = Tensor<double>::from_vector({1.0}, {1, 1}, true);
+  auto none = Tensor<double>::from_vector({5.0}, {1}, true);
+  const std::vector<Tensor<double>> params{a, b, none};
+  auto set = [&] {
+    a.set_grad(xt::xarray<double>({3.0, -4.0}));
+    b.set_grad(xt::xarray<double>(xt::xarray<double>::shape_type{1, 1}, 12.0));
+  };
+  set();
+  CHECK(clip_grad_norm_(params, 6.5) == Approx(13.0).epsilon(1e-15));
+  const double coef = 6.5 / (13.0 + 1e-6);
+  CHECK(a.grad()(0) == Approx(3.0 * coef).epsilon(1e-15));
+  CHECK(a.grad()(1) == Approx(-4.0 * coef).epsilon(1e-15));
+  CHECK(b.grad()(0, 0) == Approx(12.0 * coef).epsilon(1e-15));
+  CHECK_FALSE(none.has_grad());
+
+  set();  // max_norm above the norm: untouched
+  CHECK(clip_grad_norm_(params, 100.0) == Approx(13.0));
+  CHECK(a.grad() == xt::xarray<double>({3.0, -4.0}));
+
+  set();  // a coefficient of exactly 1 is not applied either (max_norm = norm + 1e-6)
+  clip_grad_norm_(params, 13.0 + 1e-6);
+  CHECK(b.grad()(0, 0) == 12.0);
+
+  set();
+  const double inf = std::numeric_limits<double>::infinity();
+  CHECK(clip_grad_norm_(params, 6.0, inf) == 12.0);
+  CHECK(b.grad()(0, 0) == Approx(12.0 * 6.0 / (12.0 + 1e-6)));
+
+  set();
+  CHECK(clip_grad_norm_(params, 100.0, 1.0) == Approx(19.0));
+  set();  // p = 3: (27 + 64 + 1728)^(1/3)
+  CHECK(clip_grad_norm_(params, 100.0, 3.0) == Approx(std::cbrt(27.0 + 64.0 + 1728.0)));
+
+  CHECK(clip_grad_norm_(std::vector<Tensor<double>>{none}, 1.0) == 0.0);
+  CHECK_THROWS_WITH(clip_grad_norm_(params, 1.0, 0.0), Catch::Contains("norm_type must be > 0, got 0"));
+}
+
+TEST_CASE("clip_grad_value_ clamps every gradient element", "[optim]") {
+  auto a = Tensor<float>::from_vector({0, 0, 0, 0}, {2, 2}, true);
+  auto none = Tensor<float>::from_vector({0}, {1}, true);
+  a.set_grad(xt::xarray<float>({{-3.0f, 0.5f}, {2.0f, -0.25f}}));
+  clip_grad_value_(std::vector<Tensor<float>>{a, none}, 1.0);
+  CHECK(a.grad() == xt::xarray<float>({{-1.0f, 0.5f}, {1.0f, -0.25f}}));
+  CHECK_FALSE(none.has_grad());
+  CHECK_THROWS_WITH(clip_grad_value_(std::vector<Tensor<float>>{a}, -1.0), Catch::Contains("-1"));
+}
+
+namespace {
+
+// Steps with a fixed, step-dependent gradient.
+void run(Optimizer<double>& opt, int from, int to) {
+  for (int t = from; t < to; ++t) {
+    for (auto p : opt.params()) {
+      xt::xarray<double> g = xt::sin(p.data() * (1.0 + t)) + 0.1 * t;
+      p.set_grad(g);
+    }
+    opt.step();
+  }
+}
+
+}  // namespace
+
+TEST_CASE("optimizer state_dict round trip: stepping after a reload is identical", "[optim]") {
+  auto roundtrip = [](auto make) {
+    auto w1 = Tensor<double>::from_vector({0.5, -1.0, 2.0, 0.1, 0.2, 0.3}, {2, 3}, true);
+    auto v1 = Tensor<double>::from_vector({1.5}, {1}, true);
+    auto opt1 = make(std::vector<Tensor<double>>{w1, v1});
+    run(*opt1, 0, 5);
+    opt1->set_lr(0.02);
+    // Through a safetensors file, as a checkpoint would store it.
+    const auto path = std::filesystem::temp_directory_path() / "tapegrad_test_optim_state.safetensors";
+    safetensors::save_state_dict(path.string(), opt1->state_dict());
+    auto w2 = Tensor<double>(xt::xarray<double>(w1.data()), true);
+    auto v2 = Tensor<double>(xt::xarray<double>(v1.data()), true);
+    auto opt2 = make(std::vector<Tensor<double>>{w2, v2});
+    StateDict<double> loaded;
+    const safetensors::File file(path.string());
+    for (const auto& n : file.names()) loaded[n] = Tensor<double>(file.get<double>(n));
+    std::filesystem::remove(path);
+    opt2->load_state_dict(loaded);
+    CHECK(opt2->lr() == 0.02);
+    run(*opt1, 5, 10);
+    run(*opt2, 5, 10);
+    CHECK(w1.data() == w2.data());
+    CHECK(v1.data() == v2.data());
+    CHECK(w1.data() != xt::xarray<double>({{0.5, -1.0, 2.0}, {0.1, 0.2, 0.3}}));
+  };
+  roundtrip([](std::vector<Tensor<double>> ps) {
+    return std::make_unique<Adam<double>>(ps, AdamOptions{0.01, {0.9, 0.99}, 1e-8, 0.01, true});
+  });
+  roundtrip([](std::vector<Tensor<double>> ps) { return std::make_unique<AdamW<double>>(ps, AdamWOptions{0.01}); });
+  roundtrip([](std::vector<Tensor<double>> ps) {
+    SGDOptions o{0.01};
+    o.momentum = 0.9;
+    o.nesterov = true;
+    return std::make_unique<SGD<double>>(ps, o);
+  });
+}
+
+TEST_CASE("load_state_dict reports every problem at once and changes nothing", "[optim]") {
+  auto w = Tensor<double>::from_vector({1, 2, 3, 4}, {2, 2}, true);
+  auto v = Tensor<double>::from_vector({1}, {1}, true);
+  Adam<double> opt({w, v});
+  w.set_grad(xt::xarray<double>({{1, 1}, {1, 1}}));
+  opt.step();
+  auto good = opt.state_dict();
+
+  auto bad = good;
+  bad["state.0.exp_avg"] = Tensor<double>::zeros({4});
+  bad.erase("state.0.exp_avg_sq");
+  bad["state.0.step"] = Tensor<double>::scalar(1.5);
+  bad["state.7.exp_avg"] = Tensor<double>::zeros({1});
+  bad["state.1.momentum_buffer"] = Tensor<double>::zeros({1});
+  bad["lr"] = Tensor<double>::scalar(1.0);
+  try {
+    opt.load_state_dict(bad);
+    FAIL("no exception");
+  } catch (const std::invalid_argument& e) {
+    const std::string m = e.what();
+    CHECK_THAT(m, Catch::Contains("6 problem(s)"));
+    CHECK_THAT(m, Catch::Contains("\"state.0.exp_avg\" has shape [4], parameter 0 has shape [2, 2]"));
+    CHECK_THAT(m, Catch::Contains("missing key \"state.0.exp_avg_sq\""));
+    CHECK_THAT(m, Catch::Contains("\"state.0.step\" is 1.5, not a non-negative integer"));
+    CHECK_THAT(m, Catch::Contains("unexpected key \"state.7.exp_avg\""));
+    CHECK_THAT(m, Catch::Contains("unexpected key \"state.1.momentum_buffer\""));
+    CHECK_THAT(m, Catch::Contains("unexpected key \"lr\""));
+  }
+  CHECK(opt.state_dict().at("state.0.exp_avg").data() == good.at("state.0.exp_avg").data());
+
+  // A state for a parameter that has never been stepped is incomplete without all its buffers.
+  auto partial = good;
+  partial["state.1.exp_avg"] = Tensor<double>::zeros({1});
+  CHECK_THROWS_WITH(opt.load_state_dict(partial), Catch::Contains("missing key \"state.1.exp_avg_sq\"") &&
+                                                      Catch::Contains("missing key \"state.1.step\""));
+  auto no_lr = good;
+  no_lr.erase("param_groups.0.lr");
+  CHECK_THROWS_WITH(opt.load_state_dict(no_lr), Catch::Contains("missing key \"param_groups.0.lr\""));
+}
+
+TEST_CASE("bad hyperparameters and parameter lists throw, naming the value", "[optim]") {
+  auto x = Tensor<double>::from_vector({1.0}, {1}, true);
+  const std::vector<Tensor<double>> ps{x};
+  CHECK_THROWS_WITH(SGD<double>(ps, SGDOptions{-0.1}), Catch::Contains("invalid learning rate: -0.1"));
+  CHECK_THROWS_WITH(SGD<double>(ps, SGDOptions{0.1, -0.5}), Catch::Contains("invalid momentum value: -0.5"));
+  CHECK_THROWS_WITH(SGD<double>(ps, SGDOptions{0.1, 0.0, 0.0, -1.0}), Catch::Contains("weight_decay value: -1"));
+  SGDOptions nesterov{0.1};
+  nesterov.nesterov = true;
+  CHECK_THROWS_WITH(SGD<double>(ps, nesterov), Catch::Contains("Nesterov") && Catch::Contains("momentum=0"));
+  nesterov.momentum = 0.9;
+  nesterov.dampening = 0.1;
+  CHECK_THROWS_WITH(SGD<double>(ps, nesterov), Catch::Contains("dampening=0.1"));
+  CHECK_THROWS_WITH(Adam<double>(ps, AdamOptions{0.1, {1.0, 0.999}}), Catch::Contains("index 0: 1"));
+  CHECK_THROWS_WITH(Adam<double>(ps, AdamOptions{0.1, {0.9, -0.1}}), Catch::Contains("index 1: -0.1"));
+  CHECK_THROWS_WITH(Adam<double>(ps, AdamOptions{0.1, {0.9, 0.999}, -1e-8}), Catch::Contains("epsilon value: -1e-08"));
+  CHECK_THROWS_WITH(AdamW<double>(ps, AdamWOptions{-1.0}), Catch::Contains("AdamW: invalid learning rate: -1"));
+  CHECK_THROWS_WITH(AdamW<double>(ps, AdamWOptions{0.1, {0.9, 0.999}, 1e-8, -0.01}),
+                    Catch::Contains("weight_decay value: -0.01"));
+  CHECK_THROWS_AS(Adam<double>(ps, AdamOptions{std::nan("")}), std::invalid_argument);
+  Adam<double> opt(ps);
+  CHECK_THROWS_WITH(opt.set_lr(-2.0), Catch::Contains("Adam: invalid learning rate: -2"));
+
+  CHECK_THROWS_WITH(SGD<double>({}, SGDOptions{0.1}), Catch::Contains("empty parameter list"));
+  CHECK_THROWS_WITH(SGD<double>({x, x}, SGDOptions{0.1}),
+                    Catch::Contains("parameter 1 is the same tensor as parameter 0"));
+  auto y = x * 2.0;
+  CHECK_THROWS_WITH(SGD<double>({y}, SGDOptions{0.1}), Catch::Contains("non-leaf"));
+}

@@ -1,0 +1,494 @@
+// Shape ops (transpose ... expand) and reductions (sum, mean, var, max, argmax): values, gradients,
+// ties and error messages.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <limits>
+
+#include "autograd/ops.hpp"
+#include "autograd/strided_copy.hpp"
+#include "tests/helpers.hpp"
+
+using namespace tapegrad;
+using Catch::Contains;
+using tapegrad::testing::allclose;
+using tapegrad::testing::rand_input;
+using Inputs = std::vector<Tensor<double>>;
+
+namespace {
+
+// 0, 1, 2, ... in row-major order.
+template <typename T = double>
+Tensor<T> iota(const Shape& shape, bool requires_grad = false) {
+  std::vector<T> v(numel(shape));
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<T>(i);
+  return Tensor<T>::from_vector(v, shape, requires_grad);
+}
+
+xt::xarray<double> values(const std::vector<double>& v, const Shape& shape) {
+  return Tensor<double>::from_vector(v, shape).data();
+}
+
+}  // namespace
+
+// The op's error is a std::invalid_argument whose text matches.
+#define CHECK_OP_ERROR(expr, matcher)               \
+  do {                                              \
+    CHECK_THROWS_AS((expr), std::invalid_argument); \
+    CHECK_THROWS_WITH((expr), matcher);             \
+  } while (0)
+
+// ---------------------------------------------------------------------------------------------------
+// Shape ops
+
+TEST_CASE("transpose and permute move elements", "[shape]") {
+  auto x = iota({2, 3});
+  auto t = transpose(x, 0, 1);
+  CHECK(t.shape() == Shape{3, 2});
+  CHECK(t.data() == values({0, 3, 1, 4, 2, 5}, {3, 2}));
+  CHECK(transpose(x, -1, -2).data() == t.data());
+  CHECK(transpose(x, 1, 1).data() == x.data());
+  CHECK(transpose(Tensor<double>::scalar(7), 0, -1).item() == 7);
+  CHECK_FALSE(t.requires_grad());  // nothing recorded for a constant input
+  CHECK(t.is_leaf());
+
+  auto y = iota({2, 3, 4});
+  auto p = permute(y, {2, 0, -2});
+  CHECK(p.shape() == Shape{4, 2, 3});
+  for (std::size_t a = 0; a < 4; ++a)
+    for (std::size_t b = 0; b < 2; ++b)
+      for (std::size_t c = 0; c < 3; ++c) CHECK(p.data()(a, b, c) == y.data()(b, c, a));
+}
+
+TEST_CASE("a large transpose (tiled copy) matches index math, in float too", "[shape]") {
+  auto x = iota<float>({3, 70, 45});
+  auto t = transpose(x, 1, 2);
+  REQUIRE(t.shape() == Shape{3, 45, 70});
+  bool same = true;
+  for (std::size_t b = 0; b < 3; ++b)
+    for (std::size_t i = 0; i < 45; ++i)
+      for (std::size_t j = 0; j < 70; ++j) same = same && t.data()(b, i, j) == x.data()(b, j, i);
+  CHECK(same);
+  auto back = permute(t, {0, 2, 1});
+  CHECK(back.data() == x.data());
+}
+
+TEST_CASE("strided_copy broadcasts with stride 0 and merges contiguous dims", "[shape]") {
+  const std::vector<double> src{1, 2, 3};
+  std::vector<double> dst(6, 0);
+  strided_copy<double>({2, 3}, src.data(), {0, 1}, dst.data(), {3, 1});
+  CHECK(dst == std::vector<double>{1, 2, 3, 1, 2, 3});
+  strided_copy<double>({3, 2}, src.data(), {1, 0}, dst.data(), {2, 1});
+  CHECK(dst == std::vector<double>{1, 1, 2, 2, 3, 3});
+}
+
+TEST_CASE("transpose and permute gradients", "[shape][gradcheck]") {
+  CHECK_GRADCHECK([](const Inputs& in) { return transpose(in[0], 0, 1); }, (Inputs{rand_input({3, 4}, 1)}));
+  CHECK_GRADCHECK([](const Inputs& in) { return transpose(in[0], -1, 0); }, (Inputs{rand_input({2, 3, 4}, 2)}));
+  CHECK_GRADCHECK([](const Inputs& in) { return permute(in[0], {1, 2, 0}); }, (Inputs{rand_input({2, 3, 4}, 3)}));
+  CHECK_GRADCHECK(
+      [](const Inputs& in) {
+        return permute(in[0], {-1, 0, 2, 1});
+      },
+      (Inputs{rand_input({2, 1, 3, 2}, 4)}));
+}
+
+TEST_CASE("reshape, view, flatten, squeeze, unsqueeze", "[shape]") {
+  auto x = iota({2, 3, 4});
+  auto r = reshape(x, {4, -1});
+  CHECK(r.shape() == Shape{4, 6});
+  CHECK(r.to_vector() == x.to_vector());
+  CHECK(view(x, {-1}).shape() == Shape{24});
+  CHECK(reshape(Tensor<double>::zeros({0, 3}), {-1, 3, 1}).shape() == Shape{0, 3, 1});
+  CHECK(reshape(Tensor<double>::scalar(2), {1, 1}).shape() == Shape{1, 1});
+
+  CHECK(flatten(x).shape() == Shape{24});
+  CHECK(flatten(x, 1).shape() == Shape{2, 12});
+  CHECK(flatten(x, 0, -2).shape() == Shape{6, 4});
+  CHECK(flatten(x, 1, 1).shape() == Shape{2, 3, 4});
+  CHECK(flatten(Tensor<double>::scalar(5)).shape() == Shape{1});
+
+  auto s = iota({1, 3, 1, 2});
+  CHECK(squeeze(s).shape() == Shape{3, 2});
+  CHECK(squeeze(s, 0).shape() == Shape{3, 1, 2});
+  CHECK(squeeze(s, -2).shape() == Shape{1, 3, 2});
+  CHECK(squeeze(s, 1).shape() == Shape{1, 3, 1, 2});  // not of size 1: a no-op, as in torch
+  CHECK(squeeze(Tensor<double>::scalar(1), 0).shape() == Shape{});
+  CHECK(squeeze(s).to_vector() == s.to_vector());
+
+  auto v = iota({2, 3});
+  CHECK(unsqueeze(v, 0).shape() == Shape{1, 2, 3});
+  CHECK(unsqueeze(v, 2).shape() == Shape{2, 3, 1});
+  CHECK(unsqueeze(v, -1).shape() == Shape{2, 3, 1});
+  CHECK(unsqueeze(v, -3).shape() == Shape{1, 2, 3});
+  CHECK(unsqueeze(Tensor<double>::scalar(1), 0).shape() == Shape{1});
+}
+
+TEST_CASE("reshape-family gradients, one node per op", "[shape][gradcheck]") {
+  CHECK_GRADCHECK(
+      [](const Inputs& in) {
+        return reshape(in[0], {3, -1}) * in[1];
+      },
+      (Inputs{rand_input({2, 6}, 5), rand_input({4}, 6)}));
+  CHECK_GRADCHECK([](const Inputs& in) { return flatten(in[0], 1, -1); }, (Inputs{rand_input({2, 3, 2}, 7)}));
+  CHECK_GRADCHECK([](const Inputs& in) { return squeeze(in[0]); }, (Inputs{rand_input({1, 3, 1}, 8)}));
+  CHECK_GRADCHECK([](const Inputs& in) { return squeeze(in[0], -1); }, (Inputs{rand_input({2, 1}, 9)}));
+  CHECK_GRADCHECK([](const Inputs& in) { return unsqueeze(in[0], -2); }, (Inputs{rand_input({2, 3}, 10)}));
+  auto x = rand_input({2, 3}, 11);
+  CHECK(reshape(x, {6}).grad_fn_name() == "reshape");
+  CHECK(view(x, {6}).grad_fn_name() == "reshape");
+  CHECK(flatten(x).grad_fn_name() == "flatten");
+  CHECK(squeeze(x).grad_fn_name() == "squeeze");
+  CHECK(unsqueeze(x, 0).grad_fn_name() == "unsqueeze");
+  CHECK(transpose(x, 0, 1).grad_fn_name() == "transpose");
+  CHECK(permute(x, {1, 0}).grad_fn_name() == "permute");
+}
+
+TEST_CASE("narrow, slice and select pick elements", "[shape]") {
+  auto x = iota({3, 4});
+  CHECK(narrow(x, 1, 1, 2).data() == values({1, 2, 5, 6, 9, 10}, {3, 2}));
+  CHECK(narrow(x, 0, -1, 1).data() == values({8, 9, 10, 11}, {1, 4}));
+  CHECK(narrow(x, -1, 4, 0).shape() == Shape{3, 0});
+
+  CHECK(slice(x, 1, 0, 4, 2).data() == values({0, 2, 4, 6, 8, 10}, {3, 2}));
+  CHECK(slice(x, 1, -3, 100, 2).data() == values({1, 3, 5, 7, 9, 11}, {3, 2}));  // Python clamping
+  CHECK(slice(x, 0, -100, -1).data() == values({0, 1, 2, 3, 4, 5, 6, 7}, {2, 4}));
+  CHECK(slice(x, 0, 2, 1).shape() == Shape{0, 4});  // start past end: empty
+  CHECK(slice(x, 1, 1, 4, 5).data() == values({1, 5, 9}, {3, 1}));
+
+  CHECK(select(x, 0, 1).data() == values({4, 5, 6, 7}, {4}));
+  CHECK(select(x, 1, -1).data() == values({3, 7, 11}, {3}));
+  CHECK(select(iota({3}), 0, 2).shape() == Shape{});
+  CHECK(select(iota({3}), 0, 2).item() == 2);
+}
+
+TEST_CASE("narrow, slice and select gradients", "[shape][gradcheck]") {
+  CHECK_GRADCHECK([](const Inputs& in) { return narrow(in[0], 1, 1, 2); }, (Inputs{rand_input({2, 4, 3}, 12)}));
+  CHECK_GRADCHECK([](const Inputs& in) { return narrow(in[0], -1, -2, 2); }, (Inputs{rand_input({3, 4}, 13)}));
+  CHECK_GRADCHECK([](const Inputs& in) { return slice(in[0], 0, 1, 5, 2); }, (Inputs{rand_input({5, 3}, 14)}));
+  CHECK_GRADCHECK([](const Inputs& in) { return slice(in[0], -2, -4, 100, 3); }, (Inputs{rand_input({2, 7, 2}, 15)}));
+  CHECK_GRADCHECK([](const Inputs& in) { return select(in[0], 1, -1); }, (Inputs{rand_input({2, 3, 2}, 16)}));
+  CHECK_GRADCHECK([](const Inputs& in) { return select(in[0], 0, 2); }, (Inputs{rand_input({3}, 17)}));
+  // Two selects of one input: their gradients add up.
+  CHECK_GRADCHECK([](const Inputs& in) { return select(in[0], 0, 0) * select(in[0], 0, 1); },
+                  (Inputs{rand_input({2, 3}, 18)}));
+}
+
+TEST_CASE("cat and stack join tensors", "[shape]") {
+  auto a = iota({2, 2});
+  auto b = Tensor<double>::from_vector({10, 11}, {2, 1});
+  CHECK(cat(std::vector<Tensor<double>>{a, b}, 1).data() == values({0, 1, 10, 2, 3, 11}, {2, 3}));
+  CHECK(cat(std::vector<Tensor<double>>{a, reshape(b, {1, 2})}, 0).data() == values({0, 1, 2, 3, 10, 11}, {3, 2}));
+  CHECK(cat(std::vector<Tensor<double>>{a, Tensor<double>::zeros({2, 0})}, -1).data() == a.data());
+
+  auto c = Tensor<double>::from_vector({4, 5, 6, 7}, {2, 2});
+  auto s0 = stack(std::vector<Tensor<double>>{a, c});
+  CHECK(s0.shape() == Shape{2, 2, 2});
+  CHECK(s0.to_vector() == std::vector<double>{0, 1, 2, 3, 4, 5, 6, 7});
+  CHECK(stack(std::vector<Tensor<double>>{a, c}, 1).data() == values({0, 1, 4, 5, 2, 3, 6, 7}, {2, 2, 2}));
+  CHECK(stack(std::vector<Tensor<double>>{a, c}, -1).data() == values({0, 4, 1, 5, 2, 6, 3, 7}, {2, 2, 2}));
+}
+
+TEST_CASE("cat and stack gradients", "[shape][gradcheck]") {
+  CHECK_GRADCHECK([](const Inputs& in) { return cat(in, 1); },
+                  (Inputs{rand_input({2, 1, 3}, 19), rand_input({2, 3, 3}, 20), rand_input({2, 2, 3}, 21)}));
+  CHECK_GRADCHECK([](const Inputs& in) { return cat(in, 0); },
+                  (Inputs{rand_input({1, 2}, 22), rand_input({3, 2}, 23)}));
+  CHECK_GRADCHECK([](const Inputs& in) { return cat(in, -1); },
+                  (Inputs{rand_input({2, 2}, 24), rand_input({2, 1}, 25)}));
+  CHECK_GRADCHECK([](const Inputs& in) { return stack(in, 0); },
+                  (Inputs{rand_input({2, 3}, 26), rand_input({2, 3}, 27)}));
+  CHECK_GRADCHECK([](const Inputs& in) { return stack(in, 1); },
+                  (Inputs{rand_input({2, 3}, 28), rand_input({2, 3}, 29)}));
+  CHECK_GRADCHECK([](const Inputs& in) { return stack(in, -1); },
+                  (Inputs{rand_input({3}, 30), rand_input({3}, 31), rand_input({3}, 32)}));
+  // An input without requires_grad gets no gradient; the one node lists both.
+  auto x = rand_input({2}, 33);
+  auto y = cat(std::vector<Tensor<double>>{x, Tensor<double>::ones({3})});
+  CHECK(y.grad_fn_name() == "cat");
+  sum(y * y).backward();
+  CHECK(allclose(x.grad(), xt::xarray<double>(2.0 * x.data())));
+}
+
+TEST_CASE("split and chunk follow torch's piece sizes", "[shape]") {
+  const auto sizes = [](const std::vector<Tensor<double>>& pieces, std::int64_t dim) {
+    std::vector<std::size_t> s;
+    for (const auto& p : pieces) s.push_back(p.size(dim));
+    return s;
+  };
+  auto x = iota({10, 2});
+  CHECK(sizes(split(x, 4), 0) == std::vector<std::size_t>{4, 4, 2});
+  CHECK(sizes(split(x, 10), 0) == std::vector<std::size_t>{10});
+  CHECK(sizes(split(x, 20), 0) == std::vector<std::size_t>{10});
+  CHECK(sizes(split(x, 1, -1), -1) == std::vector<std::size_t>{1, 1});
+  CHECK(sizes(split(x, std::vector<std::int64_t>{3, 0, 7}), 0) == std::vector<std::size_t>{3, 0, 7});
+  CHECK(split(x, 4)[2].data() == values({16, 17, 18, 19}, {2, 2}));
+  CHECK(sizes(split(Tensor<double>::zeros({0}), 0), 0) == std::vector<std::size_t>{0});
+
+  CHECK(sizes(chunk(x, 4), 0) == std::vector<std::size_t>{3, 3, 3, 1});
+  CHECK(sizes(chunk(iota({5}), 4), 0) == std::vector<std::size_t>{2, 2, 1});  // fewer than asked
+  CHECK(sizes(chunk(iota({6}), 3), 0) == std::vector<std::size_t>{2, 2, 2});
+  CHECK(sizes(chunk(Tensor<double>::zeros({0}), 3), 0) == std::vector<std::size_t>{0, 0, 0});
+  CHECK(chunk(x, 2, 1)[1].data() == values({1, 3, 5, 7, 9, 11, 13, 15, 17, 19}, {10, 1}));
+}
+
+TEST_CASE("split and chunk gradients: each piece is a narrow node", "[shape][gradcheck]") {
+  const auto weighted = [](const std::vector<Tensor<double>>& pieces) {
+    Tensor<double> total = sum(pieces[0]);
+    for (std::size_t i = 1; i < pieces.size(); ++i) total = total + sum(pieces[i]) * static_cast<double>(i + 1);
+    return total;
+  };
+  CHECK_GRADCHECK([&](const Inputs& in) { return weighted(split(in[0], 2, 1)); }, (Inputs{rand_input({2, 5}, 34)}));
+  CHECK_GRADCHECK(
+      [&](const Inputs& in) {
+        return weighted(split(in[0], std::vector<std::int64_t>{1, 3}, -1));
+      },
+      (Inputs{rand_input({3, 4}, 35)}));
+  CHECK_GRADCHECK([&](const Inputs& in) { return weighted(chunk(in[0], 3, 0)); }, (Inputs{rand_input({7, 2}, 36)}));
+  auto pieces = chunk(rand_input({4}, 37), 2);
+  CHECK(pieces[0].grad_fn_name() == "narrow");
+  CHECK(pieces[1].grad_fn_name() == "narrow");
+}
+
+TEST_CASE("expand broadcasts like torch.broadcast_to", "[shape]") {
+  auto x = Tensor<double>::from_vector({1, 2, 3}, {3, 1});
+  CHECK(expand(x, {3, 2}).data() == values({1, 1, 2, 2, 3, 3}, {3, 2}));
+  CHECK(expand(x, {2, 3, 2}).shape() == Shape{2, 3, 2});
+  CHECK(expand(Tensor<double>::scalar(4), {2, 2}).data() == values({4, 4, 4, 4}, {2, 2}));
+  CHECK(expand(x, {3, 0}).shape() == Shape{3, 0});
+  CHECK(expand(iota({2}), {3, 2}).data() == values({0, 1, 0, 1, 0, 1}, {3, 2}));
+}
+
+TEST_CASE("expand gradient sums over the broadcast dims", "[shape][gradcheck]") {
+  CHECK_GRADCHECK([](const Inputs& in) { return expand(in[0], {2, 3, 4}); }, (Inputs{rand_input({3, 1}, 38)}));
+  CHECK_GRADCHECK([](const Inputs& in) { return expand(in[0], {4, 3}); }, (Inputs{rand_input({3}, 39)}));
+  CHECK_GRADCHECK([](const Inputs& in) { return expand(in[0], {2, 2}); }, (Inputs{rand_input({}, 40)}));
+  CHECK_GRADCHECK([](const Inputs& in) { return expand(in[0], {2, 3}); }, (Inputs{rand_input({2, 3}, 41)}));
+  auto x = Tensor<double>::from_vector({1, 2}, {1, 2}, true);
+  auto y = expand(x, {3, 2});
+  CHECK(y.grad_fn_name() == "expand");
+  y.backward(xt::xarray<double>(xt::ones<double>({3, 2})));
+  CHECK(x.grad() == values({3, 3}, {1, 2}));
+}
+
+TEST_CASE("shape op errors name the op and the values", "[shape][errors]") {
+  auto x = iota({2, 3});
+  CHECK_OP_ERROR(transpose(x, 0, 2), Contains("transpose") && Contains("dim 2") && Contains("rank 2"));
+  CHECK_OP_ERROR(permute(x, {0}), Contains("permute") && Contains("[0]") && Contains("[2, 3]"));
+  CHECK_OP_ERROR(permute(x, {0, -2}),
+                 Contains("permute") && Contains("dim 0 appears more than once") && Contains("[0, -2]"));
+  CHECK_OP_ERROR(reshape(x, {4, 2}),
+                 Contains("reshape") && Contains("[4, 2]") && Contains("[2, 3]") && Contains("6 elements"));
+  CHECK_OP_ERROR(reshape(x, {-1, 4}), Contains("reshape") && Contains("[-1, 4]") && Contains("[2, 3]"));
+  CHECK_OP_ERROR(reshape(x, {-1, -1}),
+                 Contains("reshape") && Contains("only one dim can be -1") && Contains("[-1, -1]"));
+  CHECK_OP_ERROR(reshape(x, {-2, 3}), Contains("reshape") && Contains("invalid size -2") && Contains("[-2, 3]"));
+  CHECK_OP_ERROR(reshape(Tensor<double>::zeros({0}), {-1, 0}),
+                 Contains("reshape") && Contains("cannot infer") && Contains("[-1, 0]") && Contains("[0]"));
+  CHECK_OP_ERROR(view(x, {5}), Contains("reshape") && Contains("[5]"));
+  CHECK_OP_ERROR(flatten(x, 1, 0),
+                 Contains("flatten") && Contains("start_dim 1") && Contains("end_dim 0") && Contains("[2, 3]"));
+  CHECK_OP_ERROR(flatten(x, 2), Contains("flatten") && Contains("dim 2"));
+  CHECK_OP_ERROR(squeeze(x, 2), Contains("squeeze") && Contains("dim 2"));
+  CHECK_OP_ERROR(unsqueeze(x, 3), Contains("unsqueeze") && Contains("dim 3") && Contains("-3 to 2"));
+  CHECK_OP_ERROR(unsqueeze(x, -4), Contains("unsqueeze") && Contains("dim -4"));
+  CHECK_OP_ERROR(narrow(x, 1, 2, 2), Contains("narrow") && Contains("start 2 + length 2") && Contains("size 3"));
+  CHECK_OP_ERROR(narrow(x, 1, 0, -1), Contains("narrow") && Contains("length -1"));
+  CHECK_OP_ERROR(narrow(x, 0, -3, 1), Contains("narrow") && Contains("start -3") && Contains("size 2"));
+  CHECK_OP_ERROR(narrow(x, 5, 0, 1), Contains("narrow") && Contains("dim 5"));
+  CHECK_OP_ERROR(slice(x, 1, 0, 2, 0), Contains("slice") && Contains("step must be positive, got 0"));
+  CHECK_OP_ERROR(slice(x, 1, 0, 2, -1), Contains("slice") && Contains("got -1"));
+  CHECK_OP_ERROR(select(x, 1, 3), Contains("select") && Contains("index 3") && Contains("size 3"));
+  CHECK_OP_ERROR(select(x, 0, -3), Contains("select") && Contains("index -3") && Contains("size 2"));
+  CHECK_OP_ERROR(select(Tensor<double>::scalar(1), 0, 0), Contains("select") && Contains("rank 0"));
+  CHECK_OP_ERROR(cat(std::vector<Tensor<double>>{}), Contains("cat") && Contains("non-empty"));
+  CHECK_OP_ERROR(cat(std::vector<Tensor<double>>{x, iota({2, 4})}, 0), Contains("cat") && Contains("tensor 1") &&
+                                                                           Contains("[2, 4]") && Contains("[2, 3]") &&
+                                                                           Contains("dim 0"));
+  CHECK_OP_ERROR(cat(std::vector<Tensor<double>>{x, x, iota({3})}, 1),
+                 Contains("cat") && Contains("tensor 2") && Contains("[3]") && Contains("rank 2"));
+  CHECK_OP_ERROR(cat(std::vector<Tensor<double>>{x}, 2), Contains("cat") && Contains("dim 2"));
+  CHECK_OP_ERROR(stack(std::vector<Tensor<double>>{}), Contains("stack") && Contains("non-empty"));
+  CHECK_OP_ERROR(stack(std::vector<Tensor<double>>{x, iota({3, 2})}),
+                 Contains("stack") && Contains("tensor 1") && Contains("[3, 2]") && Contains("[2, 3]"));
+  CHECK_OP_ERROR(stack(std::vector<Tensor<double>>{x}, 3), Contains("stack") && Contains("dim 3"));
+  CHECK_OP_ERROR(split(x, -1), Contains("split") && Contains("got -1"));
+  CHECK_OP_ERROR(split(x, 0, 1), Contains("split") && Contains("split_size 0") && Contains("size 3"));
+  CHECK_OP_ERROR(split(x, std::vector<std::int64_t>{1, 1}, 1),
+                 Contains("split") && Contains("[1, 1]") && Contains("sum to 2") && Contains("size 3"));
+  CHECK_OP_ERROR(split(x, std::vector<std::int64_t>{4, -1}, 1),
+                 Contains("split") && Contains("[4, -1]") && Contains("negative size -1"));
+  CHECK_OP_ERROR(chunk(x, 0), Contains("chunk") && Contains("got 0"));
+  CHECK_OP_ERROR(chunk(x, 2, 2), Contains("chunk") && Contains("dim 2"));
+  CHECK_OP_ERROR(expand(x, {3, 3}),
+                 Contains("expand") && Contains("[2, 3]") && Contains("[3, 3]") && Contains("dim 0: size 2"));
+  CHECK_OP_ERROR(expand(x, {6}), Contains("expand") && Contains("[2, 3]") && Contains("[6]") && Contains("fewer dims"));
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Reductions
+
+TEST_CASE("sum and mean over everything give a 0-d tensor", "[reduce]") {
+  auto x = iota({2, 3});
+  CHECK(sum(x).shape() == Shape{});
+  CHECK(sum(x).item() == 15);
+  CHECK(mean(x).item() == 2.5);
+  CHECK(sum(Tensor<double>::zeros({0})).item() == 0);
+  CHECK(std::isnan(mean(Tensor<double>::zeros({0})).item()));
+  CHECK(sum(Tensor<double>::scalar(3)).item() == 3);
+  CHECK(mean(iota<float>({4})).item() == 1.5f);
+}
+
+TEST_CASE("sum and mean over dims, with keepdim", "[reduce]") {
+  auto x = iota({2, 3, 4});
+  CHECK(sum(x, {2}).data() == values({6, 22, 38, 54, 70, 86}, {2, 3}));
+  CHECK(sum(x, {-1}, true).shape() == Shape{2, 3, 1});
+  CHECK(sum(x, {0}).data() == values({12, 14, 16, 18, 20, 22, 24, 26, 28, 30, 32, 34}, {3, 4}));
+  CHECK(sum(x, {0, 1}).data() == values({60, 66, 72, 78}, {4}));
+  CHECK(sum(x, {1}).data() == values({12, 15, 18, 21, 48, 51, 54, 57}, {2, 4}));
+  // Non-adjacent dims take the permuting path.
+  CHECK(sum(x, {0, 2}).data() == values({60, 92, 124}, {3}));
+  CHECK(sum(x, {2, 0}, true).data() == values({60, 92, 124}, {1, 3, 1}));
+  CHECK(mean(x, {0, -1}).data() == values({7.5, 11.5, 15.5}, {3}));
+  CHECK(mean(x, {1}, true).data() == values({4, 5, 6, 7, 16, 17, 18, 19}, {2, 1, 4}));
+  // Size-1 dims between reduced dims do not break the block.
+  auto y = iota({2, 1, 3});
+  CHECK(sum(y, {0, 2}).data() == values({15}, {1}));
+  CHECK(sum(x, {}).shape() == Shape{});  // an empty list reduces every dim, as in torch
+  CHECK(sum(x, {}).item() == 276);
+  CHECK(sum(x, {}, true).shape() == Shape{1, 1, 1});
+  // Empty reductions: sum 0, mean NaN; a 0-d tensor takes dim 0 / -1.
+  auto e = Tensor<double>::zeros({2, 0, 3});
+  CHECK(sum(e, {1}).data() == xt::xarray<double>(xt::zeros<double>({2, 3})));
+  auto m = mean(e, {1}, true);
+  CHECK(m.shape() == Shape{2, 1, 3});
+  for (double v : m.to_vector()) CHECK(std::isnan(v));
+  CHECK(sum(e, {0}).shape() == Shape{0, 3});
+  CHECK(sum(Tensor<double>::scalar(5), {0}, true).shape() == Shape{});
+  CHECK(mean(Tensor<double>::scalar(5), {-1}).item() == 5);
+  CHECK(sum(iota<float>({2, 2}), {0}).data() == xt::xarray<float>({2.f, 4.f}));
+}
+
+TEST_CASE("sum and mean gradients", "[reduce][gradcheck]") {
+  CHECK_GRADCHECK([](const Inputs& in) { return sum(in[0]); }, (Inputs{rand_input({2, 3}, 50)}));
+  CHECK_GRADCHECK([](const Inputs& in) { return mean(in[0]); }, (Inputs{rand_input({3, 2, 2}, 51)}));
+  for (bool keepdim : {false, true}) {
+    CHECK_GRADCHECK([&](const Inputs& in) { return sum(in[0], {-1}, keepdim); }, (Inputs{rand_input({2, 3, 4}, 52)}));
+    CHECK_GRADCHECK([&](const Inputs& in) { return sum(in[0], {0}, keepdim); }, (Inputs{rand_input({3, 4}, 53)}));
+    CHECK_GRADCHECK([&](const Inputs& in) { return sum(in[0], {0, 2}, keepdim); }, (Inputs{rand_input({2, 3, 2}, 54)}));
+    CHECK_GRADCHECK([&](const Inputs& in) { return mean(in[0], {1}, keepdim); }, (Inputs{rand_input({2, 3, 4}, 55)}));
+    CHECK_GRADCHECK(
+        [&](const Inputs& in) {
+          return mean(in[0], {-3, -1}, keepdim);
+        },
+        (Inputs{rand_input({2, 3, 4}, 56)}));
+    CHECK_GRADCHECK(
+        [&](const Inputs& in) {
+          return mean(in[0], {1, 2}, keepdim);
+        },
+        (Inputs{rand_input({2, 3, 2, 2}, 57)}));
+  }
+  CHECK(sum(rand_input({2}, 58)).grad_fn_name() == "sum");
+  CHECK(mean(rand_input({2}, 58), {0}).grad_fn_name() == "mean");
+}
+
+TEST_CASE("var with correction and keepdim", "[reduce]") {
+  auto x = Tensor<double>::from_vector({1, 2, 4, 3, 3, 9}, {2, 3});
+  // Row 0: mean 7/3, squared deviations sum 14/3; row 1: mean 5, sum 24.
+  CHECK(allclose(var(x, {1}).data(), values({7.0 / 3, 12.0}, {2})));
+  CHECK(allclose(var(x, {1}, 0).data(), values({14.0 / 9, 8.0}, {2})));
+  CHECK(allclose(var(x, {-1}, 2, true).data(), values({14.0 / 3, 24.0}, {2, 1})));
+  // Column j: values (a, b) give var (a - b)^2 / 2.
+  CHECK(allclose(var(x, {0}).data(), values({2.0, 0.5, 12.5}, {3})));
+  // All dims: mean 11/3; sum of squared deviations 118/3, over 5.
+  CHECK(allclose(var(x, {0, 1}).data(), values({118.0 / 15}, {})));
+  CHECK(allclose(var(x, {}).data(), values({118.0 / 15}, {})));
+  // torch divides by max(0, N - correction): a zero divisor gives inf, a single element NaN.
+  CHECK(std::isinf(var(x, {1}, 3).data()(0)));
+  CHECK(std::isinf(var(x, {1}, 4).data()(0)));
+  CHECK(std::isnan(var(Tensor<double>::scalar(2), {0}).item()));
+  CHECK(allclose(var(x, {1}, -1).data(), values({14.0 / 12, 6.0}, {2})));
+}
+
+TEST_CASE("var gradients", "[reduce][gradcheck]") {
+  for (bool keepdim : {false, true}) {
+    CHECK_GRADCHECK([&](const Inputs& in) { return var(in[0], {-1}, 1, keepdim); }, (Inputs{rand_input({3, 4}, 60)}));
+    CHECK_GRADCHECK([&](const Inputs& in) { return var(in[0], {0}, 0, keepdim); }, (Inputs{rand_input({4, 3}, 61)}));
+    CHECK_GRADCHECK(
+        [&](const Inputs& in) {
+          return var(in[0], {0, 2}, 1, keepdim);
+        },
+        (Inputs{rand_input({3, 2, 3}, 62)}));
+    CHECK_GRADCHECK([&](const Inputs& in) { return var(in[0], {1}, 2, keepdim); }, (Inputs{rand_input({2, 4, 3}, 63)}));
+  }
+}
+
+TEST_CASE("max over a dim and argmax pick the first maximum", "[reduce]") {
+  auto x = Tensor<double>::from_vector({1, 3, 3, 2, 2, 0}, {2, 3});
+  CHECK(max(x, 1).data() == values({3, 2}, {2}));
+  CHECK(max(x, 0, true).data() == values({2, 3, 3}, {1, 3}));
+  CHECK((argmax(x, 1) == xt::xarray<std::int64_t>({1, 0})));
+  CHECK((argmax(x, -2, true) == xt::xarray<std::int64_t>({{1, 0, 0}})));
+  auto y = iota({2, 3, 4});
+  CHECK(max(y, 1).data() == values({8, 9, 10, 11, 20, 21, 22, 23}, {2, 4}));
+  CHECK((argmax(y, 2) == xt::xarray<std::int64_t>({{3, 3, 3}, {3, 3, 3}})));
+  CHECK(max(Tensor<double>::scalar(5), 0).item() == 5);
+  CHECK(argmax(Tensor<double>::scalar(5), 0)() == 0);
+  // NaN propagates, as in torch.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  auto n = Tensor<double>::from_vector({1, nan, 3}, {3});
+  CHECK(std::isnan(max(n, 0).item()));
+  CHECK(argmax(n, 0)() == 1);
+  CHECK(std::isnan(max(n).item()));
+  CHECK(max(x).item() == 3);
+}
+
+TEST_CASE("max over a dim sends the gradient to the first arg-max", "[reduce]") {
+  // torch: x.max(1).values.sum().backward() gives [[0, 1, 0], [1, 0, 0]].
+  auto x = Tensor<double>::from_vector({1, 3, 3, 2, 2, 0}, {2, 3}, true);
+  sum(max(x, 1)).backward();
+  CHECK(x.grad() == values({0, 1, 0, 1, 0, 0}, {2, 3}));
+  auto z = Tensor<double>::from_vector({5, 5, 1, 5}, {2, 2}, true);
+  max(z, 0).backward(xt::xarray<double>({2.0, 3.0}));
+  CHECK(z.grad() == values({2, 3, 0, 0}, {2, 2}));
+}
+
+TEST_CASE("max over everything shares the gradient among ties, as torch 1.13", "[reduce]") {
+  // torch: tensor([1, 3, 3, 2, 3]).max().backward() gives [0, 1/3, 1/3, 0, 1/3].
+  auto x = Tensor<double>::from_vector({1, 3, 3, 2, 3}, {5}, true);
+  auto m = max(x);
+  CHECK(m.shape() == Shape{});
+  CHECK(m.item() == 3);
+  m.backward();
+  CHECK(allclose(x.grad(), values({0, 1.0 / 3, 1.0 / 3, 0, 1.0 / 3}, {5})));
+  // With NaNs, the NaNs share it: torch gives [0, 0.5, 0, 0.5].
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  auto n = Tensor<double>::from_vector({1, nan, 3, nan}, {4}, true);
+  max(n).backward();
+  CHECK(n.grad() == values({0, 0.5, 0, 0.5}, {4}));
+}
+
+TEST_CASE("max gradients", "[reduce][gradcheck]") {
+  // Random inputs have no ties, so the max is locally smooth.
+  for (bool keepdim : {false, true}) {
+    CHECK_GRADCHECK([&](const Inputs& in) { return max(in[0], -1, keepdim); }, (Inputs{rand_input({3, 4}, 70)}));
+    CHECK_GRADCHECK([&](const Inputs& in) { return max(in[0], 1, keepdim); }, (Inputs{rand_input({2, 3, 4}, 71)}));
+    CHECK_GRADCHECK([&](const Inputs& in) { return max(in[0], 0, keepdim); }, (Inputs{rand_input({4, 2}, 72)}));
+  }
+  CHECK_GRADCHECK([](const Inputs& in) { return max(in[0]); }, (Inputs{rand_input({3, 4}, 73)}));
+  CHECK(max(rand_input({2}, 74)).grad_fn_name() == "max");
+}
+
+TEST_CASE("reduction errors name the op and the values", "[reduce][errors]") {
+  auto x = iota({2, 3});
+  CHECK_OP_ERROR(sum(x, {0, -2}), Contains("sum") && Contains("dim -2 appears more than once") && Contains("[0, -2]"));
+  CHECK_OP_ERROR(mean(x, {1, 1}), Contains("mean") && Contains("dim 1 appears more than once"));
+  CHECK_OP_ERROR(var(x, {2, 0}), Contains("var") && Contains("dim 2") && Contains("rank 2"));
+  CHECK_OP_ERROR(sum(x, {-3}), Contains("sum") && Contains("dim -3"));
+  CHECK_OP_ERROR(sum(Tensor<double>::scalar(1), {1}), Contains("sum") && Contains("dim 1"));
+  CHECK_OP_ERROR(max(x, 2), Contains("max") && Contains("dim 2"));
+  CHECK_OP_ERROR(max(Tensor<double>::zeros({2, 0}), 1),
+                 Contains("max") && Contains("dim 1 of size 0") && Contains("[2, 0]"));
+  CHECK_OP_ERROR(max(Tensor<double>::zeros({0})), Contains("max") && Contains("empty") && Contains("[0]"));
+  CHECK_OP_ERROR(argmax(x, -3), Contains("argmax") && Contains("dim -3"));
+  CHECK_OP_ERROR(argmax(Tensor<double>::zeros({0, 2}), 0), Contains("argmax") && Contains("size 0"));
+}
