@@ -1,7 +1,9 @@
 // nn modules: names and counts identical to torch.nn, initialization, printing, state_dict aliasing,
 // train/eval, gradchecks through every module, attention masking, and outputs matching PyTorch.
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <sstream>
 #include <xtensor/xadapt.hpp>
@@ -10,6 +12,7 @@
 
 #include "autograd/ops.hpp"
 #include "nn/nn.hpp"
+#include "nn/safetensors.hpp"
 #include "tests/helpers.hpp"
 
 using namespace tapegrad;
@@ -333,7 +336,7 @@ TEST_CASE("MultiheadAttention: outputs and weights match PyTorch", "[nn]") {
   CHECK(cout.data()(1, 2, 3) == Approx(0.8400565948).margin(1e-9));
 }
 
-TEST_CASE("MultiheadAttention: per-head [B * H, L, S] masks and float masks match PyTorch", "[nn]") {
+TEST_CASE("MultiheadAttention: per-head (B * H, L, S) masks and float masks match PyTorch", "[nn]") {
   Generator gen(0);
   MultiheadAttentionOptions o(4, 2);
   o.bias = false;
@@ -711,4 +714,24 @@ TEST_CASE("dropout in training: the layer's randomness is restorable and differs
   CHECK(a.data() != c.data());
   layer.eval();
   CHECK(layer.forward(x).data() == layer.forward(x).data());
+}
+
+TEST_CASE("a saved state_dict loads into another model through its aliasing tensors", "[nn]") {
+  Generator g1(1), g2(2);
+  TransformerEncoder<float> a(small_layer(), 2, g1, std::make_shared<LayerNorm<float>>(4));
+  TransformerEncoder<float> b(small_layer(), 2, g2, std::make_shared<LayerNorm<float>>(4));
+  Generator xg(3);
+  auto x = Tensor<float>::uniform({3, 2, 4}, -1, 1, xg);
+  a.eval();
+  b.eval();
+  REQUIRE(a.forward(x).data() != b.forward(x).data());
+  const auto path = (std::filesystem::temp_directory_path() /
+                     ("tapegrad_nn_state_" +
+                      std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()) + ".safetensors"))
+                        .string();
+  safetensors::save_state_dict(path, a.state_dict());
+  auto target = b.state_dict();
+  safetensors::load_state_dict(path, target);
+  std::filesystem::remove(path);
+  CHECK(a.forward(x).data() == b.forward(x).data());
 }
