@@ -58,6 +58,8 @@ class TransformerEncoderLayer : public Module<T> {
   // post-LN: x = norm1(x + sa(x)); x = norm2(x + ff(x)).
   // pre-LN:  x = x + sa(norm1(x)); x = x + ff(norm2(x)).
   // sa(x) = dropout1(self_attn(x, x, x)), ff(x) = dropout2(linear2(dropout(activation(linear1(x))))).
+  // Masks and is_causal as in MultiheadAttention::forward (is_causal without src_mask applies the
+  // causal mask).
   Tensor<T> forward(const Tensor<T>& src, const AttentionMask<T>& src_mask = {},
                     const AttentionMask<T>& src_key_padding_mask = {}, bool is_causal = false) const;
 
