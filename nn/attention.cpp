@@ -87,6 +87,32 @@ std::pair<Tensor<T>, Tensor<T>> MultiheadAttention<T>::forward(const Tensor<T>& 
                                                                bool need_weights, const AttentionMask<T>& attn_mask,
                                                                bool average_attn_weights, bool is_causal) const {
   const char* op = "MultiheadAttention";
+  if (query.dim() == 2) {
+    // Unbatched, as torch: a batch of one at the batch dim, key_padding_mask [S], attn_mask [L, S]
+    // or [num_heads, L, S]; the batch dim is removed from the results again.
+    if (key.dim() != 2 || value.dim() != 2) {
+      throw ShapeError(fmt::format("{}: an unbatched query {} needs unbatched key and value, got {} and {}", op,
+                                   format_shape(query.shape()), format_shape(key.shape()),
+                                   format_shape(value.shape())));
+    }
+    const std::int64_t bdim = batch_first ? 0 : 1;
+    const Tensor<T> q = unsqueeze(query, bdim);
+    const Tensor<T> k = key.same_as(query) ? q : unsqueeze(key, bdim);
+    const Tensor<T> v = value.same_as(key) ? k : unsqueeze(value, bdim);
+    AttentionMask<T> kpm = key_padding_mask;
+    if (kpm.defined() && kpm.shape().size() == 1) {
+      const std::size_t s = kpm.shape()[0];
+      if (kpm.is_bool()) {
+        BoolArray m = kpm.bool_mask();
+        m.reshape({1, s});
+        kpm = m;
+      } else {
+        kpm = reshape(kpm.float_mask(), {1, i64(s)});
+      }
+    }
+    auto [out, weights] = forward(q, k, v, kpm, need_weights, attn_mask, average_attn_weights, is_causal);
+    return {squeeze(out, bdim), weights.defined() ? squeeze(weights, 0) : weights};
+  }
   const Shape &sq = query.shape(), &sk = key.shape(), &sv = value.shape();
   const char* layout = batch_first ? "[B, L, E]" : "[L, B, E]";
   if (sq.size() != 3 || sq[2] != embed_dim) {

@@ -76,9 +76,10 @@ class MultiheadAttention : public Module<T> {
 
   // query [L, B, E], key [S, B, kdim], value [S, B, vdim] ([B, ., .] when batch_first) ->
   // (output [L, B, E], weights [B, L, S] averaged over heads or [B, H, L, S] per head; an undefined
-  // tensor when !need_weights). The weights returned are those applied to the values, i.e. after
-  // dropout, as torch. is_causal without attn_mask applies causal_mask(L, S) (torch requires the
-  // mask and treats is_causal as a hint; with attn_mask given, attn_mask is used as is).
+  // tensor when !need_weights). Unbatched inputs [L, E], [S, kdim], [S, vdim] give [L, E] and
+  // [L, S] / [H, L, S], with key_padding_mask [S] and attn_mask [L, S] or [H, L, S], as torch. The weights returned are
+  // those applied to the values, i.e. after dropout, as torch. is_causal without attn_mask applies causal_mask(L, S)
+  // (torch requires the mask and treats is_causal as a hint; with attn_mask given, attn_mask is used as is).
   std::pair<Tensor<T>, Tensor<T>> forward(const Tensor<T>& query, const Tensor<T>& key, const Tensor<T>& value,
                                           const AttentionMask<T>& key_padding_mask = {}, bool need_weights = true,
                                           const AttentionMask<T>& attn_mask = {}, bool average_attn_weights = true,

@@ -500,6 +500,31 @@ TEST_CASE("MultiheadAttention: masking semantics", "[nn]") {
   }
 }
 
+TEST_CASE("MultiheadAttention: unbatched inputs are a batch of one", "[nn]") {
+  Generator gen(6);
+  for (bool batch_first : {false, true}) {
+    MultiheadAttentionOptions o(4, 2);
+    o.batch_first = batch_first;
+    MultiheadAttention<double> mha(o, gen);
+    auto x = rand_input({3, 4}, 1);
+    auto batched = batch_first ? unsqueeze(x, 0) : unsqueeze(x, 1);
+    BoolArray kpm = {false, true, false};
+    BoolArray kpm_batched = {{false, true, false}};
+    auto [out, w] = mha.forward(x, x, x, kpm, true, causal_mask(3), false);
+    auto [bout, bw] = mha.forward(batched, batched, batched, kpm_batched, true, causal_mask(3), false);
+    CHECK(out.shape() == Shape{3, 4});
+    CHECK(w.shape() == Shape{2, 3, 3});
+    CHECK(out.data() == squeeze(bout, batch_first ? 0 : 1).data());
+    CHECK(w.data() == squeeze(bw, 0).data());
+    check_gradcheck([&](const std::vector<TD>& in) { return mha.forward(in.back(), in.back(), in.back(), kpm).first; },
+                    with_params(mha, {x}));
+  }
+  Generator g(0);
+  MultiheadAttention<double> mha(4, 2, g);
+  CHECK_THROWS_WITH(mha.forward(TD::zeros({3, 4}), TD::zeros({3, 1, 4}), TD::zeros({3, 1, 4})),
+                    Catch::Contains("unbatched") && Catch::Contains("[3, 1, 4]"));
+}
+
 TEST_CASE("MultiheadAttention in float agrees with double", "[nn]") {
   Generator gd(9), gf(9);
   MultiheadAttention<double> md(6, 3, gd);
