@@ -114,13 +114,16 @@ Tensor<T> cross_entropy(const Tensor<T>& input, const IndexArray& target, const 
       pr[c] = std::exp(xr[c] - mx);
       sum += pr[c];
     }
-    const T shift = mx + std::log(sum);  // log p_c = x_c - shift
+    // -log p_c = (max - x_c) + log(sum), in this order: folding max into log(sum) first would round
+    // the small losses of confident predictions on logits far from 0 to the precision of max.
+    const double lse = std::log(static_cast<double>(sum));
     const T inv = T(1) / sum;
     for (std::size_t c = 0; c < classes; ++c) pr[c] *= inv;
-    double loss = static_cast<double>(shift) - static_cast<double>(xr[t->index[i]]);
+    const auto neg_log_p = [&](std::size_t c) { return (static_cast<double>(mx) - static_cast<double>(xr[c])) + lse; };
+    double loss = neg_log_p(static_cast<std::size_t>(t->index[i]));
     if (eps > 0) {  // skipped at 0 so that a -inf logit elsewhere does not turn 0 * inf into NaN
       double smooth = 0;
-      for (std::size_t c = 0; c < classes; ++c) smooth += static_cast<double>(shift) - static_cast<double>(xr[c]);
+      for (std::size_t c = 0; c < classes; ++c) smooth += neg_log_p(c);
       loss = (1 - eps) * loss + eps * smooth / static_cast<double>(classes);
     }
     losses[i] = loss;

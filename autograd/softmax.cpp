@@ -30,7 +30,9 @@ SliceLayout layout_for(const char* op, const Shape& shape, std::int64_t dim) {
 }
 
 // Writes softmax (log_softmax when Log) of x into y. An all -inf slice has max -inf, so x - max is
-// NaN there and the NaN propagates through the whole slice, as in torch.
+// NaN there and the NaN propagates through the whole slice, as in torch. log_softmax is
+// (x - max) - log(sum), never x - (max + log(sum)): for logits far from 0, max + log(sum) rounds to
+// the precision of max, which would swamp the log-probabilities near 0.
 template <bool Log, typename T>
 void softmax_forward(const T* x, T* y, const SliceLayout& l) {
   const std::size_t n = l.n, inner = l.inner;
@@ -48,8 +50,8 @@ void softmax_forward(const T* x, T* y, const SliceLayout& l) {
         if (!Log) yr[j] = e;
       }
       if (Log) {
-        const T shift = mx + std::log(sum);
-        for (std::size_t j = 0; j < n; ++j) yr[j] = xr[j] - shift;
+        const T lse = std::log(sum);
+        for (std::size_t j = 0; j < n; ++j) yr[j] = (xr[j] - mx) - lse;
       } else {
         const T scale = T(1) / sum;
         for (std::size_t j = 0; j < n; ++j) yr[j] *= scale;
@@ -73,9 +75,9 @@ void softmax_forward(const T* x, T* y, const SliceLayout& l) {
         if (!Log) yb[j * inner + i] = e;
       }
     if (Log) {
-      for (std::size_t i = 0; i < inner; ++i) sum[i] = mx[i] + std::log(sum[i]);
+      for (std::size_t i = 0; i < inner; ++i) sum[i] = std::log(sum[i]);
       for (std::size_t j = 0; j < n; ++j)
-        for (std::size_t i = 0; i < inner; ++i) yb[j * inner + i] = xb[j * inner + i] - sum[i];
+        for (std::size_t i = 0; i < inner; ++i) yb[j * inner + i] = (xb[j * inner + i] - mx[i]) - sum[i];
     } else {
       for (std::size_t i = 0; i < inner; ++i) sum[i] = T(1) / sum[i];
       for (std::size_t j = 0; j < n; ++j)

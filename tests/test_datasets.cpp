@@ -209,7 +209,7 @@ TEST_CASE("tokenizer: apostrophes stay inside words", "[datasets]") {
   CHECK(tokenize("don\xE2\x80\x99t") == Strings{"don", "\xE2", "\x80", "\x99", "t"});
 }
 
-TEST_CASE("tokenizer: <br /> is a space, in any case; other break spellings are not", "[datasets]") {
+TEST_CASE("tokenizer: <br /> is a space, in any case, other break spellings are not", "[datasets]") {
   CHECK(tokenize("end.<br /><br />Next") == Strings{"end", ".", "next"});
   CHECK(tokenize("a<br />b") == Strings{"a", "b"});
   CHECK(tokenize("a<BR />b<Br />c") == Strings{"a", "b", "c"});
@@ -219,7 +219,7 @@ TEST_CASE("tokenizer: <br /> is a space, in any case; other break spellings are 
   CHECK(tokenize("<<br />") == Strings{"<"});
 }
 
-TEST_CASE("tokenizer: non-ASCII bytes are one-byte tokens; empty reviews have no tokens", "[datasets]") {
+TEST_CASE("tokenizer: non-ASCII bytes are one-byte tokens, empty reviews have no tokens", "[datasets]") {
   CHECK(tokenize("caf\xC3\xA9") == Strings{"caf", "\xC3", "\xA9"});
   CHECK(tokenize("\xC3\x89T\xC3\x89") == Strings{"\xC3", "\x89", "t", "\xC3", "\x89"});  // no Unicode lower-casing
   CHECK(tokenize(std::string("a\0b", 3)) == Strings{"a", std::string(1, '\0'), "b"});
@@ -250,7 +250,7 @@ TEST_CASE("vocabulary: specials first, then by count, ties in ascending byte ord
   CHECK(Vocabulary::build(Strings{"ab a"}, 4).tokens() == Strings{"<pad>", "<unk>", "a", "ab"});
 }
 
-TEST_CASE("vocabulary: save and load round-trip; load validates", "[datasets]") {
+TEST_CASE("vocabulary: save and load round-trip, load validates", "[datasets]") {
   TempDir tmp;
   const auto v = Vocabulary::build(Strings{"Don't stop!<br />caf\xC3\xA9 \"x\" 42 don't"}, 50);
   v.save(tmp.path / "vocab.txt");

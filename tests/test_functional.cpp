@@ -85,6 +85,18 @@ TEST_CASE("softmax subtracts the max: huge logits do not overflow, in float too"
   CHECK(ly(0, 2) == Approx(-2000.f - std::log(2.f)));
 }
 
+TEST_CASE("log-probabilities near 0 keep their precision for logits far from 0, in float", "[softmax][loss]") {
+  // log p = -log(1 + e^-10) = -4.54e-5. Folding the max into the log-sum first, 1000 + 4.54e-5,
+  // would round it to a multiple of ulp(1000) = 6.1e-5, i.e. 34% or 100% off. What remains is the
+  // rounding of 1 + e^-10 in the sum (0.13% at most).
+  const float expected = -std::log1p(std::exp(-10.f));
+  const auto rows = Tensor<float>::from_vector({1000.f, 990.f}, {1, 2});
+  CHECK(log_softmax(rows, 1).data()(0, 0) == Approx(expected).epsilon(1e-2));
+  const auto strided = Tensor<float>::from_vector({1000.f, 1000.f, 990.f, 990.f}, {2, 2});
+  CHECK(log_softmax(strided, 0).data()(0, 1) == Approx(expected).epsilon(1e-2));
+  CHECK(cross_entropy(rows, ids({0}, {1})).item() == Approx(-expected).epsilon(1e-2));
+}
+
 TEST_CASE("a fully masked (all -inf) softmax row gives NaN as in torch, and other rows are unaffected", "[softmax]") {
   auto x = Tensor<double>::from_vector({1, 2, 3, -kInf, -kInf, -kInf, 0, -kInf, 0}, {3, 3}, true);
   auto y = softmax(x, 1);

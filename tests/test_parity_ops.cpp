@@ -1,0 +1,245 @@
+// The core ops against torch 1.13: outputs and the gradients of every input for a fixed random
+// upstream gradient, in float and double, read from tests/fixtures/ops.safetensors (written by
+// tests/fixtures/make_op_fixtures.py, which documents the file's layout; torch is not needed here).
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "autograd/ops.hpp"
+#include "nn/safetensors.hpp"
+
+using namespace tapegrad;
+
+namespace {
+
+const safetensors::File& fixture() {
+  static const safetensors::File file(std::string(TAPEGRAD_TEST_FIXTURES_DIR) + "/ops.safetensors");
+  return file;
+}
+
+template <typename T>
+const char* dtype_tag();
+template <>
+const char* dtype_tag<float>() {
+  return "f32";
+}
+template <>
+const char* dtype_tag<double>() {
+  return "f64";
+}
+
+// Agreement is |got - want| <= atol + rtol * |want|. rtol is a few units in the last place of the
+// dtype's accumulated rounding (torch and tapegrad sum in different orders, and torch's float kernels
+// may accumulate in double). atol is for elements near 0 by cancellation, e.g. a gradient summing
+// O(1) terms of both signs: their error is eps times the size of the terms (~1e-7 in float, ~1e-16
+// in double, times a few dozen terms), not times the tiny result, which rtol alone would demand.
+template <typename T>
+struct Tolerance;
+template <>
+struct Tolerance<float> {
+  static constexpr double rtol = 1e-5, atol = 1e-6;
+};
+template <>
+struct Tolerance<double> {
+  static constexpr double rtol = 1e-10, atol = 1e-12;
+};
+
+// "" when got matches want within Tolerance<T>; otherwise the shapes or the worst element.
+template <typename T>
+std::string mismatch(const xt::xarray<T>& got, const xt::xarray<T>& want) {
+  const Shape gs(got.shape().begin(), got.shape().end()), ws(want.shape().begin(), want.shape().end());
+  if (gs != ws) return "shape " + format_shape(gs) + ", torch has " + format_shape(ws);
+  double worst = 0;  // the largest error as a multiple of the allowed error
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double g = got.data()[i], w = want.data()[i];
+    const double ratio = std::abs(g - w) / (Tolerance<T>::atol + Tolerance<T>::rtol * std::abs(w));
+    if (!(ratio <= worst)) {  // NaN counts as the worst
+      worst = ratio;
+      at = i;
+      if (std::isnan(ratio)) break;
+    }
+  }
+  if (worst <= 1) return "";
+  std::ostringstream out;
+  out.precision(std::numeric_limits<T>::max_digits10);
+  out << "flat element " << at << ": " << got.data()[at] << ", torch has " << want.data()[at] << " (" << worst
+      << " times the tolerance)";
+  return out.str();
+}
+
+// One case in one dtype: its differentiable inputs as fresh leaves that require grad, and its other
+// arguments, looked up by the names of the fixture script.
+template <typename T>
+class Args {
+ public:
+  explicit Args(std::string prefix) : prefix_(std::move(prefix)) {
+    const std::string in = prefix_ + ".in.";
+    for (const auto& name : fixture().names()) {
+      if (name.compare(0, in.size(), in) == 0)
+        inputs_.emplace(name.substr(in.size()), Tensor<T>(fixture().get<T>(name), /*requires_grad=*/true));
+    }
+  }
+  const Tensor<T>& in(const std::string& name) const {
+    const auto it = inputs_.find(name);
+    if (it == inputs_.end()) throw std::runtime_error(prefix_ + ": no input " + name);
+    return it->second;
+  }
+  IndexArray index(const std::string& name) const { return fixture().get<std::int64_t>(prefix_ + ".arg." + name); }
+  BoolArray mask(const std::string& name) const { return fixture().get<bool>(prefix_ + ".arg." + name); }
+  const std::map<std::string, Tensor<T>>& inputs() const { return inputs_; }
+
+ private:
+  std::string prefix_;
+  std::map<std::string, Tensor<T>> inputs_;
+};
+
+template <typename T>
+using Op = std::function<Tensor<T>(const Args<T>&)>;
+
+CrossEntropyOptions ce(Reduction reduction, std::int64_t ignore_index = -100, double label_smoothing = 0.0) {
+  CrossEntropyOptions options;
+  options.reduction = reduction;
+  options.ignore_index = ignore_index;
+  options.label_smoothing = label_smoothing;
+  return options;
+}
+
+// Every case of the fixture file, as tapegrad calls; each mirrors the torch call of the same name in
+// make_op_fixtures.py.
+template <typename T>
+std::vector<std::pair<std::string, Op<T>>> cases() {
+  const auto mm = [](const Args<T>& a) { return matmul(a.in("a"), a.in("b")); };
+  const auto masked_softmax = [](const Args<T>& a) {
+    return softmax(masked_fill(a.in("x"), a.mask("mask"), -std::numeric_limits<T>::infinity()), -1);
+  };
+  const auto entropy = [](Reduction reduction, std::int64_t ignore_index = -100, double smoothing = 0.0) {
+    return [options = ce(reduction, ignore_index, smoothing)](const Args<T>& a) {
+      return cross_entropy(a.in("x"), a.index("target"), options);
+    };
+  };
+  return {
+      {"matmul_2d", mm},
+      {"matmul_batched_broadcast", mm},
+      {"matmul_1d_1d", mm},
+      {"matmul_1d_2d", mm},
+      {"matmul_2d_1d", mm},
+      {"matmul_1d_batched", mm},
+      {"matmul_batched_1d", mm},
+      {"linear", [](const Args<T>& a) { return linear(a.in("x"), a.in("weight"), a.in("bias")); }},
+      {"softmax_last", [](const Args<T>& a) { return softmax(a.in("x"), -1); }},
+      {"softmax_dim1", [](const Args<T>& a) { return softmax(a.in("x"), 1); }},
+      {"log_softmax_last", [](const Args<T>& a) { return log_softmax(a.in("x"), -1); }},
+      {"log_softmax_dim1", [](const Args<T>& a) { return log_softmax(a.in("x"), 1); }},
+      {"softmax_scale30", [](const Args<T>& a) { return softmax(a.in("x"), -1); }},
+      {"log_softmax_scale30", [](const Args<T>& a) { return log_softmax(a.in("x"), -1); }},
+      {"log_softmax_scale30_offset", [](const Args<T>& a) { return log_softmax(a.in("x"), -1); }},
+      {"layer_norm_last", [](const Args<T>& a) { return layer_norm(a.in("x"), {6}, a.in("weight"), a.in("bias")); }},
+      {"layer_norm_last2",
+       [](const Args<T>& a) {
+         return layer_norm(a.in("x"), {3, 4}, a.in("weight"), a.in("bias"));
+       }},
+      {"layer_norm_offset", [](const Args<T>& a) { return layer_norm(a.in("x"), {8}, a.in("weight"), a.in("bias")); }},
+      {"cross_entropy_mean", entropy(Reduction::Mean)},
+      {"cross_entropy_sum", entropy(Reduction::Sum)},
+      {"cross_entropy_none", entropy(Reduction::None)},
+      {"cross_entropy_ignore_mean", entropy(Reduction::Mean)},
+      {"cross_entropy_ignore2_none", entropy(Reduction::None, 2)},
+      {"cross_entropy_smooth_mean", entropy(Reduction::Mean, -100, 0.1)},
+      {"cross_entropy_smooth_sum", entropy(Reduction::Sum, -100, 0.1)},
+      {"cross_entropy_smooth_ignore_mean", entropy(Reduction::Mean, -100, 0.1)},
+      {"cross_entropy_smooth_ignore_sum", entropy(Reduction::Sum, -100, 0.1)},
+      {"cross_entropy_smooth_ignore_none", entropy(Reduction::None, -100, 0.1)},
+      {"cross_entropy_unbatched", entropy(Reduction::Mean)},
+      {"cross_entropy_scale30", entropy(Reduction::Mean)},
+      {"cross_entropy_smooth_scale30", entropy(Reduction::Mean, -100, 0.1)},
+      {"cross_entropy_confident_offset_none", entropy(Reduction::None)},
+      {"nll_loss_mean", [](const Args<T>& a) { return nll_loss(a.in("x"), a.index("target")); }},
+      {"nll_loss_sum", [](const Args<T>& a) { return nll_loss(a.in("x"), a.index("target"), Reduction::Sum); }},
+      {"nll_loss_ignore_none",
+       [](const Args<T>& a) { return nll_loss(a.in("x"), a.index("target"), Reduction::None); }},
+      {"nll_loss_ignore_mean", [](const Args<T>& a) { return nll_loss(a.in("x"), a.index("target")); }},
+      {"gelu", [](const Args<T>& a) { return gelu(a.in("x")); }},
+      {"gelu_tanh", [](const Args<T>& a) { return gelu(a.in("x"), GeluApproximate::Tanh); }},
+      {"embedding_padding", [](const Args<T>& a) { return embedding(a.in("weight"), a.index("ids"), 2); }},
+      {"embedding_padding_negative", [](const Args<T>& a) { return embedding(a.in("weight"), a.index("ids"), -1); }},
+      {"masked_softmax_causal", masked_softmax},
+      {"masked_softmax_padding", masked_softmax},
+      {"var_dim1", [](const Args<T>& a) { return var(a.in("x"), {1}); }},
+      {"var_dims02_biased_keepdim",
+       [](const Args<T>& a) {
+         return var(a.in("x"), {0, 2}, 0, true);
+       }},
+      {"max_dim1", [](const Args<T>& a) { return max(a.in("x"), 1); }},
+      {"max_dim0_keepdim", [](const Args<T>& a) { return max(a.in("x"), 0, true); }},
+      {"sum_dim1_keepdim", [](const Args<T>& a) { return sum(a.in("x"), {1}, true); }},
+      {"sum_dims02",
+       [](const Args<T>& a) {
+         return sum(a.in("x"), {0, 2});
+       }},
+      {"sum_all", [](const Args<T>& a) { return sum(a.in("x")); }},
+      {"mean_dims02_keepdim",
+       [](const Args<T>& a) {
+         return mean(a.in("x"), {0, 2}, true);
+       }},
+      {"mean_dim_neg1", [](const Args<T>& a) { return mean(a.in("x"), {-1}); }},
+      {"mean_all", [](const Args<T>& a) { return mean(a.in("x")); }},
+  };
+}
+
+// Runs one case: the output, then backward from the recorded upstream gradient and every input's grad.
+template <typename T>
+void check_against_torch(const std::string& name, const Op<T>& op) {
+  const std::string prefix = name + "." + dtype_tag<T>();
+  const Args<T> args(prefix);
+  REQUIRE_FALSE(args.inputs().empty());
+  const auto expect = [&prefix](const xt::xarray<T>& got, const std::string& key) {
+    const std::string problem = mismatch(got, fixture().get<T>(prefix + key));
+    INFO(prefix << key << ": " << problem);
+    CHECK(problem.empty());
+  };
+  const Tensor<T> out = op(args);
+  expect(out.data(), ".out");
+  out.backward(fixture().get<T>(prefix + ".gout"));
+  for (const auto& [input, tensor] : args.inputs()) {
+    INFO("gradient of " << input);
+    REQUIRE(tensor.has_grad());
+    expect(tensor.grad(), ".grad." + input);
+  }
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("core ops match torch 1.13 outputs and gradients", "[parity]", float, double) {
+  for (const auto& [name, op] : cases<TestType>()) {
+    DYNAMIC_SECTION(name) { check_against_torch<TestType>(name, op); }
+  }
+}
+
+TEST_CASE("the parity table covers every case of ops.safetensors in both dtypes", "[parity]") {
+  // <case>.<dtype>.<role>...: the case is everything before the dtype tag.
+  std::map<std::string, std::set<std::string>> in_file;
+  for (const auto& name : fixture().names()) {
+    for (const std::string tag : {".f32.", ".f64."}) {
+      const auto at = name.find(tag);
+      if (at != std::string::npos) in_file[name.substr(0, at)].insert(tag);
+    }
+  }
+  std::set<std::string> in_table;
+  for (const auto& entry : cases<double>()) in_table.insert(entry.first);
+  std::set<std::string> file_cases;
+  for (const auto& [name, tags] : in_file) {
+    file_cases.insert(name);
+    INFO(name);
+    CHECK(tags.size() == 2);
+  }
+  CHECK(file_cases == in_table);
+  CHECK(cases<float>().size() == in_table.size());
+}
