@@ -13,7 +13,7 @@ std::shared_ptr<Generator> or_seeded_from(std::shared_ptr<Generator> shared, Gen
 
 MultiheadAttentionOptions attention_options(const TransformerLayerOptions& o) {
   MultiheadAttentionOptions a(o.d_model, o.nhead);
-  a.dropout = o.dropout;
+  a.dropout = o.attention_dropout.value_or(o.dropout);
   a.batch_first = o.batch_first;
   return a;
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,8 @@ struct TransformerLayerOptions {
   std::size_t d_model, nhead;
   std::size_t dim_feedforward = 2048;
   double dropout = 0.1;
+  // Dropout on the attention weights; torch's layers use `dropout` there too, which is the default.
+  std::optional<double> attention_dropout;
   Activation activation = Activation::ReLU;
   double layer_norm_eps = 1e-5;
   bool batch_first = false;

@@ -1,0 +1,87 @@
+// TransformerClassifier: a Transformer encoder over token ids with a pooled classification head, the
+// model of the IMDb sentiment example (embeddings, positions, encoder stack, pooling, Linear).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <xtensor/xarray.hpp>
+
+#include "autograd/masking.hpp"
+#include "nn/embedding.hpp"
+#include "nn/positional_encoding.hpp"
+#include "nn/transformer.hpp"
+
+namespace tapegrad::nn {
+
+// How the encoder's outputs [B, L, D] become one vector per sequence.
+enum class Pooling {
+  Mean,  // average over the real (non-padding) tokens
+  Max,   // elementwise maximum over the real tokens
+  Cls,   // the output at a learned [CLS] vector prepended to every sequence
+};
+enum class PositionalKind { Sinusoidal, Learned };
+
+Pooling parse_pooling(const std::string& name);  // "mean" | "max" | "cls"
+std::string pooling_name(Pooling p);
+PositionalKind parse_positional(const std::string& name);  // "sinusoidal" | "learned"
+std::string positional_name(PositionalKind p);
+
+struct TransformerClassifierOptions {
+  std::size_t vocab_size = 20000;
+  std::size_t max_len = 512;  // longest sequence the positional table covers
+  std::size_t d_model = 64;
+  std::size_t nhead = 4;
+  std::size_t num_layers = 1;
+  std::size_t dim_feedforward = 128;
+  double dropout = 0.1;
+  double attention_dropout = 0.1;
+  Activation activation = Activation::ReLU;
+  bool norm_first = false;  // pre-LN (with a final LayerNorm) when true
+  Pooling pooling = Pooling::Mean;
+  PositionalKind positional = PositionalKind::Sinusoidal;
+  std::size_t num_classes = 2;
+  std::int64_t padding_idx = 0;
+
+  // Throws std::invalid_argument naming the offending field and value.
+  void validate() const;
+};
+
+// forward(ids [B, L], padding_mask [B, L] with true at padding) -> logits [B, num_classes].
+//
+// As in "Attention Is All You Need" (section 3.4), token embeddings are drawn from N(0, d_model^-0.5)
+// and multiplied by sqrt(d_model), so they start at unit scale, like the positional encoding, while
+// Adam moves them at a rate relative to that scale (torch's N(0, 1) embeddings times sqrt(d_model)
+// start 8x larger at d_model 64 and learn correspondingly slower). Then dropout, the batch-first
+// encoder (with a final LayerNorm when pre-LN), pooling and a Linear head.
+//
+// A sequence with no real token at all (an empty review) is pooled over its first position, which the
+// attention may then also see, so no row is fully masked and no NaN can appear.
+template <typename T>
+class TransformerClassifier : public Module<T> {
+ public:
+  TransformerClassifier(const TransformerClassifierOptions& options, Generator& gen);
+
+  Tensor<T> forward(const xt::xarray<std::int64_t>& ids, const BoolArray& padding_mask) const;
+
+  std::string name() const override { return "TransformerClassifier"; }
+  // The generator all dropout masks are drawn from (saved in training checkpoints).
+  const std::shared_ptr<Generator>& dropout_generator() const { return dropout_gen_; }
+
+  TransformerClassifierOptions options;
+  std::shared_ptr<Embedding<T>> embedding;
+  std::shared_ptr<SinusoidalPositionalEncoding<T>> sinusoidal;  // one of these two is set
+  std::shared_ptr<LearnedPositionalEmbedding<T>> learned;
+  std::shared_ptr<Dropout<T>> dropout;
+  Tensor<T> cls_token;  // [d_model], only for Pooling::Cls
+  std::shared_ptr<TransformerEncoder<T>> encoder;
+  std::shared_ptr<Linear<T>> classifier;
+
+ private:
+  std::shared_ptr<Generator> dropout_gen_;
+};
+
+extern template class TransformerClassifier<float>;
+extern template class TransformerClassifier<double>;
+
+}  // namespace tapegrad::nn

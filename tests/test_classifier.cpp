@@ -1,0 +1,89 @@
+// TransformerClassifier: gradients for every pooling and norm placement, padding handling, options.
+#include <catch2/catch.hpp>
+
+#include "autograd/ops.hpp"
+#include "nn/classifier.hpp"
+#include "tests/helpers.hpp"
+
+using namespace tapegrad;
+using namespace tapegrad::nn;
+
+namespace {
+TransformerClassifierOptions tiny(Pooling pooling, bool norm_first) {
+  TransformerClassifierOptions o;
+  o.vocab_size = 11;
+  o.max_len = 8;
+  o.d_model = 4;
+  o.nhead = 2;
+  o.num_layers = 2;
+  o.dim_feedforward = 6;
+  o.dropout = 0.0;
+  o.attention_dropout = 0.0;
+  o.pooling = pooling;
+  o.norm_first = norm_first;
+  return o;
+}
+// Two reviews: 4 real tokens, and 2 real tokens then padding.
+const xt::xarray<std::int64_t> kIds = {{3, 5, 7, 2}, {4, 9, 0, 0}};
+const BoolArray kPad = {{false, false, false, false}, {false, false, true, true}};
+}  // namespace
+
+TEST_CASE("TransformerClassifier: gradcheck for each pooling, post-LN and pre-LN", "[classifier]") {
+  for (Pooling pooling : {Pooling::Mean, Pooling::Max, Pooling::Cls}) {
+    for (bool norm_first : {false, true}) {
+      INFO("pooling " << pooling_name(pooling) << ", norm_first " << norm_first);
+      Generator gen(3);
+      TransformerClassifier<double> model(tiny(pooling, norm_first), gen);
+      auto f = [&](const std::vector<Tensor<double>>&) { return model.forward(kIds, kPad); };
+      CHECK_GRADCHECK(f, model.parameters());
+    }
+  }
+}
+
+TEST_CASE("TransformerClassifier: padding tokens change nothing", "[classifier]") {
+  for (Pooling pooling : {Pooling::Mean, Pooling::Max, Pooling::Cls}) {
+    Generator gen(5);
+    TransformerClassifier<double> model(tiny(pooling, false), gen);
+    model.eval();
+    auto ids2 = kIds;
+    ids2(1, 2) = 8;  // a different id under padding
+    ids2(1, 3) = 6;
+    CHECK(model.forward(kIds, kPad).data() == model.forward(ids2, kPad).data());
+  }
+}
+
+TEST_CASE("TransformerClassifier: an empty review gives finite logits", "[classifier]") {
+  for (Pooling pooling : {Pooling::Mean, Pooling::Max, Pooling::Cls}) {
+    Generator gen(6);
+    TransformerClassifier<float> model(tiny(pooling, true), gen);
+    const xt::xarray<std::int64_t> ids = {{0, 0, 0}, {2, 3, 0}};
+    const BoolArray pad = {{true, true, true}, {false, false, true}};
+    auto logits = model.forward(ids, pad);
+    for (float v : logits.data()) CHECK(std::isfinite(v));
+  }
+}
+
+TEST_CASE("TransformerClassifier: parameter names and errors", "[classifier]") {
+  Generator gen(0);
+  TransformerClassifier<float> model(tiny(Pooling::Cls, true), gen);
+  std::vector<std::string> names;
+  for (const auto& [name, p] : model.named_parameters()) names.push_back(name);
+  CHECK(names.front() == "cls_token");
+  CHECK(std::find(names.begin(), names.end(), "embedding.weight") != names.end());
+  CHECK(std::find(names.begin(), names.end(), "encoder.layers.1.self_attn.in_proj_weight") != names.end());
+  CHECK(std::find(names.begin(), names.end(), "encoder.norm.weight") != names.end());
+  CHECK(names.back() == "classifier.bias");
+
+  auto o = tiny(Pooling::Mean, false);
+  o.nhead = 3;
+  CHECK_THROWS_WITH(TransformerClassifier<float>(o, gen),
+                    Catch::Contains("d_model (4)") && Catch::Contains("nhead (3)"));
+  o = tiny(Pooling::Mean, false);
+  o.dropout = 1.0;
+  CHECK_THROWS_WITH(TransformerClassifier<float>(o, gen), Catch::Contains("dropout must be in [0, 1), got 1"));
+  CHECK_THROWS_WITH(parse_pooling("sum"), Catch::Contains("unknown pooling 'sum'"));
+  const xt::xarray<std::int64_t> long_ids = xt::ones<std::int64_t>({1, 9});
+  CHECK_THROWS_WITH(model.forward(long_ids, xt::zeros<bool>({1, 9})),
+                    Catch::Contains("length 9") && Catch::Contains("max_len = 8"));
+  CHECK_THROWS_AS(model.forward(kIds, xt::zeros<bool>({2, 3})), std::invalid_argument);
+}
