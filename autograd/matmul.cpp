@@ -4,6 +4,7 @@
 
 #include "autograd/blas.hpp"
 #include "autograd/broadcast.hpp"
+#include "autograd/parallel.hpp"
 #include "autograd/tape.hpp"
 
 namespace tapegrad {
@@ -202,7 +203,12 @@ Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& b
   return result;
 }
 
-int set_num_threads(int threads) { return blas::set_num_threads(threads); }
+int set_num_threads(int threads) {
+#ifdef _OPENMP
+  omp_set_num_threads(threads);  // the elementwise and per-head kernels (autograd/parallel.hpp)
+#endif
+  return blas::set_num_threads(threads);
+}
 int get_num_threads() { return blas::get_num_threads(); }
 
 template Tensor<float> matmul<float>(const Tensor<float>&, const Tensor<float>&);

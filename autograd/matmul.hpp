@@ -15,7 +15,8 @@ Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b);
 template <typename T>
 Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& bias = {});
 
-// Number of threads BLAS may use (OpenBLAS); returns the previous value.
+// Number of threads BLAS (OpenBLAS) and tapegrad's own parallel kernels (OpenMP) may use; returns
+// BLAS's previous value.
 int set_num_threads(int threads);
 int get_num_threads();
 
