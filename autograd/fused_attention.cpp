@@ -76,17 +76,14 @@ void dropout_block(const detail::DropoutMask& mask, T scale, std::size_t offset,
   for (std::size_t e = 0; e < n; ++e) dst[e] = mask.keep(offset + e) ? src[e] * scale : T(0);
 }
 
-// Runs body(bh, scratch) for every (batch, head) pair, split over the threads, with BLAS kept to one
-// thread meanwhile (the pairs already use every core). scratch: per-thread buffers of `per_thread` T.
+// Runs body(bh, scratch) for every (batch, head) pair, split over the threads (a GEMM inside a task
+// runs on its thread alone). scratch: per-thread buffers of `per_thread` T.
 template <typename F>
 void for_each_pair(std::size_t pairs, std::size_t per_thread, F&& body) {
-  const int threads = detail::max_threads();
-  const int blas_before = threads > 1 ? blas::set_num_threads(1) : 0;
   detail::parallel_for(pairs, 1, [&](std::size_t begin, std::size_t end) {
     std::vector<char> scratch_bytes(per_thread * sizeof(double));
     for (std::size_t bh = begin; bh < end; ++bh) body(bh, scratch_bytes.data());
   });
-  if (threads > 1) blas::set_num_threads(blas_before);
 }
 
 template <typename T>

@@ -1,44 +1,35 @@
-// parallel_for: a loop split over the OpenMP threads (tapegrad::set_num_threads sets how many). Each
-// thread takes one fixed contiguous block of [0, n), so results never depend on scheduling; bodies
-// write disjoint outputs and must not throw.
+// parallel_for: a loop split over tapegrad's worker threads (tapegrad::set_num_threads sets how many;
+// by default OMP_NUM_THREADS, else the hardware's). Each thread takes one fixed contiguous block of
+// [0, n), so results never depend on scheduling; bodies write disjoint outputs and must not throw.
+// Idle workers sleep on a condition variable rather than spin, so they never take a core from
+// BLAS's threads or from the caller's serial work (on a loaded machine, spinning pools cost more
+// than they save).
 #pragma once
 
-#include <algorithm>
 #include <cstddef>
-
-#ifdef _OPENMP
-#include <omp.h>
-#endif
+#include <functional>
 
 namespace tapegrad::detail {
 
-// body(begin, end) over blocks of at least min_per_thread iterations (serial when n is smaller, or
-// when already inside a parallel region).
+// How many threads parallel_for may use (caller included), and setting it (at least 1).
+int parallel_threads();
+void set_parallel_threads(int threads);
+
+// Runs task(t) for t in [0, threads) at once, t = 0 on the calling thread. Serial when called from
+// inside a task, or while another thread is running one.
+void run_on_threads(std::size_t threads, const std::function<void(std::size_t)>& task);
+
+// body(begin, end) over blocks of at least min_per_thread iterations (serial when n is smaller).
 template <typename F>
 void parallel_for(std::size_t n, std::size_t min_per_thread, F&& body) {
-#ifdef _OPENMP
-  const std::size_t available = omp_in_parallel() ? 1 : static_cast<std::size_t>(omp_get_max_threads());
-  const std::size_t threads = std::min(available, n / std::max<std::size_t>(min_per_thread, 1));
+  const std::size_t most = n / (min_per_thread > 0 ? min_per_thread : 1);
+  const std::size_t available = static_cast<std::size_t>(parallel_threads());
+  const std::size_t threads = most < available ? most : available;
   if (threads > 1) {
-#pragma omp parallel num_threads(static_cast <int>(threads))
-    {
-      const std::size_t t = static_cast<std::size_t>(omp_get_thread_num());
-      const std::size_t nt = static_cast<std::size_t>(omp_get_num_threads());
-      body(n * t / nt, n * (t + 1) / nt);
-    }
-    return;
+    run_on_threads(threads, [&](std::size_t t) { body(n * t / threads, n * (t + 1) / threads); });
+  } else if (n > 0) {
+    body(std::size_t{0}, n);
   }
-#endif
-  if (n > 0) body(std::size_t{0}, n);
-}
-
-// How many threads parallel_for may use.
-inline int max_threads() {
-#ifdef _OPENMP
-  return omp_get_max_threads();
-#else
-  return 1;
-#endif
 }
 
 }  // namespace tapegrad::detail
