@@ -2,7 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <map>
 #include <stdexcept>
+#include <type_traits>
+#include <utility>
+#include <variant>
+#include <vector>
 
 namespace tapegrad {
 
@@ -10,6 +16,82 @@ namespace {
 
 const char* const kModel = "model.";
 const char* const kOptimizer = "optimizer.";
+const char* const kChecksum = "tapegrad.checksum";
+const char* const kGeneratorFields[] = {".state", ".has_spare_normal", ".spare_normal"};
+
+bool starts_with(const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
+
+// 64-bit FNV-1a: each step h = (h ^ byte) * prime is a bijection of h for a given byte, and a changed
+// byte changes h at its step, so any single changed byte of a fixed-length input changes the hash.
+class Fnv1a {
+ public:
+  void bytes(const void* data, std::size_t n) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    for (std::size_t i = 0; i < n; ++i) h_ = (h_ ^ p[i]) * 0x100000001b3ULL;
+  }
+  void text(const std::string& s) { bytes(s.c_str(), s.size() + 1); }  // with its '\0': unambiguous
+  void u64(std::uint64_t v) { bytes(&v, sizeof v); }
+  std::string hex() const { return fmt::format("{:016x}", h_); }
+
+ private:
+  std::uint64_t h_ = 0xcbf29ce484222325ULL;
+};
+
+// The checksum of tensors (by name, in the map's order) and of the metadata other than the checksum.
+std::string checksum(const std::map<std::string, safetensors::Array>& tensors, const safetensors::Metadata& metadata) {
+  Fnv1a h;
+  for (const auto& [name, value] : tensors) {
+    std::visit(
+        [&h, &name = name](const auto& a) {
+          using V = typename std::decay_t<decltype(a)>::value_type;
+          h.text(name);
+          h.text(safetensors::dtype_name(safetensors::dtype_of<V>()));
+          h.u64(a.dimension());
+          for (auto d : a.shape()) h.u64(d);
+          if constexpr (std::is_same_v<V, bool>) {
+            for (bool b : a) h.u64(b ? 1 : 0);  // a bool's object bytes are not guaranteed to be 0 / 1
+          } else {
+            h.bytes(a.data(), a.size() * sizeof(V));
+          }
+        },
+        value);
+  }
+  for (const auto& [key, value] : metadata) {
+    if (key == kChecksum) continue;
+    h.text(key);
+    h.text(value);
+  }
+  return h.hex();
+}
+
+// Every tensor of the file as loaded, for the checksum; a dtype a checkpoint never holds is a problem.
+std::map<std::string, safetensors::Array> read_all(const safetensors::File& file, std::vector<std::string>& problems) {
+  using safetensors::Dtype;
+  std::map<std::string, safetensors::Array> out;
+  for (const auto& name : file.names()) {
+    switch (file.dtype(name)) {
+      case Dtype::F32:
+        out[name] = file.get<float>(name);
+        break;
+      case Dtype::F64:
+        out[name] = file.get<double>(name);
+        break;
+      case Dtype::I64:
+        out[name] = file.get<std::int64_t>(name);
+        break;
+      case Dtype::U64:
+        out[name] = file.get<std::uint64_t>(name);
+        break;
+      case Dtype::BOOL:
+        out[name] = file.get<bool>(name);
+        break;
+      default:
+        problems.push_back(
+            fmt::format("\"{}\" is {}, a dtype no checkpoint holds", name, safetensors::dtype_name(file.dtype(name))));
+    }
+  }
+  return out;
+}
 
 // Adds a problem if name is absent or is not a tensor of the given dtype and shape.
 void check_entry(const safetensors::File& file, const std::string& name, safetensors::Dtype dtype, const Shape& shape,
@@ -28,11 +110,16 @@ void check_entry(const safetensors::File& file, const std::string& name, safeten
   }
 }
 
-}  // namespace
+// The generators of a checkpoint under their keys ("generator" or "generator.<name>").
+template <typename G>
+using Generators = std::vector<std::pair<std::string, G*>>;
 
 template <typename T>
-void save_checkpoint(const std::string& path, const StateDict<T>& model, const optim::Optimizer<T>& optimizer,
-                     std::int64_t step, const Generator& generator, const safetensors::Metadata& metadata) {
+void save(const std::string& path, const StateDict<T>& model, const optim::Optimizer<T>& optimizer, std::int64_t step,
+          const Generators<const Generator>& generators, const safetensors::Metadata& metadata) {
+  if (metadata.count(kChecksum)) {
+    throw std::invalid_argument(fmt::format("{}: metadata key \"{}\" is reserved for the checkpoint", path, kChecksum));
+  }
   std::map<std::string, safetensors::Array> entries;
   for (const auto& [name, tensor] : model) {
     if (!tensor.defined()) {
@@ -42,34 +129,54 @@ void save_checkpoint(const std::string& path, const StateDict<T>& model, const o
   }
   for (const auto& [name, tensor] : optimizer.state_dict()) entries[kOptimizer + name] = tensor.data();
   entries["step"] = xt::xarray<std::int64_t>(step);
-  const Generator::State g = generator.state();
-  entries["generator.state"] = xt::xarray<std::uint64_t>({g.s[0], g.s[1], g.s[2], g.s[3]});
-  entries["generator.has_spare_normal"] = xt::xarray<bool>(g.has_spare_normal);
-  entries["generator.spare_normal"] = xt::xarray<double>(g.spare_normal);
-  safetensors::save_file(path, entries, metadata);
+  for (const auto& [key, gen] : generators) {
+    const Generator::State g = gen->state();
+    entries[key + ".state"] = xt::xarray<std::uint64_t>({g.s[0], g.s[1], g.s[2], g.s[3]});
+    entries[key + ".has_spare_normal"] = xt::xarray<bool>(g.has_spare_normal);
+    entries[key + ".spare_normal"] = xt::xarray<double>(g.spare_normal);
+  }
+  safetensors::Metadata with_checksum = metadata;
+  with_checksum[kChecksum] = checksum(entries, metadata);
+  safetensors::save_file(path, entries, with_checksum);
 }
 
 template <typename T>
-std::int64_t load_checkpoint(const std::string& path, StateDict<T>& model, optim::Optimizer<T>& optimizer,
-                             Generator& generator) {
+std::int64_t load(const std::string& path, StateDict<T>& model, optim::Optimizer<T>& optimizer,
+                  const Generators<Generator>& generators) {
   const safetensors::File file(path);
-  std::vector<std::string> problems = safetensors::detail::state_dict_problems(file, model, true, kModel);
+  std::vector<std::string> problems;
+  const auto tensors = read_all(file, problems);
+  const auto stored = file.metadata().find(kChecksum);
+  if (stored == file.metadata().end()) {
+    problems.push_back(
+        fmt::format("no \"{}\" in the metadata: not a tapegrad checkpoint, or a damaged one", kChecksum));
+  } else if (const std::string actual = checksum(tensors, file.metadata()); actual != stored->second) {
+    problems.push_back(
+        fmt::format("checksum mismatch (stored {}, computed {}): the file is corrupted", stored->second, actual));
+  }
+  // Mismatches found below are reported too: with a damaged name, they say which entry was hit.
+  auto model_problems = safetensors::detail::state_dict_problems(file, model, true, kModel);
+  problems.insert(problems.end(), model_problems.begin(), model_problems.end());
   check_entry(file, "step", safetensors::Dtype::I64, {}, problems);
-  check_entry(file, "generator.state", safetensors::Dtype::U64, {4}, problems);
-  check_entry(file, "generator.has_spare_normal", safetensors::Dtype::BOOL, {}, problems);
-  check_entry(file, "generator.spare_normal", safetensors::Dtype::F64, {}, problems);
-  const std::string opt_prefix = kOptimizer;
+  std::vector<std::string> expected_generator_entries;
+  for (const auto& [key, gen] : generators) {
+    check_entry(file, key + ".state", safetensors::Dtype::U64, {4}, problems);
+    check_entry(file, key + ".has_spare_normal", safetensors::Dtype::BOOL, {}, problems);
+    check_entry(file, key + ".spare_normal", safetensors::Dtype::F64, {}, problems);
+    for (const char* field : kGeneratorFields) expected_generator_entries.push_back(key + field);
+  }
   StateDict<T> opt_state;
   for (const auto& name : file.names()) {
-    if (name.compare(0, opt_prefix.size(), opt_prefix) == 0) {
+    if (starts_with(name, kOptimizer)) {
       if (file.dtype(name) != safetensors::dtype_of<T>()) {
         problems.push_back(fmt::format("\"{}\" is {}, expected {}", name, safetensors::dtype_name(file.dtype(name)),
                                        safetensors::dtype_name(safetensors::dtype_of<T>())));
       } else {
-        opt_state[name.substr(opt_prefix.size())] = Tensor<T>(file.get<T>(name));
+        opt_state[name.substr(std::string(kOptimizer).size())] = Tensor<T>(file.get<T>(name));
       }
-    } else if (name.compare(0, std::string(kModel).size(), kModel) != 0 && name != "step" &&
-               name.compare(0, 10, "generator.") != 0) {
+    } else if (!starts_with(name, kModel) && name != "step" &&
+               std::find(expected_generator_entries.begin(), expected_generator_entries.end(), name) ==
+                   expected_generator_entries.end()) {
       problems.push_back(fmt::format("unexpected \"{}\"", name));
     }
   }
@@ -88,15 +195,56 @@ std::int64_t load_checkpoint(const std::string& path, StateDict<T>& model, optim
     throw std::runtime_error(fmt::format("{}: load_checkpoint: optimizer state: {}", path, ex.what()));
   }
   safetensors::load_state_dict(file, model, true, kModel);
-  Generator::State g;
-  const auto words = file.get<std::uint64_t>("generator.state");
-  for (std::size_t k = 0; k < 4; ++k) g.s[k] = words(k);
-  g.has_spare_normal = file.get<bool>("generator.has_spare_normal")();
-  g.spare_normal = file.get<double>("generator.spare_normal")();
-  generator.set_state(g);
+  for (const auto& [key, gen] : generators) {
+    Generator::State g;
+    const auto words = file.get<std::uint64_t>(key + ".state");
+    for (std::size_t k = 0; k < 4; ++k) g.s[k] = words(k);
+    g.has_spare_normal = file.get<bool>(key + ".has_spare_normal")();
+    g.spare_normal = file.get<double>(key + ".spare_normal")();
+    gen->set_state(g);
+  }
   return step;
 }
 
+template <typename G, typename T>
+Generators<G> named(const nn::Module<T>& model) {
+  Generators<G> out;
+  for (const auto& [name, gen] : model.named_generators()) out.emplace_back("generator." + name, gen.get());
+  return out;
+}
+
+}  // namespace
+
+template <typename T>
+void save_checkpoint(const std::string& path, const nn::Module<T>& model, const optim::Optimizer<T>& optimizer,
+                     std::int64_t step, const safetensors::Metadata& metadata) {
+  save(path, model.state_dict(), optimizer, step, named<const Generator>(model), metadata);
+}
+
+template <typename T>
+std::int64_t load_checkpoint(const std::string& path, nn::Module<T>& model, optim::Optimizer<T>& optimizer) {
+  StateDict<T> state = model.state_dict();  // aliases the model's tensors: loading it loads the model
+  return load(path, state, optimizer, named<Generator>(model));
+}
+
+template <typename T>
+void save_checkpoint(const std::string& path, const StateDict<T>& model, const optim::Optimizer<T>& optimizer,
+                     std::int64_t step, const Generator& generator, const safetensors::Metadata& metadata) {
+  save(path, model, optimizer, step, {{"generator", &generator}}, metadata);
+}
+
+template <typename T>
+std::int64_t load_checkpoint(const std::string& path, StateDict<T>& model, optim::Optimizer<T>& optimizer,
+                             Generator& generator) {
+  return load(path, model, optimizer, {{"generator", &generator}});
+}
+
+template void save_checkpoint<float>(const std::string&, const nn::Module<float>&, const optim::Optimizer<float>&,
+                                     std::int64_t, const safetensors::Metadata&);
+template void save_checkpoint<double>(const std::string&, const nn::Module<double>&, const optim::Optimizer<double>&,
+                                      std::int64_t, const safetensors::Metadata&);
+template std::int64_t load_checkpoint<float>(const std::string&, nn::Module<float>&, optim::Optimizer<float>&);
+template std::int64_t load_checkpoint<double>(const std::string&, nn::Module<double>&, optim::Optimizer<double>&);
 template void save_checkpoint<float>(const std::string&, const StateDict<float>&, const optim::Optimizer<float>&,
                                      std::int64_t, const Generator&, const safetensors::Metadata&);
 template void save_checkpoint<double>(const std::string&, const StateDict<double>&, const optim::Optimizer<double>&,

@@ -14,25 +14,16 @@
 
 #include "autograd/ops.hpp"
 #include "nn/safetensors.hpp"
+#include "tests/parity.hpp"
 
 using namespace tapegrad;
+using tapegrad::testing::dtype_tag;
 
 namespace {
 
 const safetensors::File& fixture() {
   static const safetensors::File file(std::string(TAPEGRAD_TEST_FIXTURES_DIR) + "/ops.safetensors");
   return file;
-}
-
-template <typename T>
-const char* dtype_tag();
-template <>
-const char* dtype_tag<float>() {
-  return "f32";
-}
-template <>
-const char* dtype_tag<double>() {
-  return "f64";
 }
 
 // Agreement is |got - want| <= atol + rtol * |want|. rtol is a few units in the last place of the
@@ -51,28 +42,9 @@ struct Tolerance<double> {
   static constexpr double rtol = 1e-10, atol = 1e-12;
 };
 
-// "" when got matches want within Tolerance<T>; otherwise the shapes or the worst element.
 template <typename T>
 std::string mismatch(const xt::xarray<T>& got, const xt::xarray<T>& want) {
-  const Shape gs(got.shape().begin(), got.shape().end()), ws(want.shape().begin(), want.shape().end());
-  if (gs != ws) return "shape " + format_shape(gs) + ", torch has " + format_shape(ws);
-  double worst = 0;  // the largest error as a multiple of the allowed error
-  std::size_t at = 0;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    const double g = got.data()[i], w = want.data()[i];
-    const double ratio = std::abs(g - w) / (Tolerance<T>::atol + Tolerance<T>::rtol * std::abs(w));
-    if (!(ratio <= worst)) {  // NaN counts as the worst
-      worst = ratio;
-      at = i;
-      if (std::isnan(ratio)) break;
-    }
-  }
-  if (worst <= 1) return "";
-  std::ostringstream out;
-  out.precision(std::numeric_limits<T>::max_digits10);
-  out << "flat element " << at << ": " << got.data()[at] << ", torch has " << want.data()[at] << " (" << worst
-      << " times the tolerance)";
-  return out.str();
+  return testing::mismatch(got, want, Tolerance<T>::rtol, Tolerance<T>::atol);
 }
 
 // One case in one dtype: its differentiable inputs as fresh leaves that require grad, and its other

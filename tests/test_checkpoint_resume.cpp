@@ -1,0 +1,260 @@
+// Training checkpoints of a whole model: a run interrupted, saved and resumed in a fresh process-like
+// setup (new model and optimizer from another seed) continues bit for bit as the uninterrupted run,
+// dropout masks included; a truncated or corrupted checkpoint is refused and changes nothing.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "autograd/ops.hpp"
+#include "nn/checkpoint.hpp"
+#include "nn/classifier.hpp"
+#include "optim/optim.hpp"
+
+using namespace tapegrad;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A fresh directory, removed with its contents at the end of the test.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    static int counter = 0;
+    path = fs::temp_directory_path() /
+           ("tapegrad_test_resume_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+  std::string file(const std::string& name) const { return (path / name).string(); }
+};
+
+struct Batch {
+  xt::xarray<std::int64_t> ids;
+  BoolArray padding;
+  IndexArray labels;
+};
+
+constexpr std::size_t kVocab = 16, kBatch = 4, kLen = 6, kClasses = 3;
+constexpr double kMaxNorm = 0.5;
+
+// Fixed random batches: sequences of 2 to kLen real tokens, then padding (id 0).
+std::vector<Batch> make_batches(std::size_t n) {
+  Generator gen(2024);
+  std::vector<Batch> out;
+  for (std::size_t b = 0; b < n; ++b) {
+    Batch batch{xt::zeros<std::int64_t>({kBatch, kLen}), xt::ones<bool>({kBatch, kLen}),
+                xt::zeros<std::int64_t>({kBatch})};
+    for (std::size_t i = 0; i < kBatch; ++i) {
+      const std::size_t len = 2 + gen.randint(kLen - 1);
+      for (std::size_t j = 0; j < len; ++j) {
+        batch.ids(i, j) = static_cast<std::int64_t>(1 + gen.randint(kVocab - 1));
+        batch.padding(i, j) = false;
+      }
+      batch.labels(i) = static_cast<std::int64_t>(gen.randint(kClasses));
+    }
+    out.push_back(std::move(batch));
+  }
+  return out;
+}
+
+nn::TransformerClassifierOptions tiny_options() {
+  nn::TransformerClassifierOptions o;
+  o.vocab_size = kVocab;
+  o.max_len = 8;
+  o.d_model = 8;
+  o.nhead = 2;
+  o.num_layers = 2;
+  o.dim_feedforward = 16;
+  o.dropout = 0.2;
+  o.attention_dropout = 0.2;
+  o.num_classes = kClasses;
+  return o;
+}
+
+optim::AdamWOptions adamw_options() {
+  optim::AdamWOptions o;
+  o.weight_decay = 0.05;
+  return o;
+}
+
+// A model and its optimizer, initialized from seed; step() is one training step in train mode
+// (dropout on) with label smoothing, clip_grad_norm_ and a warmup-then-cosine learning rate.
+struct Trainer {
+  Generator gen;
+  nn::TransformerClassifier<float> model;
+  optim::AdamW<float> opt;
+  optim::CosineDecay schedule{0.01, 10, 3};
+
+  explicit Trainer(std::uint64_t seed)
+      : gen(seed), model(tiny_options(), gen), opt(model.parameters(), adamw_options()) {}
+
+  // The loss before the update, and clip_grad_norm_'s total norm.
+  std::pair<float, double> step(std::int64_t step, const Batch& batch) {
+    model.train();
+    opt.zero_grad();
+    CrossEntropyOptions ce;
+    ce.label_smoothing = 0.1;
+    const Tensor<float> loss = cross_entropy(model.forward(batch.ids, batch.padding), batch.labels, ce);
+    loss.backward();
+    const double norm = optim::clip_grad_norm_(model.parameters(), kMaxNorm);
+    opt.set_lr(schedule(step));
+    opt.step();
+    return {loss.item(), norm};
+  }
+};
+
+bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+// Copies of everything loading may change: parameter values, optimizer state, generator states.
+struct Snapshot {
+  std::vector<xt::xarray<float>> values;
+  std::vector<std::pair<std::string, xt::xarray<float>>> optimizer;
+  std::vector<Generator::State> generators;
+
+  explicit Snapshot(const Trainer& t) {
+    for (const auto& [name, tensor] : t.model.state_dict()) values.push_back(tensor.data());
+    for (const auto& [name, tensor] : t.opt.state_dict()) optimizer.emplace_back(name, tensor.data());
+    for (const auto& [name, gen] : t.model.named_generators()) generators.push_back(gen->state());
+  }
+  bool operator==(const Snapshot& o) const {
+    if (values != o.values || optimizer != o.optimizer || generators.size() != o.generators.size()) return false;
+    for (std::size_t k = 0; k < generators.size(); ++k) {
+      const auto &a = generators[k], &b = o.generators[k];
+      if (a.s != b.s || a.has_spare_normal != b.has_spare_normal || !(a.spare_normal == b.spare_normal)) return false;
+    }
+    return true;
+  }
+};
+
+std::vector<char> read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write_bytes(const std::string& path, const std::vector<char>& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+}  // namespace
+
+TEST_CASE("a TransformerClassifier run resumed from a checkpoint repeats the uninterrupted losses bit for bit",
+          "[io]") {
+  const auto batches = make_batches(10);
+  std::vector<float> uninterrupted;
+  std::size_t clipped = 0;
+  {
+    Trainer a(42);
+    for (std::int64_t s = 1; s <= 10; ++s) {
+      const auto [loss, norm] = a.step(s, batches[s - 1]);
+      uninterrupted.push_back(loss);
+      clipped += norm > kMaxNorm;
+    }
+  }
+  CHECK(clipped > 0);  // clip_grad_norm_ really changes gradients in this run
+
+  TempDir dir;
+  const auto path = dir.file("ckpt.safetensors");
+  {
+    Trainer b(42);
+    for (std::int64_t s = 1; s <= 4; ++s) {
+      INFO("step " << s);
+      CHECK(same_bits(b.step(s, batches[s - 1]).first, uninterrupted[s - 1]));
+    }
+    save_checkpoint(path, b.model, b.opt, 4, {{"run", "resume test"}});
+  }
+  // Every dropout mask of the model is drawn from its one generator, which the checkpoint holds.
+  REQUIRE(safetensors::File(path).contains("generator.dropout_generator.state"));
+
+  Trainer c(7);  // another initialization and another dropout stream, all replaced by the checkpoint
+  const std::int64_t step = load_checkpoint(path, c.model, c.opt);
+  REQUIRE(step == 4);
+  for (std::int64_t s = step + 1; s <= 10; ++s) {
+    const float loss = c.step(s, batches[s - 1]).first;
+    INFO("step " << s << ": resumed " << loss << ", uninterrupted " << uninterrupted[s - 1]);
+    CHECK(same_bits(loss, uninterrupted[s - 1]));
+  }
+
+  // The dropout stream matters: resuming everything but the generator's state gives other losses.
+  Trainer d(7);
+  load_checkpoint(path, d.model, d.opt);
+  d.model.dropout_generator()->manual_seed(123);
+  CHECK_FALSE(same_bits(d.step(5, batches[4]).first, uninterrupted[4]));
+}
+
+TEST_CASE("a truncated or corrupted checkpoint is refused with a clear error and changes nothing", "[io]") {
+  TempDir dir;
+  const auto path = dir.file("ckpt.safetensors");
+  const auto batches = make_batches(2);
+  {
+    Trainer t(42);
+    t.step(1, batches[0]);
+    t.step(2, batches[1]);
+    save_checkpoint(path, t.model, t.opt, 2);
+  }
+  const std::vector<char> good = read_bytes(path);
+  std::uint64_t header_len = 0;
+  std::memcpy(&header_len, good.data(), 8);
+  REQUIRE(8 + header_len < good.size());
+
+  Trainer target(5);
+  target.step(1, batches[0]);  // some optimizer state to keep, too
+  const Snapshot before(target);
+  const auto bad = dir.file("bad.safetensors");
+  const auto refused = [&](const std::vector<char>& bytes, const std::string& what) {
+    write_bytes(bad, bytes);
+    std::string message;
+    try {
+      load_checkpoint(bad, target.model, target.opt);
+    } catch (const std::runtime_error& e) {
+      message = e.what();
+    }
+    INFO(what << ": " << message);
+    CHECK_THAT(message, Catch::StartsWith(bad));
+    return message;
+  };
+
+  SECTION("truncated") {
+    for (std::size_t size : {std::size_t(0), std::size_t(7), std::size_t(8), std::size_t(8 + header_len / 2),
+                             std::size_t(8 + header_len), good.size() / 2, good.size() - 1}) {
+      refused(std::vector<char>(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(size)),
+              "truncated to " + std::to_string(size) + " bytes");
+    }
+    CHECK_THAT(refused(std::vector<char>(good.begin(), good.end() - 1), "one byte short"), Catch::Contains("data"));
+  }
+  SECTION("one flipped bit anywhere") {
+    // Bit 0 of bytes spread over the header (length, JSON, metadata, padding) and the tensor data
+    // (strides prime to the 4- and 8-byte elements), the last bytes (the BOOL entries), and a digit
+    // of the stored checksum itself.
+    std::vector<std::size_t> positions;
+    for (std::size_t i = 0; i < 8 + header_len; i += 29) positions.push_back(i);
+    for (std::size_t i = 8 + header_len; i < good.size(); i += 53) positions.push_back(i);
+    for (std::size_t i = good.size() - 16; i < good.size(); ++i) positions.push_back(i);
+    const std::string header(good.data() + 8, header_len);
+    const auto at = header.find("\"tapegrad.checksum\":\"");
+    REQUIRE(at != std::string::npos);
+    positions.push_back(8 + at + 25);
+    for (std::size_t i : positions) {
+      auto bytes = good;
+      bytes[i] = static_cast<char>(bytes[i] ^ 1);
+      refused(bytes, "bit 0 of byte " + std::to_string(i) + " flipped");
+    }
+    // A changed parameter value is caught by the checksum alone, named as such.
+    auto bytes = good;
+    bytes[8 + header_len + 1] = static_cast<char>(bytes[8 + header_len + 1] ^ 0x40);
+    CHECK_THAT(refused(bytes, "a data byte"), Catch::Contains("checksum mismatch") && Catch::Contains("corrupted"));
+  }
+  CHECK(Snapshot(target) == before);
+
+  // The intact file loads, and then the model does change: the comparison above can fail.
+  CHECK(load_checkpoint(path, target.model, target.opt) == 2);
+  CHECK_FALSE(Snapshot(target) == before);
+}

@@ -1,0 +1,332 @@
+// nn modules against torch 1.13 in eval mode: torch's state_dict loaded (strict) into a tapegrad module
+// built from another seed, then outputs, attention weights and the gradients of every input and
+// parameter for fixed random upstream gradients, in float and double, read from
+// tests/fixtures/modules.safetensors (written by tests/fixtures/make_module_fixtures.py, which
+// documents the layout; torch is not needed here). And the other direction: a state_dict tapegrad
+// saves, which that script's --check-tapegrad mode loads into torch.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "nn/nn.hpp"
+#include "nn/safetensors.hpp"
+#include "tests/parity.hpp"
+
+using namespace tapegrad;
+using namespace tapegrad::nn;
+using tapegrad::testing::dtype_tag;
+
+namespace {
+
+const safetensors::File& fixture() {
+  static const safetensors::File file(std::string(TAPEGRAD_TEST_FIXTURES_DIR) + "/modules.safetensors");
+  return file;
+}
+
+// |got - want| <= atol + rtol * |want|. rtol as for the single ops (tests/test_parity_ops.cpp): a few
+// units in the last place of the rounding accumulated over a module's dozen ops, summed in another
+// order than torch's (the worst element seen is ~3e-6 relative in float, ~1e-13 in double). atol is
+// for elements that are small only by cancellation, whose error is eps times the size of the terms,
+// not of the result: a parameter gradient sums 15 to 60 O(1) products of both signs, and the key
+// bias's gradient (in_proj_bias[E:2E]) is exactly 0 in exact arithmetic, since softmax ignores a
+// shift common to all keys of a query; there both frameworks give rounding noise of ~1e-7 in float
+// and ~5e-16 in double.
+template <typename T>
+struct Tolerance;
+template <>
+struct Tolerance<float> {
+  static constexpr double rtol = 1e-5, atol = 1e-6;
+};
+template <>
+struct Tolerance<double> {
+  static constexpr double rtol = 1e-10, atol = 1e-12;
+};
+
+// One case of the fixture in one dtype: its inputs as fresh leaves that require grad, its masks.
+template <typename T>
+class Inputs {
+ public:
+  explicit Inputs(std::string prefix) : prefix_(std::move(prefix)) {
+    const std::string in = prefix_ + ".in.";
+    for (const auto& name : fixture().names()) {
+      if (name.compare(0, in.size(), in) == 0)
+        inputs_.emplace(name.substr(in.size()), Tensor<T>(fixture().get<T>(name), /*requires_grad=*/true));
+    }
+  }
+  const Tensor<T>& in(const std::string& name) const {
+    const auto it = inputs_.find(name);
+    if (it == inputs_.end()) throw std::runtime_error(prefix_ + ": no input " + name);
+    return it->second;
+  }
+  AttentionMask<T> mask(const std::string& name) const { return fixture().get<bool>(prefix_ + ".mask." + name); }
+  const std::map<std::string, Tensor<T>>& all() const { return inputs_; }
+
+ private:
+  std::string prefix_;
+  std::map<std::string, Tensor<T>> inputs_;
+};
+
+// The output and, for attention, the weights (undefined otherwise).
+template <typename T>
+using Outputs = std::pair<Tensor<T>, Tensor<T>>;
+
+template <typename T>
+struct ModuleCase {
+  std::function<std::shared_ptr<Module<T>>(Generator&)> build;
+  std::function<Outputs<T>(const Module<T>&, const Inputs<T>&)> call;
+};
+
+// A table entry for module type M: build makes it, call runs it (on the M that build made).
+template <typename T, typename M, typename Build, typename Call>
+std::pair<std::string, ModuleCase<T>> entry(std::string name, Build build, Call call) {
+  ModuleCase<T> c;
+  c.build = [build](Generator& gen) -> std::shared_ptr<Module<T>> { return build(gen); };
+  c.call = [call](const Module<T>& m, const Inputs<T>& in) -> Outputs<T> { return call(static_cast<const M&>(m), in); };
+  return {std::move(name), std::move(c)};
+}
+
+MultiheadAttentionOptions self_attention_options() {
+  MultiheadAttentionOptions o(8, 2);
+  o.dropout = 0.1;
+  o.batch_first = true;
+  return o;
+}
+
+TransformerLayerOptions layer_options(bool batch_first, bool norm_first, Activation activation) {
+  TransformerLayerOptions o(8, 2);
+  o.dim_feedforward = 16;
+  o.dropout = 0.1;
+  o.batch_first = batch_first;
+  o.norm_first = norm_first;
+  o.activation = activation;
+  return o;
+}
+
+// Every case of the fixture file; each mirrors the torch module and call of the same name in
+// make_module_fixtures.py.
+template <typename T>
+std::vector<std::pair<std::string, ModuleCase<T>>> cases() {
+  using MHA = MultiheadAttention<T>;
+  using EncoderLayer = TransformerEncoderLayer<T>;
+  using DecoderLayer = TransformerDecoderLayer<T>;
+  const auto self_attention = [](bool average) {
+    return [average](const MHA& m, const Inputs<T>& in) {
+      const auto& x = in.in("x");
+      return m.forward(x, x, x, in.mask("key_padding_mask"), /*need_weights=*/true, {}, average);
+    };
+  };
+  const auto encode = [](const auto& m, const Inputs<T>& in) {
+    return Outputs<T>{m.forward(in.in("src"), {}, in.mask("src_key_padding_mask")), {}};
+  };
+  const auto decode = [](const DecoderLayer& m, const Inputs<T>& in) {
+    return Outputs<T>{
+        m.forward(in.in("tgt"), in.in("memory"), in.mask("tgt_mask"), {}, {}, in.mask("memory_key_padding_mask")), {}};
+  };
+  const auto encoder_layer = [](bool norm_first, Activation activation) {
+    return [=](Generator& gen) {
+      return std::make_shared<EncoderLayer>(layer_options(true, norm_first, activation), gen);
+    };
+  };
+  const auto decoder_layer = [](bool batch_first, bool norm_first, Activation activation) {
+    return [=](Generator& gen) {
+      return std::make_shared<DecoderLayer>(layer_options(batch_first, norm_first, activation), gen);
+    };
+  };
+  return {
+      entry<T, Linear<T>>(
+          "linear", [](Generator& gen) { return std::make_shared<Linear<T>>(4, 5, gen); },
+          [](const Linear<T>& m, const Inputs<T>& in) {
+            return Outputs<T>{m.forward(in.in("x")), {}};
+          }),
+      entry<T, LayerNorm<T>>(
+          "layer_norm",
+          [](Generator&) {
+            return std::make_shared<LayerNorm<T>>(Shape{3, 5}, 1e-4);
+          },
+          [](const LayerNorm<T>& m, const Inputs<T>& in) {
+            return Outputs<T>{m.forward(in.in("x")), {}};
+          }),
+      entry<T, MHA>(
+          "mha_self_padding_averaged",
+          [](Generator& gen) { return std::make_shared<MHA>(self_attention_options(), gen); }, self_attention(true)),
+      entry<T, MHA>(
+          "mha_self_padding_per_head",
+          [](Generator& gen) { return std::make_shared<MHA>(self_attention_options(), gen); }, self_attention(false)),
+      entry<T, MHA>(
+          "mha_cross_kdim_vdim_causal",
+          [](Generator& gen) {
+            MultiheadAttentionOptions o(8, 4);
+            o.dropout = 0.1;
+            o.kdim = 6;
+            o.vdim = 5;
+            return std::make_shared<MHA>(o, gen);
+          },
+          [](const MHA& m, const Inputs<T>& in) {
+            return m.forward(in.in("query"), in.in("key"), in.in("value"), {}, true, in.mask("attn_mask"));
+          }),
+      entry<T, EncoderLayer>("encoder_layer_post_relu", encoder_layer(false, Activation::ReLU), encode),
+      entry<T, EncoderLayer>("encoder_layer_pre_gelu", encoder_layer(true, Activation::GELU), encode),
+      entry<T, DecoderLayer>("decoder_layer_post_relu", decoder_layer(false, false, Activation::ReLU), decode),
+      entry<T, DecoderLayer>("decoder_layer_pre_gelu", decoder_layer(true, true, Activation::GELU), decode),
+      entry<T, TransformerEncoder<T>>(
+          "encoder_2_layers_final_norm",
+          [](Generator& gen) {
+            return std::make_shared<TransformerEncoder<T>>(layer_options(true, false, Activation::ReLU), 2, gen,
+                                                           std::make_shared<LayerNorm<T>>(8));
+          },
+          encode),
+  };
+}
+
+template <typename T>
+void expect_close(const xt::xarray<T>& got, const std::string& key) {
+  const std::string problem = testing::mismatch(got, fixture().get<T>(key), Tolerance<T>::rtol, Tolerance<T>::atol);
+  INFO(key << ": " << problem);
+  CHECK(problem.empty());
+}
+
+// Loads torch's state_dict, runs the case, then backward from the stored upstream gradients; checks
+// the outputs and every input's and parameter's gradient.
+template <typename T>
+void check_against_torch(const std::string& name, const ModuleCase<T>& c) {
+  const std::string prefix = name + "." + dtype_tag<T>();
+  Generator gen(20240601);
+  const auto module = c.build(gen);
+  module->eval();
+  StateDict<T> state = module->state_dict();
+  safetensors::load_state_dict(fixture(), state, /*strict=*/true, prefix + ".model.");
+
+  const Inputs<T> inputs(prefix);
+  REQUIRE_FALSE(inputs.all().empty());
+  const auto [out, weights] = c.call(*module, inputs);
+  expect_close(out.data(), prefix + ".out");
+  const bool has_weights = fixture().contains(prefix + ".weights");
+  REQUIRE(weights.defined() == has_weights);
+  if (has_weights) {
+    expect_close(weights.data(), prefix + ".weights");
+    weights.backward(fixture().get<T>(prefix + ".gweights"), /*retain_graph=*/true);
+  }
+  out.backward(fixture().get<T>(prefix + ".gout"));
+
+  for (const auto& [input, tensor] : inputs.all()) {
+    INFO("gradient of input " << input);
+    REQUIRE(tensor.has_grad());
+    expect_close(tensor.grad(), prefix + ".grad.in." + input);
+  }
+  std::set<std::string> graded;
+  for (const auto& [param, tensor] : module->named_parameters()) {
+    INFO("gradient of parameter " << param);
+    REQUIRE(tensor.has_grad());
+    expect_close(tensor.grad(), prefix + ".grad.model." + param);
+    graded.insert(param);
+  }
+  // torch's file has a gradient for exactly these parameters.
+  std::set<std::string> in_file;
+  const std::string grads = prefix + ".grad.model.";
+  for (const auto& key : fixture().names())
+    if (key.compare(0, grads.size(), grads) == 0) in_file.insert(key.substr(grads.size()));
+  CHECK(graded == in_file);
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("nn modules match torch 1.13 outputs and gradients", "[parity]", float, double) {
+  for (const auto& [name, c] : cases<TestType>()) {
+    DYNAMIC_SECTION(name) { check_against_torch<TestType>(name, c); }
+  }
+}
+
+TEST_CASE("the module parity table covers every case of modules.safetensors in both dtypes", "[parity]") {
+  // <case>.<dtype>.out: the case is everything before the dtype tag.
+  std::map<std::string, std::set<std::string>> in_file;
+  for (const auto& key : fixture().names()) {
+    for (const std::string tag : {".f32.out", ".f64.out"}) {
+      const auto at = key.find(tag);
+      if (at != std::string::npos && at + tag.size() == key.size()) in_file[key.substr(0, at)].insert(tag);
+    }
+  }
+  std::set<std::string> in_table;
+  for (const auto& entry : cases<double>()) in_table.insert(entry.first);
+  std::set<std::string> file_cases;
+  for (const auto& [name, tags] : in_file) {
+    file_cases.insert(name);
+    INFO(name);
+    CHECK(tags.size() == 2);
+  }
+  CHECK(file_cases == in_table);
+  CHECK(cases<float>().size() == in_table.size());
+}
+
+namespace {
+
+// A TransformerEncoderLayer's state_dict, input, padding mask and output under "<name>.", with its
+// constructor arguments as torch's keyword arguments in the metadata "<name>.config".
+template <typename T>
+void add_encoder_layer(const std::string& name, const TransformerLayerOptions& o, std::uint64_t seed,
+                       std::map<std::string, safetensors::Array>& tensors, safetensors::Metadata& metadata) {
+  Generator gen(seed);
+  TransformerEncoderLayer<T> layer(o, gen);
+  layer.eval();
+  const Shape shape = o.batch_first ? Shape{3, 5, o.d_model} : Shape{5, 3, o.d_model};
+  const auto src = Tensor<T>::normal(shape, T(0), T(1), gen);
+  BoolArray padding = xt::zeros<bool>({3, 5});
+  padding(0, 3) = padding(0, 4) = padding(1, 4) = true;
+  const Tensor<T> out = layer.forward(src, {}, padding);
+  for (const auto& [key, tensor] : layer.state_dict()) tensors[name + ".model." + key] = tensor.data();
+  tensors[name + ".in.src"] = src.data();
+  tensors[name + ".mask.src_key_padding_mask"] = padding;
+  tensors[name + ".out"] = out.data();
+  metadata[name + ".config"] =
+      fmt::format(R"({{"d_model": {}, "nhead": {}, "dim_feedforward": {}, "dropout": {}, "activation": "{}", )"
+                  R"("layer_norm_eps": {}, "batch_first": {}, "norm_first": {}}})",
+                  o.d_model, o.nhead, o.dim_feedforward, o.dropout, o.activation == Activation::ReLU ? "relu" : "gelu",
+                  o.layer_norm_eps, o.batch_first ? "true" : "false", o.norm_first ? "true" : "false");
+}
+
+}  // namespace
+
+// The file tests/fixtures/make_module_fixtures.py --check-tapegrad loads into torch: write it with
+//   TAPEGRAD_EXPORT_FOR_TORCH=/tmp/enc.safetensors build/tests/tapegrad_tests "<this test's name>"
+// (see tests/fixtures/README.md). Without the variable the file goes to a temporary directory; either
+// way the test checks that it loads back (strict) into a fresh layer that reproduces the output.
+TEST_CASE("a tapegrad TransformerEncoderLayer state_dict loads into torch", "[parity]") {
+  const char* env = std::getenv("TAPEGRAD_EXPORT_FOR_TORCH");
+  const auto tmp = std::filesystem::temp_directory_path() /
+                   ("tapegrad_export_for_torch_" + std::to_string(::getpid()) + ".safetensors");
+  const std::string path = env && *env ? std::string(env) : tmp.string();
+
+  auto post = layer_options(false, false, Activation::ReLU);
+  auto pre = layer_options(true, true, Activation::GELU);
+  pre.layer_norm_eps = 1e-6;
+  std::map<std::string, safetensors::Array> tensors;
+  safetensors::Metadata metadata{{"source", "tests/test_parity_nn.cpp"}};
+  add_encoder_layer<float>("post_relu_f32", post, 7, tensors, metadata);
+  add_encoder_layer<double>("pre_gelu_f64", pre, 8, tensors, metadata);
+  safetensors::save_file(path, tensors, metadata);
+
+  const safetensors::File file(path);
+  const auto reload = [&file](const std::string& name, const TransformerLayerOptions& o, auto zero) {
+    using T = decltype(zero);
+    Generator gen(99);
+    TransformerEncoderLayer<T> layer(o, gen);
+    layer.eval();
+    StateDict<T> state = layer.state_dict();
+    safetensors::load_state_dict(file, state, /*strict=*/true, name + ".model.");
+    const auto out = layer.forward(Tensor<T>(file.get<T>(name + ".in.src")), {},
+                                   file.get<bool>(name + ".mask.src_key_padding_mask"));
+    CHECK(out.data() == file.get<T>(name + ".out"));
+  };
+  reload("post_relu_f32", post, 0.0f);
+  reload("pre_gelu_f64", pre, 0.0);
+  if (path == tmp.string()) std::filesystem::remove(tmp);
+}
