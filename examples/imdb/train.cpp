@@ -125,16 +125,6 @@ RunState from_metadata(const tapegrad::safetensors::Metadata& m, const fs::path&
   return s;
 }
 
-// The model's only generator (dropout masks); the checkpoint format holds exactly one.
-tapegrad::Generator& checkpoint_generator(const Model& model) {
-  const auto generators = model.named_generators();
-  if (generators.size() != 1 || generators.front().second != model.dropout_generator()) {
-    throw std::logic_error(
-        fmt::format("train_imdb: the model has {} generators; its checkpoint saves one", generators.size()));
-  }
-  return *model.dropout_generator();
-}
-
 }  // namespace
 
 TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bool interactive,
@@ -186,13 +176,12 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
   const auto steps_per_epoch = static_cast<std::int64_t>(loader.size());
   const std::int64_t total_steps = steps_per_epoch * config.epochs;
   const auto schedule = make_schedule(config, total_steps, steps_per_epoch);
-  tapegrad::Generator& generator = checkpoint_generator(*model);
   auto state_dict = model->state_dict();
 
   RunState state;
   std::int64_t step = 0;
   if (config.resume) {
-    step = tapegrad::load_checkpoint(checkpoint_path.string(), state_dict, *optimizer, generator);
+    step = tapegrad::load_checkpoint(checkpoint_path.string(), *model, *optimizer);
     state = from_metadata(tapegrad::safetensors::File(checkpoint_path.string()).metadata(), checkpoint_path);
     progress.message(
         fmt::format("resuming {} after epoch {} (step {})", checkpoint_path.string(), state.epochs_done, step));
@@ -301,7 +290,7 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
           {{"epoch", std::to_string(epoch + 1)}, {"valid_accuracy", fmt::format("{}", record.valid.accuracy)}});
     }
     // After model.safetensors, so the checkpoint never names a best model that is not on disk.
-    tapegrad::save_checkpoint(checkpoint_path.string(), state_dict, *optimizer, step, generator, to_metadata(state));
+    tapegrad::save_checkpoint(checkpoint_path.string(), *model, *optimizer, step, to_metadata(state));
     metrics.write({{"step", step},
                    {"epoch", epoch + 1},
                    {"loss", record.train_loss},
