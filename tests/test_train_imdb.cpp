@@ -285,6 +285,12 @@ TEST_CASE("train_imdb trains a tiny model on the fixture and predict agrees with
                         tmp.path.string(), kFixture.string()));
   CHECK(eval_code == 0);
   CHECK(eval_out.rfind(fmt::format("test: accuracy {:.2f}% ({}/6)", 100.0 * test.accuracy, test.correct), 0) == 0);
+
+  // A new run in the same folder, stopped before its first checkpoint, leaves none of the old run's.
+  const auto stopped = imdb::train(config, out, log, false, [](std::int64_t) { return true; });
+  CHECK(stopped.interrupted);
+  CHECK_FALSE(fs::exists(tmp.path / "model.safetensors"));
+  CHECK_FALSE(fs::exists(tmp.path / "last.ckpt.safetensors"));
 }
 
 TEST_CASE("train_imdb --resume after an interruption ends exactly where an uninterrupted run does", "[imdb]") {

@@ -145,6 +145,15 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
   }
   fs::create_directories(dir);
   Progress progress(log, interactive, static_cast<std::size_t>(config.log_every));
+  if (!config.resume) {
+    // A new run must not leave an older run's checkpoints next to its own config and vocabulary,
+    // where a later --resume or evaluate would pick them up.
+    for (const char* name : {kCheckpointFile, kModelFile}) {
+      if (fs::remove(dir / name)) {
+        progress.message(fmt::format("new run in {}: removed the previous run's {}", dir.string(), name));
+      }
+    }
+  }
   TrainResult result;
 
   // Data.
