@@ -222,6 +222,7 @@ TEST_CASE("train_imdb: warmup longer than training and a --resume without a run 
   CHECK(r.code == 2);
   CHECK(r.err.find("train_imdb: --warmup 100 must be less than the 6 training steps (--epochs 2 x 3 batches)\n") !=
         std::string::npos);
+  CHECK(fs::is_empty(tmp.path));  // nothing written for a run that cannot start
 
   args = base;
   args.push_back("--resume");

@@ -143,17 +143,7 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
     }
     check_resume_matches(config, dir / kConfigFile);
   }
-  fs::create_directories(dir);
   Progress progress(log, interactive, static_cast<std::size_t>(config.log_every));
-  if (!config.resume) {
-    // A new run must not leave an older run's checkpoints next to its own config and vocabulary,
-    // where a later --resume or evaluate would pick them up.
-    for (const char* name : {kCheckpointFile, kModelFile}) {
-      if (fs::remove(dir / name)) {
-        progress.message(fmt::format("new run in {}: removed the previous run's {}", dir.string(), name));
-      }
-    }
-  }
   TrainResult result;
 
   // Data.
@@ -164,7 +154,6 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
   const auto split = split_of(raw, config);
   const ds::Vocabulary vocab =
       config.resume ? ds::Vocabulary::load(dir / kVocabFile) : build_vocabulary(raw, split, config);
-  if (!config.resume) vocab.save(dir / kVocabFile);
   const EncodedSplits data = encode_splits(raw, split, vocab, config);
   result.data_seconds = raw.seconds + seconds_since(prep_start);
   progress.message(
@@ -187,6 +176,20 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
   const auto schedule = make_schedule(config, total_steps, steps_per_epoch);
   auto state_dict = model->state_dict();
 
+  // The run folder, only once the data and the settings are known to work.
+  if (!config.resume) {
+    fs::create_directories(dir);
+    // A new run must not leave an older run's checkpoints next to its own config and vocabulary,
+    // where a later --resume or evaluate would pick them up.
+    for (const char* name : {kCheckpointFile, kModelFile}) {
+      if (fs::remove(dir / name)) {
+        progress.message(fmt::format("new run in {}: removed the previous run's {}", dir.string(), name));
+      }
+    }
+    vocab.save(dir / kVocabFile);
+    write_config(dir / kConfigFile, config);
+  }
+
   RunState state;
   std::int64_t step = 0;
   if (config.resume) {
@@ -194,8 +197,6 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
     state = from_metadata(tapegrad::safetensors::File(checkpoint_path.string()).metadata(), checkpoint_path);
     progress.message(
         fmt::format("resuming {} after epoch {} (step {})", checkpoint_path.string(), state.epochs_done, step));
-  } else {
-    write_config(dir / kConfigFile, config);
   }
   if (data.valid.size() == 0) {
     progress.message(
