@@ -52,7 +52,7 @@ std::string line_chart(const std::string& id, const std::string& x_label, const 
     for (const auto& [x, y] : s.points) {
       x0 = std::min(x0, x), x1 = std::max(x1, x), y0 = std::min(y0, y), y1 = std::max(y1, y);
     }
-  const double width = 520, height = 300, left = 62, right = 16, top = 16, bottom = 48;
+  const double width = 520, height = 320, left = 62, right = 16, top = 16, bottom = 68;
   std::string svg = fmt::format(R"(<svg id="{}" class="chart" width="{}" height="{}" viewBox="0 0 {} {}">)", id, width,
                                 height, width, height);
   if (!std::isfinite(x0)) {
@@ -80,12 +80,14 @@ std::string line_chart(const std::string& id, const std::string& x_label, const 
   }
   svg += fmt::format(R"(<rect x="{}" y="{}" width="{}" height="{}" fill="none" stroke="#999"/>)", left, top, pw, ph);
   svg += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" text-anchor="middle" font-size="12">{}</text>)", left + pw / 2,
-                     height - 8, html::escape(x_label));
+                     top + ph + 34, html::escape(x_label));
   svg += fmt::format(
       R"SVG(<text x="14" y="{:.1f}" text-anchor="middle" font-size="12" transform="rotate(-90 14 {:.1f})">{}</text>)SVG",
       top + ph / 2, top + ph / 2, html::escape(y_label));
 
-  double legend_y = top + 14;
+  // The legend below the axis label, so it never hides a curve.
+  double legend_x = left;
+  const double legend_y = height - 10;
   for (const auto& s : series) {
     svg += fmt::format(R"(<g class="series" data-series="{}" data-points="{}">)", s.id, s.points.size());
     std::string path;
@@ -102,9 +104,8 @@ std::string line_chart(const std::string& id, const std::string& x_label, const 
     svg += "</g>";
     svg += fmt::format(
         R"(<line x1="{:.1f}" x2="{:.1f}" y1="{:.1f}" y2="{:.1f}" stroke="{}" stroke-width="2"/><text x="{:.1f}" y="{:.1f}" font-size="11">{}</text>)",
-        left + pw - 150, left + pw - 130, legend_y, legend_y, s.color, left + pw - 125, legend_y + 4,
-        html::escape(s.label));
-    legend_y += 15;
+        legend_x, legend_x + 20, legend_y, legend_y, s.color, legend_x + 25, legend_y + 4, html::escape(s.label));
+    legend_x += 34 + 6.2 * static_cast<double>(s.label.size());
   }
   return svg + "</svg>";
 }
@@ -116,6 +117,7 @@ std::optional<double> number(const json& line, const char* key) {
 }
 
 std::string duration(double seconds) {
+  if (seconds < 10) return fmt::format("{:.2f} s", seconds);
   if (seconds < 60) return fmt::format("{:.1f} s", seconds);
   const auto s = static_cast<long>(std::lround(seconds));
   return s < 3600 ? fmt::format("{}:{:02}", s / 60, s % 60)
@@ -124,7 +126,7 @@ std::string duration(double seconds) {
 
 constexpr const char* kStyle = R"(
 .charts { display: flex; flex-wrap: wrap; gap: 1.5em; }
-.cols { display: flex; flex-wrap: wrap; gap: 3em; align-items: flex-start; }
+.cols { display: flex; flex-wrap: wrap; gap: 2em; align-items: flex-start; }
 #pe { image-rendering: pixelated; border: 1px solid #ccc; max-width: 100%; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 )";
@@ -137,18 +139,18 @@ constexpr const char* kScript = R"JS(
     var rows = D.pe.positions, cols = D.pe.dims, v = D.pe.values;
     canvas.width = cols;
     canvas.height = rows;
-    var scale = Math.max(1, Math.floor(600 / cols));
-    canvas.style.width = (cols * scale) + 'px';
-    canvas.style.height = (rows * Math.max(1, Math.min(scale, Math.floor(1200 / rows)))) + 'px';
+    var cellW = Math.max(2, Math.floor(380 / cols)), cellH = Math.max(1, Math.min(cellW, Math.floor(380 / rows)));
+    canvas.style.width = (cols * cellW) + 'px';
+    canvas.style.height = (rows * cellH) + 'px';
     var ctx = canvas.getContext('2d'), img = ctx.createImageData(cols, rows);
     var max = 0;
     v.forEach(function (x) { max = Math.max(max, Math.abs(x)); });
     for (var i = 0; i < rows * cols; ++i) {
-      var a = Math.max(-1, Math.min(1, v[i] / (max || 1)));
-      // Diverging: blue below zero, white at zero, red above.
-      img.data[4 * i] = a > 0 ? 255 : Math.round(255 * (1 + a));
-      img.data[4 * i + 1] = Math.round(255 * (1 - Math.abs(a)) * 0.9 + (a === 0 ? 25 : 0));
-      img.data[4 * i + 2] = a < 0 ? 255 : Math.round(255 * (1 - a));
+      // Diverging: red above zero, blue below, white at zero.
+      var a = Math.max(-1, Math.min(1, v[i] / (max || 1))), fade = Math.round(255 * (1 - Math.abs(a)));
+      img.data[4 * i] = a >= 0 ? 255 : fade;
+      img.data[4 * i + 1] = fade;
+      img.data[4 * i + 2] = a <= 0 ? 255 : fade;
       img.data[4 * i + 3] = 255;
     }
     ctx.putImageData(img, 0, 0);
@@ -281,8 +283,8 @@ each epoch, and the validation split after each epoch (eval mode).</p>
 <div class="cols"><div><h2>Timing and throughput</h2><table>{summary}</table>
 <table style="margin-top:1em"><thead><tr><th>epoch</th><th>train loss</th><th>train acc</th><th>valid loss</th>
 <th>valid acc</th><th>time</th><th>tokens/s</th></tr></thead><tbody>{epoch_rows}</tbody></table></div>
-<div><h2>Configuration</h2><table id="config">{config_rows}</table></div></div>
-{pe_section}
+<div style="max-width: 400px">{pe_section}</div></div>
+<h2>Configuration</h2><table id="config">{config_rows}</table>
 <script type="application/json" id="report-data">{data}</script>)",
       fmt::arg("run", html::escape(run_dir.string())), fmt::arg("layers", config.layers), fmt::arg("d", config.d_model),
       fmt::arg("heads", config.heads), fmt::arg("pooling", html::escape(config.pooling)),
