@@ -22,6 +22,7 @@
 #include "examples/imdb/data.hpp"
 #include "examples/imdb/evaluate.hpp"
 #include "examples/imdb/explain.hpp"
+#include "examples/imdb/html.hpp"
 #include "examples/imdb/html_explain.hpp"
 #include "examples/imdb/html_report.hpp"
 #include "examples/imdb/model.hpp"
@@ -462,6 +463,15 @@ TEST_CASE("explain and report: pages of a tiny run, with every text escaped", "[
   CHECK(cut.total_tokens == 50);
   CHECK(cut.tokens.back() == "word49");  // head+tail keeps the end
 
+  // The review on stdin, the page where --output says.
+  const fs::path output = tmp.path / "stdin.html";
+  const CliResult piped = run_in_process({"explain", "--run", tmp.path.string(), "--output", output.string()}, review);
+  CHECK(piped.code == 0);
+  CHECK(piped.out ==
+        fmt::format("P(positive) = {:.6f} ({} tokens); wrote {}\n", e.p_positive, e.tokens.size(), output.string()));
+  std::ifstream written(output);
+  CHECK(std::string(std::istreambuf_iterator<char>(written), {}) == page);
+
   const CliResult empty = run_in_process({"explain", "--run", tmp.path.string(), " "});
   CHECK(empty.code == 2);
   CHECK(empty.err == "train_imdb: explain: the review has no tokens\n");
@@ -475,4 +485,16 @@ TEST_CASE("explain and report: pages of a tiny run, with every text escaped", "[
     ++valid_points;
   CHECK(valid_points == 3);
   CHECK(report.find("id=\"test-score\"") != std::string::npos);
+}
+
+TEST_CASE("html helpers: escaping, JSON inside a script, float32 tables in base64", "[explain]") {
+  CHECK(imdb::html::escape("a<b>&\"c'") == "a&lt;b&gt;&amp;&quot;c&#39;");
+  const std::string json = imdb::html::script_json({{"text", "</script><!-- & \xff"}});
+  CHECK(json == "{\"text\":\"\\u003c/script\\u003e\\u003c!-- \\u0026 \xEF\xBF\xBD\"}");
+  // Python: base64.b64encode(struct.pack('<3f', 1.0, -2.5, 0.0)), and with 1 and 2 floats (padding).
+  CHECK(imdb::html::float32_base64({1.0, -2.5, 0.0}) == "AACAPwAAIMAAAAAA");
+  CHECK(imdb::html::float32_base64({0.1}) == "zczMPQ==");
+  CHECK(imdb::html::float32_base64({0.1, 3.0}) == "zczMPQAAQEA=");
+  CHECK(imdb::html::float32_base64({}).empty());
+  CHECK(imdb::html::round_significant(0.000123456, 3) == 0.000123);
 }

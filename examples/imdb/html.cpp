@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <fstream>
 #include <stdexcept>
 
@@ -54,6 +57,28 @@ std::string script_json(const nlohmann::json& data) {
       default:
         out += c;
     }
+  }
+  return out;
+}
+
+std::string float32_base64(const std::vector<double>& values) {
+  constexpr const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::vector<unsigned char> bytes;
+  bytes.reserve(values.size() * 4);
+  for (const double v : values) {
+    const auto f = static_cast<float>(v);
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, &f, sizeof bits);
+    for (int shift = 0; shift < 32; shift += 8) bytes.push_back(static_cast<unsigned char>(bits >> shift));
+  }
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  for (std::size_t i = 0; i < bytes.size(); i += 3) {
+    const std::size_t n = std::min<std::size_t>(3, bytes.size() - i);
+    std::uint32_t chunk = std::uint32_t(bytes[i]) << 16;
+    if (n > 1) chunk |= std::uint32_t(bytes[i + 1]) << 8;
+    if (n > 2) chunk |= bytes[i + 2];
+    for (std::size_t k = 0; k < 4; ++k) out += k <= n ? kAlphabet[(chunk >> (18 - 6 * k)) & 63] : '=';
   }
   return out;
 }

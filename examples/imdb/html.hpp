@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace imdb::html {
 
@@ -15,6 +16,10 @@ std::string escape(std::string_view text);
 // `data` as JSON that is safe inside a <script> element: '<', '>' and '&' become \u escapes (so no
 // "</script>" or "<!--" can end it early) and invalid UTF-8 (reviews can hold any bytes) becomes U+FFFD.
 std::string script_json(const nlohmann::json& data);
+
+// The values as little-endian float32 bytes in base64: a compact, exact way to embed a large table of
+// float32 numbers (the page decodes it with atob and a DataView).
+std::string float32_base64(const std::vector<double>& values);
 
 // A number rounded to `digits` significant digits, so embedded tables stay small.
 double round_significant(double value, int digits);
