@@ -125,12 +125,18 @@ constexpr const char* kScript = R"JS(
       for (var k0 = start; k0 < start + W; ++k0) max = Math.max(max, w[q0 * P + k0]);
     for (var q = start; q < start + W; ++q) {
       if (focus >= 0 && q !== focus) continue;
-      for (var k = start; k < start + W; ++k) {
+      // Each query's strongest keys in view (all of them for the hovered query), so that a long window
+      // of near-uniform attention stays readable.
+      var keys = [];
+      for (var k = start; k < start + W; ++k) keys.push(k);
+      keys.sort(function (x, z) { return w[q * P + z] - w[q * P + x]; });
+      if (focus < 0) keys = keys.slice(0, 3);
+      keys.forEach(function (k) {
         var a = w[q * P + k] / (max || 1);
-        if (a < 0.05) continue;
+        if (a < 0.05) return;
         el('line', {x1: colW, y1: y(q), x2: colW + gap, y2: y(k), stroke: '#1565c0', 'stroke-opacity': a,
                     'stroke-width': 0.5 + 2.5 * a, 'class': 'attn-line'}, lines);
-      }
+      });
     }
     for (var i = start; i < start + W; ++i) {
       var left = el('text', {x: colW - 6, y: y(i) + 4, 'text-anchor': 'end', 'class': 'query-tok', 'data-i': i}, svg);
@@ -272,7 +278,7 @@ Underlined tokens are not in the vocabulary (&lt;unk&gt;).</p>
 <h2>Attention</h2>
 <p class="note">The self-attention weights the model applied (eval mode: no dropout; the review was encoded alone,
 so there is no padding). Each query's row sums to 1 over all {positions} positions; the views show a window of
-them. Hover a query token on the left to see only its lines. Lines and cells are shaded relative to the largest weight in view; lines below 5% of it are left out.</p>
+them. The head view joins each query to its 3 strongest keys in view; hover a query on the left to see all of its lines. Lines and cells are shaded relative to the largest weight in view; lines below 5% of it are left out.</p>
 <div class="controls"><select id="layer"></select><select id="head"></select>
 <label>window start <input id="start" type="range" min="0" value="0"></label><span id="window"></span></div>
 <div class="views"><svg id="lines"></svg><div><svg id="heatmap"></svg><div class="note" id="heat-note"></div></div></div>

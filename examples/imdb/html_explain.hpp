@@ -8,7 +8,7 @@
 
 namespace imdb {
 
-// `review` is the text as given (shown escaped); `title_note` names the run.
+// `review` is the text as given (shown escaped); `run_name` says which run the model came from.
 std::string explain_html(const Explanation& e, const std::string& review, const std::string& run_name);
 
 }  // namespace imdb
