@@ -485,6 +485,19 @@ TEST_CASE("explain and report: pages of a tiny run, with every text escaped", "[
     ++valid_points;
   CHECK(valid_points == 3);
   CHECK(report.find("id=\"test-score\"") != std::string::npos);
+  CHECK(report.find("Sinusoidal positional encoding") != std::string::npos);
+  CHECK(report.find("\"pe\":{\"dims\":8,\"positions\":32,") != std::string::npos);
+
+  // A learned table is read from the trained model.
+  TempDir learned;
+  imdb::Config with_learned = tiny_config(learned.path, 1);
+  with_learned.pos = "learned";
+  imdb::train(with_learned, out, log, false);
+  const std::string learned_report = imdb::report_html(learned.path);
+  CHECK(learned_report.find("Learned positional embedding (from model.safetensors)") != std::string::npos);
+  const auto table = imdb::load_run(learned.path).model->learned->weight.data();
+  CHECK(learned_report.find(fmt::format("\"values\":[{},", imdb::html::round_significant(table(0, 0), 3))) !=
+        std::string::npos);
 }
 
 TEST_CASE("html helpers: escaping, JSON inside a script, float32 tables in base64", "[explain]") {
