@@ -15,10 +15,16 @@
 #include <string>
 #include <vector>
 
+#include "autograd/tape.hpp"
+#include "datasets/tokenizer.hpp"
 #include "examples/imdb/cli.hpp"
 #include "examples/imdb/config.hpp"
 #include "examples/imdb/data.hpp"
 #include "examples/imdb/evaluate.hpp"
+#include "examples/imdb/explain.hpp"
+#include "examples/imdb/html.hpp"
+#include "examples/imdb/html_explain.hpp"
+#include "examples/imdb/html_report.hpp"
 #include "examples/imdb/model.hpp"
 #include "examples/imdb/progress.hpp"
 #include "examples/imdb/train.hpp"
@@ -368,4 +374,140 @@ TEST_CASE("train_imdb progress: plain lines every log-every steps, durations and
   CHECK(imdb::format_rate(950) == "950");
   CHECK(imdb::format_rate(21340) == "21.3k");
   CHECK(imdb::format_rate(1.25e6) == "1.25M");
+}
+
+// ---- explain and report ----
+
+TEST_CASE("explain: saliency is the derivative of the logit along each token's own embedding", "[explain]") {
+  using tapegrad::nn::Pooling;
+  for (Pooling pooling : {Pooling::Mean, Pooling::Max, Pooling::Cls}) {
+    INFO("pooling " << tapegrad::nn::pooling_name(pooling));
+    tapegrad::nn::TransformerClassifierOptions o;
+    o.vocab_size = 20;
+    o.max_len = 8;
+    o.d_model = 8;
+    o.nhead = 2;
+    o.num_layers = 2;
+    o.dim_feedforward = 12;
+    o.pooling = pooling;
+    tapegrad::Generator gen(11);
+    tapegrad::nn::TransformerClassifier<double> model(o, gen);
+    model.train();
+    // Distinct ids, so scaling a token's row of the table scales that token's embedding only.
+    const std::vector<std::int64_t> ids = {3, 7, 2, 9, 5, 13};
+    const imdb::Explanation e = imdb::explain_ids(model, ids);
+    CHECK(model.is_training());                                          // restored
+    for (const auto& p : model.parameters()) CHECK_FALSE(p.has_grad());  // left as they were
+    REQUIRE(e.saliency.size() == ids.size());
+    REQUIRE(e.layers == 2);
+    REQUIRE(e.heads == 2);
+    REQUIRE(e.positions == ids.size() + (pooling == Pooling::Cls ? 1 : 0));
+    for (const auto& layer : e.attention)
+      for (const auto& w : layer)
+        for (std::size_t q = 0; q < e.positions; ++q) {
+          double sum = 0.0;
+          for (std::size_t k = 0; k < e.positions; ++k) sum += w[q * e.positions + k];
+          CHECK(sum == Approx(1.0).margin(1e-12));
+        }
+
+    const auto logit = [&](std::size_t token, double eps) {
+      auto& weight = model.embedding->weight.mutable_data();
+      const auto row = static_cast<std::size_t>(ids[token]);
+      std::vector<double> saved(weight.data() + row * o.d_model, weight.data() + (row + 1) * o.d_model);
+      for (std::size_t k = 0; k < o.d_model; ++k) weight(row, k) = saved[k] * (1.0 + eps);
+      tapegrad::NoGradGuard no_grad;
+      model.eval();
+      xt::xarray<std::int64_t> batch = xt::xarray<std::int64_t>::from_shape({1, ids.size()});
+      std::copy(ids.begin(), ids.end(), batch.begin());
+      const double value =
+          model.forward(batch, xt::zeros<bool>({std::size_t{1}, ids.size()})).data()(0, std::size_t(e.predicted));
+      for (std::size_t k = 0; k < o.d_model; ++k) weight(row, k) = saved[k];
+      return value;
+    };
+    const double eps = 1e-6;
+    double total = 0.0;
+    for (std::size_t t = 0; t < ids.size(); ++t) {
+      const double estimate = (logit(t, eps) - logit(t, -eps)) / (2 * eps);
+      CHECK(e.saliency[t] == Approx(estimate).margin(1e-7).epsilon(1e-5));
+      total += std::abs(e.saliency[t]);
+    }
+    CHECK(total > 1e-3);  // not trivially zero
+    CHECK(e.logits[std::size_t(e.predicted)] == Approx(logit(0, 0.0)).margin(1e-12));
+  }
+}
+
+TEST_CASE("explain and report: pages of a tiny run, with every text escaped", "[explain]") {
+  TempDir tmp;
+  std::ostringstream out, log;
+  imdb::train(tiny_config(tmp.path, 3), out, log, false);
+  const imdb::LoadedRun run = imdb::load_run(tmp.path);
+
+  const std::string review = "A <b>great</b> & \"moving\" film</script><script>alert(1)</script> 'no'";
+  const imdb::Explanation e = imdb::explain_text(*run.model, run.vocab, run.config, review);
+  CHECK(e.tokens == tapegrad::datasets::tokenize(review));
+  CHECK(e.p_positive == Approx(imdb::predict_proba(*run.model, run.vocab, run.config, {review})[0]).margin(1e-6));
+  const std::string page = imdb::explain_html(e, review, tmp.path.string());
+  CHECK(page.find("<b>great") == std::string::npos);
+  CHECK(page.find("alert(1)</script>") == std::string::npos);
+  CHECK(page.find("A &lt;b&gt;great&lt;/b&gt; &amp; &quot;moving&quot; film&lt;/script&gt;") != std::string::npos);
+  // Exactly the page's own three scripts (error handler, data, drawing) end.
+  std::size_t ends = 0;
+  for (std::size_t at = page.find("</script>"); at != std::string::npos; at = page.find("</script>", at + 1)) ++ends;
+  CHECK(ends == 3);
+
+  // Too long for the run's max_len (32): truncated as predict does.
+  std::string long_review;
+  for (int i = 0; i < 50; ++i) long_review += "word" + std::to_string(i) + " ";
+  const imdb::Explanation cut = imdb::explain_text(*run.model, run.vocab, run.config, long_review);
+  CHECK(cut.tokens.size() == 32);
+  CHECK(cut.total_tokens == 50);
+  CHECK(cut.tokens.back() == "word49");  // head+tail keeps the end
+
+  // The review on stdin, the page where --output says.
+  const fs::path output = tmp.path / "stdin.html";
+  const CliResult piped = run_in_process({"explain", "--run", tmp.path.string(), "--output", output.string()}, review);
+  CHECK(piped.code == 0);
+  CHECK(piped.out ==
+        fmt::format("P(positive) = {:.6f} ({} tokens); wrote {}\n", e.p_positive, e.tokens.size(), output.string()));
+  std::ifstream written(output);
+  CHECK(std::string(std::istreambuf_iterator<char>(written), {}) == page);
+
+  const CliResult empty = run_in_process({"explain", "--run", tmp.path.string(), " "});
+  CHECK(empty.code == 2);
+  CHECK(empty.err == "train_imdb: explain: the review has no tokens\n");
+
+  const std::string report = imdb::report_html(tmp.path);
+  std::size_t valid_points = 0;
+  const auto series = report.find("data-series=\"valid_loss\" data-points=\"3\"");
+  CHECK(series != std::string::npos);
+  for (std::size_t at = report.find("<circle", series); at < report.find("</g>", series);
+       at = report.find("<circle", at + 1))
+    ++valid_points;
+  CHECK(valid_points == 3);
+  CHECK(report.find("id=\"test-score\"") != std::string::npos);
+  CHECK(report.find("Sinusoidal positional encoding") != std::string::npos);
+  CHECK(report.find("\"pe\":{\"dims\":8,\"positions\":32,") != std::string::npos);
+
+  // A learned table is read from the trained model.
+  TempDir learned;
+  imdb::Config with_learned = tiny_config(learned.path, 1);
+  with_learned.pos = "learned";
+  imdb::train(with_learned, out, log, false);
+  const std::string learned_report = imdb::report_html(learned.path);
+  CHECK(learned_report.find("Learned positional embedding (from model.safetensors)") != std::string::npos);
+  const auto table = imdb::load_run(learned.path).model->learned->weight.data();
+  CHECK(learned_report.find(fmt::format("\"values\":[{},", imdb::html::round_significant(table(0, 0), 3))) !=
+        std::string::npos);
+}
+
+TEST_CASE("html helpers: escaping, JSON inside a script, float32 tables in base64", "[explain]") {
+  CHECK(imdb::html::escape("a<b>&\"c'") == "a&lt;b&gt;&amp;&quot;c&#39;");
+  const std::string json = imdb::html::script_json({{"text", "</script><!-- & \xff"}});
+  CHECK(json == "{\"text\":\"\\u003c/script\\u003e\\u003c!-- \\u0026 \xEF\xBF\xBD\"}");
+  // Python: base64.b64encode(struct.pack('<3f', 1.0, -2.5, 0.0)), and with 1 and 2 floats (padding).
+  CHECK(imdb::html::float32_base64({1.0, -2.5, 0.0}) == "AACAPwAAIMAAAAAA");
+  CHECK(imdb::html::float32_base64({0.1}) == "zczMPQ==");
+  CHECK(imdb::html::float32_base64({0.1, 3.0}) == "zczMPQAAQEA=");
+  CHECK(imdb::html::float32_base64({}).empty());
+  CHECK(imdb::html::round_significant(0.000123456, 3) == 0.000123);
 }

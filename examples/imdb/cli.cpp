@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,10 @@
 #include "examples/imdb/config.hpp"
 #include "examples/imdb/data.hpp"
 #include "examples/imdb/evaluate.hpp"
+#include "examples/imdb/explain.hpp"
+#include "examples/imdb/html.hpp"
+#include "examples/imdb/html_explain.hpp"
+#include "examples/imdb/html_report.hpp"
 #include "examples/imdb/interrupt.hpp"
 #include "examples/imdb/model.hpp"
 #include "examples/imdb/progress.hpp"
@@ -131,6 +136,10 @@ int train_command(const CLI::App& app, Config config, std::ostream& out, std::os
     throw;
   }
   remove_interrupt_handler();
+  // Once config.json exists the run has a report, even an interrupted one.
+  if (fs::exists(fs::path(config.out) / kConfigFile)) {
+    out << fmt::format("report: {}\n", write_report(config.out).string()) << std::flush;
+  }
   return result.interrupted ? kInterruptedExitCode : 0;
 }
 
@@ -193,13 +202,48 @@ int predict_command(const PredictArgs& a, std::istream& in, std::ostream& out) {
   return 0;
 }
 
+struct ExplainArgs {
+  std::string run, output;
+  std::vector<std::string> words;
+  std::int64_t threads = 2;
+};
+
+int explain_command(const ExplainArgs& a, std::istream& in, std::ostream& out) {
+  check_run_folder(a.run);
+  check_positive("--threads", a.threads);
+  tapegrad::set_num_threads(static_cast<int>(a.threads));
+  std::string text;
+  if (a.words.empty()) {
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  } else {
+    for (const auto& word : a.words) text += (text.empty() ? "" : " ") + word;
+  }
+  LoadedRun run = load_run(a.run);
+  Explanation e;
+  try {
+    e = explain_text(*run.model, run.vocab, run.config, text);
+  } catch (const std::invalid_argument& error) {
+    throw UsageError(error.what());
+  }
+  const fs::path output = a.output.empty() ? fs::path(a.run) / "explain.html" : fs::path(a.output);
+  html::write_file(output, explain_html(e, text, a.run));
+  out << fmt::format("P(positive) = {:.6f} ({} tokens); wrote {}\n", e.p_positive, e.tokens.size(), output.string());
+  return 0;
+}
+
+int report_command(const std::string& run, std::ostream& out) {
+  if (!fs::exists(fs::path(run) / kConfigFile)) throw UsageError(fmt::format("--run {} has no {}", run, kConfigFile));
+  out << fmt::format("report: {}\n", write_report(run).string());
+  return 0;
+}
+
 }  // namespace
 
 int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& out, std::ostream& err,
             bool interactive) {
   CLI::App app(
       "Trains a Transformer sentiment classifier on IMDb movie reviews (Maas et al. 2011).\n"
-      "With no subcommand it trains; `evaluate` and `predict` use a finished run.",
+      "With no subcommand it trains; `evaluate`, `predict`, `explain` and `report` use a finished run.",
       kProgram);
   app.require_subcommand(0, 1);
   Config config;
@@ -222,6 +266,19 @@ int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& o
   predict_app->add_option("reviews", predict_args.texts, "review texts");
   predict_app->add_option("--threads", predict_args.threads, "BLAS threads")->capture_default_str();
 
+  ExplainArgs explain_args;
+  CLI::App* explain_app = app.add_subcommand(
+      "explain", "an HTML page of the model's attention and token saliency for one review (stdin if none given)");
+  explain_app->add_option("--run", explain_args.run, "run folder")->required();
+  explain_app->add_option("review", explain_args.words, "the review (its words are joined with spaces)");
+  explain_app->add_option("--output", explain_args.output, "the HTML file to write (default: RUN/explain.html)");
+  explain_app->add_option("--threads", explain_args.threads, "BLAS threads")->capture_default_str();
+
+  std::string report_run;
+  CLI::App* report_app =
+      app.add_subcommand("report", "an HTML page of a run's curves, configuration and timing (RUN/report.html)");
+  report_app->add_option("--run", report_run, "run folder")->required();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
@@ -237,16 +294,22 @@ int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& o
   }
 
   try {
-    if (evaluate_app->parsed() || predict_app->parsed()) {
+    CLI::App* command = nullptr;
+    for (CLI::App* sub : {evaluate_app, predict_app, explain_app, report_app})
+      if (sub->parsed()) command = sub;
+    if (command) {
       // The training flags live in option groups, which CLI11 keeps as unnamed subcommands.
       for (CLI::App* group : app.get_subcommands([](CLI::App* sub) { return sub->get_name().empty(); })) {
         for (const CLI::Option* option : group->get_options()) {
           if (option->count() == 0) continue;
           throw UsageError(fmt::format("{} is a training flag; put {} flags after the subcommand", option->get_name(),
-                                       evaluate_app->parsed() ? "evaluate" : "predict"));
+                                       command->get_name()));
         }
       }
-      return evaluate_app->parsed() ? evaluate_command(eval_args, out, err) : predict_command(predict_args, in, out);
+      if (command == evaluate_app) return evaluate_command(eval_args, out, err);
+      if (command == predict_app) return predict_command(predict_args, in, out);
+      if (command == explain_app) return explain_command(explain_args, in, out);
+      return report_command(report_run, out);
     }
     return train_command(app, config, out, err, interactive);
   } catch (const UsageError& e) {
