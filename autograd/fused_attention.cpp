@@ -90,6 +90,7 @@ template <typename T>
 struct Saved {
   Dims d;
   T scale;  // 1 / sqrt(D)
+  T sqrt_d;
   bool dropout;
   detail::DropoutMask mask;  // valid when dropout
   T keep_scale;              // 1 / (1 - p)
@@ -101,10 +102,18 @@ void attention_forward(const Saved<T>& s, const AttentionBoolMasks& masks, Slab<
                        Slab<const T> v, T* out, T* probs) {
   const Dims& d = s.d;
   const std::size_t LS = d.L * d.S, E = d.H * d.D;
-  for_each_pair(d.B * d.H, (probs ? 0 : LS) + (s.dropout ? LS : 0), [&](std::size_t bh, char* scratch) {
+  const std::size_t LD = d.L * d.D;
+  for_each_pair(d.B * d.H, LD + (probs ? 0 : LS) + (s.dropout ? LS : 0), [&](std::size_t bh, char* scratch) {
     const std::size_t b = bh / d.H, h = bh % d.H;
+    // q / sqrt(D) first, then Q K^T, exactly as the composed path rounds it (so that asking for the
+    // attention weights, which takes that path, never changes the output).
+    T* qs = reinterpret_cast<T*>(scratch);
+    scratch = reinterpret_cast<char*>(qs + LD);
+    const T* qp = q.at(b, h, d.D);
+    for (std::size_t i = 0; i < d.L; ++i)
+      for (std::size_t j = 0; j < d.D; ++j) qs[i * d.D + j] = qp[i * q.ld + j] / s.sqrt_d;
     T* p = probs ? probs + bh * LS : reinterpret_cast<T*>(scratch);
-    blas::gemm<T>(false, true, d.L, d.S, d.D, s.scale, q.at(b, h, d.D), q.ld, k.at(b, h, d.D), k.ld, T(0), p, d.S);
+    blas::gemm<T>(false, true, d.L, d.S, d.D, T(1), qs, d.D, k.at(b, h, d.D), k.ld, T(0), p, d.S);
     const RowMasks rm = row_masks(masks, d, b, h);
     for (std::size_t i = 0; i < d.L; ++i) masked_softmax_row(p + i * d.S, i, d.S, rm);
     const T* weights = p;
@@ -183,7 +192,11 @@ Saved<T> make_saved(const Dims& d, double p, bool training, Generator& gen) {
   const bool drop = training && p > 0.0;
   // Drawn exactly when dropout(weights, p, true, gen) would draw: one next_u64 as the call's seed.
   const detail::DropoutMask mask(drop ? gen.next_u64() : 0, drop ? p : 0.0);
-  return Saved<T>{d, static_cast<T>(1.0 / std::sqrt(static_cast<double>(d.D))), drop, mask,
+  return Saved<T>{d,
+                  static_cast<T>(1.0 / std::sqrt(static_cast<double>(d.D))),
+                  static_cast<T>(std::sqrt(static_cast<double>(d.D))),
+                  drop,
+                  mask,
                   static_cast<T>(1.0 / (1.0 - (drop ? p : 0.0)))};
 }
 
