@@ -27,7 +27,7 @@ void check_ids(const char* op, const char* what, const xt::xarray<std::int64_t>&
     throw ShapeError(
         fmt::format("Transformer.{}: {} length {} is outside [1, max_len = {}]", op, what, ids.shape(1), max_len));
   }
-  if (padding.size() != 0 || padding.dimension() != 0) {
+  if (padding.dimension() != 0) {
     if (padding.dimension() != 2 || padding.shape(0) != ids.shape(0) || padding.shape(1) != ids.shape(1)) {
       throw ShapeError(fmt::format("Transformer.{}: the padding mask of {} is {}, expected {}", op, what,
                                    format_shape(shape_of(padding)), format_shape(shape_of(ids))));
