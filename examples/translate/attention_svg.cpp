@@ -45,7 +45,8 @@ std::string attention_svg(const std::string& title, const std::vector<std::strin
       throw std::invalid_argument(fmt::format("attention_svg: a map is not [{}, {}]", rows, cols));
   }
   const int panel = kLeft + static_cast<int>(cols) * kCell;
-  const int width = static_cast<int>(layers.size()) * (panel + kGap);
+  // Wide enough for the title too (about 8.5 px per character at 14 px monospace).
+  const int width = std::max(static_cast<int>(layers.size()) * (panel + kGap), static_cast<int>(title.size()) * 9 + 8);
   const int height = kTitle + kTop + static_cast<int>(rows) * kCell + 10;
   std::string s = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"monospace\" "

@@ -26,7 +26,7 @@ struct Config {
   bool tie_output = true;
   // Optimization: the paper's recipe
   std::size_t batch_size = 64;
-  std::int64_t steps = 3000;
+  std::int64_t steps = 5000;
   double time_limit = 600;  // seconds of training; 0 = no limit
   std::int64_t warmup = 400;
   double lr_factor = 1.0;  // Noam factor

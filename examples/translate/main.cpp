@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <iostream>
@@ -183,9 +184,18 @@ int train_command(Config c, std::ostream& out, std::ostream& err) {
   err << fmt::format("{}: {} | train {} valid {} test {} | {} parameters | {} thread(s)\n", kProgram,
                      direction_name(dir), data.train.size(), data.valid.size(), data.test.size(),
                      model.num_parameters(), c.threads);
-  Generator shuffle(c.seed ^ 0x5eedULL);
-  std::vector<std::size_t> order;
-  std::size_t cursor = 0;
+  // Batches draw a digit count uniformly, then a training number of that length: the training set
+  // holds few short numbers (there are only ten one-digit ones), and without this the model rarely
+  // sees a short output and answers "one" with "11111111".
+  std::vector<std::vector<std::size_t>> by_length;
+  for (std::size_t i = 0; i < data.train.size(); ++i) {
+    const std::size_t digits = std::to_string(data.train[i]).size();
+    if (by_length.size() < digits) by_length.resize(digits);
+    by_length[digits - 1].push_back(i);
+  }
+  by_length.erase(std::remove_if(by_length.begin(), by_length.end(), [](const auto& g) { return g.empty(); }),
+                  by_length.end());
+  Generator sampler(c.seed ^ 0x5eedULL);
   double train_seconds = 0, loss_sum = 0;
   std::size_t loss_count = 0, tokens = 0;
   const auto run_start = Clock::now();
@@ -194,14 +204,12 @@ int train_command(Config c, std::ostream& out, std::ostream& err) {
   bool out_of_time = false;
   while (step < c.steps && !out_of_time) {
     const auto step_start = Clock::now();
-    if (cursor + c.batch_size > order.size()) {  // a new epoch: a fresh permutation
-      order = shuffle.permutation(train_src.size());
-      cursor = 0;
-    }
     std::vector<Ids> src, tgt;
-    for (std::size_t i = 0; i < c.batch_size && cursor < order.size(); ++i, ++cursor) {
-      src.push_back(train_src[order[cursor]]);
-      tgt.push_back(train_tgt[order[cursor]]);
+    for (std::size_t i = 0; i < c.batch_size; ++i) {
+      const auto& group = by_length[sampler.randint(by_length.size())];
+      const std::size_t pick = group[sampler.randint(group.size())];
+      src.push_back(train_src[pick]);
+      tgt.push_back(train_tgt[pick]);
     }
     const Batch b = make_batch(src, tgt);
     model.train();
