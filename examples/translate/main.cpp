@@ -184,9 +184,10 @@ int train_command(Config c, std::ostream& out, std::ostream& err) {
   err << fmt::format("{}: {} | train {} valid {} test {} | {} parameters | {} thread(s)\n", kProgram,
                      direction_name(dir), data.train.size(), data.valid.size(), data.test.size(),
                      model.num_parameters(), c.threads);
-  // Batches draw a digit count uniformly, then a training number of that length: the training set
-  // holds few short numbers (there are only ten one-digit ones), and without this the model rarely
-  // sees a short output and answers "one" with "11111111".
+  // Three examples in four are uniform draws from the training set; the fourth draws a digit count
+  // uniformly, then a training number of that length. The set holds few short numbers (there are only
+  // ten one-digit ones): drawn uniformly alone, the model rarely sees a short output and answers
+  // "one" with "11111111"; drawn by length alone, a third of each batch is spent on numbers below 1000.
   std::vector<std::vector<std::size_t>> by_length;
   for (std::size_t i = 0; i < data.train.size(); ++i) {
     const std::size_t digits = std::to_string(data.train[i]).size();
@@ -206,8 +207,11 @@ int train_command(Config c, std::ostream& out, std::ostream& err) {
     const auto step_start = Clock::now();
     std::vector<Ids> src, tgt;
     for (std::size_t i = 0; i < c.batch_size; ++i) {
-      const auto& group = by_length[sampler.randint(by_length.size())];
-      const std::size_t pick = group[sampler.randint(group.size())];
+      std::size_t pick = sampler.randint(data.train.size());
+      if (sampler.randint(4) == 0) {
+        const auto& group = by_length[sampler.randint(by_length.size())];
+        pick = group[sampler.randint(group.size())];
+      }
       src.push_back(train_src[pick]);
       tgt.push_back(train_tgt[pick]);
     }
