@@ -2,6 +2,10 @@
 
 #include <cblas.h>
 
+#include <algorithm>
+
+#include "autograd/parallel.hpp"
+
 namespace tapegrad::blas {
 
 namespace {
@@ -15,15 +19,47 @@ bool empty_product(std::size_t m, std::size_t n, std::size_t k, T beta, T* c, st
     for (std::size_t j = 0; j < n; ++j) c[i * ldc + j] = beta == T(0) ? T(0) : beta * c[i * ldc + j];
   return true;
 }
+
+// OpenBLAS itself runs single-threaded: tapegrad splits a large product over its own worker threads
+// (autograd/parallel.hpp) by blocks of C's rows or columns, never along k, so each element comes
+// from one call in one order (deterministic), and OpenBLAS's pool, which spins on sched_yield while
+// it waits for work, never competes with tapegrad's threads for the cores.
+void openblas_single_threaded() {
+  static const bool done = (openblas_set_num_threads(1), true);
+  (void)done;
+}
+
+// call(rows, cols, a, b, c) on blocks of C: its rows (op(A)'s rows) or columns (op(B)'s columns),
+// whichever are more, when the product is large enough to pay for the hand-off.
+template <typename T, typename Call>
+void split_gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, const T* a, std::size_t lda,
+                const T* b, std::size_t ldb, T* c, std::size_t ldc, Call&& call) {
+  openblas_single_threaded();
+  constexpr std::size_t kMinWork = std::size_t{1} << 20;  // multiply-adds worth a thread
+  const std::size_t blocks = std::max<std::size_t>(1, m * n * k / kMinWork);
+  if (m >= n) {
+    detail::parallel_for(m, std::max<std::size_t>(8, m / blocks), [&](std::size_t r0, std::size_t r1) {
+      call(r1 - r0, n, trans_a ? a + r0 : a + r0 * lda, b, c + r0 * ldc);
+    });
+  } else {
+    detail::parallel_for(n, std::max<std::size_t>(16, n / blocks), [&](std::size_t c0, std::size_t c1) {
+      call(m, c1 - c0, a, trans_b ? b + c0 * ldb : b + c0, c + c0);
+    });
+  }
+}
+
+blasint bi(std::size_t v) { return static_cast<blasint>(v); }
 }  // namespace
 
 template <>
 void gemm<float>(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha, const float* a,
                  std::size_t lda, const float* b, std::size_t ldb, float beta, float* c, std::size_t ldc) {
   if (empty_product(m, n, k, beta, c, ldc)) return;
-  cblas_sgemm(CblasRowMajor, op(trans_a), op(trans_b), static_cast<blasint>(m), static_cast<blasint>(n),
-              static_cast<blasint>(k), alpha, a, static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c,
-              static_cast<blasint>(ldc));
+  split_gemm(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc,
+             [&](std::size_t rows, std::size_t cols, const float* pa, const float* pb, float* pc) {
+               cblas_sgemm(CblasRowMajor, op(trans_a), op(trans_b), bi(rows), bi(cols), bi(k), alpha, pa, bi(lda), pb,
+                           bi(ldb), beta, pc, bi(ldc));
+             });
 }
 
 template <>
@@ -31,17 +67,20 @@ void gemm<double>(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std:
                   const double* a, std::size_t lda, const double* b, std::size_t ldb, double beta, double* c,
                   std::size_t ldc) {
   if (empty_product(m, n, k, beta, c, ldc)) return;
-  cblas_dgemm(CblasRowMajor, op(trans_a), op(trans_b), static_cast<blasint>(m), static_cast<blasint>(n),
-              static_cast<blasint>(k), alpha, a, static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c,
-              static_cast<blasint>(ldc));
+  split_gemm(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc,
+             [&](std::size_t rows, std::size_t cols, const double* pa, const double* pb, double* pc) {
+               cblas_dgemm(CblasRowMajor, op(trans_a), op(trans_b), bi(rows), bi(cols), bi(k), alpha, pa, bi(lda), pb,
+                           bi(ldb), beta, pc, bi(ldc));
+             });
 }
 
 int set_num_threads(int threads) {
-  const int previous = openblas_get_num_threads();
-  openblas_set_num_threads(threads);
+  openblas_single_threaded();
+  const int previous = detail::parallel_threads();
+  detail::set_parallel_threads(threads);
   return previous;
 }
 
-int get_num_threads() { return openblas_get_num_threads(); }
+int get_num_threads() { return detail::parallel_threads(); }
 
 }  // namespace tapegrad::blas

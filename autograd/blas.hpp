@@ -11,6 +11,8 @@ template <typename T>
 void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std::size_t lda,
           const T* b, std::size_t ldb, T beta, T* c, std::size_t ldc);
 
+// Threads a product may use: tapegrad's workers (autograd/parallel.hpp), each running OpenBLAS on a
+// block of C; OpenBLAS's own threading stays off. set_num_threads returns the previous value.
 int set_num_threads(int threads);
 int get_num_threads();
 

@@ -2,16 +2,41 @@
 // 1 / (1 - p); in eval, or with p = 0, it is the identity.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+
 #include "autograd/generator.hpp"
 #include "autograd/tensor.hpp"
 
 namespace tapegrad {
 
 // p must lie in [0, 1) (ShapeError, a std::invalid_argument, naming p otherwise). In eval or with
-// p = 0 the result is x itself (as torch returns its input) and gen is not touched. Otherwise one
-// gen.uniform() is drawn per element in row-major order and the element is kept when it is >= p, so
-// a seeded generator reproduces the mask; the backward multiplies by the same scaled mask.
+// p = 0 the result is x itself (as torch returns its input) and gen is not touched. Otherwise the
+// call draws one gen.next_u64() as its seed and keeps element i (row-major) by the rule of
+// detail::DropoutMask, so a seeded generator reproduces the mask; the backward multiplies by the
+// same scaled mask (recomputed from the seed, not stored).
 template <typename T>
 Tensor<T> dropout(const Tensor<T>& x, double p, bool training, Generator& gen);
+
+namespace detail {
+
+// The mask rule, shared with the fused attention kernel: element i is kept when the high 32 bits of
+// splitmix64's finalizer applied to seed + (i + 1) * 0x9e3779b97f4a7c15 are >= round(p * 2^32). A
+// counter-based rule (like torch's Philox) lets every element be decided independently: vectorized,
+// split over threads, and recomputed in the backward instead of stored.
+struct DropoutMask {
+  DropoutMask(std::uint64_t seed, double p)
+      : seed(seed), threshold(static_cast<std::uint64_t>(p * 4294967296.0 + 0.5)) {}
+  bool keep(std::size_t i) const {
+    std::uint64_t z = seed + (static_cast<std::uint64_t>(i) + 1) * 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return (z >> 32) >= threshold;
+  }
+  std::uint64_t seed, threshold;
+};
+
+}  // namespace detail
 
 }  // namespace tapegrad

@@ -2,8 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <array>
+
 #include "autograd/blas.hpp"
 #include "autograd/broadcast.hpp"
+#include "autograd/parallel.hpp"
 #include "autograd/tape.hpp"
 
 namespace tapegrad {
@@ -39,6 +42,19 @@ void for_each_batch(const BatchPlan& plan, F f) {
       index[d] = 0;
     }
   }
+}
+
+// for_each_batch split over the threads when `disjoint` (each batch writes its own output block, so
+// the blocks may run in any order); serial otherwise (broadcast operands accumulate into one block).
+template <typename F>
+void for_each_batch_parallel(const BatchPlan& plan, bool disjoint, F f) {
+  if (!disjoint) return for_each_batch(plan, f);
+  std::vector<std::array<std::size_t, 3>> offsets;
+  offsets.reserve(numel(plan.batch));
+  for_each_batch(plan, [&](std::size_t a, std::size_t b, std::size_t o) { offsets.push_back({a, b, o}); });
+  detail::parallel_for(offsets.size(), 1, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) f(offsets[i][0], offsets[i][1], offsets[i][2]);
+  });
 }
 
 // Batch-dim strides of a [batch..., rows, cols] operand against the broadcast batch shape.
@@ -104,7 +120,7 @@ Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b) {
     blas::gemm<T>(false, false, batch_count * m, n, k, T(1), a.data().data(), k, b.data().data(), n, T(0), out.data(),
                   n);
   } else {
-    for_each_batch(plan, [&](std::size_t ia, std::size_t ib, std::size_t io) {
+    for_each_batch_parallel(plan, true, [&](std::size_t ia, std::size_t ib, std::size_t io) {
       blas::gemm<T>(false, false, m, n, k, T(1), a.data().data() + ia, k, b.data().data() + ib, n, T(0),
                     out.data() + io, n);
     });
@@ -123,7 +139,8 @@ Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b) {
               blas::gemm<T>(false, true, numel(plan.batch) * m, k, n, T(1), pg, n, b_val->data(), n, T(0), da.data(),
                             k);
             } else {
-              for_each_batch(plan, [&](std::size_t ia, std::size_t ib, std::size_t io) {
+              const bool own_blocks = numel(sa) == numel(plan.batch) * m * k;  // a not broadcast
+              for_each_batch_parallel(plan, own_blocks, [&](std::size_t ia, std::size_t ib, std::size_t io) {
                 blas::gemm<T>(false, true, m, k, n, T(1), pg + io, n, b_val->data() + ib, n, T(1), da.data() + ia, k);
               });
             }
@@ -135,7 +152,8 @@ Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b) {
               blas::gemm<T>(true, false, k, n, numel(plan.batch) * m, T(1), a_val->data(), k, pg, n, T(0), db.data(),
                             n);
             } else {
-              for_each_batch(plan, [&](std::size_t ia, std::size_t ib, std::size_t io) {
+              const bool own_blocks = numel(sb) == numel(plan.batch) * k * n;  // b not broadcast
+              for_each_batch_parallel(plan, own_blocks, [&](std::size_t ia, std::size_t ib, std::size_t io) {
                 blas::gemm<T>(true, false, k, n, m, T(1), a_val->data() + ia, k, pg + io, n, T(1), db.data() + ib, n);
               });
             }

@@ -15,7 +15,8 @@ Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b);
 template <typename T>
 Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& bias = {});
 
-// Number of threads BLAS may use (OpenBLAS); returns the previous value.
+// Number of threads matrix products (OpenBLAS on blocks, see autograd/blas.hpp) and tapegrad's own
+// parallel kernels (autograd/parallel.hpp) may use; returns the previous value.
 int set_num_threads(int threads);
 int get_num_threads();
 

@@ -4,6 +4,7 @@
 #include "autograd/dropout.hpp"
 #include "autograd/elementwise.hpp"
 #include "autograd/embedding.hpp"
+#include "autograd/fused_attention.hpp"
 #include "autograd/layer_norm.hpp"
 #include "autograd/loss.hpp"
 #include "autograd/masking.hpp"

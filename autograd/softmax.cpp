@@ -5,7 +5,9 @@
 #include <limits>
 #include <vector>
 
+#include "autograd/parallel.hpp"
 #include "autograd/tape.hpp"
+#include "autograd/vector_math.hpp"
 
 namespace tapegrad {
 
@@ -38,25 +40,22 @@ void softmax_forward(const T* x, T* y, const SliceLayout& l) {
   const std::size_t n = l.n, inner = l.inner;
   if (n == 0 || inner == 0) return;
   if (inner == 1) {
-    for (std::size_t o = 0; o < l.outer; ++o) {
-      const T* xr = x + o * n;
-      T* yr = y + o * n;
-      T mx = -std::numeric_limits<T>::infinity();
-      for (std::size_t j = 0; j < n; ++j) mx = std::max(mx, xr[j]);
-      T sum = 0;
-      for (std::size_t j = 0; j < n; ++j) {
-        const T e = std::exp(xr[j] - mx);
-        sum += e;
-        if (!Log) yr[j] = e;
+    // Rows are independent: split them over the threads; each loop below vectorizes.
+    detail::parallel_for(l.outer, std::max<std::size_t>(1, 4096 / n), [&](std::size_t begin, std::size_t end) {
+      for (std::size_t o = begin; o < end; ++o) {
+        const T* xr = x + o * n;
+        T* yr = y + o * n;
+        const T mx = detail::row_max(xr, n);
+        if (Log) {
+          const T lse = std::log(detail::lane_sum<T>(n, [&](std::size_t j) { return detail::fast_exp(xr[j] - mx); }));
+          for (std::size_t j = 0; j < n; ++j) yr[j] = (xr[j] - mx) - lse;
+        } else {
+          for (std::size_t j = 0; j < n; ++j) yr[j] = detail::fast_exp(xr[j] - mx);
+          const T scale = T(1) / detail::lane_sum<T>(n, [&](std::size_t j) { return yr[j]; });
+          for (std::size_t j = 0; j < n; ++j) yr[j] *= scale;
+        }
       }
-      if (Log) {
-        const T lse = std::log(sum);
-        for (std::size_t j = 0; j < n; ++j) yr[j] = (xr[j] - mx) - lse;
-      } else {
-        const T scale = T(1) / sum;
-        for (std::size_t j = 0; j < n; ++j) yr[j] *= scale;
-      }
-    }
+    });
     return;
   }
   // Strided slices: accumulate per inner position so every pass walks memory contiguously.
@@ -70,7 +69,7 @@ void softmax_forward(const T* x, T* y, const SliceLayout& l) {
     std::fill(sum.begin(), sum.end(), T(0));
     for (std::size_t j = 0; j < n; ++j)
       for (std::size_t i = 0; i < inner; ++i) {
-        const T e = std::exp(xb[j * inner + i] - mx[i]);
+        const T e = detail::fast_exp(xb[j * inner + i] - mx[i]);
         sum[i] += e;
         if (!Log) yb[j * inner + i] = e;
       }
@@ -92,19 +91,20 @@ void softmax_backward(const T* g, const T* y, T* dx, const SliceLayout& l) {
   const std::size_t n = l.n, inner = l.inner;
   if (n == 0 || inner == 0) return;
   if (inner == 1) {
-    for (std::size_t o = 0; o < l.outer; ++o) {
-      const T* gr = g + o * n;
-      const T* yr = y + o * n;
-      T* dr = dx + o * n;
-      T dot = 0;
-      if (Log) {
-        for (std::size_t j = 0; j < n; ++j) dot += gr[j];
-        for (std::size_t j = 0; j < n; ++j) dr[j] = gr[j] - std::exp(yr[j]) * dot;
-      } else {
-        for (std::size_t j = 0; j < n; ++j) dot += gr[j] * yr[j];
-        for (std::size_t j = 0; j < n; ++j) dr[j] = yr[j] * (gr[j] - dot);
+    detail::parallel_for(l.outer, std::max<std::size_t>(1, 4096 / n), [&](std::size_t begin, std::size_t end) {
+      for (std::size_t o = begin; o < end; ++o) {
+        const T* gr = g + o * n;
+        const T* yr = y + o * n;
+        T* dr = dx + o * n;
+        if (Log) {
+          const T dot = detail::lane_sum<T>(n, [&](std::size_t j) { return gr[j]; });
+          for (std::size_t j = 0; j < n; ++j) dr[j] = gr[j] - detail::fast_exp(yr[j]) * dot;
+        } else {
+          const T dot = detail::lane_sum<T>(n, [&](std::size_t j) { return gr[j] * yr[j]; });
+          for (std::size_t j = 0; j < n; ++j) dr[j] = yr[j] * (gr[j] - dot);
+        }
       }
-    }
+    });
     return;
   }
   std::vector<T> dot(inner);
@@ -119,7 +119,7 @@ void softmax_backward(const T* g, const T* y, T* dx, const SliceLayout& l) {
     for (std::size_t j = 0; j < n; ++j)
       for (std::size_t i = 0; i < inner; ++i) {
         const std::size_t k = base + j * inner + i;
-        dx[k] = Log ? g[k] - std::exp(y[k]) * dot[i] : y[k] * (g[k] - dot[i]);
+        dx[k] = Log ? g[k] - detail::fast_exp(y[k]) * dot[i] : y[k] * (g[k] - dot[i]);
       }
   }
 }

@@ -7,6 +7,7 @@
 
 #include "autograd/dropout.hpp"
 #include "autograd/elementwise.hpp"
+#include "autograd/fused_attention.hpp"
 #include "autograd/matmul.hpp"
 #include "autograd/reduce.hpp"
 #include "autograd/shape_ops.hpp"
@@ -144,23 +145,50 @@ std::pair<Tensor<T>, Tensor<T>> MultiheadAttention<T>::forward(const Tensor<T>& 
 
   // Work batch-major: [B, L, E].
   const auto batch_major = [&](const Tensor<T>& x) { return batch_first ? x : transpose(x, 0, 1); };
+  const bool packed = in_proj_weight.defined() && query.same_as(key) && key.same_as(value);
+  const auto finish = [&](Tensor<T> heads) {  // [B, L, E] with heads side by side
+    Tensor<T> out = out_proj->forward(heads);
+    return batch_first ? out : transpose(out, 0, 1);
+  };
   std::vector<Tensor<T>> biases(3);
   if (in_proj_bias.defined()) biases = chunk(in_proj_bias, 3, 0);
-  Tensor<T> q, k, v;
-  if (in_proj_weight.defined() && query.same_as(key) && key.same_as(value)) {
-    // Self-attention: one GEMM for the packed projection, then split into q, k, v.
-    auto qkv = chunk(linear(batch_major(query), in_proj_weight, in_proj_bias), 3, -1);
-    q = qkv[0], k = qkv[1], v = qkv[2];
-  } else {
+  const auto separate_projections = [&]() -> std::vector<Tensor<T>> {
     std::vector<Tensor<T>> w;
     if (in_proj_weight.defined())
       w = chunk(in_proj_weight, 3, 0);
     else
       w = {q_proj_weight, k_proj_weight, v_proj_weight};
     const Tensor<T> kb = batch_major(key);
-    q = linear(batch_major(query), w[0], biases[0]);
-    k = linear(kb, w[1], biases[1]);
-    v = linear(key.same_as(value) ? kb : batch_major(value), w[2], biases[2]);
+    return {linear(batch_major(query), w[0], biases[0]), linear(kb, w[1], biases[1]),
+            linear(key.same_as(value) ? kb : batch_major(value), w[2], biases[2])};
+  };
+
+  // Bool masks (or none) and no weights asked for: the fused kernel (autograd/fused_attention.hpp),
+  // with the composed path's semantics, dropout draws included, and no head split/merge copies.
+  const bool float_masks =
+      (attn_mask.defined() && !attn_mask.is_bool()) || (key_padding_mask.defined() && !key_padding_mask.is_bool());
+  if (!need_weights && !float_masks) {
+    AttentionBoolMasks m;
+    if (key_padding_mask.defined()) m.key_padding_mask = &key_padding_mask.bool_mask();
+    if (attn_mask.defined()) m.attn_mask = &attn_mask.bool_mask();
+    m.is_causal = is_causal && !attn_mask.defined();
+    const bool train = this->is_training();
+    if (packed)
+      return {finish(fused_self_attention(linear(batch_major(query), in_proj_weight, in_proj_bias), H, m, dropout,
+                                          train, *dropout_gen_)),
+              Tensor<T>()};
+    const auto qkv = separate_projections();
+    return {finish(fused_attention(qkv[0], qkv[1], qkv[2], H, m, dropout, train, *dropout_gen_)), Tensor<T>()};
+  }
+
+  Tensor<T> q, k, v;
+  if (packed) {
+    // Self-attention: one GEMM for the packed projection, then split into q, k, v.
+    auto qkv = chunk(linear(batch_major(query), in_proj_weight, in_proj_bias), 3, -1);
+    q = qkv[0], k = qkv[1], v = qkv[2];
+  } else {
+    const auto qkv = separate_projections();
+    q = qkv[0], k = qkv[1], v = qkv[2];
   }
   // Heads: [B, L, E] -> [B, H, L, D]; keys go straight to [B, H, D, S] for the product.
   q = permute(reshape(q, {i64(B), i64(L), i64(H), i64(D)}), {0, 2, 1, 3});
@@ -214,9 +242,7 @@ std::pair<Tensor<T>, Tensor<T>> MultiheadAttention<T>::forward(const Tensor<T>& 
   if (this->is_training() && dropout > 0.0) weights = tapegrad::dropout(weights, dropout, true, *dropout_gen_);
 
   Tensor<T> out = matmul(weights, v);  // [B, H, L, D]
-  out = reshape(permute(out, {0, 2, 1, 3}), {i64(B), i64(L), i64(E)});
-  out = out_proj->forward(out);
-  if (!batch_first) out = transpose(out, 0, 1);
+  out = finish(reshape(permute(out, {0, 2, 1, 3}), {i64(B), i64(L), i64(E)}));
 
   Tensor<T> returned;
   if (need_weights) returned = average_attn_weights ? mean(weights, {1}) : weights;

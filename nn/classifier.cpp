@@ -93,7 +93,8 @@ TransformerClassifier<T>::TransformerClassifier(const TransformerClassifierOptio
 }
 
 template <typename T>
-Tensor<T> TransformerClassifier<T>::forward(const xt::xarray<std::int64_t>& ids, const BoolArray& padding_mask) const {
+Tensor<T> TransformerClassifier<T>::forward(const xt::xarray<std::int64_t>& ids, const BoolArray& padding_mask,
+                                            ClassifierTrace<T>* trace) const {
   if (ids.dimension() != 2 || padding_mask.dimension() != 2 || ids.shape(0) != padding_mask.shape(0) ||
       ids.shape(1) != padding_mask.shape(1)) {
     throw ShapeError(fmt::format("TransformerClassifier: ids {} and padding_mask {} must both be [batch, length]",
@@ -114,7 +115,13 @@ Tensor<T> TransformerClassifier<T>::forward(const xt::xarray<std::int64_t>& ids,
     if (all_padding) mask(b, 0) = false;
   }
 
-  Tensor<T> x = mul(embedding->forward(ids), static_cast<T>(std::sqrt(static_cast<double>(d))));
+  Tensor<T> embedded = embedding->forward(ids);
+  if (trace) {
+    if (embedded.requires_grad()) embedded.retain_grad();
+    trace->embeddings = embedded;
+    trace->attention.clear();
+  }
+  Tensor<T> x = mul(embedded, static_cast<T>(std::sqrt(static_cast<double>(d))));
   x = sinusoidal ? sinusoidal->forward(x) : learned->forward(x);
   x = dropout->forward(x);
   if (options.pooling == Pooling::Cls) {
@@ -124,7 +131,7 @@ Tensor<T> TransformerClassifier<T>::forward(const xt::xarray<std::int64_t>& ids,
       for (std::size_t t = 0; t < length; ++t) with_cls(b, t + 1) = mask(b, t);
     mask = std::move(with_cls);
   }
-  x = encoder->forward(x, {}, AttentionMask<T>(mask));
+  x = encoder->forward(x, {}, AttentionMask<T>(mask), false, trace ? &trace->attention : nullptr);
 
   Tensor<T> pooled;
   const std::size_t positions = mask.shape(1);

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 #include <xtensor/xarray.hpp>
 
 #include "autograd/masking.hpp"
@@ -47,6 +48,18 @@ struct TransformerClassifierOptions {
   void validate() const;
 };
 
+// What one forward pass can hand back besides the logits, for looking inside the model (train_imdb
+// explain). Nothing is collected unless forward is given one.
+template <typename T>
+struct ClassifierTrace {
+  // embedding->forward(ids) [B, L, D] (before the sqrt(d_model) scale and the positions); it keeps its
+  // gradient after backward() when it requires one (grad mode on), for gradient-times-input saliency.
+  Tensor<T> embeddings;
+  // Per encoder layer, the self-attention weights [B, H, P, P] as applied (P = L, or L + 1 with the
+  // [CLS] position first for Pooling::Cls); a padding key gets weight 0.
+  std::vector<Tensor<T>> attention;
+};
+
 // forward(ids [B, L], padding_mask [B, L] with true at padding) -> logits [B, num_classes].
 //
 // As in "Attention Is All You Need" (section 3.4), token embeddings are drawn from N(0, d_model^-0.5)
@@ -62,7 +75,8 @@ class TransformerClassifier : public Module<T> {
  public:
   TransformerClassifier(const TransformerClassifierOptions& options, Generator& gen);
 
-  Tensor<T> forward(const xt::xarray<std::int64_t>& ids, const BoolArray& padding_mask) const;
+  Tensor<T> forward(const xt::xarray<std::int64_t>& ids, const BoolArray& padding_mask,
+                    ClassifierTrace<T>* trace = nullptr) const;
 
   std::string name() const override { return "TransformerClassifier"; }
   // The generator all dropout masks are drawn from (saved in training checkpoints).

@@ -57,10 +57,13 @@ TransformerEncoderLayer<T>::TransformerEncoderLayer(const TransformerLayerOption
 
 template <typename T>
 Tensor<T> TransformerEncoderLayer<T>::forward(const Tensor<T>& src, const AttentionMask<T>& src_mask,
-                                              const AttentionMask<T>& src_key_padding_mask, bool is_causal) const {
+                                              const AttentionMask<T>& src_key_padding_mask, bool is_causal,
+                                              Tensor<T>* attn_weights) const {
   const auto sa = [&](const Tensor<T>& x) {
-    return dropout1->forward(
-        self_attn->forward(x, x, x, src_key_padding_mask, /*need_weights=*/false, src_mask, true, is_causal).first);
+    auto [out, weights] = self_attn->forward(x, x, x, src_key_padding_mask, /*need_weights=*/attn_weights != nullptr,
+                                             src_mask, /*average_attn_weights=*/false, is_causal);
+    if (attn_weights) *attn_weights = weights;
+    return dropout1->forward(out);
   };
   const auto ff = [&](const Tensor<T>& x) {
     return dropout2->forward(
@@ -145,9 +148,14 @@ TransformerEncoder<T>::TransformerEncoder(const TransformerLayerOptions& layer, 
 
 template <typename T>
 Tensor<T> TransformerEncoder<T>::forward(const Tensor<T>& src, const AttentionMask<T>& mask,
-                                         const AttentionMask<T>& src_key_padding_mask, bool is_causal) const {
+                                         const AttentionMask<T>& src_key_padding_mask, bool is_causal,
+                                         std::vector<Tensor<T>>* attn_weights) const {
   Tensor<T> x = src;
-  for (const auto& layer : typed_layers_) x = layer->forward(x, mask, src_key_padding_mask, is_causal);
+  for (const auto& layer : typed_layers_) {
+    Tensor<T> weights;
+    x = layer->forward(x, mask, src_key_padding_mask, is_causal, attn_weights ? &weights : nullptr);
+    if (attn_weights) attn_weights->push_back(weights);
+  }
   return norm ? norm->forward(x) : x;
 }
 

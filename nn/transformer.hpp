@@ -62,9 +62,11 @@ class TransformerEncoderLayer : public Module<T> {
   // pre-LN:  x = x + sa(norm1(x)); x = x + ff(norm2(x)).
   // sa(x) = dropout1(self_attn(x, x, x)), ff(x) = dropout2(linear2(dropout(activation(linear1(x))))).
   // Masks and is_causal as in MultiheadAttention::forward (is_causal without src_mask applies the
-  // causal mask).
+  // causal mask). attn_weights, when given (for inspecting a model; not in torch), receives the
+  // self-attention's per-head weights [B, H, L, S] as applied to the values (after attention dropout).
   Tensor<T> forward(const Tensor<T>& src, const AttentionMask<T>& src_mask = {},
-                    const AttentionMask<T>& src_key_padding_mask = {}, bool is_causal = false) const;
+                    const AttentionMask<T>& src_key_padding_mask = {}, bool is_causal = false,
+                    Tensor<T>* attn_weights = nullptr) const;
 
   std::string name() const override { return "TransformerEncoderLayer"; }
   const std::shared_ptr<Generator>& dropout_generator() const { return dropout_gen_; }
@@ -119,8 +121,10 @@ class TransformerEncoder : public Module<T> {
   TransformerEncoder(const TransformerLayerOptions& layer, std::size_t num_layers, Generator& gen,
                      std::shared_ptr<LayerNorm<T>> norm = nullptr, std::shared_ptr<Generator> dropout_gen = nullptr);
 
+  // attn_weights, when given, receives one [B, H, L, S] tensor per layer (see TransformerEncoderLayer).
   Tensor<T> forward(const Tensor<T>& src, const AttentionMask<T>& mask = {},
-                    const AttentionMask<T>& src_key_padding_mask = {}, bool is_causal = false) const;
+                    const AttentionMask<T>& src_key_padding_mask = {}, bool is_causal = false,
+                    std::vector<Tensor<T>>* attn_weights = nullptr) const;
 
   std::string name() const override { return "TransformerEncoder"; }
   const std::shared_ptr<Generator>& dropout_generator() const { return dropout_gen_; }

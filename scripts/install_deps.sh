@@ -6,7 +6,7 @@ packages=(
   cmake g++ make ccache pkg-config
   libxtensor-dev libxtensor-blas-dev libopenblas-dev libopenblas0-pthread
   libfmt-dev catch2 libcli11-dev nlohmann-json3-dev libarchive-dev libcurl4-openssl-dev
-  python3
+  python3 chromium
 )
 
 missing=()

@@ -87,3 +87,41 @@ TEST_CASE("TransformerClassifier: parameter names and errors", "[classifier]") {
                     Catch::Contains("length 9") && Catch::Contains("max_len = 8"));
   CHECK_THROWS_AS(model.forward(kIds, xt::zeros<bool>({2, 3})), std::invalid_argument);
 }
+
+TEST_CASE("TransformerClassifier: a trace collects each layer's attention without changing the logits",
+          "[classifier][explain]") {
+  for (Pooling pooling : {Pooling::Mean, Pooling::Cls}) {
+    INFO("pooling " << pooling_name(pooling));
+    Generator gen(5);
+    auto options = tiny(pooling, false);
+    options.attention_dropout = 0.3;  // eval mode: no dropout on the weights returned
+    TransformerClassifier<double> model(options, gen);
+    model.eval();
+    const auto plain = model.forward(kIds, kPad);
+    ClassifierTrace<double> trace;
+    const auto traced = model.forward(kIds, kPad, &trace);
+    CHECK(xt::allclose(plain.data(), traced.data(), 0.0, 0.0));
+
+    const std::size_t positions = pooling == Pooling::Cls ? 5 : 4, offset = positions - 4;
+    REQUIRE(trace.attention.size() == 2);
+    for (const auto& w : trace.attention) {
+      REQUIRE(w.shape() == Shape{2, 2, positions, positions});
+      for (std::size_t b = 0; b < 2; ++b)
+        for (std::size_t h = 0; h < 2; ++h)
+          for (std::size_t q = 0; q < positions; ++q) {
+            double sum = 0.0;
+            for (std::size_t k = 0; k < positions; ++k) sum += w.data()(b, h, q, k);
+            CHECK(sum == Approx(1.0).margin(1e-12));
+            // The second review's two padding keys get nothing.
+            if (b == 1) {
+              CHECK(w.data()(b, h, q, offset + 2) == 0.0);
+              CHECK(w.data()(b, h, q, offset + 3) == 0.0);
+            }
+          }
+    }
+    REQUIRE(trace.embeddings.shape() == Shape{2, 4, 4});
+    CHECK(trace.embeddings.retains_grad());
+    // The embedding table's rows, before the sqrt(d_model) scale.
+    for (std::size_t k = 0; k < 4; ++k) CHECK(trace.embeddings.data()(0, 1, k) == model.embedding->weight.data()(5, k));
+  }
+}

@@ -443,6 +443,21 @@ TEST_CASE("dropout is reproducible from a seed and differs across seeds", "[drop
   CHECK_FALSE(ya == dropout(x, 0.5, true, a).data());
 }
 
+TEST_CASE("dropout follows the documented mask rule: one seed per call, element i by DropoutMask", "[dropout]") {
+  Generator gen(21), copy(21);
+  const double p = 0.25;
+  auto x = Tensor<float>::arange(1, 1001);
+  const auto y = dropout(x, p, true, gen).data();
+  const detail::DropoutMask mask(copy.next_u64(), p);
+  CHECK(gen.state().s == copy.state().s);  // exactly one draw
+  std::size_t mismatches = 0;
+  for (std::size_t i = 0; i < 1000; ++i) {
+    const float expected = mask.keep(i) ? x.data()(i) * static_cast<float>(1 / (1 - p)) : 0.0f;
+    mismatches += y(i) != expected;
+  }
+  CHECK(mismatches == 0);
+}
+
 TEST_CASE("dropout passes gradcheck with a fixed mask", "[dropout][gradcheck]") {
   CHECK_GRADCHECK(
       [](const Inputs& in) {

@@ -25,6 +25,7 @@
 using namespace tapegrad;
 using namespace tapegrad::nn;
 using tapegrad::testing::dtype_tag;
+using tapegrad::testing::mismatch;
 
 namespace {
 
@@ -32,25 +33,6 @@ const safetensors::File& fixture() {
   static const safetensors::File file(std::string(TAPEGRAD_TEST_FIXTURES_DIR) + "/modules.safetensors");
   return file;
 }
-
-// |got - want| <= atol + rtol * |want|. rtol as for the single ops (tests/test_parity_ops.cpp): a few
-// units in the last place of the rounding accumulated over a module's dozen ops, summed in another
-// order than torch's (the worst element seen is ~3e-6 relative in float, ~1e-13 in double). atol is
-// for elements that are small only by cancellation, whose error is eps times the size of the terms,
-// not of the result: a parameter gradient sums 15 to 60 O(1) products of both signs, and the key
-// bias's gradient (in_proj_bias[E:2E]) is exactly 0 in exact arithmetic, since softmax ignores a
-// shift common to all keys of a query; there both frameworks give rounding noise of ~1e-7 in float
-// and ~5e-16 in double.
-template <typename T>
-struct Tolerance;
-template <>
-struct Tolerance<float> {
-  static constexpr double rtol = 1e-5, atol = 1e-6;
-};
-template <>
-struct Tolerance<double> {
-  static constexpr double rtol = 1e-10, atol = 1e-12;
-};
 
 // One case of the fixture in one dtype: its inputs as fresh leaves that require grad, its masks.
 template <typename T>
@@ -190,7 +172,7 @@ std::vector<std::pair<std::string, ModuleCase<T>>> cases() {
 
 template <typename T>
 void expect_close(const xt::xarray<T>& got, const std::string& key) {
-  const std::string problem = testing::mismatch(got, fixture().get<T>(key), Tolerance<T>::rtol, Tolerance<T>::atol);
+  const std::string problem = mismatch(got, fixture().get<T>(key));
   INFO(key << ": " << problem);
   CHECK(problem.empty());
 }

@@ -18,33 +18,13 @@
 
 using namespace tapegrad;
 using tapegrad::testing::dtype_tag;
+using tapegrad::testing::mismatch;
 
 namespace {
 
 const safetensors::File& fixture() {
   static const safetensors::File file(std::string(TAPEGRAD_TEST_FIXTURES_DIR) + "/ops.safetensors");
   return file;
-}
-
-// Agreement is |got - want| <= atol + rtol * |want|. rtol is a few units in the last place of the
-// dtype's accumulated rounding (torch and tapegrad sum in different orders, and torch's float kernels
-// may accumulate in double). atol is for elements near 0 by cancellation, e.g. a gradient summing
-// O(1) terms of both signs: their error is eps times the size of the terms (~1e-7 in float, ~1e-16
-// in double, times a few dozen terms), not times the tiny result, which rtol alone would demand.
-template <typename T>
-struct Tolerance;
-template <>
-struct Tolerance<float> {
-  static constexpr double rtol = 1e-5, atol = 1e-6;
-};
-template <>
-struct Tolerance<double> {
-  static constexpr double rtol = 1e-10, atol = 1e-12;
-};
-
-template <typename T>
-std::string mismatch(const xt::xarray<T>& got, const xt::xarray<T>& want) {
-  return testing::mismatch(got, want, Tolerance<T>::rtol, Tolerance<T>::atol);
 }
 
 // One case in one dtype: its differentiable inputs as fresh leaves that require grad, and its other

@@ -1,0 +1,78 @@
+// exp and row reductions for the hot loops of softmax-like kernels, written so that the compiler
+// vectorizes them (std::exp and plain float reductions do not vectorize without -ffast-math).
+// fast_exp(float) uses a range reduction and a degree-5 polynomial (within 2 ulp of std::exp);
+// fast_exp(double) stays std::exp (gradchecks run in double and want the exact one).
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace tapegrad::detail {
+
+inline float fast_exp(float x) {
+  // exp(x) = 2^n * exp(r), n = round(x / ln 2), r = x - n ln 2 in [-ln2/2, ln2/2]; ln 2 is split in a
+  // part exact in float and a correction so that r keeps full precision.
+  float clamped = x < -87.0f ? -87.0f : x;
+  clamped = clamped > 88.0f ? 88.0f : clamped;
+  // Round to nearest by adding and subtracting 1.5 * 2^23 (std::floor keeps the loop from vectorizing).
+  const float n = (clamped * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  float r = clamped - n * 0.693359375f;
+  r = r + n * 2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  const std::int32_t bits = (static_cast<std::int32_t>(n) + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, sizeof scale);
+  float y = p * scale;
+  // Below -87 the result would be denormal: 0 instead (exp(-inf) = 0 exactly); NaN stays NaN.
+  y = x > 88.0f ? HUGE_VALF : y;
+  y = x < -87.0f ? 0.0f : y;
+  y = x != x ? x : y;
+  return y;
+}
+
+inline double fast_exp(double x) { return std::exp(x); }
+
+// Sums and maxima over 16 interleaved lanes, combined in a fixed order: deterministic, and one vector
+// operation per 16 elements.
+constexpr std::size_t kLanes = 16;
+
+template <typename T, typename F>
+T lane_sum(std::size_t n, F&& value) {
+  T acc[kLanes] = {};
+  std::size_t j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (std::size_t k = 0; k < kLanes; ++k) acc[k] += value(j + k);
+  for (std::size_t k = 0; j + k < n; ++k) acc[k] += value(j + k);
+  T total = 0;
+  for (std::size_t k = 0; k < kLanes; ++k) total += acc[k];
+  return total;
+}
+
+// The maximum of x[0..n), ignoring NaNs (-inf for n = 0): a softmax row with a NaN turns NaN through
+// its sum anyway.
+template <typename T>
+T row_max(const T* x, std::size_t n) {
+  T acc[kLanes];
+  for (auto& a : acc) a = -HUGE_VAL;
+  std::size_t j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (std::size_t k = 0; k < kLanes; ++k) {
+      acc[k] = x[j + k] > acc[k] ? x[j + k] : acc[k];
+    }
+  for (std::size_t k = 0; j + k < n; ++k) {
+    acc[k] = x[j + k] > acc[k] ? x[j + k] : acc[k];
+  }
+  T m = acc[0];
+  for (std::size_t k = 1; k < kLanes; ++k) m = acc[k] > m ? acc[k] : m;
+  return m;
+}
+
+}  // namespace tapegrad::detail

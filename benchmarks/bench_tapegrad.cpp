@@ -1,0 +1,229 @@
+// tapegrad's side of the benchmarks against PyTorch: runs ONE case per process (so the process's
+// peak RSS belongs to that case) and prints one JSON line; benchmarks/run.sh drives it.
+//
+//   bench_tapegrad <case> <threads>
+//
+// The cases, their shapes and their inputs mirror benchmarks/bench_torch.py exactly.
+#include <cblas.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "autograd/blas.hpp"
+#include "autograd/ops.hpp"
+#include "nn/attention.hpp"
+#include "nn/classifier.hpp"
+#include "nn/embedding.hpp"
+#include "optim/adamw.hpp"
+#include "optim/clip_grad.hpp"
+
+using namespace tapegrad;
+
+namespace {
+
+long peak_rss_kb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_maxrss;
+}
+
+using Clock = std::chrono::steady_clock;
+
+double time_ms(const std::function<void()>& f) {
+  const auto t0 = Clock::now();
+  f();
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// Warmup (two calls, or one when a call takes over a second), then as many repetitions as fit a
+// ~budget_ms budget, clamped to [min_reps, max_reps].
+std::vector<double> measure(const std::function<void()>& f, double budget_ms = 2500, int min_reps = 5,
+                            int max_reps = 30) {
+  double first = time_ms(f);
+  if (first < 1000) first = std::min(first, time_ms(f));
+  const int reps = std::clamp(static_cast<int>(budget_ms / std::max(first, 1e-3)), min_reps, max_reps);
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) t.push_back(time_ms(f));
+  return t;
+}
+
+// Deterministic inputs shared with bench_torch.py: the same formulas on both sides.
+std::vector<float> pattern(std::size_t n, std::uint64_t salt) {
+  std::vector<float> v(n);
+  std::uint64_t s = 0x9e3779b97f4a7c15ULL ^ salt;
+  for (auto& x : v) {
+    s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+    x = static_cast<float>(static_cast<double>(s >> 40) / static_cast<double>(1ULL << 24) * 2.0 - 1.0);
+  }
+  return v;
+}
+
+TensorF input(const Shape& shape, std::uint64_t salt, bool requires_grad) {
+  std::size_t n = 1;
+  for (auto d : shape) n *= d;
+  return TensorF::from_vector(pattern(n, salt), shape, requires_grad);
+}
+
+// Token ids and padding: sequence b has length L/2 + (37 b) mod (L/2 + 1); ids 1..V-1 in a fixed pattern.
+void token_batch(std::size_t B, std::size_t L, std::size_t V, xt::xarray<std::int64_t>& ids, BoolArray& pad) {
+  ids = xt::xarray<std::int64_t>::from_shape({B, L});
+  pad = BoolArray::from_shape({B, L});
+  for (std::size_t b = 0; b < B; ++b) {
+    const std::size_t len = L / 2 + (37 * b) % (L / 2 + 1);
+    for (std::size_t t = 0; t < L; ++t) {
+      pad(b, t) = t >= len;
+      ids(b, t) = t >= len ? 0 : static_cast<std::int64_t>((b * 131 + t * 7919) % (V - 1) + 1);
+    }
+  }
+}
+
+struct ModelConfig {
+  std::size_t B, L, d, heads, ff, layers;
+};
+const ModelConfig kDefault{64, 256, 64, 4, 128, 1};
+const ModelConfig kLarge{32, 512, 256, 4, 1024, 4};
+
+nn::TransformerClassifierOptions classifier_options(const ModelConfig& c) {
+  nn::TransformerClassifierOptions o;
+  o.vocab_size = 20000;
+  o.max_len = 512;
+  o.d_model = c.d;
+  o.nhead = c.heads;
+  o.dim_feedforward = c.ff;
+  o.num_layers = c.layers;
+  o.dropout = 0.1;
+  o.attention_dropout = 0.1;
+  return o;
+}
+
+std::vector<double> run_case(const std::string& name) {
+  if (name == "gemm_2048") {
+    auto a = pattern(2048 * 2048, 1), b = pattern(2048 * 2048, 2);
+    std::vector<float> c(2048 * 2048);
+    return measure([&] {
+      blas::gemm<float>(false, false, 2048, 2048, 2048, 1.f, a.data(), 2048, b.data(), 2048, 0.f, c.data(), 2048);
+    });
+  }
+  if (name == "matmul_qkv" || name == "matmul_ff1" || name == "matmul_ff2") {
+    // [B*L, in] @ [in, out] at the default model's shapes (qkv projection, linear1, linear2).
+    const std::size_t m = 64 * 256, k = name == "matmul_ff2" ? 128 : 64,
+                      n = name == "matmul_qkv" ? 192 : (name == "matmul_ff1" ? 128 : 64);
+    auto a = input({m, k}, 1, false), b = input({k, n}, 2, false);
+    return measure([&] { auto c = matmul(a, b); });
+  }
+  if (name == "matmul_scores") {  // per-head Q K^T: [B*H, L, D] @ [B*H, D, L]
+    auto a = input({256, 256, 16}, 1, false), b = input({256, 16, 256}, 2, false);
+    return measure([&] { auto c = matmul(a, b); });
+  }
+  if (name == "softmax" || name == "log_softmax") {  // the attention scores [B, H, L, L], dim -1
+    auto x = input({64, 4, 256, 256}, 3, true);
+    auto g = xt::xarray<float>(input({64, 4, 256, 256}, 4, false).data());
+    const bool log = name == "log_softmax";
+    return measure([&] {
+      auto y = log ? log_softmax(x, -1) : softmax(x, -1);
+      y.backward(g);
+      x.zero_grad();
+    });
+  }
+  if (name == "layer_norm") {  // [B, L, d] over d
+    auto x = input({64, 256, 64}, 3, true), w = input({64}, 5, true), b = input({64}, 6, true);
+    auto g = xt::xarray<float>(input({64, 256, 64}, 4, false).data());
+    return measure([&] {
+      auto y = layer_norm(x, {64}, w, b, 1e-5);
+      y.backward(g);
+      x.zero_grad(), w.zero_grad(), b.zero_grad();
+    });
+  }
+  if (name == "attention") {  // self-attention [B, L, d] with a key padding mask, dropout 0.1, training
+    Generator gen(0);
+    nn::MultiheadAttentionOptions o(64, 4);
+    o.dropout = 0.1;
+    o.batch_first = true;
+    nn::MultiheadAttention<float> mha(o, gen);
+    mha.train();
+    auto x = input({64, 256, 64}, 3, true);
+    auto g = xt::xarray<float>(input({64, 256, 64}, 4, false).data());
+    xt::xarray<std::int64_t> ids;
+    BoolArray pad;
+    token_batch(64, 256, 20000, ids, pad);
+    nn::AttentionMask<float> kpm(pad);
+    return measure([&] {
+      auto y = mha.forward(x, x, x, kpm, /*need_weights=*/false).first;
+      y.backward(g);
+      x.zero_grad();
+      for (auto& p : mha.parameters()) p.zero_grad();
+    });
+  }
+  if (name == "embedding_adamw") {  // lookup [B, L] in [20000, 64], backward, AdamW step over the table
+    Generator gen(0);
+    nn::Embedding<float> emb(20000, 64, gen, 0);
+    optim::AdamW<float> opt(emb.parameters(), {});
+    xt::xarray<std::int64_t> ids;
+    BoolArray pad;
+    token_batch(64, 256, 20000, ids, pad);
+    auto g = xt::xarray<float>(input({64, 256, 64}, 4, false).data());
+    return measure([&] {
+      opt.zero_grad();
+      emb.forward(ids).backward(g);
+      opt.step();
+    });
+  }
+  if (name == "train_default" || name == "train_large" || name == "eval_default") {
+    const ModelConfig c = name == "train_large" ? kLarge : kDefault;
+    Generator gen(0);
+    nn::TransformerClassifier<float> model(classifier_options(c), gen);
+    xt::xarray<std::int64_t> ids;
+    BoolArray pad;
+    token_batch(c.B, c.L, 20000, ids, pad);
+    IndexArray target = IndexArray::from_shape({c.B});
+    for (std::size_t b = 0; b < c.B; ++b) target(b) = static_cast<std::int64_t>(b % 2);
+    if (name == "eval_default") {
+      model.eval();
+      return measure([&] {
+        NoGradGuard guard;
+        auto logits = model.forward(ids, pad);
+      });
+    }
+    model.train();
+    const auto params = model.parameters();
+    optim::AdamW<float> opt(params, {});
+    return measure(
+        [&] {
+          opt.zero_grad();
+          auto loss = cross_entropy(model.forward(ids, pad), target);
+          loss.backward();
+          optim::clip_grad_norm_(params, 1.0);
+          opt.step();
+        },
+        name == "train_large" ? 6000 : 2500, name == "train_large" ? 3 : 5);
+  }
+  std::fprintf(stderr, "bench_tapegrad: unknown case '%s'\n", name.c_str());
+  std::exit(2);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: bench_tapegrad <case> <threads>\n");
+    return 2;
+  }
+  const std::string name = argv[1];
+  const int threads = std::stoi(argv[2]);
+  set_num_threads(threads);
+  const long base = peak_rss_kb();
+  const auto t = run_case(name);
+  std::string times;
+  for (double v : t) times += (times.empty() ? "" : ", ") + std::to_string(v);
+  std::printf(
+      "{\"side\": \"tapegrad\", \"case\": \"%s\", \"threads\": %d, \"times_ms\": [%s], \"rss_base_kb\": %ld, "
+      "\"rss_peak_kb\": %ld}\n",
+      name.c_str(), threads, times.c_str(), base, peak_rss_kb());
+  return 0;
+}

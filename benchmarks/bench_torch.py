@@ -1,0 +1,193 @@
+"""PyTorch's side of the benchmarks (benchmarks/run.sh): one case per process, one JSON line out.
+
+    /usr/bin/python3 benchmarks/bench_torch.py <case> <threads>
+
+Shapes, inputs and timing rules mirror benchmarks/bench_tapegrad.cpp.
+"""
+import json
+import math
+import resource
+import sys
+import time
+
+import torch
+from torch import nn
+
+DEFAULT = dict(B=64, L=256, d=64, heads=4, ff=128, layers=1)
+LARGE = dict(B=32, L=512, d=256, heads=4, ff=1024, layers=4)
+
+
+def peak_rss_kb():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def time_ms(f):
+    t0 = time.perf_counter()
+    f()
+    return (time.perf_counter() - t0) * 1e3
+
+
+def measure(f, budget_ms=2500, min_reps=5, max_reps=30):
+    first = time_ms(f)
+    if first < 1000:
+        first = min(first, time_ms(f))
+    reps = max(min_reps, min(max_reps, int(budget_ms / max(first, 1e-3))))
+    return [time_ms(f) for _ in range(reps)]
+
+
+def pattern(n, salt):
+    """The same LCG as bench_tapegrad.cpp: values in [-1, 1)."""
+    mask = (1 << 64) - 1
+    s = 0x9E3779B97F4A7C15 ^ salt
+    out = []
+    for _ in range(n):
+        s = (s * 6364136223846793005 + 1442695040888963407) & mask
+        out.append((s >> 40) / float(1 << 24) * 2.0 - 1.0)
+    return out
+
+
+def tensor(shape, salt, requires_grad=False):
+    # The LCG in Python is slow for millions of values; its first 2^16 values, tiled, stand in.
+    n = math.prod(shape)
+    base = torch.tensor(pattern(min(n, 1 << 16), salt), dtype=torch.float32)
+    t = base.repeat((n + base.numel() - 1) // base.numel())[:n].reshape(shape).clone()
+    return t.requires_grad_(requires_grad)
+
+
+def token_batch(B, L, V):
+    ids = torch.zeros(B, L, dtype=torch.long)
+    pad = torch.zeros(B, L, dtype=torch.bool)
+    for b in range(B):
+        length = L // 2 + (37 * b) % (L // 2 + 1)
+        for t in range(L):
+            if t >= length:
+                pad[b, t] = True
+            else:
+                ids[b, t] = (b * 131 + t * 7919) % (V - 1) + 1
+    return ids, pad
+
+
+class Classifier(nn.Module):
+    """tapegrad's nn::TransformerClassifier (sinusoidal positions, post-LN, mean pooling) in torch."""
+
+    def __init__(self, V, d, heads, ff, layers, max_len=512, p=0.1):
+        super().__init__()
+        self.d = d
+        self.embedding = nn.Embedding(V, d, padding_idx=0)
+        pos = torch.arange(max_len).unsqueeze(1)
+        div = torch.exp(torch.arange(0, d, 2) * (-math.log(10000.0) / d))
+        pe = torch.zeros(max_len, d)
+        pe[:, 0::2] = torch.sin(pos * div)
+        pe[:, 1::2] = torch.cos(pos * div)
+        self.register_buffer("pe", pe)
+        self.dropout = nn.Dropout(p)
+        layer = nn.TransformerEncoderLayer(d, heads, ff, p, batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, layers)
+        self.classifier = nn.Linear(d, 2)
+
+    def forward(self, ids, pad):
+        x = self.embedding(ids) * math.sqrt(self.d) + self.pe[: ids.shape[1]]
+        x = self.encoder(self.dropout(x), src_key_padding_mask=pad)
+        # torch's eval fast path (nested tensors) returns only up to the longest real sequence.
+        x = nn.functional.pad(x, (0, 0, 0, ids.shape[1] - x.shape[1]))
+        keep = (~pad).unsqueeze(-1).to(x.dtype)
+        return self.classifier((x * keep).sum(1) / keep.sum(1))
+
+
+def run_case(name):
+    if name == "gemm_2048":
+        a, b = tensor((2048, 2048), 1), tensor((2048, 2048), 2)
+        return measure(lambda: torch.mm(a, b))
+    if name in ("matmul_qkv", "matmul_ff1", "matmul_ff2"):
+        k = 128 if name == "matmul_ff2" else 64
+        n = {"matmul_qkv": 192, "matmul_ff1": 128, "matmul_ff2": 64}[name]
+        a, b = tensor((64 * 256, k), 1), tensor((k, n), 2)
+        return measure(lambda: torch.matmul(a, b))
+    if name == "matmul_scores":
+        a, b = tensor((256, 256, 16), 1), tensor((256, 16, 256), 2)
+        return measure(lambda: torch.matmul(a, b))
+    if name in ("softmax", "log_softmax"):
+        x = tensor((64, 4, 256, 256), 3, True)
+        g = tensor((64, 4, 256, 256), 4)
+        f = torch.log_softmax if name == "log_softmax" else torch.softmax
+
+        def step():
+            f(x, -1).backward(g)
+            x.grad = None
+
+        return measure(step)
+    if name == "layer_norm":
+        x, w, b = tensor((64, 256, 64), 3, True), tensor((64,), 5, True), tensor((64,), 6, True)
+        g = tensor((64, 256, 64), 4)
+
+        def step():
+            torch.nn.functional.layer_norm(x, (64,), w, b, 1e-5).backward(g)
+            x.grad = w.grad = b.grad = None
+
+        return measure(step)
+    if name == "attention":
+        torch.manual_seed(0)
+        mha = nn.MultiheadAttention(64, 4, dropout=0.1, batch_first=True).train()
+        x = tensor((64, 256, 64), 3, True)
+        g = tensor((64, 256, 64), 4)
+        _, pad = token_batch(64, 256, 20000)
+
+        def step():
+            mha(x, x, x, key_padding_mask=pad, need_weights=False)[0].backward(g)
+            x.grad = None
+            mha.zero_grad(set_to_none=True)
+
+        return measure(step)
+    if name == "embedding_adamw":
+        torch.manual_seed(0)
+        emb = nn.Embedding(20000, 64, padding_idx=0)
+        opt = torch.optim.AdamW(emb.parameters())
+        ids, _ = token_batch(64, 256, 20000)
+        g = tensor((64, 256, 64), 4)
+
+        def step():
+            opt.zero_grad(set_to_none=True)
+            emb(ids).backward(g)
+            opt.step()
+
+        return measure(step)
+    if name in ("train_default", "train_large", "eval_default"):
+        c = LARGE if name == "train_large" else DEFAULT
+        torch.manual_seed(0)
+        model = Classifier(20000, c["d"], c["heads"], c["ff"], c["layers"])
+        ids, pad = token_batch(c["B"], c["L"], 20000)
+        target = torch.arange(c["B"]) % 2
+        if name == "eval_default":
+            model.eval()
+
+            def evaluate():
+                with torch.no_grad():
+                    model(ids, pad)
+
+            return measure(evaluate)
+        model.train()
+        opt = torch.optim.AdamW(model.parameters())
+
+        def step():
+            opt.zero_grad(set_to_none=True)
+            loss = torch.nn.functional.cross_entropy(model(ids, pad), target)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+
+        large = name == "train_large"
+        return measure(step, 6000 if large else 2500, 3 if large else 5)
+    raise SystemExit(f"bench_torch.py: unknown case {name!r}")
+
+
+def main():
+    name, threads = sys.argv[1], int(sys.argv[2])
+    torch.set_num_threads(threads)
+    base = peak_rss_kb()
+    times = run_case(name)
+    print(json.dumps(dict(side="torch", case=name, threads=threads, times_ms=times, rss_base_kb=base,
+                          rss_peak_kb=peak_rss_kb())))
+
+
+if __name__ == "__main__":
+    main()

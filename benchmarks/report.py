@@ -1,0 +1,119 @@
+"""Turns benchmarks/run.sh's JSON lines into the markdown table of docs/performance.md.
+
+    python3 benchmarks/report.py results.jsonl docs/performance.md <section> <command> <load before> <load after>
+
+The table replaces whatever lies between <!-- BEGIN bench:<section> --> and <!-- END bench:<section> -->
+(appended at the end when the markers are missing). FLOP counts are analytic, the same for both sides.
+"""
+import datetime
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+
+def attention_fwd(B, L, E):
+    # packed q/k/v projection, Q K^T and P V over all heads (sum over heads of 2 L L D = 2 L L E), out_proj
+    return 2 * B * L * E * 3 * E + 2 * (2 * B * L * L * E) + 2 * B * L * E * E
+
+
+def train_fwd(B, L, E, F, layers):
+    return layers * (attention_fwd(B, L, E) + 2 * (2 * B * L * E * F))
+
+
+SOFTMAX_N = 64 * 4 * 256 * 256
+LN_N = 64 * 256 * 64
+# case: (description, FLOPs per call, formula)
+CASES = {
+    "gemm_2048": ("sgemm 2048^3 (the ceiling)", 2 * 2048**3, "2 n^3"),
+    "matmul_qkv": ("matmul [16384,64]@[64,192] (qkv projection)", 2 * 16384 * 64 * 192, "2 m n k"),
+    "matmul_ff1": ("matmul [16384,64]@[64,128] (linear1)", 2 * 16384 * 64 * 128, "2 m n k"),
+    "matmul_ff2": ("matmul [16384,128]@[128,64] (linear2)", 2 * 16384 * 128 * 64, "2 m n k"),
+    "matmul_scores": ("batched matmul [256,256,16]@[256,16,256] (Q K^T per head)", 2 * 256 * 256 * 256 * 16,
+                      "2 batch m n k"),
+    "softmax": ("softmax fwd+bwd [64,4,256,256] dim -1", 8 * SOFTMAX_N, "8 N (fwd 5 N, bwd 3 N)"),
+    "log_softmax": ("log_softmax fwd+bwd [64,4,256,256] dim -1", 8 * SOFTMAX_N, "8 N (fwd 5 N, bwd 3 N)"),
+    "layer_norm": ("layer_norm fwd+bwd [64,256,64] over 64, affine", 18 * LN_N, "18 N (fwd 8 N, bwd 10 N)"),
+    "attention": ("MultiheadAttention self-attn fwd+bwd [64,256,64], 4 heads, key padding mask, dropout 0.1",
+                  3 * attention_fwd(64, 256, 64), "3 x (6 B L E^2 + 4 B L^2 E + 2 B L E^2)"),
+    "embedding_adamw": ("embedding [64,256] in [20000,64] fwd+bwd + AdamW step", 13 * 20000 * 64 + 64 * 256 * 64,
+                        "13 V E + B L E"),
+    "train_default": ("training step, default (B 64, L 256, d 64, 4 heads, ff 128, 1 layer)",
+                      3 * train_fwd(64, 256, 64, 128, 1), "3 x layers x (attention + 4 B L E F)"),
+    "train_large": ("training step, large (B 32, L 512, d 256, 4 heads, ff 1024, 4 layers)",
+                    3 * train_fwd(32, 512, 256, 1024, 4), "3 x layers x (attention + 4 B L E F)"),
+    "eval_default": ("evaluation (no grad), default model", train_fwd(64, 256, 64, 128, 1),
+                     "layers x (attention + 4 B L E F)"),
+}
+
+
+def machine():
+    lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+    info = {}
+    for line in lscpu.splitlines():
+        k, _, v = line.partition(":")
+        info[k.strip()] = v.strip()
+    return (f"{info.get('Model name', '?')}, {info.get('CPU(s)', '?')} CPU(s) "
+            f"({info.get('Core(s) per socket', '?')} core(s) per socket, {info.get('Thread(s) per core', '?')} "
+            f"thread(s) per core), {os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.1f} GiB RAM")
+
+
+def fmt_ms(t):
+    return f"{t:.1f}" if t >= 10 else f"{t:.2f}"
+
+
+def main():
+    results_path, doc_path, section, command, load_before, load_after = sys.argv[1:7]
+    rows = {}
+    for line in open(results_path):
+        r = json.loads(line)
+        rows[(r["case"], r["threads"], r["side"])] = r
+    order = [c for c in CASES if any(k[0] == c for k in rows)]
+    threads = sorted({k[1] for k in rows}, reverse=True)
+    out = [f"<!-- BEGIN bench:{section} -->",
+           f"Command: `{command}`  ",
+           f"Date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC  ",
+           f"Machine: {machine()}  ",
+           f"Load average (1, 5, 15 min) before: {load_before}; after: {load_after}  ",
+           "Times in ms: median [min - max] over the repetitions after two warmup calls (one when a call takes over a second); ratio = tapegrad median / "
+           "torch median (< 1: tapegrad faster). GFLOP/s from the analytic FLOP count below and the median. "
+           "Peak RSS: the process's ru_maxrss (each case runs in its own process), in MiB; the number in "
+           "parentheses is the growth over the RSS before the case started (torch's import alone is ~230 MiB).",
+           ""]
+    for t in threads:
+        out += [f"**{t} thread(s)**", "",
+                "| case | tapegrad ms | torch ms | ratio | tapegrad GFLOP/s | torch GFLOP/s | tapegrad peak RSS | "
+                "torch peak RSS |",
+                "|---|---|---|---|---|---|---|---|"]
+        for c in order:
+            a, b = rows.get((c, t, "tapegrad")), rows.get((c, t, "torch"))
+            if not a or not b:
+                continue
+            desc, flops, _ = CASES[c]
+            ma, mb = statistics.median(a["times_ms"]), statistics.median(b["times_ms"])
+
+            def cell(r, m):
+                return f"{fmt_ms(m)} [{fmt_ms(min(r['times_ms']))} - {fmt_ms(max(r['times_ms']))}] (n={len(r['times_ms'])})"
+
+            def rss(r):
+                return f"{r['rss_peak_kb'] / 1024:.0f} (+{(r['rss_peak_kb'] - r['rss_base_kb']) / 1024:.0f})"
+
+            out.append(f"| {desc} | {cell(a, ma)} | {cell(b, mb)} | {ma / mb:.2f} | {flops / ma / 1e6:.1f} | "
+                       f"{flops / mb / 1e6:.1f} | {rss(a)} | {rss(b)} |")
+        out.append("")
+    out += ["FLOP formulas (B batch, L length, E d_model, F feed-forward, V vocabulary, N elements): " +
+            "; ".join(f"{c}: {CASES[c][2]}" for c in order) + ".", f"<!-- END bench:{section} -->"]
+    block = "\n".join(out)
+    text = open(doc_path).read() if os.path.exists(doc_path) else ""
+    begin, end = f"<!-- BEGIN bench:{section} -->", f"<!-- END bench:{section} -->"
+    if begin in text and end in text:
+        text = text[: text.index(begin)] + block + text[text.index(end) + len(end):]
+    else:
+        text = text.rstrip("\n") + ("\n\n" if text else "") + block + "\n"
+    open(doc_path, "w").write(text)
+    print(block)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Builds tapegrad's benchmark and runs it side by side with PyTorch (Debian's python3-torch, on the same
+# OpenBLAS), at 2 and 1 threads, each case in its own process; writes the table to docs/performance.md
+# (between the BEGIN/END markers of the given section, default "current").
+#
+#   bash benchmarks/run.sh [section] [case ...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+section=${1:-current}
+shift || true
+cases=("$@")
+if [ ${#cases[@]} -eq 0 ]; then
+  cases=(gemm_2048 matmul_qkv matmul_ff1 matmul_ff2 matmul_scores softmax log_softmax layer_norm attention
+         embedding_adamw train_default train_large eval_default)
+fi
+
+export CCACHE_BASEDIR=$PWD/..
+cmake -S . -B build -DTAPEGRAD_BUILD_EXAMPLES=OFF -DTAPEGRAD_BUILD_BENCHMARKS=ON >/dev/null
+cmake --build build -j2 --target bench_tapegrad >/dev/null
+
+out=build/benchmarks/results.jsonl
+: >"$out"
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+for threads in 2 1; do
+  for c in "${cases[@]}"; do
+    # The large model's step takes seconds: only at 2 threads (where the target is), to keep the run short.
+    if [ "$c" = train_large ] && [ "$threads" = 1 ]; then continue; fi
+    # Both sides get the same thread count for OpenBLAS, OpenMP and torch's intra-op pool.
+    export OPENBLAS_NUM_THREADS=$threads OMP_NUM_THREADS=$threads
+    build/benchmarks/bench_tapegrad "$c" "$threads" >>"$out"
+    /usr/bin/python3 -W ignore benchmarks/bench_torch.py "$c" "$threads" >>"$out"
+    echo "done: $c at $threads thread(s)" >&2
+  done
+done
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+python3 benchmarks/report.py "$out" docs/performance.md "$section" "bash benchmarks/run.sh $section ${cases[*]}" \
+  "$load_before" "$load_after"

@@ -1,0 +1,324 @@
+#include "examples/imdb/cli.hpp"
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "autograd/matmul.hpp"
+#include "examples/imdb/config.hpp"
+#include "examples/imdb/data.hpp"
+#include "examples/imdb/evaluate.hpp"
+#include "examples/imdb/explain.hpp"
+#include "examples/imdb/html.hpp"
+#include "examples/imdb/html_explain.hpp"
+#include "examples/imdb/html_report.hpp"
+#include "examples/imdb/interrupt.hpp"
+#include "examples/imdb/model.hpp"
+#include "examples/imdb/progress.hpp"
+#include "examples/imdb/train.hpp"
+
+namespace imdb {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kProgram = "train_imdb";
+constexpr int kUsageExit = 2;
+
+// Binds every training flag to its field of config; the defaults shown are the struct's.
+void add_training_flags(CLI::App& app, Config& c) {
+  auto group = [&](const char* name) { return app.add_option_group(name); };
+  auto* data = group("Data");
+  data->add_option("--data", c.data, "aclImdb folder or .tar.gz (default: found automatically)");
+  data->add_flag("--no-download", c.no_download, "fail instead of downloading the data");
+  data->add_option("--vocab-size", c.vocab_size, "vocabulary size including <pad> and <unk>")->capture_default_str();
+  data->add_option("--max-len", c.max_len, "tokens kept per review")->capture_default_str();
+  data->add_option("--valid-fraction", c.valid_fraction, "share of train/ held out for validation (seeded)")
+      ->capture_default_str();
+  data->add_option("--truncate", c.truncate, "which tokens a longer review keeps: head|tail|head+tail")
+      ->capture_default_str();
+
+  auto* model = group("Model");
+  model->add_option("--layers", c.layers, "encoder layers")->capture_default_str();
+  model->add_option("--d-model", c.d_model, "embedding width")->capture_default_str();
+  model->add_option("--heads", c.heads, "attention heads (must divide --d-model)")->capture_default_str();
+  model->add_option("--ff", c.ff, "feed-forward width")->capture_default_str();
+  model->add_option("--dropout", c.dropout, "dropout probability")->capture_default_str();
+  model->add_option("--attn-dropout", c.attn_dropout, "attention-weight dropout probability")->capture_default_str();
+  model->add_option("--activation", c.activation, "relu|gelu")->capture_default_str();
+  model->add_option("--norm", c.norm, "post|pre: LayerNorm after or before each sublayer")->capture_default_str();
+  model->add_option("--pooling", c.pooling, "max|mean|cls")->capture_default_str();
+  model->add_option("--pos", c.pos, "positional encoding: sinusoidal|learned")->capture_default_str();
+
+  auto* opt = group("Optimization");
+  opt->add_option("--optimizer", c.optimizer, "adam|adamw|sgd")->capture_default_str();
+  opt->add_option("--lr", c.lr, "peak learning rate (noam: the factor)")->capture_default_str();
+  opt->add_option("--warmup", c.warmup, "warmup steps")->capture_default_str();
+  opt->add_option("--schedule", c.schedule,
+                  "constant|linear|cosine|inv-sqrt|noam (linear: warmup, then linear decay to 0 at the last step)")
+      ->capture_default_str();
+  opt->add_option("--betas", c.betas, "Adam betas")->capture_default_str();
+  opt->add_option("--eps", c.eps, "Adam epsilon")->capture_default_str();
+  opt->add_option("--weight-decay", c.weight_decay, "decoupled for adamw, L2 for adam and sgd")->capture_default_str();
+  opt->add_option("--momentum", c.momentum, "sgd momentum")->capture_default_str();
+  opt->add_option("--clip-norm", c.clip_norm, "gradient norm clipping, 0 disables")->capture_default_str();
+  opt->add_option("--batch-size", c.batch_size, "reviews per step")->capture_default_str();
+  opt->add_option("--epochs", c.epochs, "passes over the training reviews")->capture_default_str();
+  opt->add_option("--seed", c.seed, "seeds the split, the initialization, the shuffle and dropout")
+      ->capture_default_str();
+  opt->add_option("--bucket", c.bucket, "bucketing chunk in batches (0 = off)")->capture_default_str();
+
+  auto* run = group("Run");
+  run->add_option("--threads", c.threads, "BLAS threads")->capture_default_str();
+  run->add_option("--log-every", c.log_every, "steps between metrics.jsonl lines and plain progress lines")
+      ->capture_default_str();
+  run->add_option("--out", c.out, "run folder")->capture_default_str();
+  run->add_flag("--resume", c.resume, "continue the run in --out from its last checkpoint");
+}
+
+bool given(const CLI::App& app, const std::string& flag) {
+  const CLI::Option* option = app.get_option_no_throw(flag);
+  return option != nullptr && option->count() > 0;
+}
+
+// --resume: the saved config.json supplies every setting not given on the command line.
+Config with_saved_settings(const CLI::App& app, const Config& config) {
+  const fs::path saved_path = fs::path(config.out) / kConfigFile;
+  if (!fs::exists(saved_path)) {
+    throw UsageError(fmt::format("--resume: {} does not exist, so there is no run to continue", saved_path.string()));
+  }
+  nlohmann::json merged = to_json(config);
+  // Named: items() of a temporary would outlive it in the range-for.
+  const nlohmann::json saved = to_json(read_config(saved_path));
+  for (const auto& [key, value] : saved.items()) {
+    if (!given(app, "--" + key)) merged[key] = value;
+  }
+  Config result = config_from_json(merged);
+  result.no_download = config.no_download;
+  result.threads = config.threads;
+  result.log_every = config.log_every;
+  result.out = config.out;
+  result.resume = true;
+  return result;
+}
+
+void check_positive(const char* flag, std::int64_t value) {
+  if (value <= 0) throw UsageError(fmt::format("{} {} must be positive", flag, value));
+}
+
+// A run folder for evaluate/predict: it must hold the files load_run reads.
+void check_run_folder(const std::string& dir) {
+  for (const char* name : {kConfigFile, kVocabFile, kModelFile}) {
+    if (!fs::exists(fs::path(dir) / name)) {
+      throw UsageError(fmt::format("--run {} has no {}", dir, name));
+    }
+  }
+}
+
+int train_command(const CLI::App& app, Config config, std::ostream& out, std::ostream& err, bool interactive) {
+  if (config.resume) config = with_saved_settings(app, config);
+  if (const auto problem = validate(config)) throw UsageError(*problem);
+  if (!config.data.empty() && !fs::exists(config.data)) {
+    throw UsageError(fmt::format("--data {} does not exist", config.data));
+  }
+  install_interrupt_handler();
+  TrainResult result;
+  try {
+    result = train(config, out, err, interactive);
+  } catch (...) {
+    remove_interrupt_handler();
+    throw;
+  }
+  remove_interrupt_handler();
+  // Once config.json exists the run has a report, even an interrupted one.
+  if (fs::exists(fs::path(config.out) / kConfigFile)) {
+    out << fmt::format("report: {}\n", write_report(config.out).string()) << std::flush;
+  }
+  return result.interrupted ? kInterruptedExitCode : 0;
+}
+
+struct EvaluateArgs {
+  std::string run, split = "test", data;
+  bool no_download = false;
+  std::int64_t batch_size = 0;  // 0: the run's
+  std::int64_t threads = 2;
+};
+
+int evaluate_command(const EvaluateArgs& a, std::ostream& out, std::ostream& err) {
+  check_run_folder(a.run);
+  if (a.split != "test" && a.split != "valid" && a.split != "train") {
+    throw UsageError(fmt::format("--split {} is not one of test|valid|train", a.split));
+  }
+  if (!a.data.empty() && !fs::exists(a.data)) throw UsageError(fmt::format("--data {} does not exist", a.data));
+  if (a.batch_size < 0) throw UsageError(fmt::format("--batch-size {} must be positive", a.batch_size));
+  check_positive("--threads", a.threads);
+  tapegrad::set_num_threads(static_cast<int>(a.threads));
+
+  LoadedRun run = load_run(a.run);
+  // The run's own data unless told otherwise (and if it is still there).
+  std::string data_path = a.data;
+  if (data_path.empty() && !run.config.data.empty() && fs::exists(run.config.data)) data_path = run.config.data;
+  const RawData raw = read_data(data_path, a.no_download);
+  err << fmt::format("data: {} ({}), read in {:.1f} s\n", raw.path.string(), raw.source, raw.seconds);
+  const auto split = split_of(raw, run.config);
+  const auto max_len = static_cast<std::size_t>(run.config.max_len);
+  const auto truncation = truncation_of(run.config);
+  namespace ds = tapegrad::datasets;
+  const ds::EncodedDataset data =
+      a.split == "test"    ? ds::EncodedDataset::encode(raw.reviews.test, run.vocab, max_len, truncation)
+      : a.split == "valid" ? ds::EncodedDataset::encode(raw.reviews.train, split.valid, run.vocab, max_len, truncation)
+                           : ds::EncodedDataset::encode(raw.reviews.train, split.train, run.vocab, max_len, truncation);
+  const auto batch_size = static_cast<std::size_t>(a.batch_size > 0 ? a.batch_size : run.config.batch_size);
+  const EvalResult r = evaluate(*run.model, data, batch_size);
+  out << fmt::format("{}: accuracy {:.2f}% ({}/{}), loss {:.4f} ({:.1f} s)\n", a.split, 100.0 * r.accuracy, r.correct,
+                     r.count, r.loss, r.seconds);
+  return 0;
+}
+
+struct PredictArgs {
+  std::string run;
+  std::vector<std::string> texts;
+  std::int64_t threads = 2;
+};
+
+int predict_command(const PredictArgs& a, std::istream& in, std::ostream& out) {
+  check_run_folder(a.run);
+  check_positive("--threads", a.threads);
+  tapegrad::set_num_threads(static_cast<int>(a.threads));
+  std::vector<std::string> texts = a.texts;
+  if (texts.empty()) {
+    for (std::string line; std::getline(in, line);) texts.push_back(line);
+  }
+  LoadedRun run = load_run(a.run);
+  const auto probabilities =
+      predict_proba(*run.model, run.vocab, run.config, texts, static_cast<std::size_t>(run.config.batch_size));
+  for (const double p : probabilities) out << fmt::format("{:.6f}\n", p);
+  return 0;
+}
+
+struct ExplainArgs {
+  std::string run, output;
+  std::vector<std::string> words;
+  std::int64_t threads = 2;
+};
+
+int explain_command(const ExplainArgs& a, std::istream& in, std::ostream& out) {
+  check_run_folder(a.run);
+  check_positive("--threads", a.threads);
+  tapegrad::set_num_threads(static_cast<int>(a.threads));
+  std::string text;
+  if (a.words.empty()) {
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  } else {
+    for (const auto& word : a.words) text += (text.empty() ? "" : " ") + word;
+  }
+  LoadedRun run = load_run(a.run);
+  Explanation e;
+  try {
+    e = explain_text(*run.model, run.vocab, run.config, text);
+  } catch (const std::invalid_argument& error) {
+    throw UsageError(error.what());
+  }
+  const fs::path output = a.output.empty() ? fs::path(a.run) / "explain.html" : fs::path(a.output);
+  html::write_file(output, explain_html(e, text, a.run));
+  out << fmt::format("P(positive) = {:.6f} ({} tokens); wrote {}\n", e.p_positive, e.tokens.size(), output.string());
+  return 0;
+}
+
+int report_command(const std::string& run, std::ostream& out) {
+  if (!fs::exists(fs::path(run) / kConfigFile)) throw UsageError(fmt::format("--run {} has no {}", run, kConfigFile));
+  out << fmt::format("report: {}\n", write_report(run).string());
+  return 0;
+}
+
+}  // namespace
+
+int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& out, std::ostream& err,
+            bool interactive) {
+  CLI::App app(
+      "Trains a Transformer sentiment classifier on IMDb movie reviews (Maas et al. 2011).\n"
+      "With no subcommand it trains; `evaluate`, `predict`, `explain` and `report` use a finished run.",
+      kProgram);
+  app.require_subcommand(0, 1);
+  Config config;
+  add_training_flags(app, config);
+
+  EvaluateArgs eval_args;
+  CLI::App* evaluate_app = app.add_subcommand("evaluate", "accuracy and loss of a run's model on a split");
+  evaluate_app->add_option("--run", eval_args.run, "run folder (config.json, vocab.txt, model.safetensors)")
+      ->required();
+  evaluate_app->add_option("--split", eval_args.split, "test|valid|train")->capture_default_str();
+  evaluate_app->add_option("--data", eval_args.data, "aclImdb folder or .tar.gz (default: the run's, else found)");
+  evaluate_app->add_flag("--no-download", eval_args.no_download, "fail instead of downloading the data");
+  evaluate_app->add_option("--batch-size", eval_args.batch_size, "reviews per batch (default: the run's)");
+  evaluate_app->add_option("--threads", eval_args.threads, "BLAS threads")->capture_default_str();
+
+  PredictArgs predict_args;
+  CLI::App* predict_app =
+      app.add_subcommand("predict", "P(positive) of each review (one per line on stdin if none given)");
+  predict_app->add_option("--run", predict_args.run, "run folder")->required();
+  predict_app->add_option("reviews", predict_args.texts, "review texts");
+  predict_app->add_option("--threads", predict_args.threads, "BLAS threads")->capture_default_str();
+
+  ExplainArgs explain_args;
+  CLI::App* explain_app = app.add_subcommand(
+      "explain", "an HTML page of the model's attention and token saliency for one review (stdin if none given)");
+  explain_app->add_option("--run", explain_args.run, "run folder")->required();
+  explain_app->add_option("review", explain_args.words, "the review (its words are joined with spaces)");
+  explain_app->add_option("--output", explain_args.output, "the HTML file to write (default: RUN/explain.html)");
+  explain_app->add_option("--threads", explain_args.threads, "BLAS threads")->capture_default_str();
+
+  std::string report_run;
+  CLI::App* report_app =
+      app.add_subcommand("report", "an HTML page of a run's curves, configuration and timing (RUN/report.html)");
+  report_app->add_option("--run", report_run, "run folder")->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    out << app.help();
+    return 0;
+  } catch (const CLI::CallForAllHelp&) {
+    out << app.help("", CLI::AppFormatMode::All);
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    // CLI11's own messages (an unknown flag, a value that is not a number) as one line too.
+    err << fmt::format("{}: {} (see {} --help)\n", kProgram, e.what(), kProgram);
+    return kUsageExit;
+  }
+
+  try {
+    CLI::App* command = nullptr;
+    for (CLI::App* sub : {evaluate_app, predict_app, explain_app, report_app})
+      if (sub->parsed()) command = sub;
+    if (command) {
+      // The training flags live in option groups, which CLI11 keeps as unnamed subcommands.
+      for (CLI::App* group : app.get_subcommands([](CLI::App* sub) { return sub->get_name().empty(); })) {
+        for (const CLI::Option* option : group->get_options()) {
+          if (option->count() == 0) continue;
+          throw UsageError(fmt::format("{} is a training flag; put {} flags after the subcommand", option->get_name(),
+                                       command->get_name()));
+        }
+      }
+      if (command == evaluate_app) return evaluate_command(eval_args, out, err);
+      if (command == predict_app) return predict_command(predict_args, in, out);
+      if (command == explain_app) return explain_command(explain_args, in, out);
+      return report_command(report_run, out);
+    }
+    return train_command(app, config, out, err, interactive);
+  } catch (const UsageError& e) {
+    err << fmt::format("{}: {}\n", kProgram, e.what());
+    return kUsageExit;
+  } catch (const std::exception& e) {
+    err << fmt::format("{}: {}\n", kProgram, e.what());
+    return 1;
+  }
+}
+
+}  // namespace imdb

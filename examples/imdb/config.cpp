@@ -1,0 +1,215 @@
+#include "examples/imdb/config.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <initializer_list>
+#include <stdexcept>
+
+namespace imdb {
+
+namespace {
+
+bool one_of(const std::string& value, std::initializer_list<const char*> choices) {
+  for (const char* c : choices)
+    if (value == c) return true;
+  return false;
+}
+
+std::string choices_text(std::initializer_list<const char*> choices) {
+  std::string text;
+  for (const char* c : choices) text += (text.empty() ? "" : "|") + std::string(c);
+  return text;
+}
+
+}  // namespace
+
+std::pair<double, double> parse_betas(const std::string& text) {
+  const auto comma = text.find(',');
+  if (comma == std::string::npos) throw std::invalid_argument("expected two numbers separated by a comma");
+  const std::string first = text.substr(0, comma), second = text.substr(comma + 1);
+  std::size_t used1 = 0, used2 = 0;
+  double b1 = 0, b2 = 0;
+  try {
+    b1 = std::stod(first, &used1);
+    b2 = std::stod(second, &used2);
+  } catch (const std::exception&) {
+    throw std::invalid_argument("expected two numbers separated by a comma");
+  }
+  if (used1 != first.size() || used2 != second.size()) {
+    throw std::invalid_argument("expected two numbers separated by a comma");
+  }
+  return {b1, b2};
+}
+
+tapegrad::datasets::Truncation truncation_of(const Config& config) {
+  using tapegrad::datasets::Truncation;
+  if (config.truncate == "head") return Truncation::head;
+  if (config.truncate == "tail") return Truncation::tail;
+  if (config.truncate == "head+tail") return Truncation::head_tail;
+  throw std::invalid_argument(fmt::format("--truncate {} is not one of head|tail|head+tail", config.truncate));
+}
+
+std::optional<std::string> validate(const Config& c) {
+  const std::pair<const char*, std::int64_t> positive[] = {
+      {"--vocab-size", c.vocab_size}, {"--max-len", c.max_len}, {"--layers", c.layers},
+      {"--d-model", c.d_model},       {"--heads", c.heads},     {"--ff", c.ff},
+      {"--batch-size", c.batch_size}, {"--epochs", c.epochs},   {"--threads", c.threads},
+      {"--log-every", c.log_every}};
+  for (const auto& [flag, value] : positive) {
+    if (value <= 0) return fmt::format("{} {} must be positive", flag, value);
+  }
+  if (c.vocab_size < 3)
+    return fmt::format("--vocab-size {} leaves no room for a token besides <pad> and <unk>", c.vocab_size);
+  if (c.d_model % c.heads != 0) return fmt::format("--d-model {} is not divisible by --heads {}", c.d_model, c.heads);
+  for (const auto& [flag, value] : {std::pair{"--warmup", c.warmup}, {"--seed", c.seed}, {"--bucket", c.bucket}}) {
+    if (value < 0) return fmt::format("{} {} must not be negative", flag, value);
+  }
+  for (const auto& [flag, value] : {std::pair{"--dropout", c.dropout}, {"--attn-dropout", c.attn_dropout}}) {
+    if (!(value >= 0.0 && value < 1.0)) return fmt::format("{} {} is outside [0, 1)", flag, value);
+  }
+  for (const auto& [flag, value] :
+       {std::pair{"--lr", c.lr}, {"--eps", c.eps}, {"--weight-decay", c.weight_decay}, {"--clip-norm", c.clip_norm}}) {
+    if (!(value >= 0.0) || std::isinf(value)) return fmt::format("{} {} must be a finite number >= 0", flag, value);
+  }
+  if (!(c.momentum >= 0.0 && c.momentum < 1.0)) return fmt::format("--momentum {} is outside [0, 1)", c.momentum);
+  if (!(c.valid_fraction >= 0.0 && c.valid_fraction < 1.0)) {
+    return fmt::format("--valid-fraction {} is outside [0, 1)", c.valid_fraction);
+  }
+
+  struct Choice {
+    const char* flag;
+    const std::string& value;
+    std::initializer_list<const char*> choices;
+  };
+  const Choice choices[] = {
+      {"--truncate", c.truncate, {"head", "tail", "head+tail"}},
+      {"--activation", c.activation, {"relu", "gelu"}},
+      {"--norm", c.norm, {"post", "pre"}},
+      {"--pooling", c.pooling, {"max", "mean", "cls"}},
+      {"--pos", c.pos, {"sinusoidal", "learned"}},
+      {"--optimizer", c.optimizer, {"adam", "adamw", "sgd"}},
+      {"--schedule", c.schedule, {"constant", "linear", "cosine", "inv-sqrt", "noam"}},
+  };
+  for (const auto& choice : choices) {
+    if (!one_of(choice.value, choice.choices)) {
+      return fmt::format("{} {} is not one of {}", choice.flag, choice.value, choices_text(choice.choices));
+    }
+  }
+  if ((c.schedule == "inv-sqrt" || c.schedule == "noam") && c.warmup == 0) {
+    return fmt::format("--schedule {} needs --warmup >= 1, got {}", c.schedule, c.warmup);
+  }
+  try {
+    const auto [b1, b2] = parse_betas(c.betas);
+    for (double b : {b1, b2}) {
+      if (!(b >= 0.0 && b < 1.0)) return fmt::format("--betas {} has {} outside [0, 1)", c.betas, b);
+    }
+  } catch (const std::invalid_argument& e) {
+    return fmt::format("--betas {}: {}", c.betas, e.what());
+  }
+  return std::nullopt;
+}
+
+nlohmann::json to_json(const Config& c) {
+  return {
+      {"data", c.data},
+      {"vocab-size", c.vocab_size},
+      {"max-len", c.max_len},
+      {"truncate", c.truncate},
+      {"valid-fraction", c.valid_fraction},
+      {"layers", c.layers},
+      {"d-model", c.d_model},
+      {"heads", c.heads},
+      {"ff", c.ff},
+      {"dropout", c.dropout},
+      {"attn-dropout", c.attn_dropout},
+      {"activation", c.activation},
+      {"norm", c.norm},
+      {"pooling", c.pooling},
+      {"pos", c.pos},
+      {"optimizer", c.optimizer},
+      {"lr", c.lr},
+      {"warmup", c.warmup},
+      {"schedule", c.schedule},
+      {"betas", c.betas},
+      {"eps", c.eps},
+      {"weight-decay", c.weight_decay},
+      {"momentum", c.momentum},
+      {"clip-norm", c.clip_norm},
+      {"batch-size", c.batch_size},
+      {"epochs", c.epochs},
+      {"seed", c.seed},
+      {"bucket", c.bucket},
+  };
+}
+
+namespace {
+
+template <typename V>
+void read(const nlohmann::json& json, const char* key, V& into) {
+  const auto it = json.find(key);
+  if (it == json.end()) return;
+  try {
+    into = it->get<V>();
+  } catch (const nlohmann::json::exception&) {
+    throw std::runtime_error(fmt::format("\"{}\" has the wrong type: {}", key, it->dump()));
+  }
+}
+
+}  // namespace
+
+Config config_from_json(const nlohmann::json& json) {
+  if (!json.is_object()) throw std::runtime_error("not a JSON object");
+  Config c;
+  read(json, "data", c.data);
+  read(json, "vocab-size", c.vocab_size);
+  read(json, "max-len", c.max_len);
+  read(json, "truncate", c.truncate);
+  read(json, "valid-fraction", c.valid_fraction);
+  read(json, "layers", c.layers);
+  read(json, "d-model", c.d_model);
+  read(json, "heads", c.heads);
+  read(json, "ff", c.ff);
+  read(json, "dropout", c.dropout);
+  read(json, "attn-dropout", c.attn_dropout);
+  read(json, "activation", c.activation);
+  read(json, "norm", c.norm);
+  read(json, "pooling", c.pooling);
+  read(json, "pos", c.pos);
+  read(json, "optimizer", c.optimizer);
+  read(json, "lr", c.lr);
+  read(json, "warmup", c.warmup);
+  read(json, "schedule", c.schedule);
+  read(json, "betas", c.betas);
+  read(json, "eps", c.eps);
+  read(json, "weight-decay", c.weight_decay);
+  read(json, "momentum", c.momentum);
+  read(json, "clip-norm", c.clip_norm);
+  read(json, "batch-size", c.batch_size);
+  read(json, "epochs", c.epochs);
+  read(json, "seed", c.seed);
+  read(json, "bucket", c.bucket);
+  return c;
+}
+
+tapegrad::nn::TransformerClassifierOptions model_options(const Config& c, std::size_t vocab_size) {
+  namespace nn = tapegrad::nn;
+  nn::TransformerClassifierOptions o;
+  o.vocab_size = vocab_size;
+  o.max_len = static_cast<std::size_t>(c.max_len);
+  o.d_model = static_cast<std::size_t>(c.d_model);
+  o.nhead = static_cast<std::size_t>(c.heads);
+  o.num_layers = static_cast<std::size_t>(c.layers);
+  o.dim_feedforward = static_cast<std::size_t>(c.ff);
+  o.dropout = c.dropout;
+  o.attention_dropout = c.attn_dropout;
+  o.activation = c.activation == "gelu" ? nn::Activation::GELU : nn::Activation::ReLU;
+  o.norm_first = c.norm == "pre";
+  o.pooling = nn::parse_pooling(c.pooling);
+  o.positional = nn::parse_positional(c.pos);
+  o.num_classes = 2;
+  o.padding_idx = tapegrad::datasets::Vocabulary::pad_id;
+  return o;
+}
+
+}  // namespace imdb

@@ -1,0 +1,84 @@
+// The settings of an IMDb training run: every flag of train_imdb with its default, in one place, and
+// their checks. config.json holds exactly these, so evaluate/predict rebuild the model from it.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "datasets/encode.hpp"
+#include "nn/classifier.hpp"
+
+namespace imdb {
+
+struct Config {
+  // Data.
+  std::string data;  // empty: found by datasets::locate_imdb
+  bool no_download = false;
+  std::int64_t vocab_size = 20000;  // including <pad> and <unk>
+  std::int64_t max_len = 512;
+  std::string truncate = "head+tail";  // head | tail | head+tail
+  double valid_fraction = 0.1;         // the held-out share of train/ (0: none, the last epoch is kept)
+
+  // Model.
+  std::int64_t layers = 1;
+  std::int64_t d_model = 64;
+  std::int64_t heads = 4;
+  std::int64_t ff = 128;
+  double dropout = 0.1;
+  double attn_dropout = 0.1;
+  std::string activation = "relu";  // relu | gelu
+  std::string norm = "post";        // post | pre
+  std::string pooling = "mean";     // max | mean | cls
+  std::string pos = "sinusoidal";   // sinusoidal | learned
+
+  // Optimization.
+  std::string optimizer = "adamw";  // adam | adamw | sgd
+  double lr = 1e-3;
+  std::int64_t warmup = 100;        // steps
+  std::string schedule = "linear";  // constant | linear | cosine | inv-sqrt | noam
+  std::string betas = "0.9,0.999";  // adam, adamw
+  double eps = 1e-8;
+  double weight_decay = 0.01;
+  double momentum = 0.9;   // sgd
+  double clip_norm = 1.0;  // 0 disables
+  std::int64_t batch_size = 64;
+  std::int64_t epochs = 3;
+  std::int64_t seed = 0;
+  std::int64_t bucket = 50;  // bucketing chunk in batches, 0 = off
+
+  // The run itself (not saved: they do not change the result).
+  std::int64_t threads = 2;
+  std::int64_t log_every = 50;  // steps between metrics.jsonl lines and plain progress lines
+  std::string out = "runs/imdb";
+  bool resume = false;
+};
+
+// A bad setting found only once the data is known (e.g. more warmup steps than training steps) or a
+// --resume that contradicts the saved run: train_imdb prints its message and exits 2.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// The first bad setting as one line naming the flag and the value ("--d-model 63 is not divisible by
+// --heads 4"), or nothing when all are valid. Files are not looked at here.
+std::optional<std::string> validate(const Config& config);
+
+// "0.9,0.999" -> {0.9, 0.999}; throws std::invalid_argument for anything else.
+std::pair<double, double> parse_betas(const std::string& text);
+tapegrad::datasets::Truncation truncation_of(const Config& config);
+
+// The settings that define the run, keyed by flag name without "--" ("d-model"): config.json.
+nlohmann::json to_json(const Config& config);
+// Reads what to_json wrote; keys that are absent keep their defaults. Throws std::runtime_error
+// naming the key for a value of the wrong type.
+Config config_from_json(const nlohmann::json& json);
+
+// The model the settings describe, over a vocabulary of vocab_size tokens (the built vocabulary,
+// which may be smaller than --vocab-size on a small corpus).
+tapegrad::nn::TransformerClassifierOptions model_options(const Config& config, std::size_t vocab_size);
+
+}  // namespace imdb

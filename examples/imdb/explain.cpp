@@ -1,0 +1,123 @@
+#include "examples/imdb/explain.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <optional>
+#include <stdexcept>
+
+#include "autograd/shape_ops.hpp"
+#include "autograd/tape.hpp"
+#include "datasets/encode.hpp"
+#include "datasets/tokenizer.hpp"
+
+namespace imdb {
+
+namespace {
+
+// Grad mode on for a scope (explain needs the tape even if a caller turned it off).
+class GradMode {
+ public:
+  GradMode() : previous_(tapegrad::is_grad_enabled()) { tapegrad::set_grad_enabled(true); }
+  ~GradMode() { tapegrad::set_grad_enabled(previous_); }
+  GradMode(const GradMode&) = delete;
+  GradMode& operator=(const GradMode&) = delete;
+
+ private:
+  bool previous_;
+};
+
+}  // namespace
+
+template <typename T>
+Explanation explain_ids(tapegrad::nn::TransformerClassifier<T>& model, const std::vector<std::int64_t>& ids) {
+  const std::size_t length = ids.size();
+  if (length == 0) throw std::invalid_argument("explain: the review has no tokens");
+  if (length > model.options.max_len) {
+    throw std::invalid_argument(
+        fmt::format("explain: {} tokens are more than the model's max_len {}", length, model.options.max_len));
+  }
+  const bool was_training = model.is_training();
+  model.eval();
+  GradMode grad_mode;
+  // The backward pass below must not disturb gradients a caller may be accumulating.
+  auto params = model.parameters();
+  std::vector<std::optional<xt::xarray<T>>> saved_grads;
+  for (const auto& p : params) saved_grads.push_back(p.has_grad() ? std::optional(p.grad()) : std::nullopt);
+
+  xt::xarray<std::int64_t> batch = xt::xarray<std::int64_t>::from_shape({std::size_t{1}, length});
+  std::copy(ids.begin(), ids.end(), batch.begin());
+  const tapegrad::BoolArray no_padding = xt::zeros<bool>({std::size_t{1}, length});
+  tapegrad::nn::ClassifierTrace<T> trace;
+  const auto logits = model.forward(batch, no_padding, &trace);
+
+  Explanation e;
+  e.ids = ids;
+  e.total_tokens = length;
+  e.cls = model.options.pooling == tapegrad::nn::Pooling::Cls;
+  const auto& l = logits.data();
+  for (std::size_t c = 0; c < logits.size(1); ++c) {
+    e.logits.push_back(static_cast<double>(l(0, c)));
+    if (e.logits[c] > e.logits[static_cast<std::size_t>(e.predicted)]) e.predicted = static_cast<std::int64_t>(c);
+  }
+  if (e.logits.size() >= 2) e.p_positive = 1.0 / (1.0 + std::exp(e.logits[0] - e.logits[1]));
+
+  e.layers = trace.attention.size();
+  e.positions = length + (e.cls ? 1 : 0);
+  for (const auto& weights : trace.attention) {  // [1, H, P, P]
+    e.heads = weights.size(1);
+    const auto& w = weights.data();
+    std::vector<std::vector<double>> layer(e.heads);
+    const std::size_t cells = e.positions * e.positions;
+    for (std::size_t h = 0; h < e.heads; ++h) {
+      const T* begin = w.data() + h * cells;
+      layer[h].assign(begin, begin + cells);
+    }
+    e.attention.push_back(std::move(layer));
+  }
+
+  tapegrad::select(tapegrad::select(logits, 0, 0), 0, e.predicted).backward();
+  const auto& emb = trace.embeddings.data();  // [1, L, D]
+  const auto& grad = trace.embeddings.grad();
+  const std::size_t d = trace.embeddings.size(2);
+  e.saliency.assign(length, 0.0);
+  for (std::size_t t = 0; t < length; ++t)
+    for (std::size_t k = 0; k < d; ++k)
+      e.saliency[t] += static_cast<double>(grad(0, t, k)) * static_cast<double>(emb(0, t, k));
+
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    if (saved_grads[i]) {
+      params[i].set_grad(std::move(*saved_grads[i]));
+    } else {
+      params[i].zero_grad();
+    }
+  }
+  model.train(was_training);
+  return e;
+}
+
+template <typename T>
+Explanation explain_text(tapegrad::nn::TransformerClassifier<T>& model, const tapegrad::datasets::Vocabulary& vocab,
+                         const Config& config, const std::string& text) {
+  namespace ds = tapegrad::datasets;
+  const std::vector<std::string> all = ds::tokenize(text);
+  const ds::Kept kept =
+      ds::truncation_window(all.size(), static_cast<std::size_t>(config.max_len), truncation_of(config));
+  std::vector<std::string> tokens(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(kept.first));
+  tokens.insert(tokens.end(), all.begin() + static_cast<std::ptrdiff_t>(kept.second), all.end());
+  std::vector<std::int64_t> ids;
+  for (const auto& token : tokens) ids.push_back(vocab.id(token));
+  Explanation e = explain_ids(model, ids);
+  e.tokens = std::move(tokens);
+  e.total_tokens = all.size();
+  return e;
+}
+
+template Explanation explain_ids(tapegrad::nn::TransformerClassifier<float>&, const std::vector<std::int64_t>&);
+template Explanation explain_ids(tapegrad::nn::TransformerClassifier<double>&, const std::vector<std::int64_t>&);
+template Explanation explain_text(tapegrad::nn::TransformerClassifier<float>&, const tapegrad::datasets::Vocabulary&,
+                                  const Config&, const std::string&);
+template Explanation explain_text(tapegrad::nn::TransformerClassifier<double>&, const tapegrad::datasets::Vocabulary&,
+                                  const Config&, const std::string&);
+
+}  // namespace imdb

@@ -1,0 +1,513 @@
+// The IMDb training program (examples/imdb): its command line, a tiny end-to-end run on the fixture,
+// --resume after an interruption, and predict/evaluate through the built executable.
+#include <fmt/format.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "autograd/tape.hpp"
+#include "datasets/tokenizer.hpp"
+#include "examples/imdb/cli.hpp"
+#include "examples/imdb/config.hpp"
+#include "examples/imdb/data.hpp"
+#include "examples/imdb/evaluate.hpp"
+#include "examples/imdb/explain.hpp"
+#include "examples/imdb/html.hpp"
+#include "examples/imdb/html_explain.hpp"
+#include "examples/imdb/html_report.hpp"
+#include "examples/imdb/model.hpp"
+#include "examples/imdb/progress.hpp"
+#include "examples/imdb/train.hpp"
+#include "nn/safetensors.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kFixture = fs::path(TAPEGRAD_TEST_DATA_DIR) / "aclImdb_small";
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "tapegrad-imdb-XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+    path = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+struct CliResult {
+  int code;
+  std::string out, err;
+};
+
+CliResult run_in_process(std::vector<std::string> args, const std::string& input = "") {
+  args.insert(args.begin(), "train_imdb");
+  std::vector<const char*> argv;
+  for (const auto& a : args) argv.push_back(a.c_str());
+  std::istringstream in(input);
+  std::ostringstream out, err;
+  const int code = imdb::run_cli(static_cast<int>(argv.size()), argv.data(), in, out, err, false);
+  return {code, out.str(), err.str()};
+}
+
+// A tiny model on the 12-review fixture: one review of each class held out, 2 steps per epoch.
+imdb::Config tiny_config(const fs::path& out, std::int64_t epochs) {
+  imdb::Config c;
+  c.data = kFixture.string();
+  c.no_download = true;
+  c.d_model = 8;
+  c.heads = 2;
+  c.ff = 16;
+  c.vocab_size = 50;
+  c.max_len = 32;
+  c.epochs = epochs;
+  c.batch_size = 2;
+  c.valid_fraction = 0.34;
+  c.warmup = 1;
+  c.lr = 0.02;
+  c.dropout = 0.1;
+  c.log_every = 1;
+  c.threads = 1;
+  c.out = out.string();
+  return c;
+}
+
+std::string read_bytes(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// The raw bytes of a tensor's values.
+template <typename V>
+std::string bytes_of(const xt::xarray<V>& values) {
+  std::string bytes;
+  for (const V v : values) {
+    const auto* p = reinterpret_cast<const char*>(&v);
+    bytes.append(p, p + sizeof(V));
+  }
+  return bytes;
+}
+
+// Every tensor of a safetensors file by name, as bytes (its metadata holds timings, so the files differ).
+std::map<std::string, std::string> tensors_of(const fs::path& path) {
+  namespace st = tapegrad::safetensors;
+  const st::File file(path.string());
+  std::map<std::string, std::string> tensors;
+  for (const auto& name : file.names()) {
+    std::string& bytes = tensors[name];
+    switch (file.dtype(name)) {
+      case st::Dtype::F32:
+        bytes = bytes_of(file.get<float>(name));
+        break;
+      case st::Dtype::F64:
+        bytes = bytes_of(file.get<double>(name));
+        break;
+      case st::Dtype::I64:
+        bytes = bytes_of(file.get<std::int64_t>(name));
+        break;
+      case st::Dtype::U64:
+        bytes = bytes_of(file.get<std::uint64_t>(name));
+        break;
+      case st::Dtype::BOOL:
+        bytes = bytes_of(file.get<bool>(name));
+        break;
+      default:
+        FAIL("unexpected dtype of " << name);
+    }
+  }
+  return tensors;
+}
+
+// The lines of metrics.jsonl without "elapsed" and "tokens_per_s", which depend on the clock.
+std::vector<nlohmann::json> metrics_without_timing(const fs::path& path) {
+  std::vector<nlohmann::json> lines;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    auto json = nlohmann::json::parse(line);
+    json.erase("elapsed");
+    json.erase("tokens_per_s");
+    lines.push_back(json);
+  }
+  return lines;
+}
+
+// Runs a shell command, returning its exit code and stdout.
+std::pair<int, std::string> shell(const std::string& command) {
+  FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string out;
+  char buffer[4096];
+  for (std::size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) out.append(buffer, n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+std::vector<double> parse_numbers(const std::string& text) {
+  std::vector<double> values;
+  std::istringstream in(text);
+  for (double v; in >> v;) values.push_back(v);
+  return values;
+}
+
+}  // namespace
+
+TEST_CASE("train_imdb rejects bad settings with one line naming the flag and exit code 2", "[imdb]") {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--d-model", "63", "--heads", "4"}, "train_imdb: --d-model 63 is not divisible by --heads 4\n"},
+      {{"--vocab-size=-5"}, "train_imdb: --vocab-size -5 must be positive\n"},
+      {{"--batch-size", "0"}, "train_imdb: --batch-size 0 must be positive\n"},
+      {{"--dropout", "1.5"}, "train_imdb: --dropout 1.5 is outside [0, 1)\n"},
+      {{"--attn-dropout=-0.1"}, "train_imdb: --attn-dropout -0.1 is outside [0, 1)\n"},
+      {{"--truncate", "middle"}, "train_imdb: --truncate middle is not one of head|tail|head+tail\n"},
+      {{"--schedule", "step"}, "train_imdb: --schedule step is not one of constant|linear|cosine|inv-sqrt|noam\n"},
+      {{"--optimizer", "lbfgs"}, "train_imdb: --optimizer lbfgs is not one of adam|adamw|sgd\n"},
+      {{"--betas", "0.9"}, "train_imdb: --betas 0.9: expected two numbers separated by a comma\n"},
+      {{"--betas", "0.9,1.5"}, "train_imdb: --betas 0.9,1.5 has 1.5 outside [0, 1)\n"},
+      {{"--warmup=-1"}, "train_imdb: --warmup -1 must not be negative\n"},
+      {{"--data", "/nonexistent/aclImdb"}, "train_imdb: --data /nonexistent/aclImdb does not exist\n"},
+      {{"evaluate", "--run", "/nonexistent/run"}, "train_imdb: --run /nonexistent/run has no config.json\n"},
+      {{"--epochs", "2", "predict", "--run", "x"},
+       "train_imdb: --epochs is a training flag; put predict flags after the subcommand\n"},
+  };
+  for (const auto& [args, expected] : cases) {
+    INFO(args.front());
+    const CliResult r = run_in_process(args);
+    CHECK(r.code == 2);
+    CHECK(r.err == expected);
+    CHECK(r.out.empty());
+  }
+
+  // CLI11's own errors: one line and exit code 2 as well.
+  for (const auto& args : std::vector<std::vector<std::string>>{{"--bogus"}, {"--epochs", "three"}, {"evaluate"}}) {
+    const CliResult r = run_in_process(args);
+    CHECK(r.code == 2);
+    CHECK(r.err.rfind("train_imdb: ", 0) == 0);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
+  CHECK(run_in_process({"--help"}).code == 0);
+}
+
+TEST_CASE("train_imdb: warmup longer than training and a --resume without a run are usage errors", "[imdb]") {
+  TempDir tmp;
+  const std::vector<std::string> base = {"--data",
+                                         kFixture.string(),
+                                         "--no-download",
+                                         "--d-model",
+                                         "8",
+                                         "--heads",
+                                         "2",
+                                         "--ff",
+                                         "16",
+                                         "--vocab-size",
+                                         "50",
+                                         "--max-len",
+                                         "32",
+                                         "--epochs",
+                                         "2",
+                                         "--batch-size",
+                                         "2",
+                                         "--out",
+                                         tmp.path.string()};
+  auto args = base;
+  args.insert(args.end(), {"--warmup", "100"});
+  CliResult r = run_in_process(args);
+  CHECK(r.code == 2);
+  CHECK(r.err.find("train_imdb: --warmup 100 must be less than the 6 training steps (--epochs 2 x 3 batches)\n") !=
+        std::string::npos);
+  CHECK(fs::is_empty(tmp.path));  // nothing written for a run that cannot start
+
+  args = base;
+  args.push_back("--resume");
+  r = run_in_process(args);
+  CHECK(r.code == 2);
+  CHECK(r.err == fmt::format("train_imdb: --resume: {} does not exist, so there is no run to continue\n",
+                             (tmp.path / "config.json").string()));
+}
+
+TEST_CASE("train_imdb trains a tiny model on the fixture and predict agrees with the model in-process", "[imdb]") {
+  TempDir tmp;
+  const imdb::Config config = tiny_config(tmp.path, 8);
+  std::ostringstream out, log;
+  const imdb::TrainResult result = imdb::train(config, out, log, false);
+
+  REQUIRE_FALSE(result.interrupted);
+  REQUIRE(result.epochs.size() == 8);
+  CHECK(result.steps == 16);
+  // The training loss falls: the last two epochs' mean below the first two's.
+  const auto& e = result.epochs;
+  CHECK(e[6].train_loss + e[7].train_loss < e[0].train_loss + e[1].train_loss - 0.05);
+  CHECK(result.test.count == 6);
+  CHECK(result.best_epoch >= 1);
+  CHECK(out.str().find("test accuracy") != std::string::npos);
+  for (const char* name : {"model.safetensors", "last.ckpt.safetensors", "vocab.txt", "config.json", "metrics.jsonl"}) {
+    CHECK(fs::exists(tmp.path / name));
+  }
+  // One line per step (--log-every 1), one per epoch and the test score.
+  CHECK(metrics_without_timing(tmp.path / "metrics.jsonl").size() == 16 + 8 + 1);
+
+  // The saved run rebuilds the same model: its test accuracy is the one train reported.
+  imdb::LoadedRun run = imdb::load_run(tmp.path);
+  CHECK(imdb::to_json(run.config) == imdb::to_json(config));
+  const imdb::RawData raw = imdb::read_data(kFixture.string(), true);
+  const auto splits = imdb::encode_splits(raw, imdb::split_of(raw, run.config), run.vocab, run.config);
+  const imdb::EvalResult test = imdb::evaluate(*run.model, splits.test, 2);
+  CHECK(test.accuracy == result.test.accuracy);
+  CHECK(test.loss == Approx(result.test.loss).epsilon(1e-6));
+
+  const std::vector<std::string> reviews = {"a wonderful , moving film . great acting", "terrible . boring and bad",
+                                            "the plot was"};
+  const std::vector<double> expected = imdb::predict_proba(*run.model, run.vocab, run.config, reviews);
+  // The same reviews as arguments (in-process) and one per line on stdin (the built program).
+  const CliResult args_run =
+      run_in_process({"predict", "--run", tmp.path.string(), reviews[0], reviews[1], reviews[2]});
+  REQUIRE(args_run.code == 0);
+  const fs::path input = tmp.path / "reviews.txt";
+  std::ofstream(input) << reviews[0] << '\n' << reviews[1] << '\n' << reviews[2] << '\n';
+  const auto [code, stdin_out] =
+      shell(fmt::format("'{}' predict --run '{}' < '{}'", TRAIN_IMDB_PROGRAM, tmp.path.string(), input.string()));
+  REQUIRE(code == 0);
+  for (const std::string& printed : {args_run.out, stdin_out}) {
+    const auto got = parse_numbers(printed);
+    REQUIRE(got.size() == expected.size());
+    for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == Approx(expected[i]).margin(1e-6));
+  }
+  CHECK(args_run.out == stdin_out);
+
+  const auto [eval_code, eval_out] =
+      shell(fmt::format("'{}' evaluate --run '{}' --split test --data '{}' --no-download", TRAIN_IMDB_PROGRAM,
+                        tmp.path.string(), kFixture.string()));
+  CHECK(eval_code == 0);
+  CHECK(eval_out.rfind(fmt::format("test: accuracy {:.2f}% ({}/6)", 100.0 * test.accuracy, test.correct), 0) == 0);
+
+  // A new run in the same folder, stopped before its first checkpoint, leaves none of the old run's.
+  const auto stopped = imdb::train(config, out, log, false, [](std::int64_t) { return true; });
+  CHECK(stopped.interrupted);
+  CHECK_FALSE(fs::exists(tmp.path / "model.safetensors"));
+  CHECK_FALSE(fs::exists(tmp.path / "last.ckpt.safetensors"));
+}
+
+TEST_CASE("train_imdb --resume after an interruption ends exactly where an uninterrupted run does", "[imdb]") {
+  TempDir whole, interrupted;
+  std::ostringstream out, log;
+  imdb::train(tiny_config(whole.path, 4), out, log, false);
+
+  // Stopped in the middle of epoch 3: the checkpoint of epoch 2 stays, and --resume redoes epoch 3.
+  const imdb::TrainResult first =
+      imdb::train(tiny_config(interrupted.path, 4), out, log, false, [](std::int64_t step) { return step == 5; });
+  CHECK(first.interrupted);
+  CHECK(first.steps == 5);
+  CHECK(log.str().find("interrupted: stopped after step 5") != std::string::npos);
+  imdb::Config resume = tiny_config(interrupted.path, 4);
+  resume.resume = true;
+  const imdb::TrainResult second = imdb::train(resume, out, log, false);
+  CHECK_FALSE(second.interrupted);
+  CHECK(second.epochs.size() == 2);
+
+  CHECK(read_bytes(interrupted.path / "model.safetensors") == read_bytes(whole.path / "model.safetensors"));
+  CHECK(tensors_of(interrupted.path / "last.ckpt.safetensors") == tensors_of(whole.path / "last.ckpt.safetensors"));
+  CHECK(metrics_without_timing(interrupted.path / "metrics.jsonl") ==
+        metrics_without_timing(whole.path / "metrics.jsonl"));
+
+  // A flag that contradicts the saved run is refused.
+  const CliResult r = run_in_process({"--out", interrupted.path.string(), "--resume", "--lr", "0.5"});
+  CHECK(r.code == 2);
+  CHECK(r.err == fmt::format("train_imdb: --resume: --lr 0.5 differs from 0.02 in {}\n",
+                             (interrupted.path / "config.json").string()));
+}
+
+TEST_CASE("train_imdb config.json round-trips every setting", "[imdb]") {
+  imdb::Config c;
+  c.d_model = 32;
+  c.pooling = "cls";
+  c.betas = "0.8,0.99";
+  c.valid_fraction = 0.2;
+  c.schedule = "cosine";
+  CHECK(imdb::to_json(imdb::config_from_json(imdb::to_json(c))) == imdb::to_json(c));
+  CHECK_THROWS_WITH(imdb::config_from_json({{"d-model", "wide"}}), Catch::Contains("\"d-model\" has the wrong type"));
+  CHECK_FALSE(imdb::validate(imdb::Config{}).has_value());
+}
+
+TEST_CASE("train_imdb progress: plain lines every log-every steps, durations and rates", "[imdb]") {
+  std::ostringstream out;
+  imdb::Progress progress(out, false, 2);
+  progress.begin_epoch(1, 3);
+  imdb::StepStats s;
+  s.steps_in_epoch = 5;
+  for (std::size_t step = 1; step <= 5; ++step) {
+    s.step_in_epoch = step;
+    s.global_step = static_cast<std::int64_t>(step);
+    progress.update(s);
+  }
+  progress.end_epoch();
+  // Steps 2 and 4, and the last one.
+  const std::string text = out.str();
+  CHECK(std::count(text.begin(), text.end(), '\n') == 3);
+  CHECK(text.rfind("epoch 1/3 step 2/5", 0) == 0);
+  CHECK(text.find("step 5/5") != std::string::npos);
+  CHECK(text.find('\r') == std::string::npos);
+
+  std::ostringstream tty;
+  imdb::Progress bar(tty, true, 2);
+  bar.begin_epoch(2, 3);
+  s.step_in_epoch = 5;
+  bar.update(s);
+  bar.end_epoch();
+  CHECK(tty.str().rfind("\repoch 2/3 [########################] 5/5", 0) == 0);
+
+  CHECK(imdb::format_duration(7) == "0:07");
+  CHECK(imdb::format_duration(754) == "12:34");
+  CHECK(imdb::format_duration(3723) == "1:02:03");
+  CHECK(imdb::format_rate(950) == "950");
+  CHECK(imdb::format_rate(21340) == "21.3k");
+  CHECK(imdb::format_rate(1.25e6) == "1.25M");
+}
+
+// ---- explain and report ----
+
+TEST_CASE("explain: saliency is the derivative of the logit along each token's own embedding", "[explain]") {
+  using tapegrad::nn::Pooling;
+  for (Pooling pooling : {Pooling::Mean, Pooling::Max, Pooling::Cls}) {
+    INFO("pooling " << tapegrad::nn::pooling_name(pooling));
+    tapegrad::nn::TransformerClassifierOptions o;
+    o.vocab_size = 20;
+    o.max_len = 8;
+    o.d_model = 8;
+    o.nhead = 2;
+    o.num_layers = 2;
+    o.dim_feedforward = 12;
+    o.pooling = pooling;
+    tapegrad::Generator gen(11);
+    tapegrad::nn::TransformerClassifier<double> model(o, gen);
+    model.train();
+    // Distinct ids, so scaling a token's row of the table scales that token's embedding only.
+    const std::vector<std::int64_t> ids = {3, 7, 2, 9, 5, 13};
+    const imdb::Explanation e = imdb::explain_ids(model, ids);
+    CHECK(model.is_training());                                          // restored
+    for (const auto& p : model.parameters()) CHECK_FALSE(p.has_grad());  // left as they were
+    REQUIRE(e.saliency.size() == ids.size());
+    REQUIRE(e.layers == 2);
+    REQUIRE(e.heads == 2);
+    REQUIRE(e.positions == ids.size() + (pooling == Pooling::Cls ? 1 : 0));
+    for (const auto& layer : e.attention)
+      for (const auto& w : layer)
+        for (std::size_t q = 0; q < e.positions; ++q) {
+          double sum = 0.0;
+          for (std::size_t k = 0; k < e.positions; ++k) sum += w[q * e.positions + k];
+          CHECK(sum == Approx(1.0).margin(1e-12));
+        }
+
+    const auto logit = [&](std::size_t token, double eps) {
+      auto& weight = model.embedding->weight.mutable_data();
+      const auto row = static_cast<std::size_t>(ids[token]);
+      std::vector<double> saved(weight.data() + row * o.d_model, weight.data() + (row + 1) * o.d_model);
+      for (std::size_t k = 0; k < o.d_model; ++k) weight(row, k) = saved[k] * (1.0 + eps);
+      tapegrad::NoGradGuard no_grad;
+      model.eval();
+      xt::xarray<std::int64_t> batch = xt::xarray<std::int64_t>::from_shape({1, ids.size()});
+      std::copy(ids.begin(), ids.end(), batch.begin());
+      const double value =
+          model.forward(batch, xt::zeros<bool>({std::size_t{1}, ids.size()})).data()(0, std::size_t(e.predicted));
+      for (std::size_t k = 0; k < o.d_model; ++k) weight(row, k) = saved[k];
+      return value;
+    };
+    const double eps = 1e-6;
+    double total = 0.0;
+    for (std::size_t t = 0; t < ids.size(); ++t) {
+      const double estimate = (logit(t, eps) - logit(t, -eps)) / (2 * eps);
+      CHECK(e.saliency[t] == Approx(estimate).margin(1e-7).epsilon(1e-5));
+      total += std::abs(e.saliency[t]);
+    }
+    CHECK(total > 1e-3);  // not trivially zero
+    CHECK(e.logits[std::size_t(e.predicted)] == Approx(logit(0, 0.0)).margin(1e-12));
+  }
+}
+
+TEST_CASE("explain and report: pages of a tiny run, with every text escaped", "[explain]") {
+  TempDir tmp;
+  std::ostringstream out, log;
+  imdb::train(tiny_config(tmp.path, 3), out, log, false);
+  const imdb::LoadedRun run = imdb::load_run(tmp.path);
+
+  const std::string review = "A <b>great</b> & \"moving\" film</script><script>alert(1)</script> 'no'";
+  const imdb::Explanation e = imdb::explain_text(*run.model, run.vocab, run.config, review);
+  CHECK(e.tokens == tapegrad::datasets::tokenize(review));
+  CHECK(e.p_positive == Approx(imdb::predict_proba(*run.model, run.vocab, run.config, {review})[0]).margin(1e-6));
+  const std::string page = imdb::explain_html(e, review, tmp.path.string());
+  CHECK(page.find("<b>great") == std::string::npos);
+  CHECK(page.find("alert(1)</script>") == std::string::npos);
+  CHECK(page.find("A &lt;b&gt;great&lt;/b&gt; &amp; &quot;moving&quot; film&lt;/script&gt;") != std::string::npos);
+  // Exactly the page's own three scripts (error handler, data, drawing) end.
+  std::size_t ends = 0;
+  for (std::size_t at = page.find("</script>"); at != std::string::npos; at = page.find("</script>", at + 1)) ++ends;
+  CHECK(ends == 3);
+
+  // Too long for the run's max_len (32): truncated as predict does.
+  std::string long_review;
+  for (int i = 0; i < 50; ++i) long_review += "word" + std::to_string(i) + " ";
+  const imdb::Explanation cut = imdb::explain_text(*run.model, run.vocab, run.config, long_review);
+  CHECK(cut.tokens.size() == 32);
+  CHECK(cut.total_tokens == 50);
+  CHECK(cut.tokens.back() == "word49");  // head+tail keeps the end
+
+  // The review on stdin, the page where --output says.
+  const fs::path output = tmp.path / "stdin.html";
+  const CliResult piped = run_in_process({"explain", "--run", tmp.path.string(), "--output", output.string()}, review);
+  CHECK(piped.code == 0);
+  CHECK(piped.out ==
+        fmt::format("P(positive) = {:.6f} ({} tokens); wrote {}\n", e.p_positive, e.tokens.size(), output.string()));
+  std::ifstream written(output);
+  CHECK(std::string(std::istreambuf_iterator<char>(written), {}) == page);
+
+  const CliResult empty = run_in_process({"explain", "--run", tmp.path.string(), " "});
+  CHECK(empty.code == 2);
+  CHECK(empty.err == "train_imdb: explain: the review has no tokens\n");
+
+  const std::string report = imdb::report_html(tmp.path);
+  std::size_t valid_points = 0;
+  const auto series = report.find("data-series=\"valid_loss\" data-points=\"3\"");
+  CHECK(series != std::string::npos);
+  for (std::size_t at = report.find("<circle", series); at < report.find("</g>", series);
+       at = report.find("<circle", at + 1))
+    ++valid_points;
+  CHECK(valid_points == 3);
+  CHECK(report.find("id=\"test-score\"") != std::string::npos);
+  CHECK(report.find("Sinusoidal positional encoding") != std::string::npos);
+  CHECK(report.find("\"pe\":{\"dims\":8,\"positions\":32,") != std::string::npos);
+
+  // A learned table is read from the trained model.
+  TempDir learned;
+  imdb::Config with_learned = tiny_config(learned.path, 1);
+  with_learned.pos = "learned";
+  imdb::train(with_learned, out, log, false);
+  const std::string learned_report = imdb::report_html(learned.path);
+  CHECK(learned_report.find("Learned positional embedding (from model.safetensors)") != std::string::npos);
+  const auto table = imdb::load_run(learned.path).model->learned->weight.data();
+  CHECK(learned_report.find(fmt::format("\"values\":[{},", imdb::html::round_significant(table(0, 0), 3))) !=
+        std::string::npos);
+}
+
+TEST_CASE("html helpers: escaping, JSON inside a script, float32 tables in base64", "[explain]") {
+  CHECK(imdb::html::escape("a<b>&\"c'") == "a&lt;b&gt;&amp;&quot;c&#39;");
+  const std::string json = imdb::html::script_json({{"text", "</script><!-- & \xff"}});
+  CHECK(json == "{\"text\":\"\\u003c/script\\u003e\\u003c!-- \\u0026 \xEF\xBF\xBD\"}");
+  // Python: base64.b64encode(struct.pack('<3f', 1.0, -2.5, 0.0)), and with 1 and 2 floats (padding).
+  CHECK(imdb::html::float32_base64({1.0, -2.5, 0.0}) == "AACAPwAAIMAAAAAA");
+  CHECK(imdb::html::float32_base64({0.1}) == "zczMPQ==");
+  CHECK(imdb::html::float32_base64({0.1, 3.0}) == "zczMPQAAQEA=");
+  CHECK(imdb::html::float32_base64({}).empty());
+  CHECK(imdb::html::round_significant(0.000123456, 3) == 0.000123);
+}
