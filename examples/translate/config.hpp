@@ -1,0 +1,49 @@
+// train_translate's settings: one struct with the defaults of the measured run (README.md), saved as
+// JSON in the checkpoint's metadata so that `evaluate` and `translate` rebuild the same model.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "nn/transformer_model.hpp"
+
+namespace translate {
+
+enum class Direction { WordsToDigits, DigitsToWords };
+Direction parse_direction(const std::string& name);  // "words2digits" | "digits2words"
+std::string direction_name(Direction d);
+
+struct Config {
+  std::string direction = "words2digits";
+  // Data
+  std::size_t train_size = 200000, valid_size = 1000, test_size = 2000;
+  std::uint64_t seed = 1;
+  // Model (torch.nn.Transformer's names)
+  std::size_t d_model = 128, nhead = 4, num_encoder_layers = 2, num_decoder_layers = 2, dim_feedforward = 256;
+  double dropout = 0.1;
+  std::string activation = "relu";
+  bool norm_first = false;
+  bool tie_output = true;
+  // Optimization: the paper's recipe
+  std::size_t batch_size = 64;
+  std::int64_t steps = 5000;
+  double time_limit = 600;  // seconds of training; 0 = no limit
+  std::int64_t warmup = 400;
+  double lr_factor = 1.0;  // Noam factor
+  double beta1 = 0.9, beta2 = 0.98, eps = 1e-9;
+  double label_smoothing = 0.1;
+  double clip_norm = 0.0;
+  // Run
+  int threads = 1;
+  std::int64_t log_every = 100, eval_every = 500;
+  std::size_t beam = 1;
+  std::string out = "runs/translate";
+
+  // Throws std::invalid_argument naming a bad field.
+  void validate() const;
+  tapegrad::nn::TransformerOptions model_options() const;
+  std::string to_json() const;
+  static Config from_json(const std::string& text);  // throws std::runtime_error
+};
+
+}  // namespace translate
