@@ -18,7 +18,7 @@ struct Config {
   // Data.
   std::string data;  // empty: found by datasets::locate_imdb
   bool no_download = false;
-  std::int64_t vocab_size = 20000;  // including <pad> and <unk>
+  std::int64_t vocab_size = 30000;  // including <pad> and <unk>
   std::int64_t max_len = 512;
   std::string truncate = "head+tail";  // head | tail | head+tail
   double valid_fraction = 0.1;         // the held-out share of train/ (0: none, the last epoch is kept)
@@ -28,7 +28,7 @@ struct Config {
   std::int64_t d_model = 64;
   std::int64_t heads = 4;
   std::int64_t ff = 128;
-  double dropout = 0.1;
+  double dropout = 0.3;
   double attn_dropout = 0.1;
   std::string activation = "relu";  // relu | gelu
   std::string norm = "post";        // post | pre
@@ -42,7 +42,7 @@ struct Config {
   std::string schedule = "linear";  // constant | linear | cosine | inv-sqrt | noam
   std::string betas = "0.9,0.999";  // adam, adamw
   double eps = 1e-8;
-  double weight_decay = 0.01;
+  double weight_decay = 0.1;
   double momentum = 0.9;   // sgd
   double clip_norm = 1.0;  // 0 disables
   std::int64_t batch_size = 64;
