@@ -4,11 +4,16 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
 #include <sstream>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <xtensor/xarray.hpp>
 
 #include "autograd/shape.hpp"
+#include "autograd/tensor.hpp"
+#include "nn/safetensors.hpp"
 
 namespace tapegrad::testing {
 
@@ -65,6 +70,33 @@ std::string mismatch(const xt::xarray<T>& got, const xt::xarray<T>& want, double
       << " times the tolerance)";
   return out.str();
 }
+
+// One case of a fixture file in one dtype: its differentiable inputs ("<prefix>.in.<name>") as fresh
+// leaves that require grad, looked up by the names of the fixture script.
+template <typename T>
+class CaseInputs {
+ public:
+  CaseInputs(const safetensors::File& file, std::string prefix) : file_(file), prefix_(std::move(prefix)) {
+    const std::string in = prefix_ + ".in.";
+    for (const auto& name : file_.names()) {
+      if (name.compare(0, in.size(), in) == 0)
+        inputs_.emplace(name.substr(in.size()), Tensor<T>(file_.get<T>(name), /*requires_grad=*/true));
+    }
+  }
+  const Tensor<T>& in(const std::string& name) const {
+    const auto it = inputs_.find(name);
+    if (it == inputs_.end()) throw std::runtime_error(prefix_ + ": no input " + name);
+    return it->second;
+  }
+  const std::map<std::string, Tensor<T>>& inputs() const { return inputs_; }
+
+ protected:
+  const safetensors::File& file_;
+  std::string prefix_;
+
+ private:
+  std::map<std::string, Tensor<T>> inputs_;
+};
 
 template <typename T>
 std::string mismatch(const xt::xarray<T>& got, const xt::xarray<T>& want) {

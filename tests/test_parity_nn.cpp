@@ -36,26 +36,12 @@ const safetensors::File& fixture() {
 
 // One case of the fixture in one dtype: its inputs as fresh leaves that require grad, its masks.
 template <typename T>
-class Inputs {
+class Inputs : public testing::CaseInputs<T> {
  public:
-  explicit Inputs(std::string prefix) : prefix_(std::move(prefix)) {
-    const std::string in = prefix_ + ".in.";
-    for (const auto& name : fixture().names()) {
-      if (name.compare(0, in.size(), in) == 0)
-        inputs_.emplace(name.substr(in.size()), Tensor<T>(fixture().get<T>(name), /*requires_grad=*/true));
-    }
+  explicit Inputs(std::string prefix) : testing::CaseInputs<T>(fixture(), std::move(prefix)) {}
+  AttentionMask<T> mask(const std::string& name) const {
+    return this->file_.template get<bool>(this->prefix_ + ".mask." + name);
   }
-  const Tensor<T>& in(const std::string& name) const {
-    const auto it = inputs_.find(name);
-    if (it == inputs_.end()) throw std::runtime_error(prefix_ + ": no input " + name);
-    return it->second;
-  }
-  AttentionMask<T> mask(const std::string& name) const { return fixture().get<bool>(prefix_ + ".mask." + name); }
-  const std::map<std::string, Tensor<T>>& all() const { return inputs_; }
-
- private:
-  std::string prefix_;
-  std::map<std::string, Tensor<T>> inputs_;
 };
 
 // The output and, for attention, the weights (undefined otherwise).
@@ -189,7 +175,7 @@ void check_against_torch(const std::string& name, const ModuleCase<T>& c) {
   safetensors::load_state_dict(fixture(), state, /*strict=*/true, prefix + ".model.");
 
   const Inputs<T> inputs(prefix);
-  REQUIRE_FALSE(inputs.all().empty());
+  REQUIRE_FALSE(inputs.inputs().empty());
   const auto [out, weights] = c.call(*module, inputs);
   expect_close(out.data(), prefix + ".out");
   const bool has_weights = fixture().contains(prefix + ".weights");
@@ -200,7 +186,7 @@ void check_against_torch(const std::string& name, const ModuleCase<T>& c) {
   }
   out.backward(fixture().get<T>(prefix + ".gout"));
 
-  for (const auto& [input, tensor] : inputs.all()) {
+  for (const auto& [input, tensor] : inputs.inputs()) {
     INFO("gradient of input " << input);
     REQUIRE(tensor.has_grad());
     expect_close(tensor.grad(), prefix + ".grad.in." + input);

@@ -30,27 +30,15 @@ const safetensors::File& fixture() {
 // One case in one dtype: its differentiable inputs as fresh leaves that require grad, and its other
 // arguments, looked up by the names of the fixture script.
 template <typename T>
-class Args {
+class Args : public testing::CaseInputs<T> {
  public:
-  explicit Args(std::string prefix) : prefix_(std::move(prefix)) {
-    const std::string in = prefix_ + ".in.";
-    for (const auto& name : fixture().names()) {
-      if (name.compare(0, in.size(), in) == 0)
-        inputs_.emplace(name.substr(in.size()), Tensor<T>(fixture().get<T>(name), /*requires_grad=*/true));
-    }
+  explicit Args(std::string prefix) : testing::CaseInputs<T>(fixture(), std::move(prefix)) {}
+  IndexArray index(const std::string& name) const {
+    return this->file_.template get<std::int64_t>(this->prefix_ + ".arg." + name);
   }
-  const Tensor<T>& in(const std::string& name) const {
-    const auto it = inputs_.find(name);
-    if (it == inputs_.end()) throw std::runtime_error(prefix_ + ": no input " + name);
-    return it->second;
+  BoolArray mask(const std::string& name) const {
+    return this->file_.template get<bool>(this->prefix_ + ".arg." + name);
   }
-  IndexArray index(const std::string& name) const { return fixture().get<std::int64_t>(prefix_ + ".arg." + name); }
-  BoolArray mask(const std::string& name) const { return fixture().get<bool>(prefix_ + ".arg." + name); }
-  const std::map<std::string, Tensor<T>>& inputs() const { return inputs_; }
-
- private:
-  std::string prefix_;
-  std::map<std::string, Tensor<T>> inputs_;
 };
 
 template <typename T>
