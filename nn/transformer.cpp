@@ -17,6 +17,22 @@ MultiheadAttentionOptions attention_options(const TransformerLayerOptions& o) {
   a.batch_first = o.batch_first;
   return a;
 }
+
+// Registers `layers` (layers.0, layers.1, ...) and the optional final `norm` of a stack: the same for
+// the encoder and the decoder, which differ only in the layer type.
+template <typename Layer, typename T>
+void build_stack(Module<T>& stack, std::shared_ptr<ModuleList<T>>& layers,
+                 std::vector<std::shared_ptr<Layer>>& typed_layers, std::shared_ptr<LayerNorm<T>>& norm,
+                 const TransformerLayerOptions& options, std::size_t num_layers, Generator& gen,
+                 const std::shared_ptr<Generator>& dropout_gen, std::shared_ptr<LayerNorm<T>> final_norm) {
+  stack.register_generator("dropout_generator", dropout_gen);
+  layers = stack.register_module("layers", std::make_shared<ModuleList<T>>());
+  for (std::size_t i = 0; i < num_layers; ++i) {
+    typed_layers.push_back(std::make_shared<Layer>(options, gen, dropout_gen));
+    layers->push_back(typed_layers.back());
+  }
+  if (final_norm) norm = stack.register_module("norm", final_norm);
+}
 }  // namespace
 
 template <typename T>
@@ -137,13 +153,7 @@ TransformerEncoder<T>::TransformerEncoder(const TransformerLayerOptions& layer, 
                                           std::shared_ptr<LayerNorm<T>> final_norm,
                                           std::shared_ptr<Generator> dropout_gen)
     : dropout_gen_(or_seeded_from(dropout_gen, gen)) {
-  this->register_generator("dropout_generator", dropout_gen_);
-  layers = this->register_module("layers", std::make_shared<ModuleList<T>>());
-  for (std::size_t i = 0; i < num_layers; ++i) {
-    typed_layers_.push_back(std::make_shared<TransformerEncoderLayer<T>>(layer, gen, dropout_gen_));
-    layers->push_back(typed_layers_.back());
-  }
-  if (final_norm) norm = this->register_module("norm", final_norm);
+  build_stack(*this, layers, typed_layers_, norm, layer, num_layers, gen, dropout_gen_, std::move(final_norm));
 }
 
 template <typename T>
@@ -164,13 +174,7 @@ TransformerDecoder<T>::TransformerDecoder(const TransformerLayerOptions& layer, 
                                           std::shared_ptr<LayerNorm<T>> final_norm,
                                           std::shared_ptr<Generator> dropout_gen)
     : dropout_gen_(or_seeded_from(dropout_gen, gen)) {
-  this->register_generator("dropout_generator", dropout_gen_);
-  layers = this->register_module("layers", std::make_shared<ModuleList<T>>());
-  for (std::size_t i = 0; i < num_layers; ++i) {
-    typed_layers_.push_back(std::make_shared<TransformerDecoderLayer<T>>(layer, gen, dropout_gen_));
-    layers->push_back(typed_layers_.back());
-  }
-  if (final_norm) norm = this->register_module("norm", final_norm);
+  build_stack(*this, layers, typed_layers_, norm, layer, num_layers, gen, dropout_gen_, std::move(final_norm));
 }
 
 template <typename T>
