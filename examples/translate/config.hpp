@@ -26,7 +26,7 @@ struct Config {
   bool tie_output = true;
   // Optimization: the paper's recipe
   std::size_t batch_size = 64;
-  std::int64_t steps = 5000;
+  std::int64_t steps = 8000;
   double time_limit = 600;  // seconds of training; 0 = no limit
   std::int64_t warmup = 400;
   double lr_factor = 1.0;  // Noam factor
@@ -34,7 +34,7 @@ struct Config {
   double label_smoothing = 0.1;
   double clip_norm = 0.0;
   // Run
-  int threads = 1;
+  int threads = 2;
   std::int64_t log_every = 100, eval_every = 500;
   std::size_t beam = 1;
   std::string out = "runs/translate";

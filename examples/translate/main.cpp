@@ -201,7 +201,8 @@ int train_command(Config c, std::ostream& out, std::ostream& err) {
   std::size_t loss_count = 0, tokens = 0;
   const auto run_start = Clock::now();
   auto window_start = Clock::now();
-  std::int64_t step = 0;
+  std::int64_t step = 0, best_step = 0;
+  double best_valid = -1.0;
   bool out_of_time = false;
   while (step < c.steps && !out_of_time) {
     const auto step_start = Clock::now();
@@ -244,16 +245,28 @@ int train_command(Config c, std::ostream& out, std::ostream& err) {
     }
     if (step % c.eval_every == 0 || step == c.steps || out_of_time) {
       const Score v = exact_match(model, data.valid, dir, 1);
-      err << fmt::format("step {} valid exact match {:.2f}% ({}/{})\n", step, v.percent(), v.correct, v.total);
-      save_checkpoint(checkpoint_path(c.out), model, optimizer, step, {{"config", c.to_json()}});
+      // The checkpoint is the best validation model so far; on a tie the later one, trained longer.
+      const bool best = v.percent() >= best_valid;
+      err << fmt::format("step {} valid exact match {:.2f}% ({}/{}){}\n", step, v.percent(), v.correct, v.total,
+                         best ? " (best, saved)" : "");
+      if (best) {
+        best_valid = v.percent();
+        best_step = step;
+        save_checkpoint(checkpoint_path(c.out), model, optimizer, step, {{"config", c.to_json()}});
+      }
       window_start = Clock::now();
     }
   }
   if (out_of_time) err << fmt::format("time limit of {} s reached at step {}\n", c.time_limit, step);
 
+  // The test set, once, with the checkpoint of the best validation score.
+  load_checkpoint(checkpoint_path(c.out), model, optimizer);
   const Score greedy = exact_match(model, data.test, dir, 1);
-  out << fmt::format("test exact match (greedy): {:.2f}% ({}/{}) after {} steps, {:.0f} s of training\n",
-                     greedy.percent(), greedy.correct, greedy.total, step, train_seconds);
+  out << fmt::format(
+      "test exact match (greedy): {:.2f}% ({}/{}) with the step {} checkpoint (valid {:.2f}%); {} steps, {:.0f} s of "
+      "training, {} in all\n",
+      greedy.percent(), greedy.correct, greedy.total, best_step, best_valid, step, train_seconds,
+      format_duration(seconds_since(run_start)));
   if (c.beam > 1) {
     const Score beam = exact_match(model, data.test, dir, c.beam);
     out << fmt::format("test exact match (beam {}): {:.2f}% ({}/{})\n", c.beam, beam.percent(), beam.correct,
@@ -347,7 +360,8 @@ int main(int argc, char** argv) {
   auto* run = app.add_option_group("Run");
   run->add_option("--threads", c.threads, "BLAS threads")->capture_default_str();
   run->add_option("--log-every", c.log_every, "steps between progress lines")->capture_default_str();
-  run->add_option("--eval-every", c.eval_every, "steps between validation and checkpoint")->capture_default_str();
+  run->add_option("--eval-every", c.eval_every, "steps between validations (the best one is checkpointed)")
+      ->capture_default_str();
   run->add_option("--beam", c.beam, "also evaluate the test set with this beam size")->capture_default_str();
   run->add_option("--out", c.out, "run folder (checkpoint, attention.svg)")->capture_default_str();
 
