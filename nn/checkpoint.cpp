@@ -16,6 +16,7 @@ namespace {
 
 const char* const kModel = "model.";
 const char* const kOptimizer = "optimizer.";
+const char* const kExtra = "extra.";
 const char* const kChecksum = "tapegrad.checksum";
 const char* const kGeneratorFields[] = {".state", ".has_spare_normal", ".spare_normal"};
 
@@ -116,7 +117,8 @@ using Generators = std::vector<std::pair<std::string, G*>>;
 
 template <typename T>
 void save(const std::string& path, const StateDict<T>& model, const optim::Optimizer<T>& optimizer, std::int64_t step,
-          const Generators<const Generator>& generators, const safetensors::Metadata& metadata) {
+          const Generators<const Generator>& generators, const safetensors::Metadata& metadata,
+          const StateDict<T>& extra) {
   if (metadata.count(kChecksum)) {
     throw std::invalid_argument(fmt::format("{}: metadata key \"{}\" is reserved for the checkpoint", path, kChecksum));
   }
@@ -128,6 +130,10 @@ void save(const std::string& path, const StateDict<T>& model, const optim::Optim
     entries[kModel + name] = tensor.data();
   }
   for (const auto& [name, tensor] : optimizer.state_dict()) entries[kOptimizer + name] = tensor.data();
+  for (const auto& [name, tensor] : extra) {
+    if (!tensor.defined()) throw std::invalid_argument(fmt::format("{}: extra tensor \"{}\" is undefined", path, name));
+    entries[kExtra + name] = tensor.data();
+  }
   entries["step"] = xt::xarray<std::int64_t>(step);
   for (const auto& [key, gen] : generators) {
     const Generator::State g = gen->state();
@@ -142,7 +148,7 @@ void save(const std::string& path, const StateDict<T>& model, const optim::Optim
 
 template <typename T>
 std::int64_t load(const std::string& path, StateDict<T>& model, optim::Optimizer<T>& optimizer,
-                  const Generators<Generator>& generators) {
+                  const Generators<Generator>& generators, StateDict<T>& extra) {
   const safetensors::File file(path);
   std::vector<std::string> problems;
   const auto tensors = read_all(file, problems);
@@ -157,6 +163,8 @@ std::int64_t load(const std::string& path, StateDict<T>& model, optim::Optimizer
   // Mismatches found below are reported too: with a damaged name, they say which entry was hit.
   auto model_problems = safetensors::detail::state_dict_problems(file, model, true, kModel);
   problems.insert(problems.end(), model_problems.begin(), model_problems.end());
+  auto extra_problems = safetensors::detail::state_dict_problems(file, extra, true, kExtra);
+  problems.insert(problems.end(), extra_problems.begin(), extra_problems.end());
   check_entry(file, "step", safetensors::Dtype::I64, {}, problems);
   std::vector<std::string> expected_generator_entries;
   for (const auto& [key, gen] : generators) {
@@ -174,7 +182,7 @@ std::int64_t load(const std::string& path, StateDict<T>& model, optim::Optimizer
       } else {
         opt_state[name.substr(std::string(kOptimizer).size())] = Tensor<T>(file.get<T>(name));
       }
-    } else if (!starts_with(name, kModel) && name != "step" &&
+    } else if (!starts_with(name, kModel) && !starts_with(name, kExtra) && name != "step" &&
                std::find(expected_generator_entries.begin(), expected_generator_entries.end(), name) ==
                    expected_generator_entries.end()) {
       problems.push_back(fmt::format("unexpected \"{}\"", name));
@@ -195,6 +203,7 @@ std::int64_t load(const std::string& path, StateDict<T>& model, optim::Optimizer
     throw std::runtime_error(fmt::format("{}: load_checkpoint: optimizer state: {}", path, ex.what()));
   }
   safetensors::load_state_dict(file, model, true, kModel);
+  safetensors::load_state_dict(file, extra, true, kExtra);
   for (const auto& [key, gen] : generators) {
     Generator::State g;
     const auto words = file.get<std::uint64_t>(key + ".state");
@@ -217,34 +226,46 @@ Generators<G> named(const nn::Module<T>& model) {
 
 template <typename T>
 void save_checkpoint(const std::string& path, const nn::Module<T>& model, const optim::Optimizer<T>& optimizer,
-                     std::int64_t step, const safetensors::Metadata& metadata) {
-  save(path, model.state_dict(), optimizer, step, named<const Generator>(model), metadata);
+                     std::int64_t step, const safetensors::Metadata& metadata, const StateDict<T>& extra) {
+  save(path, model.state_dict(), optimizer, step, named<const Generator>(model), metadata, extra);
 }
 
 template <typename T>
 std::int64_t load_checkpoint(const std::string& path, nn::Module<T>& model, optim::Optimizer<T>& optimizer) {
+  StateDict<T> no_extra;
+  return load_checkpoint(path, model, optimizer, no_extra);
+}
+
+template <typename T>
+std::int64_t load_checkpoint(const std::string& path, nn::Module<T>& model, optim::Optimizer<T>& optimizer,
+                             StateDict<T>& extra) {
   StateDict<T> state = model.state_dict();  // aliases the model's tensors: loading it loads the model
-  return load(path, state, optimizer, named<Generator>(model));
+  return load(path, state, optimizer, named<Generator>(model), extra);
 }
 
 template <typename T>
 void save_checkpoint(const std::string& path, const StateDict<T>& model, const optim::Optimizer<T>& optimizer,
                      std::int64_t step, const Generator& generator, const safetensors::Metadata& metadata) {
-  save(path, model, optimizer, step, {{"generator", &generator}}, metadata);
+  save(path, model, optimizer, step, {{"generator", &generator}}, metadata, StateDict<T>{});
 }
 
 template <typename T>
 std::int64_t load_checkpoint(const std::string& path, StateDict<T>& model, optim::Optimizer<T>& optimizer,
                              Generator& generator) {
-  return load(path, model, optimizer, {{"generator", &generator}});
+  StateDict<T> no_extra;
+  return load(path, model, optimizer, {{"generator", &generator}}, no_extra);
 }
 
 template void save_checkpoint<float>(const std::string&, const nn::Module<float>&, const optim::Optimizer<float>&,
-                                     std::int64_t, const safetensors::Metadata&);
+                                     std::int64_t, const safetensors::Metadata&, const StateDict<float>&);
 template void save_checkpoint<double>(const std::string&, const nn::Module<double>&, const optim::Optimizer<double>&,
-                                      std::int64_t, const safetensors::Metadata&);
+                                      std::int64_t, const safetensors::Metadata&, const StateDict<double>&);
 template std::int64_t load_checkpoint<float>(const std::string&, nn::Module<float>&, optim::Optimizer<float>&);
 template std::int64_t load_checkpoint<double>(const std::string&, nn::Module<double>&, optim::Optimizer<double>&);
+template std::int64_t load_checkpoint<float>(const std::string&, nn::Module<float>&, optim::Optimizer<float>&,
+                                             StateDict<float>&);
+template std::int64_t load_checkpoint<double>(const std::string&, nn::Module<double>&, optim::Optimizer<double>&,
+                                              StateDict<double>&);
 template void save_checkpoint<float>(const std::string&, const StateDict<float>&, const optim::Optimizer<float>&,
                                      std::int64_t, const Generator&, const safetensors::Metadata&);
 template void save_checkpoint<double>(const std::string&, const StateDict<double>&, const optim::Optimizer<double>&,

@@ -4,6 +4,7 @@
 #include "optim/adam.hpp"
 #include "optim/adamw.hpp"
 #include "optim/clip_grad.hpp"
+#include "optim/ema.hpp"
 #include "optim/optimizer.hpp"
 #include "optim/schedule.hpp"
 #include "optim/sgd.hpp"

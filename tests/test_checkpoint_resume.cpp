@@ -190,6 +190,57 @@ TEST_CASE("a TransformerClassifier run resumed from a checkpoint repeats the uni
   CHECK_FALSE(same_bits(d.step(5, batches[4]).first, uninterrupted[4]));
 }
 
+TEST_CASE("a checkpoint carries extra state such as an ExponentialMovingAverage, checked like the rest", "[io]") {
+  const auto batches = make_batches(6);
+  TempDir dir;
+  const auto path = dir.file("ckpt.safetensors");
+  Trainer a(42);
+  optim::ExponentialMovingAverage<float> ema_a(a.model.parameters(), 0.9);
+  for (std::int64_t s = 1; s <= 3; ++s) {
+    a.step(s, batches[s - 1]);
+    ema_a.update();
+  }
+  save_checkpoint(path, a.model, a.opt, 3, {}, ema_a.state_dict());
+
+  Trainer b(7);
+  optim::ExponentialMovingAverage<float> ema_b(b.model.parameters(), 0.9);
+  StateDict<float> extra = ema_b.state_dict();
+  REQUIRE(load_checkpoint(path, b.model, b.opt, extra) == 3);
+  ema_b.load_state_dict(extra);
+  for (std::int64_t s = 4; s <= 6; ++s) {
+    a.step(s, batches[s - 1]);
+    ema_a.update();
+    b.step(s, batches[s - 1]);
+    ema_b.update();
+  }
+  CHECK(ema_b.num_updates() == 6);
+  for (const auto& [name, tensor] : ema_a.state_dict()) {
+    INFO(name);
+    CHECK(tensor.data() == ema_b.state_dict().at(name).data());
+  }
+
+  // Without a place for the extra state, or with one of another shape, nothing is loaded.
+  Trainer c(5);
+  const Snapshot before(c);
+  std::string message;
+  try {
+    load_checkpoint(path, c.model, c.opt);
+  } catch (const std::runtime_error& e) {
+    message = e.what();
+  }
+  CHECK_THAT(message, Catch::StartsWith(path) && Catch::Contains("unexpected \"extra.shadow.0\""));
+  StateDict<float> wrong = ema_b.state_dict();
+  wrong["shadow.0"] = Tensor<float>::from_vector({1.0f}, {1});
+  message.clear();
+  try {
+    load_checkpoint(path, c.model, c.opt, wrong);
+  } catch (const std::runtime_error& e) {
+    message = e.what();
+  }
+  CHECK_THAT(message, Catch::Contains("shadow.0"));
+  CHECK(Snapshot(c) == before);
+}
+
 TEST_CASE("a truncated or corrupted checkpoint is refused with a clear error and changes nothing", "[io]") {
   TempDir dir;
   const auto path = dir.file("ckpt.safetensors");

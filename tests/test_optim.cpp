@@ -415,3 +415,69 @@ TEST_CASE("bad hyperparameters and parameter lists throw, naming the value", "[o
   auto y = x * 2.0;
   CHECK_THROWS_WITH(SGD<double>({y}, SGDOptions{0.1}), Catch::Contains("non-leaf"));
 }
+
+TEST_CASE("ExponentialMovingAverage: the documented average, swapped in and out of the parameters", "[optim]") {
+  auto w = Tensor<double>::from_vector({1.0, 2.0}, {2}, true);
+  ExponentialMovingAverage<double> ema({w}, 0.5);
+  w.mutable_data() = xt::xarray<double>({3.0, 6.0});
+  ema.update();  // decay_1 = min(0.5, 2 / 11)
+  const double d1 = 2.0 / 11.0;
+  xt::xarray<double> expected = {d1 * 1.0 + (1 - d1) * 3.0, d1 * 2.0 + (1 - d1) * 6.0};
+  w.mutable_data() = xt::xarray<double>({5.0, 10.0});
+  ema.update();  // decay_2 = min(0.5, 3 / 12)
+  const double d2 = 3.0 / 12.0;
+  expected = d2 * expected + (1 - d2) * xt::xarray<double>({5.0, 10.0});
+  for (int i = 0; i < 20; ++i) ema.update();  // past update 8 the decay is the given 0.5
+  for (int i = 0; i < 20; ++i) expected = (i < 6 ? (3.0 + i + 1) / (12.0 + i + 1) : 0.5) * expected + 0.0;
+  CHECK(ema.num_updates() == 22);
+  {
+    const auto averaged = ema.average_parameters();
+    // After 22 updates from a constant parameter the average has nearly reached it.
+    CHECK(allclose(w.data(), xt::xarray<double>({5.0, 10.0}), 1e-4, 0.0));
+    CHECK(w.data() != xt::xarray<double>({5.0, 10.0}));
+  }
+  CHECK(w.data() == xt::xarray<double>({5.0, 10.0}));  // the trained values are back
+
+  // Exact values after two updates, and a state_dict round trip that continues identically.
+  auto u = Tensor<double>::from_vector({1.0, 2.0}, {2}, true);
+  ExponentialMovingAverage<double> a({u}, 0.5);
+  u.mutable_data() = xt::xarray<double>({3.0, 6.0});
+  a.update();
+  u.mutable_data() = xt::xarray<double>({5.0, 10.0});
+  a.update();
+  a.store();
+  a.copy_to();
+  const xt::xarray<double> two_updates = {(d2 * (d1 * 1.0 + (1 - d1) * 3.0) + (1 - d2) * 5.0),
+                                          (d2 * (d1 * 2.0 + (1 - d1) * 6.0) + (1 - d2) * 10.0)};
+  CHECK(allclose(u.data(), two_updates, 1e-15, 0.0));
+  a.restore();
+  CHECK_THROWS_WITH(a.restore(), "ExponentialMovingAverage::restore: nothing was stored");
+  auto v = Tensor<double>::from_vector({0.0, 0.0}, {2}, true);
+  ExponentialMovingAverage<double> b({v}, 0.5);
+  b.load_state_dict(a.state_dict());
+  v.mutable_data() = u.data();
+  a.update();
+  b.update();
+  CHECK(b.num_updates() == 3);
+  CHECK(a.state_dict().at("shadow.0").data() == b.state_dict().at("shadow.0").data());
+}
+
+TEST_CASE("ExponentialMovingAverage: bad arguments and states are refused, naming the problem", "[optim]") {
+  auto w = Tensor<float>::from_vector({1.0f, 2.0f}, {2}, true);
+  CHECK_THROWS_WITH(ExponentialMovingAverage<float>({w}, 1.5),
+                    "ExponentialMovingAverage: decay must be in [0, 1], got 1.5");
+  CHECK_THROWS_WITH(ExponentialMovingAverage<float>({}, 0.9), "ExponentialMovingAverage got an empty parameter list");
+  ExponentialMovingAverage<float> ema({w}, 0.9);
+  StateDict<float> bad;
+  bad["shadow.0"] = Tensor<float>::from_vector({1.0f, 2.0f, 3.0f}, {3});
+  bad["shadow.1"] = Tensor<float>::from_vector({1.0f}, {1});
+  CHECK_THROWS_WITH(ema.load_state_dict(bad),
+                    "ExponentialMovingAverage::load_state_dict: \"shadow.0\" has shape [3], parameter 0 has [2]; "
+                    "unexpected \"shadow.1\"; missing \"num_updates\"");
+  bad.erase("shadow.1");
+  bad["shadow.0"] = Tensor<float>::from_vector({1.0f, 2.0f}, {2});
+  bad["num_updates"] = Tensor<float>::scalar(2.5f);
+  CHECK_THROWS_WITH(ema.load_state_dict(bad),
+                    "ExponentialMovingAverage::load_state_dict: \"num_updates\" is not a count");
+  CHECK(ema.num_updates() == 0);
+}
