@@ -301,26 +301,52 @@ TEST_CASE("train_imdb trains a tiny model on the fixture and predict agrees with
 }
 
 TEST_CASE("train_imdb --resume after an interruption ends exactly where an uninterrupted run does", "[imdb]") {
+  // Plain, and with the two settings that keep state of their own: word dropout (drawn per step) and
+  // the parameters' moving average (saved in the checkpoint).
+  const bool with_averaging = GENERATE(false, true);
+  INFO("--word-dropout and --ema: " << with_averaging);
+  const auto config_of = [&](const fs::path& out) {
+    imdb::Config c = tiny_config(out, 4);
+    if (with_averaging) {
+      c.word_dropout = 0.2;
+      c.ema = 0.5;
+      c.valid_fraction = 0.0;  // every epoch's model is saved: the last one is compared below
+    }
+    return c;
+  };
   TempDir whole, interrupted;
   std::ostringstream out, log;
-  imdb::train(tiny_config(whole.path, 4), out, log, false);
+  imdb::train(config_of(whole.path), out, log, false);
 
-  // Stopped in the middle of epoch 3: the checkpoint of epoch 2 stays, and --resume redoes epoch 3.
+  // Stopped in the middle of an epoch (the third, or the second without validation reviews): the
+  // checkpoint of the epoch before stays, and --resume redoes the interrupted one.
   const imdb::TrainResult first =
-      imdb::train(tiny_config(interrupted.path, 4), out, log, false, [](std::int64_t step) { return step == 5; });
+      imdb::train(config_of(interrupted.path), out, log, false, [](std::int64_t step) { return step == 5; });
   CHECK(first.interrupted);
+  REQUIRE(first.epochs.size() == (with_averaging ? 1 : 2));
   CHECK(first.steps == 5);
   CHECK(log.str().find("interrupted: stopped after step 5") != std::string::npos);
-  imdb::Config resume = tiny_config(interrupted.path, 4);
+  imdb::Config resume = config_of(interrupted.path);
   resume.resume = true;
   const imdb::TrainResult second = imdb::train(resume, out, log, false);
   CHECK_FALSE(second.interrupted);
-  CHECK(second.epochs.size() == 2);
+  CHECK(second.epochs.size() == 4 - first.epochs.size());
 
   CHECK(read_bytes(interrupted.path / "model.safetensors") == read_bytes(whole.path / "model.safetensors"));
   CHECK(tensors_of(interrupted.path / "last.ckpt.safetensors") == tensors_of(whole.path / "last.ckpt.safetensors"));
   CHECK(metrics_without_timing(interrupted.path / "metrics.jsonl") ==
         metrics_without_timing(whole.path / "metrics.jsonl"));
+  if (with_averaging) {
+    // The saved best model holds the averages, not the trained parameters of the checkpoint.
+    const auto checkpoint = tensors_of(whole.path / "last.ckpt.safetensors");
+    CHECK(checkpoint.count("extra.num_updates") == 1);
+    REQUIRE(second.best_epoch == 4);
+    std::size_t differ = 0;
+    for (const auto& [name, bytes] : tensors_of(whole.path / "model.safetensors")) {
+      differ += checkpoint.at("model." + name) != bytes;
+    }
+    CHECK(differ > 0);
+  }
 
   // A flag that contradicts the saved run is refused.
   const CliResult r = run_in_process({"--out", interrupted.path.string(), "--resume", "--lr", "0.5"});

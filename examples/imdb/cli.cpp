@@ -51,6 +51,8 @@ void add_training_flags(CLI::App& app, Config& c) {
   model->add_option("--ff", c.ff, "feed-forward width")->capture_default_str();
   model->add_option("--dropout", c.dropout, "dropout probability")->capture_default_str();
   model->add_option("--attn-dropout", c.attn_dropout, "attention-weight dropout probability")->capture_default_str();
+  model->add_option("--word-dropout", c.word_dropout, "share of training tokens replaced by <unk>")
+      ->capture_default_str();
   model->add_option("--activation", c.activation, "relu|gelu")->capture_default_str();
   model->add_option("--norm", c.norm, "post|pre: LayerNorm after or before each sublayer")->capture_default_str();
   model->add_option("--pooling", c.pooling, "max|mean|cls")->capture_default_str();
@@ -68,6 +70,10 @@ void add_training_flags(CLI::App& app, Config& c) {
   opt->add_option("--weight-decay", c.weight_decay, "decoupled for adamw, L2 for adam and sgd")->capture_default_str();
   opt->add_option("--momentum", c.momentum, "sgd momentum")->capture_default_str();
   opt->add_option("--clip-norm", c.clip_norm, "gradient norm clipping, 0 disables")->capture_default_str();
+  opt->add_option("--ema", c.ema,
+                  "decay of an exponential moving average of the parameters, used for validation and the saved "
+                  "model; 0 disables")
+      ->capture_default_str();
   opt->add_option("--batch-size", c.batch_size, "reviews per step")->capture_default_str();
   opt->add_option("--epochs", c.epochs, "passes over the training reviews")->capture_default_str();
   opt->add_option("--seed", c.seed, "seeds the split, the initialization, the shuffle and dropout")

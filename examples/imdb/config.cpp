@@ -65,7 +65,8 @@ std::optional<std::string> validate(const Config& c) {
   for (const auto& [flag, value] : {std::pair{"--warmup", c.warmup}, {"--seed", c.seed}, {"--bucket", c.bucket}}) {
     if (value < 0) return fmt::format("{} {} must not be negative", flag, value);
   }
-  for (const auto& [flag, value] : {std::pair{"--dropout", c.dropout}, {"--attn-dropout", c.attn_dropout}}) {
+  for (const auto& [flag, value] :
+       {std::pair{"--dropout", c.dropout}, {"--attn-dropout", c.attn_dropout}, {"--word-dropout", c.word_dropout}}) {
     if (!(value >= 0.0 && value < 1.0)) return fmt::format("{} {} is outside [0, 1)", flag, value);
   }
   for (const auto& [flag, value] :
@@ -73,6 +74,7 @@ std::optional<std::string> validate(const Config& c) {
     if (!(value >= 0.0) || std::isinf(value)) return fmt::format("{} {} must be a finite number >= 0", flag, value);
   }
   if (!(c.momentum >= 0.0 && c.momentum < 1.0)) return fmt::format("--momentum {} is outside [0, 1)", c.momentum);
+  if (!(c.ema >= 0.0 && c.ema < 1.0)) return fmt::format("--ema {} is outside [0, 1)", c.ema);
   if (!(c.valid_fraction >= 0.0 && c.valid_fraction < 1.0)) {
     return fmt::format("--valid-fraction {} is outside [0, 1)", c.valid_fraction);
   }
@@ -123,6 +125,7 @@ nlohmann::json to_json(const Config& c) {
       {"ff", c.ff},
       {"dropout", c.dropout},
       {"attn-dropout", c.attn_dropout},
+      {"word-dropout", c.word_dropout},
       {"activation", c.activation},
       {"norm", c.norm},
       {"pooling", c.pooling},
@@ -136,6 +139,7 @@ nlohmann::json to_json(const Config& c) {
       {"weight-decay", c.weight_decay},
       {"momentum", c.momentum},
       {"clip-norm", c.clip_norm},
+      {"ema", c.ema},
       {"batch-size", c.batch_size},
       {"epochs", c.epochs},
       {"seed", c.seed},
@@ -172,6 +176,7 @@ Config config_from_json(const nlohmann::json& json) {
   read(json, "ff", c.ff);
   read(json, "dropout", c.dropout);
   read(json, "attn-dropout", c.attn_dropout);
+  read(json, "word-dropout", c.word_dropout);
   read(json, "activation", c.activation);
   read(json, "norm", c.norm);
   read(json, "pooling", c.pooling);
@@ -185,6 +190,7 @@ Config config_from_json(const nlohmann::json& json) {
   read(json, "weight-decay", c.weight_decay);
   read(json, "momentum", c.momentum);
   read(json, "clip-norm", c.clip_norm);
+  read(json, "ema", c.ema);
   read(json, "batch-size", c.batch_size);
   read(json, "epochs", c.epochs);
   read(json, "seed", c.seed);

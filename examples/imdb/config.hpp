@@ -30,6 +30,7 @@ struct Config {
   std::int64_t ff = 128;
   double dropout = 0.3;
   double attn_dropout = 0.1;
+  double word_dropout = 0.0;        // share of training tokens replaced by <unk>
   std::string activation = "relu";  // relu | gelu
   std::string norm = "post";        // post | pre
   std::string pooling = "mean";     // max | mean | cls
@@ -45,6 +46,7 @@ struct Config {
   double weight_decay = 0.1;
   double momentum = 0.9;   // sgd
   double clip_norm = 1.0;  // 0 disables
+  double ema = 0.0;        // decay of the parameters' moving average used to evaluate and save; 0 = off
   std::int64_t batch_size = 64;
   std::int64_t epochs = 3;
   std::int64_t seed = 0;

@@ -11,6 +11,7 @@
 #include "autograd/loss.hpp"
 #include "autograd/matmul.hpp"
 #include "datasets/batching.hpp"
+#include "datasets/word_dropout.hpp"
 #include "examples/imdb/data.hpp"
 #include "examples/imdb/interrupt.hpp"
 #include "examples/imdb/metrics.hpp"
@@ -21,6 +22,7 @@
 #include "optim/adam.hpp"
 #include "optim/adamw.hpp"
 #include "optim/clip_grad.hpp"
+#include "optim/ema.hpp"
 #include "optim/schedule.hpp"
 #include "optim/sgd.hpp"
 
@@ -175,6 +177,8 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
   const std::int64_t total_steps = steps_per_epoch * config.epochs;
   const auto schedule = make_schedule(config, total_steps, steps_per_epoch);
   auto state_dict = model->state_dict();
+  std::optional<optim::ExponentialMovingAverage<float>> ema;
+  if (config.ema > 0) ema.emplace(model->parameters(), config.ema);
 
   // The run folder, only once the data and the settings are known to work.
   if (!config.resume) {
@@ -193,7 +197,9 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
   RunState state;
   std::int64_t step = 0;
   if (config.resume) {
-    step = tapegrad::load_checkpoint(checkpoint_path.string(), *model, *optimizer);
+    tapegrad::StateDict<float> ema_state = ema ? ema->state_dict() : tapegrad::StateDict<float>{};
+    step = tapegrad::load_checkpoint(checkpoint_path.string(), *model, *optimizer, ema_state);
+    if (ema) ema->load_state_dict(ema_state);
     state = from_metadata(tapegrad::safetensors::File(checkpoint_path.string()).metadata(), checkpoint_path);
     progress.message(
         fmt::format("resuming {} after epoch {} (step {})", checkpoint_path.string(), state.epochs_done, step));
@@ -216,7 +222,9 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
     std::size_t correct = 0, seen = 0, window_correct = 0, window_seen = 0, window_steps = 0;
     double tokens = 0.0;
     for (std::size_t b = 0; b < loader.size(); ++b) {
-      const ds::Batch batch = loader.batch(b);
+      ds::Batch batch = loader.batch(b);
+      ds::word_dropout(batch.ids, batch.padding_mask, config.word_dropout, ds::Vocabulary::unk_id,
+                       static_cast<std::uint64_t>(config.seed), static_cast<std::uint64_t>(step));
       const double lr = schedule(step + 1);
       optimizer->set_lr(lr);
       optimizer->zero_grad();
@@ -225,6 +233,7 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
       loss.backward();
       if (config.clip_norm > 0) optim::clip_grad_norm_(optimizer->params(), config.clip_norm);
       optimizer->step();
+      if (ema) ema->update();
       ++step;
 
       const std::size_t rows = batch.indices.size();
@@ -281,6 +290,10 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
     record.train_accuracy = double(correct) / double(seen);
     record.seconds = epoch_seconds;
     record.tokens_per_second = tokens / std::max(epoch_seconds, 1e-9);
+    // With --ema the averaged parameters are validated and saved as the best model; the checkpoint
+    // keeps the trained ones and the averages, so that --resume continues both.
+    std::optional<optim::ExponentialMovingAverage<float>::AveragedParameters> averaged;
+    if (ema) averaged.emplace(*ema);
     record.valid = evaluate(*model, data.valid, batch_size, interrupt_requested);
     if (record.valid.stopped) {
       result.interrupted = true;
@@ -299,8 +312,10 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
           (dir / kModelFile).string(), state_dict,
           {{"epoch", std::to_string(epoch + 1)}, {"valid_accuracy", fmt::format("{}", record.valid.accuracy)}});
     }
+    averaged.reset();
     // After model.safetensors, so the checkpoint never names a best model that is not on disk.
-    tapegrad::save_checkpoint(checkpoint_path.string(), *model, *optimizer, step, to_metadata(state));
+    tapegrad::save_checkpoint(checkpoint_path.string(), *model, *optimizer, step, to_metadata(state),
+                              ema ? ema->state_dict() : tapegrad::StateDict<float>{});
     metrics.write({{"step", step},
                    {"epoch", epoch + 1},
                    {"loss", record.train_loss},
