@@ -94,9 +94,20 @@ NumbersDataset make_numbers_dataset(std::size_t train_size, std::size_t valid_si
     set.reserve(size);
     while (set.size() < size) {
       const std::uint64_t digits = 1 + gen.randint(9);
-      std::uint64_t low = 1;
-      for (std::uint64_t d = 1; d < digits; ++d) low *= 10;
-      const std::uint64_t value = digits == 1 ? gen.randint(10) : low + gen.randint(9 * low);
+      std::uint64_t value = 0;
+      if (digits == 1) {
+        value = gen.randint(10);
+      } else if (gen.randint(2) == 0) {
+        std::uint64_t low = 1;
+        for (std::uint64_t d = 1; d < digits; ++d) low *= 10;
+        value = low + gen.randint(9 * low);
+      } else {
+        const double zero_rate = gen.uniform();
+        value = 1 + gen.randint(9);
+        for (std::uint64_t d = 1; d < digits; ++d) {
+          value = value * 10 + (gen.uniform() < zero_rate ? 0 : 1 + gen.randint(9));
+        }
+      }
       if (number_split(value, seed) != split || !seen.insert(value).second) continue;
       set.push_back(value);
     }

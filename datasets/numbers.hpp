@@ -42,9 +42,14 @@ struct NumbersDataset {
 };
 
 // Each set holds distinct values of its split, drawn in order by picking a digit count 1..9
-// uniformly, then a value with that many digits uniformly (0..9 for one digit), skipping values of
-// another split or already drawn. Short numbers are thus common until each set has all of its own,
-// and long ones are drawn about as often per digit count. Deterministic in (sizes, seed). Throws
+// uniformly (one digit: 0..9), then, with probability 1/2 each:
+// - a value with that many digits, uniformly;
+// - a "round" value: a zero rate z uniform in [0, 1), the leading digit uniform in 1..9 and every
+//   other digit 0 with probability z, else uniform in 1..9 (1000, 2000042, 300300300).
+// Values of another split or already drawn are skipped. Round numbers are what people write most,
+// and a uniform value has k given zero digits only once in 10^k draws: a model trained on uniform
+// draws alone reads "one thousand" as "one thousand and". Short numbers are common until each set
+// has all of its own. Deterministic in (sizes, seed). Throws
 // std::invalid_argument if a size cannot be reached (more than a split's share of all numbers).
 NumbersDataset make_numbers_dataset(std::size_t train_size, std::size_t valid_size, std::size_t test_size,
                                     std::uint64_t seed);

@@ -275,6 +275,19 @@ TEST_CASE("numbers: the sets are disjoint, distinct, reproducible and follow num
   CHECK(all.size() == total);  // no value twice, within or across sets
   CHECK(a.train.size() == 20000);
   CHECK(short_ones > 500);  // every digit count is drawn: short numbers are present
+  // Round numbers are common: among the values of 7 digits or more, a zero thousands or units group
+  // (one uniform value in 500) and at most two non-zero digits.
+  std::size_t long_ones = 0, zero_group = 0, sparse = 0;
+  for (auto v : a.train) {
+    if (v < 1'000'000) continue;
+    ++long_ones;
+    zero_group += v / 1000 % 1000 == 0 || v % 1000 == 0;
+    std::size_t nonzero = 0;
+    for (auto x = v; x; x /= 10) nonzero += x % 10 != 0;
+    sparse += nonzero <= 2;
+  }
+  CHECK(zero_group > long_ones / 10);
+  CHECK(sparse > long_ones / 20);
   // The split function itself: about 5% / 5% / 90%.
   std::size_t counts[3] = {0, 0, 0};
   for (std::uint64_t v = 0; v < 100000; ++v) ++counts[static_cast<int>(number_split(v, 42))];
