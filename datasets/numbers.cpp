@@ -77,6 +77,27 @@ NumberSplit number_split(std::uint64_t value, std::uint64_t seed) {
   return bucket < 5 ? NumberSplit::Valid : bucket < 10 ? NumberSplit::Test : NumberSplit::Train;
 }
 
+std::uint64_t draw_number(Generator& gen) {
+  const std::uint64_t digits = 1 + gen.randint(9);
+  if (digits == 1) return gen.randint(10);
+  if (gen.randint(2) == 0) {
+    std::uint64_t low = 1;
+    for (std::uint64_t d = 1; d < digits; ++d) low *= 10;
+    return low + gen.randint(9 * low);
+  }
+  const double zero_rate = gen.uniform();
+  std::uint64_t value = 1 + gen.randint(9);
+  for (std::uint64_t d = 1; d < digits; ++d) value = value * 10 + (gen.uniform() < zero_rate ? 0 : 1 + gen.randint(9));
+  return value;
+}
+
+std::uint64_t draw_number(Generator& gen, NumberSplit split, std::uint64_t seed) {
+  for (;;) {
+    const std::uint64_t value = draw_number(gen);
+    if (number_split(value, seed) == split) return value;
+  }
+}
+
 NumbersDataset make_numbers_dataset(std::size_t train_size, std::size_t valid_size, std::size_t test_size,
                                     std::uint64_t seed) {
   // A split holds about 5% (valid, test) or 90% (train) of the 10^9 values; asking for more than a
@@ -93,22 +114,8 @@ NumbersDataset make_numbers_dataset(std::size_t train_size, std::size_t valid_si
     std::unordered_set<std::uint64_t> seen;
     set.reserve(size);
     while (set.size() < size) {
-      const std::uint64_t digits = 1 + gen.randint(9);
-      std::uint64_t value = 0;
-      if (digits == 1) {
-        value = gen.randint(10);
-      } else if (gen.randint(2) == 0) {
-        std::uint64_t low = 1;
-        for (std::uint64_t d = 1; d < digits; ++d) low *= 10;
-        value = low + gen.randint(9 * low);
-      } else {
-        const double zero_rate = gen.uniform();
-        value = 1 + gen.randint(9);
-        for (std::uint64_t d = 1; d < digits; ++d) {
-          value = value * 10 + (gen.uniform() < zero_rate ? 0 : 1 + gen.randint(9));
-        }
-      }
-      if (number_split(value, seed) != split || !seen.insert(value).second) continue;
+      const std::uint64_t value = draw_number(gen, split, seed);
+      if (!seen.insert(value).second) continue;
       set.push_back(value);
     }
   };

@@ -24,6 +24,8 @@
 #include <string_view>
 #include <vector>
 
+#include "autograd/generator.hpp"
+
 namespace tapegrad::datasets {
 
 inline constexpr std::uint64_t kMaxNumber = 999'999'999;
@@ -37,20 +39,26 @@ enum class NumberSplit { Train, Valid, Test };
 // test and the rest in train, so the sets are disjoint by construction for a given seed.
 NumberSplit number_split(std::uint64_t value, std::uint64_t seed);
 
+// One draw: a digit count 1..9 uniformly (one digit: 0..9), then, with probability 1/2 each,
+// - a value with that many digits, uniformly, or
+// - a "round" value: a zero rate z uniform in [0, 1), the leading digit uniform in 1..9 and every
+//   other digit 0 with probability z, else uniform in 1..9 (1000, 2000042, 300300300).
+// Round numbers are what people write most, and a uniform value has k given zero digits only once
+// in 10^k draws: models trained on uniform draws alone wrote 1000 as "one thousand and".
+std::uint64_t draw_number(Generator& gen);
+// Draws until the value belongs to `split`. train_translate draws its training numbers this way,
+// afresh for every batch, so each value recurs as often as the distribution makes it: round numbers
+// such as 7000000 far more often than any one uniform value.
+std::uint64_t draw_number(Generator& gen, NumberSplit split, std::uint64_t seed);
+
 struct NumbersDataset {
   std::vector<std::uint64_t> train, valid, test;  // distinct values within and across the sets
 };
 
-// Each set holds distinct values of its split, drawn in order by picking a digit count 1..9
-// uniformly (one digit: 0..9), then, with probability 1/2 each:
-// - a value with that many digits, uniformly;
-// - a "round" value: a zero rate z uniform in [0, 1), the leading digit uniform in 1..9 and every
-//   other digit 0 with probability z, else uniform in 1..9 (1000, 2000042, 300300300).
-// Values of another split or already drawn are skipped. Round numbers are what people write most,
-// and a uniform value has k given zero digits only once in 10^k draws: a model trained on uniform
-// draws alone reads "one thousand" as "one thousand and". Short numbers are common until each set
-// has all of its own. Deterministic in (sizes, seed). Throws
-// std::invalid_argument if a size cannot be reached (more than a split's share of all numbers).
+// Each set holds distinct values of its split, drawn in order with draw_number(gen, split, seed),
+// skipping values already drawn; short numbers are thus common until each set has all of its own.
+// Deterministic in (sizes, seed). Throws std::invalid_argument if a size cannot be reached (more
+// than a split's share of all numbers).
 NumbersDataset make_numbers_dataset(std::size_t train_size, std::size_t valid_size, std::size_t test_size,
                                     std::uint64_t seed);
 

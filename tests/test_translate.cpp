@@ -295,6 +295,24 @@ TEST_CASE("numbers: the sets are disjoint, distinct, reproducible and follow num
   CHECK(counts[2] == Approx(5000).margin(400));
 }
 
+TEST_CASE("numbers: draw_number keeps to its split and draws round numbers often", "[translate]") {
+  using namespace datasets;
+  Generator gen(5);
+  std::size_t round_millions = 0;  // 1000000, 2000000, ..., 9000000
+  constexpr std::size_t kDraws = 20000;
+  for (std::size_t i = 0; i < kDraws; ++i) {
+    const std::uint64_t v = draw_number(gen, NumberSplit::Train, 42);
+    if (number_split(v, 42) != NumberSplit::Train) FAIL("value " << v << " is not in the training split");
+    round_millions += v >= 1'000'000 && v < 10'000'000 && v % 1'000'000 == 0;
+  }
+  // P = 1/9 (seven digits) * 1/2 (round) * 1/7 (six zeros, z uniform), times the training share of
+  // those nine values: about 1 draw in 140, so ~140 here, where uniform draws would give 0.02.
+  CHECK(round_millions > 60);
+  CHECK(round_millions < 250);
+  Generator a(9), b(9);
+  for (int i = 0; i < 100; ++i) CHECK(draw_number(a) == draw_number(b));
+}
+
 TEST_CASE("Transformer: a smoke training on a tiny set lowers the loss", "[translate]") {
   using namespace datasets;
   const auto data = make_numbers_dataset(32, 0, 0, 3);

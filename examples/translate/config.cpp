@@ -21,9 +21,8 @@ void Config::validate() const {
   parse_direction(direction);
   if (activation != "relu" && activation != "gelu")
     throw std::invalid_argument(fmt::format("unknown activation '{}' (expected relu or gelu)", activation));
-  if (train_size == 0 || batch_size == 0 || steps <= 0 || warmup <= 0 || log_every <= 0 || eval_every <= 0)
-    throw std::invalid_argument(
-        "--train-size, --batch-size, --steps, --warmup, --log-every and --eval-every must be positive");
+  if (batch_size == 0 || steps <= 0 || warmup <= 0 || log_every <= 0 || eval_every <= 0)
+    throw std::invalid_argument("--batch-size, --steps, --warmup, --log-every and --eval-every must be positive");
   if (beam == 0) throw std::invalid_argument("--beam must be positive");
   if (threads <= 0) throw std::invalid_argument(fmt::format("--threads must be positive, got {}", threads));
   if (!(label_smoothing >= 0 && label_smoothing <= 1))
@@ -49,13 +48,12 @@ tapegrad::nn::TransformerOptions Config::model_options() const {
   return o;
 }
 
-#define TRANSLATE_CONFIG_FIELDS(X)                                                                                 \
-  X(direction)                                                                                                     \
-  X(train_size)                                                                                                    \
-  X(valid_size) X(test_size) X(seed) X(d_model) X(nhead) X(num_encoder_layers) X(num_decoder_layers)               \
-      X(dim_feedforward) X(dropout) X(activation) X(norm_first) X(tie_output) X(batch_size) X(steps) X(time_limit) \
-          X(warmup) X(lr_factor) X(beta1) X(beta2) X(eps) X(label_smoothing) X(clip_norm) X(threads) X(log_every)  \
-              X(eval_every) X(beam) X(out)
+#define TRANSLATE_CONFIG_FIELDS(X)                                                                                   \
+  X(direction)                                                                                                       \
+  X(valid_size)                                                                                                      \
+  X(test_size) X(seed) X(d_model) X(nhead) X(num_encoder_layers) X(num_decoder_layers) X(dim_feedforward) X(dropout) \
+      X(activation) X(norm_first) X(tie_output) X(batch_size) X(steps) X(time_limit) X(warmup) X(lr_factor) X(beta1) \
+          X(beta2) X(eps) X(label_smoothing) X(clip_norm) X(threads) X(log_every) X(eval_every) X(beam) X(out)
 
 std::string Config::to_json() const {
   nlohmann::json j;

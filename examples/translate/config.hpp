@@ -16,7 +16,8 @@ std::string direction_name(Direction d);
 struct Config {
   std::string direction = "words2digits";
   // Data
-  std::size_t train_size = 200000, valid_size = 1000, test_size = 2000;
+  // Training numbers are drawn afresh for every batch from the training split (datasets/numbers.hpp).
+  std::size_t valid_size = 1000, test_size = 2000;
   std::uint64_t seed = 1;
   // Model (torch.nn.Transformer's names)
   std::size_t d_model = 128, nhead = 4, num_encoder_layers = 2, num_decoder_layers = 2, dim_feedforward = 256;
