@@ -48,12 +48,15 @@ tapegrad::nn::TransformerOptions Config::model_options() const {
   return o;
 }
 
-#define TRANSLATE_CONFIG_FIELDS(X)                                                                                   \
-  X(direction)                                                                                                       \
-  X(valid_size)                                                                                                      \
-  X(test_size) X(seed) X(d_model) X(nhead) X(num_encoder_layers) X(num_decoder_layers) X(dim_feedforward) X(dropout) \
-      X(activation) X(norm_first) X(tie_output) X(batch_size) X(steps) X(time_limit) X(warmup) X(lr_factor) X(beta1) \
-          X(beta2) X(eps) X(label_smoothing) X(clip_norm) X(threads) X(log_every) X(eval_every) X(beam) X(out)
+// clang-format does not reformat this macro the same way twice.
+// clang-format off
+#define TRANSLATE_CONFIG_FIELDS(X) \
+  X(direction) X(valid_size) X(test_size) X(seed) X(d_model) X(nhead) \
+  X(num_encoder_layers) X(num_decoder_layers) X(dim_feedforward) X(dropout) X(activation) X(norm_first) \
+  X(tie_output) X(batch_size) X(steps) X(time_limit) X(warmup) X(lr_factor) \
+  X(beta1) X(beta2) X(eps) X(label_smoothing) X(clip_norm) X(threads) \
+  X(log_every) X(eval_every) X(beam) X(out)
+// clang-format on
 
 std::string Config::to_json() const {
   nlohmann::json j;
