@@ -18,8 +18,8 @@ struct Config {
   // Data.
   std::string data;  // empty: found by datasets::locate_imdb
   bool no_download = false;
-  std::int64_t vocab_size = 30000;  // including <pad> and <unk>
-  std::int64_t max_len = 512;
+  std::int64_t vocab_size = 50000;  // including <pad> and <unk>
+  std::int64_t max_len = 1024;
   std::string truncate = "head+tail";  // head | tail | head+tail
   double valid_fraction = 0.1;         // the held-out share of train/ (0: none, the last epoch is kept)
 
@@ -30,7 +30,7 @@ struct Config {
   std::int64_t ff = 128;
   double dropout = 0.3;
   double attn_dropout = 0.1;
-  double word_dropout = 0.0;        // share of training tokens replaced by <unk>
+  double word_dropout = 0.1;        // share of training tokens replaced by <unk>
   std::string activation = "relu";  // relu | gelu
   std::string norm = "post";        // post | pre
   std::string pooling = "mean";     // max | mean | cls
