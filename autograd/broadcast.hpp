@@ -9,9 +9,6 @@
 
 namespace tapegrad {
 
-inline Shape shape_of(const xt::xarray<float>& a) { return Shape(a.shape().begin(), a.shape().end()); }
-inline Shape shape_of(const xt::xarray<double>& a) { return Shape(a.shape().begin(), a.shape().end()); }
-
 // Strides of `shape` (right-aligned against a tensor of rank `rank`) with 0 on broadcast dims.
 std::vector<std::size_t> broadcast_strides(const Shape& shape, std::size_t rank);
 

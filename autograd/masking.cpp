@@ -12,8 +12,6 @@ namespace tapegrad {
 
 namespace {
 
-Shape shape_of_mask(const BoolArray& m) { return Shape(m.shape().begin(), m.shape().end()); }
-
 // Calls body(out, c, a, b) with the flat offsets of every element of out_shape in its three broadcast
 // operands (strides from broadcast_strides), walking runs along the last dim.
 template <typename Body>
@@ -51,7 +49,7 @@ void for_each_broadcast3(const Shape& out_shape, const std::vector<std::size_t>&
 template <typename T>
 Tensor<T> masked_fill(const Tensor<T>& x, const BoolArray& mask, detail::scalar_t<T> value) {
   const Shape& xs = x.shape();
-  const Shape ms = shape_of_mask(mask);
+  const Shape ms = shape_of(mask);
   // Unlike out-of-place torch.masked_fill, the mask may not enlarge x: the result always has x's shape.
   bool fits = ms.size() <= xs.size();
   for (std::size_t i = 0; fits && i < ms.size(); ++i) {
@@ -94,7 +92,7 @@ Tensor<T> masked_fill(const Tensor<T>& x, const BoolArray& mask, detail::scalar_
 
 template <typename T>
 Tensor<T> where(const BoolArray& condition, const Tensor<T>& a, const Tensor<T>& b) {
-  const Shape cs = shape_of_mask(condition);
+  const Shape cs = shape_of(condition);
   const Shape& sa = a.shape();
   const Shape& sb = b.shape();
   Shape so;

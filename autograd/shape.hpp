@@ -23,6 +23,13 @@ std::string format_shape(const Shape& shape);
 
 std::size_t numel(const Shape& shape);
 
+// The shape of anything with a shape() range (an xt::xarray of any element type, a Tensor).
+template <typename A>
+Shape shape_of(const A& a) {
+  const auto& s = a.shape();
+  return Shape(s.begin(), s.end());
+}
+
 // Row-major strides in elements.
 std::vector<std::size_t> contiguous_strides(const Shape& shape);
 

@@ -13,10 +13,8 @@ void word_dropout(xt::xarray<std::int64_t>& ids, const xt::xarray<bool>& padding
                   std::uint64_t seed, std::uint64_t step) {
   if (!(p >= 0.0 && p < 1.0)) throw std::invalid_argument(fmt::format("word_dropout: p must be in [0, 1), got {}", p));
   if (ids.shape() != padding_mask.shape()) {
-    throw std::invalid_argument(
-        fmt::format("word_dropout: ids {} and padding_mask {} differ in shape",
-                    format_shape(Shape(ids.shape().begin(), ids.shape().end())),
-                    format_shape(Shape(padding_mask.shape().begin(), padding_mask.shape().end()))));
+    throw std::invalid_argument(fmt::format("word_dropout: ids {} and padding_mask {} differ in shape",
+                                            format_shape(shape_of(ids)), format_shape(shape_of(padding_mask))));
   }
   if (p == 0.0) return;
   // The golden-ratio multiplier spreads consecutive steps over the generator's seed space.

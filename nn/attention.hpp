@@ -36,9 +36,7 @@ class AttentionMask {
   bool is_bool() const { return is_bool_; }
   const BoolArray& bool_mask() const { return bool_mask_; }
   const Tensor<T>& float_mask() const { return float_mask_; }
-  Shape shape() const {
-    return is_bool_ ? Shape(bool_mask_.shape().begin(), bool_mask_.shape().end()) : float_mask_.shape();
-  }
+  Shape shape() const { return is_bool_ ? shape_of(bool_mask_) : float_mask_.shape(); }
 
  private:
   BoolArray bool_mask_;

@@ -98,8 +98,7 @@ Tensor<T> TransformerClassifier<T>::forward(const xt::xarray<std::int64_t>& ids,
   if (ids.dimension() != 2 || padding_mask.dimension() != 2 || ids.shape(0) != padding_mask.shape(0) ||
       ids.shape(1) != padding_mask.shape(1)) {
     throw ShapeError(fmt::format("TransformerClassifier: ids {} and padding_mask {} must both be [batch, length]",
-                                 format_shape(Shape(ids.shape().begin(), ids.shape().end())),
-                                 format_shape(Shape(padding_mask.shape().begin(), padding_mask.shape().end()))));
+                                 format_shape(shape_of(ids)), format_shape(shape_of(padding_mask))));
   }
   const std::size_t batch = ids.shape(0), length = ids.shape(1), d = options.d_model;
   if (length == 0 || length > options.max_len) {

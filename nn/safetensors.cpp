@@ -165,7 +165,7 @@ void write_file(const std::string& path, std::vector<RawEntry> entries, const Me
 
 template <typename V>
 RawEntry raw_entry(const std::string& name, const xt::xarray<V>& a) {
-  return RawEntry{name, dtype_of<V>(), Shape(a.shape().begin(), a.shape().end()), a.data(), a.size() * sizeof(V)};
+  return RawEntry{name, dtype_of<V>(), shape_of(a), a.data(), a.size() * sizeof(V)};
 }
 
 }  // namespace

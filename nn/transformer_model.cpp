@@ -13,9 +13,6 @@ namespace tapegrad::nn {
 
 namespace {
 
-Shape shape_of(const xt::xarray<std::int64_t>& a) { return Shape(a.shape().begin(), a.shape().end()); }
-Shape shape_of(const BoolArray& a) { return Shape(a.shape().begin(), a.shape().end()); }
-
 // ids [B, L] and, when given, its padding mask [B, L].
 void check_ids(const char* op, const char* what, const xt::xarray<std::int64_t>& ids, const BoolArray& padding,
                std::size_t max_len) {
