@@ -11,33 +11,6 @@
 
 namespace imdb::html {
 
-std::string escape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (const char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
 std::string script_json(const nlohmann::json& data) {
   const std::string dumped = data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   std::string out;

@@ -8,10 +8,12 @@
 #include <string_view>
 #include <vector>
 
+#include "examples/common/markup.hpp"
+
 namespace imdb::html {
 
 // Text for HTML content and attribute values: & < > " ' become entities.
-std::string escape(std::string_view text);
+using examples::markup::escape;
 
 // `data` as JSON that is safe inside a <script> element: '<', '>' and '&' become \u escapes (so no
 // "</script>" or "<!--" can end it early) and invalid UTF-8 (reviews can hold any bytes) becomes U+FFFD.

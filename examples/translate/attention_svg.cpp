@@ -6,34 +6,15 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "examples/common/markup.hpp"
+
 namespace translate {
 
 namespace {
 
 constexpr int kCell = 22, kLeft = 90, kTop = 110, kGap = 40, kTitle = 24;
 
-std::string escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '&':
-        out += "&amp;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
+using examples::markup::escape;
 
 }  // namespace
 
