@@ -422,13 +422,10 @@ TEST_CASE("ExponentialMovingAverage: the documented average, swapped in and out 
   w.mutable_data() = xt::xarray<double>({3.0, 6.0});
   ema.update();  // decay_1 = min(0.5, 2 / 11)
   const double d1 = 2.0 / 11.0;
-  xt::xarray<double> expected = {d1 * 1.0 + (1 - d1) * 3.0, d1 * 2.0 + (1 - d1) * 6.0};
   w.mutable_data() = xt::xarray<double>({5.0, 10.0});
   ema.update();  // decay_2 = min(0.5, 3 / 12)
   const double d2 = 3.0 / 12.0;
-  expected = d2 * expected + (1 - d2) * xt::xarray<double>({5.0, 10.0});
   for (int i = 0; i < 20; ++i) ema.update();  // past update 8 the decay is the given 0.5
-  for (int i = 0; i < 20; ++i) expected = (i < 6 ? (3.0 + i + 1) / (12.0 + i + 1) : 0.5) * expected + 0.0;
   CHECK(ema.num_updates() == 22);
   {
     const auto averaged = ema.average_parameters();
