@@ -73,6 +73,11 @@ std::vector<Ids> targets_of(const std::vector<std::uint64_t>& values, Direction 
   return out;
 }
 
+// The fixed validation and test sets of a run; training numbers are drawn afresh for every batch.
+ds::NumbersDataset evaluation_sets(const Config& c) {
+  return ds::make_numbers_dataset(0, c.valid_size, c.test_size, c.seed);
+}
+
 // Decodes every source (eval mode, no recording), kEvalBatch at a time.
 std::vector<Ids> translate_all(Model& model, const std::vector<Ids>& sources, std::size_t beam) {
   model.eval();
@@ -168,7 +173,7 @@ int train_command(Config c, std::ostream& out, std::ostream& err) {
   set_num_threads(c.threads);
   fs::create_directories(c.out);
 
-  const auto data = ds::make_numbers_dataset(0, c.valid_size, c.test_size, c.seed);
+  const auto data = evaluation_sets(c);
   Generator gen(c.seed);
   Model model(c.model_options(), gen);
   optim::AdamOptions adam;
@@ -274,7 +279,7 @@ int evaluate_command(const std::string& run_dir, std::size_t beam, const std::st
   Loaded run = load_run(run_dir);
   set_num_threads(run.config.threads);
   const Config& c = run.config;
-  const auto data = ds::make_numbers_dataset(0, c.valid_size, c.test_size, c.seed);
+  const auto data = evaluation_sets(c);
   const Direction dir = parse_direction(c.direction);
   const Score s = exact_match(*run.model, split == "test" ? data.test : data.valid, dir, beam);
   out << fmt::format("{} {} exact match ({}): {:.2f}% ({}/{}) at step {}\n", direction_name(dir), split,
