@@ -62,7 +62,8 @@ std::vector<std::vector<std::int64_t>> greedy_decode(const Transformer<T>& model
   std::vector<bool> done(batch, false);
   std::vector<double> log_probs;
   for (std::size_t step = 0; step < o.max_len; ++step) {
-    const xt::xarray<T> logits = model.decode(as_batch(seqs), memory, src_padding).data();
+    const Tensor<T> decoded = model.decode(as_batch(seqs), memory, src_padding);
+    const xt::xarray<T>& logits = decoded.data();
     bool all_done = true;
     for (std::size_t b = 0; b < batch; ++b) {
       if (done[b]) {
@@ -111,7 +112,8 @@ std::vector<std::vector<std::int64_t>> beam_search(const Transformer<T>& model, 
         any_live = true;
       }
     if (!any_live) break;
-    const xt::xarray<T> logits = model.decode(as_batch(rows), memory, padding).data();
+    const Tensor<T> decoded = model.decode(as_batch(rows), memory, padding);
+    const xt::xarray<T>& logits = decoded.data();
     for (std::size_t b = 0; b < batch; ++b) {
       if (live[b].empty()) continue;
       std::vector<std::tuple<double, std::size_t, std::int64_t>> candidates;  // score, hypothesis, token
