@@ -34,6 +34,12 @@ void check_ids(const char* op, const char* what, const xt::xarray<std::int64_t>&
 
 bool given(const BoolArray& mask) { return mask.dimension() != 0; }
 
+// A key padding mask for the attention layers: none when the caller gave none.
+template <typename T>
+AttentionMask<T> padding_mask(const BoolArray& mask) {
+  return given(mask) ? AttentionMask<T>(mask) : AttentionMask<T>();
+}
+
 }  // namespace
 
 void TransformerOptions::validate() const {
@@ -118,7 +124,7 @@ Tensor<T> Transformer<T>::embed(const Embedding<T>& table, const xt::xarray<std:
 template <typename T>
 Tensor<T> Transformer<T>::encode(const xt::xarray<std::int64_t>& src, const BoolArray& src_padding) const {
   check_ids("encode", "src", src, src_padding, options.max_len);
-  const AttentionMask<T> padding = given(src_padding) ? AttentionMask<T>(src_padding) : AttentionMask<T>();
+  const AttentionMask<T> padding = padding_mask<T>(src_padding);
   return encoder->forward(embed(*src_embedding, src), {}, padding);
 }
 
@@ -135,8 +141,8 @@ Tensor<T> Transformer<T>::decode(const xt::xarray<std::int64_t>& tgt, const Tens
     throw ShapeError(fmt::format("Transformer.decode: memory_padding {} does not fit memory {}",
                                  format_shape(shape_of(memory_padding)), format_shape(memory.shape())));
   }
-  const AttentionMask<T> tgt_pad = given(tgt_padding) ? AttentionMask<T>(tgt_padding) : AttentionMask<T>();
-  const AttentionMask<T> mem_pad = given(memory_padding) ? AttentionMask<T>(memory_padding) : AttentionMask<T>();
+  const AttentionMask<T> tgt_pad = padding_mask<T>(tgt_padding);
+  const AttentionMask<T> mem_pad = padding_mask<T>(memory_padding);
   Tensor<T> x = decoder->forward(embed(*tgt_embedding, tgt), memory, {}, {}, tgt_pad, mem_pad,
                                  /*tgt_is_causal=*/true);
   return output_projection ? output_projection->forward(x) : linear(x, tgt_embedding->weight, output_bias);
@@ -161,7 +167,7 @@ std::vector<xt::xarray<T>> Transformer<T>::cross_attention(const xt::xarray<std:
                                                            const BoolArray& memory_padding) const {
   check_ids("cross_attention", "tgt", tgt, {}, options.max_len);
   NoGradGuard no_grad;
-  const AttentionMask<T> mem_pad = given(memory_padding) ? AttentionMask<T>(memory_padding) : AttentionMask<T>();
+  const AttentionMask<T> mem_pad = padding_mask<T>(memory_padding);
   std::vector<xt::xarray<T>> maps;
   Tensor<T> x = embed(*tgt_embedding, tgt);
   for (const auto& layer : decoder_layers()) {
