@@ -1,10 +1,10 @@
-#include "autograd/blas.hpp"
+#include "tapegrad/autograd/blas.hpp"
 
 #include <cblas.h>
 
 #include <algorithm>
 
-#include "autograd/parallel.hpp"
+#include "tapegrad/autograd/parallel.hpp"
 
 namespace tapegrad::blas {
 

@@ -1,4 +1,4 @@
-#include "autograd/broadcast.hpp"
+#include "tapegrad/autograd/broadcast.hpp"
 
 #include <fmt/format.h>
 

@@ -1,9 +1,9 @@
-#include "autograd/dropout.hpp"
+#include "tapegrad/autograd/dropout.hpp"
 
 #include <fmt/format.h>
 
-#include "autograd/parallel.hpp"
-#include "autograd/tape.hpp"
+#include "tapegrad/autograd/parallel.hpp"
+#include "tapegrad/autograd/tape.hpp"
 
 namespace tapegrad {
 

@@ -5,8 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "autograd/generator.hpp"
-#include "autograd/tensor.hpp"
+#include "tapegrad/autograd/generator.hpp"
+#include "tapegrad/autograd/tensor.hpp"
 
 namespace tapegrad {
 

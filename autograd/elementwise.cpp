@@ -1,9 +1,9 @@
-#include "autograd/elementwise.hpp"
+#include "tapegrad/autograd/elementwise.hpp"
 
 #include <cmath>
 
-#include "autograd/broadcast.hpp"
-#include "autograd/tape.hpp"
+#include "tapegrad/autograd/broadcast.hpp"
+#include "tapegrad/autograd/tape.hpp"
 
 namespace tapegrad {
 

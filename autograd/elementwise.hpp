@@ -1,7 +1,7 @@
 // Elementwise ops with full NumPy/PyTorch broadcasting for every binary op, and scalar operands.
 #pragma once
 
-#include "autograd/tensor.hpp"
+#include "tapegrad/autograd/tensor.hpp"
 
 namespace tapegrad {
 

@@ -1,11 +1,11 @@
-#include "autograd/embedding.hpp"
+#include "tapegrad/autograd/embedding.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <memory>
 
-#include "autograd/tape.hpp"
+#include "tapegrad/autograd/tape.hpp"
 
 namespace tapegrad {
 

@@ -5,7 +5,7 @@
 #include <optional>
 #include <xtensor/xarray.hpp>
 
-#include "autograd/tensor.hpp"
+#include "tapegrad/autograd/tensor.hpp"
 
 namespace tapegrad {
 

@@ -1,4 +1,4 @@
-#include "autograd/fused_attention.hpp"
+#include "tapegrad/autograd/fused_attention.hpp"
 
 #include <fmt/format.h>
 
@@ -7,11 +7,11 @@
 #include <memory>
 #include <vector>
 
-#include "autograd/blas.hpp"
-#include "autograd/dropout.hpp"
-#include "autograd/parallel.hpp"
-#include "autograd/tape.hpp"
-#include "autograd/vector_math.hpp"
+#include "tapegrad/autograd/blas.hpp"
+#include "tapegrad/autograd/dropout.hpp"
+#include "tapegrad/autograd/parallel.hpp"
+#include "tapegrad/autograd/tape.hpp"
+#include "tapegrad/autograd/vector_math.hpp"
 
 namespace tapegrad {
 

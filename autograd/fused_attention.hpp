@@ -7,9 +7,9 @@
 
 #include <cstddef>
 
-#include "autograd/generator.hpp"
-#include "autograd/masking.hpp"
-#include "autograd/tensor.hpp"
+#include "tapegrad/autograd/generator.hpp"
+#include "tapegrad/autograd/masking.hpp"
+#include "tapegrad/autograd/tensor.hpp"
 
 namespace tapegrad {
 

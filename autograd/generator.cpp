@@ -1,4 +1,4 @@
-#include "autograd/generator.hpp"
+#include "tapegrad/autograd/generator.hpp"
 
 #include <cmath>
 #include <numeric>

@@ -1,10 +1,10 @@
-#include "autograd/gradcheck.hpp"
+#include "tapegrad/autograd/gradcheck.hpp"
 
 #include <fmt/format.h>
 
 #include <cmath>
 
-#include "autograd/tape.hpp"
+#include "tapegrad/autograd/tape.hpp"
 
 namespace tapegrad {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/tensor.hpp"
+#include "tapegrad/autograd/tensor.hpp"
 
 namespace tapegrad {
 

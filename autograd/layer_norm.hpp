@@ -1,7 +1,7 @@
 // Layer normalization over the trailing dims, with a fused backward.
 #pragma once
 
-#include "autograd/tensor.hpp"
+#include "tapegrad/autograd/tensor.hpp"
 
 namespace tapegrad {
 

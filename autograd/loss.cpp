@@ -1,4 +1,4 @@
-#include "autograd/loss.hpp"
+#include "tapegrad/autograd/loss.hpp"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 #include <memory>
 #include <vector>
 
-#include "autograd/tape.hpp"
+#include "tapegrad/autograd/tape.hpp"
 
 namespace tapegrad {
 

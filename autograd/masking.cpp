@@ -1,12 +1,12 @@
-#include "autograd/masking.hpp"
+#include "tapegrad/autograd/masking.hpp"
 
 #include <fmt/format.h>
 
 #include <memory>
 #include <vector>
 
-#include "autograd/broadcast.hpp"
-#include "autograd/tape.hpp"
+#include "tapegrad/autograd/broadcast.hpp"
+#include "tapegrad/autograd/tape.hpp"
 
 namespace tapegrad {
 

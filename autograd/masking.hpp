@@ -3,7 +3,7 @@
 
 #include <xtensor/xarray.hpp>
 
-#include "autograd/tensor.hpp"
+#include "tapegrad/autograd/tensor.hpp"
 
 namespace tapegrad {
 

@@ -1,13 +1,13 @@
-#include "autograd/matmul.hpp"
+#include "tapegrad/autograd/matmul.hpp"
 
 #include <fmt/format.h>
 
 #include <array>
 
-#include "autograd/blas.hpp"
-#include "autograd/broadcast.hpp"
-#include "autograd/parallel.hpp"
-#include "autograd/tape.hpp"
+#include "tapegrad/autograd/blas.hpp"
+#include "tapegrad/autograd/broadcast.hpp"
+#include "tapegrad/autograd/parallel.hpp"
+#include "tapegrad/autograd/tape.hpp"
 
 namespace tapegrad {
 

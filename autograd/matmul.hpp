@@ -1,7 +1,7 @@
 // Matrix products through BLAS (cblas_sgemm / cblas_dgemm) on contiguous buffers.
 #pragma once
 
-#include "autograd/tensor.hpp"
+#include "tapegrad/autograd/tensor.hpp"
 
 namespace tapegrad {
 

@@ -1,4 +1,4 @@
-#include "autograd/parallel.hpp"
+#include "tapegrad/autograd/parallel.hpp"
 
 #include <condition_variable>
 #include <cstdint>

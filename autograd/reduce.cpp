@@ -1,4 +1,4 @@
-#include "autograd/reduce.hpp"
+#include "tapegrad/autograd/reduce.hpp"
 
 #include <fmt/format.h>
 
@@ -6,9 +6,9 @@
 #include <cmath>
 #include <limits>
 
-#include "autograd/broadcast.hpp"
-#include "autograd/strided_copy.hpp"
-#include "autograd/tape.hpp"
+#include "tapegrad/autograd/broadcast.hpp"
+#include "tapegrad/autograd/strided_copy.hpp"
+#include "tapegrad/autograd/tape.hpp"
 
 namespace tapegrad {
 

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "autograd/tensor.hpp"
+#include "tapegrad/autograd/tensor.hpp"
 
 namespace tapegrad {
 

@@ -1,4 +1,4 @@
-#include "autograd/shape.hpp"
+#include "tapegrad/autograd/shape.hpp"
 
 #include <fmt/format.h>
 

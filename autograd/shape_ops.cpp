@@ -1,12 +1,12 @@
-#include "autograd/shape_ops.hpp"
+#include "tapegrad/autograd/shape_ops.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
-#include "autograd/broadcast.hpp"
-#include "autograd/strided_copy.hpp"
-#include "autograd/tape.hpp"
+#include "tapegrad/autograd/broadcast.hpp"
+#include "tapegrad/autograd/strided_copy.hpp"
+#include "tapegrad/autograd/tape.hpp"
 
 namespace tapegrad {
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "autograd/tensor.hpp"
+#include "tapegrad/autograd/tensor.hpp"
 
 namespace tapegrad {
 

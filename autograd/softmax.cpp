@@ -1,13 +1,13 @@
-#include "autograd/softmax.hpp"
+#include "tapegrad/autograd/softmax.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
-#include "autograd/parallel.hpp"
-#include "autograd/tape.hpp"
-#include "autograd/vector_math.hpp"
+#include "tapegrad/autograd/parallel.hpp"
+#include "tapegrad/autograd/tape.hpp"
+#include "tapegrad/autograd/vector_math.hpp"
 
 namespace tapegrad {
 

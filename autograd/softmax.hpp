@@ -10,7 +10,7 @@
 
 #include <cstdint>
 
-#include "autograd/tensor.hpp"
+#include "tapegrad/autograd/tensor.hpp"
 
 namespace tapegrad {
 

@@ -1,8 +1,8 @@
-#include "autograd/strided_copy.hpp"
+#include "tapegrad/autograd/strided_copy.hpp"
 
 #include <algorithm>
 
-#include "autograd/broadcast.hpp"
+#include "tapegrad/autograd/broadcast.hpp"
 
 namespace tapegrad {
 

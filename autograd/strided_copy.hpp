@@ -6,7 +6,7 @@
 #include <vector>
 #include <xtensor/xarray.hpp>
 
-#include "autograd/shape.hpp"
+#include "tapegrad/autograd/shape.hpp"
 
 namespace tapegrad {
 

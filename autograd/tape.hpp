@@ -25,7 +25,7 @@
 #include <utility>
 #include <vector>
 
-#include "autograd/tensor.hpp"
+#include "tapegrad/autograd/tensor.hpp"
 
 namespace tapegrad {
 

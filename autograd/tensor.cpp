@@ -1,11 +1,11 @@
-#include "autograd/tensor.hpp"
+#include "tapegrad/autograd/tensor.hpp"
 
 #include <fmt/format.h>
 
 #include <cmath>
 #include <stdexcept>
 
-#include "autograd/tape.hpp"
+#include "tapegrad/autograd/tape.hpp"
 
 namespace tapegrad {
 

@@ -8,8 +8,8 @@
 #include <vector>
 #include <xtensor/xarray.hpp>
 
-#include "autograd/generator.hpp"
-#include "autograd/shape.hpp"
+#include "tapegrad/autograd/generator.hpp"
+#include "tapegrad/autograd/shape.hpp"
 
 namespace tapegrad {
 

@@ -15,13 +15,13 @@
 #include <string>
 #include <vector>
 
-#include "autograd/blas.hpp"
-#include "autograd/ops.hpp"
-#include "nn/attention.hpp"
-#include "nn/classifier.hpp"
-#include "nn/embedding.hpp"
-#include "optim/adamw.hpp"
-#include "optim/clip_grad.hpp"
+#include "tapegrad/autograd/blas.hpp"
+#include "tapegrad/autograd/ops.hpp"
+#include "tapegrad/nn/attention.hpp"
+#include "tapegrad/models/classifier.hpp"
+#include "tapegrad/nn/embedding.hpp"
+#include "tapegrad/optim/adamw.hpp"
+#include "tapegrad/optim/clip_grad.hpp"
 
 using namespace tapegrad;
 
@@ -89,8 +89,8 @@ struct ModelConfig {
 const ModelConfig kDefault{64, 256, 64, 4, 128, 1};
 const ModelConfig kLarge{32, 512, 256, 4, 1024, 4};
 
-nn::TransformerClassifierOptions classifier_options(const ModelConfig& c) {
-  nn::TransformerClassifierOptions o;
+models::TransformerClassifierOptions classifier_options(const ModelConfig& c) {
+  models::TransformerClassifierOptions o;
   o.vocab_size = 20000;
   o.max_len = 512;
   o.d_model = c.d;
@@ -177,7 +177,7 @@ std::vector<double> run_case(const std::string& name) {
   if (name == "train_default" || name == "train_large" || name == "eval_default") {
     const ModelConfig c = name == "train_large" ? kLarge : kDefault;
     Generator gen(0);
-    nn::TransformerClassifier<float> model(classifier_options(c), gen);
+    models::TransformerClassifier<float> model(classifier_options(c), gen);
     xt::xarray<std::int64_t> ids;
     BoolArray pad;
     token_batch(c.B, c.L, 20000, ids, pad);

@@ -1,4 +1,4 @@
-#include "datasets/download.hpp"
+#include "tapegrad/datasets/download.hpp"
 
 #include <archive.h>
 #include <archive_entry.h>

@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "autograd/elementwise.hpp"
-#include "nn/module.hpp"
+#include "tapegrad/autograd/elementwise.hpp"
+#include "tapegrad/nn/module.hpp"
 
 namespace tapegrad::nn {
 

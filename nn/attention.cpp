@@ -1,17 +1,17 @@
-#include "nn/attention.hpp"
+#include "tapegrad/nn/attention.hpp"
 
 #include <fmt/format.h>
 
 #include <cmath>
 #include <limits>
 
-#include "autograd/dropout.hpp"
-#include "autograd/elementwise.hpp"
-#include "autograd/fused_attention.hpp"
-#include "autograd/matmul.hpp"
-#include "autograd/reduce.hpp"
-#include "autograd/shape_ops.hpp"
-#include "autograd/softmax.hpp"
+#include "tapegrad/autograd/dropout.hpp"
+#include "tapegrad/autograd/elementwise.hpp"
+#include "tapegrad/autograd/fused_attention.hpp"
+#include "tapegrad/autograd/matmul.hpp"
+#include "tapegrad/autograd/reduce.hpp"
+#include "tapegrad/autograd/shape_ops.hpp"
+#include "tapegrad/autograd/softmax.hpp"
 
 namespace tapegrad::nn {
 

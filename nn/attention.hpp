@@ -17,10 +17,10 @@
 #include <string>
 #include <utility>
 
-#include "autograd/generator.hpp"
-#include "autograd/masking.hpp"
-#include "nn/linear.hpp"
-#include "nn/module.hpp"
+#include "tapegrad/autograd/generator.hpp"
+#include "tapegrad/autograd/masking.hpp"
+#include "tapegrad/nn/linear.hpp"
+#include "tapegrad/nn/module.hpp"
 
 namespace tapegrad::nn {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "nn/module.hpp"
+#include "tapegrad/nn/module.hpp"
 
 namespace tapegrad::nn {
 

@@ -1,10 +1,10 @@
-#include "nn/dropout.hpp"
+#include "tapegrad/nn/dropout.hpp"
 
 #include <fmt/format.h>
 
 #include <stdexcept>
 
-#include "autograd/dropout.hpp"
+#include "tapegrad/autograd/dropout.hpp"
 
 namespace tapegrad::nn {
 

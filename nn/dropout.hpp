@@ -10,8 +10,8 @@
 #include <memory>
 #include <string>
 
-#include "autograd/generator.hpp"
-#include "nn/module.hpp"
+#include "tapegrad/autograd/generator.hpp"
+#include "tapegrad/nn/module.hpp"
 
 namespace tapegrad::nn {
 

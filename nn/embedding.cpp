@@ -1,8 +1,8 @@
-#include "nn/embedding.hpp"
+#include "tapegrad/nn/embedding.hpp"
 
 #include <fmt/format.h>
 
-#include "autograd/embedding.hpp"
+#include "tapegrad/autograd/embedding.hpp"
 
 namespace tapegrad::nn {
 

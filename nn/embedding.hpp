@@ -6,8 +6,8 @@
 #include <string>
 #include <xtensor/xarray.hpp>
 
-#include "autograd/generator.hpp"
-#include "nn/module.hpp"
+#include "tapegrad/autograd/generator.hpp"
+#include "tapegrad/nn/module.hpp"
 
 namespace tapegrad::nn {
 

@@ -1,6 +1,6 @@
-#include "nn/layer_norm.hpp"
+#include "tapegrad/nn/layer_norm.hpp"
 
-#include "autograd/layer_norm.hpp"
+#include "tapegrad/autograd/layer_norm.hpp"
 
 namespace tapegrad::nn {
 

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "nn/module.hpp"
+#include "tapegrad/nn/module.hpp"
 
 namespace tapegrad::nn {
 

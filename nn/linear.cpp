@@ -1,10 +1,10 @@
-#include "nn/linear.hpp"
+#include "tapegrad/nn/linear.hpp"
 
 #include <fmt/format.h>
 
 #include <cmath>
 
-#include "autograd/matmul.hpp"
+#include "tapegrad/autograd/matmul.hpp"
 
 namespace tapegrad::nn {
 

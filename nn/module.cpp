@@ -1,4 +1,4 @@
-#include "nn/module.hpp"
+#include "tapegrad/nn/module.hpp"
 
 #include <fmt/format.h>
 

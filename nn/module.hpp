@@ -8,9 +8,9 @@
 #include <utility>
 #include <vector>
 
-#include "autograd/generator.hpp"
-#include "autograd/tensor.hpp"
-#include "nn/state_dict.hpp"
+#include "tapegrad/autograd/generator.hpp"
+#include "tapegrad/autograd/tensor.hpp"
+#include "tapegrad/io/state_dict.hpp"
 
 namespace tapegrad::nn {
 

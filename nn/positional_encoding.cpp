@@ -1,11 +1,11 @@
-#include "nn/positional_encoding.hpp"
+#include "tapegrad/nn/positional_encoding.hpp"
 
 #include <fmt/format.h>
 
 #include <cmath>
 
-#include "autograd/elementwise.hpp"
-#include "autograd/shape_ops.hpp"
+#include "tapegrad/autograd/elementwise.hpp"
+#include "tapegrad/autograd/shape_ops.hpp"
 
 namespace tapegrad::nn {
 

@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "autograd/generator.hpp"
-#include "nn/module.hpp"
+#include "tapegrad/autograd/generator.hpp"
+#include "tapegrad/nn/module.hpp"
 
 namespace tapegrad::nn {
 

@@ -1,8 +1,8 @@
-#include "nn/transformer.hpp"
+#include "tapegrad/nn/transformer.hpp"
 
 #include <fmt/format.h>
 
-#include "autograd/elementwise.hpp"
+#include "tapegrad/autograd/elementwise.hpp"
 
 namespace tapegrad::nn {
 

@@ -9,14 +9,14 @@
 #include <string>
 #include <vector>
 
-#include "autograd/generator.hpp"
-#include "nn/activation.hpp"
-#include "nn/attention.hpp"
-#include "nn/container.hpp"
-#include "nn/dropout.hpp"
-#include "nn/layer_norm.hpp"
-#include "nn/linear.hpp"
-#include "nn/module.hpp"
+#include "tapegrad/autograd/generator.hpp"
+#include "tapegrad/nn/activation.hpp"
+#include "tapegrad/nn/attention.hpp"
+#include "tapegrad/nn/container.hpp"
+#include "tapegrad/nn/dropout.hpp"
+#include "tapegrad/nn/layer_norm.hpp"
+#include "tapegrad/nn/linear.hpp"
+#include "tapegrad/nn/module.hpp"
 
 namespace tapegrad::nn {
 

@@ -1,4 +1,4 @@
-#include "optim/adam.hpp"
+#include "tapegrad/optim/adam.hpp"
 
 #include <fmt/format.h>
 

@@ -3,7 +3,7 @@
 
 #include <utility>
 
-#include "optim/optimizer.hpp"
+#include "tapegrad/optim/optimizer.hpp"
 
 namespace tapegrad::optim {
 

@@ -1,4 +1,4 @@
-#include "optim/adamw.hpp"
+#include "tapegrad/optim/adamw.hpp"
 
 namespace tapegrad::optim {
 

@@ -1,7 +1,7 @@
 // AdamW (Loshchilov & Hutter): Adam with decoupled weight decay, torch.optim.AdamW's update rule.
 #pragma once
 
-#include "optim/adam.hpp"
+#include "tapegrad/optim/adam.hpp"
 
 namespace tapegrad::optim {
 

@@ -1,4 +1,4 @@
-#include "optim/clip_grad.hpp"
+#include "tapegrad/optim/clip_grad.hpp"
 
 #include <fmt/format.h>
 

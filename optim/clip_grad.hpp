@@ -5,7 +5,7 @@
 #include <limits>
 #include <vector>
 
-#include "autograd/tensor.hpp"
+#include "tapegrad/autograd/tensor.hpp"
 
 namespace tapegrad::optim {
 

@@ -1,4 +1,4 @@
-#include "optim/ema.hpp"
+#include "tapegrad/optim/ema.hpp"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 #include <set>
 #include <stdexcept>
 
-#include "autograd/shape.hpp"
+#include "tapegrad/autograd/shape.hpp"
 
 namespace tapegrad::optim {
 

@@ -1,10 +1,10 @@
 // Everything in torch.optim's place: the optimizers, learning-rate schedules and gradient clipping.
 #pragma once
 
-#include "optim/adam.hpp"
-#include "optim/adamw.hpp"
-#include "optim/clip_grad.hpp"
-#include "optim/ema.hpp"
-#include "optim/optimizer.hpp"
-#include "optim/schedule.hpp"
-#include "optim/sgd.hpp"
+#include "tapegrad/optim/adam.hpp"
+#include "tapegrad/optim/adamw.hpp"
+#include "tapegrad/optim/clip_grad.hpp"
+#include "tapegrad/optim/ema.hpp"
+#include "tapegrad/optim/optimizer.hpp"
+#include "tapegrad/optim/schedule.hpp"
+#include "tapegrad/optim/sgd.hpp"

@@ -1,4 +1,4 @@
-#include "optim/optimizer.hpp"
+#include "tapegrad/optim/optimizer.hpp"
 
 #include <fmt/format.h>
 

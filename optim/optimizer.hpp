@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "autograd/tensor.hpp"
-#include "nn/state_dict.hpp"
+#include "tapegrad/autograd/tensor.hpp"
+#include "tapegrad/io/state_dict.hpp"
 
 namespace tapegrad::optim {
 

@@ -1,4 +1,4 @@
-#include "optim/schedule.hpp"
+#include "tapegrad/optim/schedule.hpp"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "optim/sgd.hpp"
+#include "tapegrad/optim/sgd.hpp"
 
 #include <fmt/format.h>
 

@@ -2,7 +2,7 @@
 // decay: torch.optim.SGD's update rule, step for step.
 #pragma once
 
-#include "optim/optimizer.hpp"
+#include "tapegrad/optim/optimizer.hpp"
 
 namespace tapegrad::optim {
 

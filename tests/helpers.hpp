@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "autograd/gradcheck.hpp"
-#include "autograd/tensor.hpp"
+#include "tapegrad/autograd/gradcheck.hpp"
+#include "tapegrad/autograd/tensor.hpp"
 
 namespace tapegrad::testing {
 

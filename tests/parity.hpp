@@ -11,9 +11,9 @@
 #include <utility>
 #include <xtensor/xarray.hpp>
 
-#include "autograd/shape.hpp"
-#include "autograd/tensor.hpp"
-#include "nn/safetensors.hpp"
+#include "tapegrad/autograd/shape.hpp"
+#include "tapegrad/autograd/tensor.hpp"
+#include "tapegrad/io/safetensors.hpp"
 
 namespace tapegrad::testing {
 
@@ -76,7 +76,7 @@ std::string mismatch(const xt::xarray<T>& got, const xt::xarray<T>& want, double
 template <typename T>
 class CaseInputs {
  public:
-  CaseInputs(const safetensors::File& file, std::string prefix) : file_(file), prefix_(std::move(prefix)) {
+  CaseInputs(const io::safetensors::File& file, std::string prefix) : file_(file), prefix_(std::move(prefix)) {
     const std::string in = prefix_ + ".in.";
     for (const auto& name : file_.names()) {
       if (name.compare(0, in.size(), in) == 0)
@@ -91,7 +91,7 @@ class CaseInputs {
   const std::map<std::string, Tensor<T>>& inputs() const { return inputs_; }
 
  protected:
-  const safetensors::File& file_;
+  const io::safetensors::File& file_;
   std::string prefix_;
 
  private:

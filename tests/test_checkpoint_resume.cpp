@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "autograd/ops.hpp"
-#include "nn/checkpoint.hpp"
-#include "nn/classifier.hpp"
-#include "optim/optim.hpp"
+#include "tapegrad/autograd/ops.hpp"
+#include "tapegrad/train/checkpoint.hpp"
+#include "tapegrad/models/classifier.hpp"
+#include "tapegrad/optim/optim.hpp"
 
 using namespace tapegrad;
 namespace fs = std::filesystem;
@@ -65,8 +65,8 @@ std::vector<Batch> make_batches(std::size_t n) {
   return out;
 }
 
-nn::TransformerClassifierOptions tiny_options() {
-  nn::TransformerClassifierOptions o;
+models::TransformerClassifierOptions tiny_options() {
+  models::TransformerClassifierOptions o;
   o.vocab_size = kVocab;
   o.max_len = 8;
   o.d_model = 8;
@@ -89,7 +89,7 @@ optim::AdamWOptions adamw_options() {
 // (dropout on) with label smoothing, clip_grad_norm_ and a warmup-then-cosine learning rate.
 struct Trainer {
   Generator gen;
-  nn::TransformerClassifier<float> model;
+  models::TransformerClassifier<float> model;
   optim::AdamW<float> opt;
   optim::CosineDecay schedule{0.01, 10, 3};
 
@@ -169,13 +169,13 @@ TEST_CASE("a TransformerClassifier run resumed from a checkpoint repeats the uni
       INFO("step " << s);
       CHECK(same_bits(b.step(s, batches[s - 1]).first, uninterrupted[s - 1]));
     }
-    save_checkpoint(path, b.model, b.opt, 4, {{"run", "resume test"}});
+    train::save_checkpoint(path, b.model, b.opt, 4, {{"run", "resume test"}});
   }
   // Every dropout mask of the model is drawn from its one generator, which the checkpoint holds.
-  REQUIRE(safetensors::File(path).contains("generator.dropout_generator.state"));
+  REQUIRE(io::safetensors::File(path).contains("generator.dropout_generator.state"));
 
   Trainer c(7);  // another initialization and another dropout stream, all replaced by the checkpoint
-  const std::int64_t step = load_checkpoint(path, c.model, c.opt);
+  const std::int64_t step = train::load_checkpoint(path, c.model, c.opt);
   REQUIRE(step == 4);
   for (std::int64_t s = step + 1; s <= 10; ++s) {
     const float loss = c.step(s, batches[s - 1]).first;
@@ -185,7 +185,7 @@ TEST_CASE("a TransformerClassifier run resumed from a checkpoint repeats the uni
 
   // The dropout stream matters: resuming everything but the generator's state gives other losses.
   Trainer d(7);
-  load_checkpoint(path, d.model, d.opt);
+  train::load_checkpoint(path, d.model, d.opt);
   d.model.dropout_generator()->manual_seed(123);
   CHECK_FALSE(same_bits(d.step(5, batches[4]).first, uninterrupted[4]));
 }
@@ -200,12 +200,12 @@ TEST_CASE("a checkpoint carries extra state such as an ExponentialMovingAverage,
     a.step(s, batches[s - 1]);
     ema_a.update();
   }
-  save_checkpoint(path, a.model, a.opt, 3, {}, ema_a.state_dict());
+  train::save_checkpoint(path, a.model, a.opt, 3, {}, ema_a.state_dict());
 
   Trainer b(7);
   optim::ExponentialMovingAverage<float> ema_b(b.model.parameters(), 0.9);
   StateDict<float> extra = ema_b.state_dict();
-  REQUIRE(load_checkpoint(path, b.model, b.opt, extra) == 3);
+  REQUIRE(train::load_checkpoint(path, b.model, b.opt, extra) == 3);
   ema_b.load_state_dict(extra);
   for (std::int64_t s = 4; s <= 6; ++s) {
     a.step(s, batches[s - 1]);
@@ -224,7 +224,7 @@ TEST_CASE("a checkpoint carries extra state such as an ExponentialMovingAverage,
   const Snapshot before(c);
   std::string message;
   try {
-    load_checkpoint(path, c.model, c.opt);
+    train::load_checkpoint(path, c.model, c.opt);
   } catch (const std::runtime_error& e) {
     message = e.what();
   }
@@ -233,7 +233,7 @@ TEST_CASE("a checkpoint carries extra state such as an ExponentialMovingAverage,
   wrong["shadow.0"] = Tensor<float>::from_vector({1.0f}, {1});
   message.clear();
   try {
-    load_checkpoint(path, c.model, c.opt, wrong);
+    train::load_checkpoint(path, c.model, c.opt, wrong);
   } catch (const std::runtime_error& e) {
     message = e.what();
   }
@@ -249,7 +249,7 @@ TEST_CASE("a truncated or corrupted checkpoint is refused with a clear error and
     Trainer t(42);
     t.step(1, batches[0]);
     t.step(2, batches[1]);
-    save_checkpoint(path, t.model, t.opt, 2);
+    train::save_checkpoint(path, t.model, t.opt, 2);
   }
   const std::vector<char> good = read_bytes(path);
   std::uint64_t header_len = 0;
@@ -264,7 +264,7 @@ TEST_CASE("a truncated or corrupted checkpoint is refused with a clear error and
     write_bytes(bad, bytes);
     std::string message;
     try {
-      load_checkpoint(bad, target.model, target.opt);
+      train::load_checkpoint(bad, target.model, target.opt);
     } catch (const std::runtime_error& e) {
       message = e.what();
     }
@@ -306,6 +306,6 @@ TEST_CASE("a truncated or corrupted checkpoint is refused with a clear error and
   CHECK(Snapshot(target) == before);
 
   // The intact file loads, and then the model does change: the comparison above can fail.
-  CHECK(load_checkpoint(path, target.model, target.opt) == 2);
+  CHECK(train::load_checkpoint(path, target.model, target.opt) == 2);
   CHECK_FALSE(Snapshot(target) == before);
 }

@@ -18,15 +18,15 @@
 #include <set>
 #include <thread>
 
-#include "datasets/batching.hpp"
-#include "datasets/download.hpp"
-#include "datasets/encode.hpp"
-#include "datasets/imdb.hpp"
-#include "datasets/locate.hpp"
-#include "datasets/split.hpp"
-#include "datasets/tokenizer.hpp"
-#include "datasets/vocab.hpp"
-#include "datasets/word_dropout.hpp"
+#include "tapegrad/datasets/text/batching.hpp"
+#include "tapegrad/datasets/download.hpp"
+#include "tapegrad/datasets/text/encode.hpp"
+#include "tapegrad/datasets/imdb/imdb.hpp"
+#include "tapegrad/datasets/imdb/locate.hpp"
+#include "tapegrad/datasets/text/split.hpp"
+#include "tapegrad/datasets/text/tokenizer.hpp"
+#include "tapegrad/datasets/text/vocab.hpp"
+#include "tapegrad/datasets/text/word_dropout.hpp"
 
 using namespace tapegrad::datasets;
 namespace fs = std::filesystem;

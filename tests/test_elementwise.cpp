@@ -5,8 +5,8 @@
 #include <limits>
 #include <stdexcept>
 
-#include "autograd/broadcast.hpp"
-#include "autograd/ops.hpp"
+#include "tapegrad/autograd/broadcast.hpp"
+#include "tapegrad/autograd/ops.hpp"
 #include "tests/helpers.hpp"
 
 using namespace tapegrad;

@@ -15,12 +15,12 @@
 #include <sstream>
 #include <string>
 
-#include "nn/checkpoint.hpp"
-#include "nn/safetensors.hpp"
-#include "optim/optim.hpp"
+#include "tapegrad/train/checkpoint.hpp"
+#include "tapegrad/io/safetensors.hpp"
+#include "tapegrad/optim/optim.hpp"
 
 using namespace tapegrad;
-namespace st = tapegrad::safetensors;
+namespace st = tapegrad::io::safetensors;
 namespace fs = std::filesystem;
 
 namespace {
@@ -426,7 +426,7 @@ TEST_CASE("a training checkpoint resumes exactly", "[io]") {
   optim::AdamW<float> opt_a({a.weight, a.bias}, optim::AdamWOptions{0.1});
   for (std::int64_t s = 1; s <= 3; ++s) train_step(a, opt_a, gen_a, s);
   REQUIRE(gen_a.state().has_spare_normal);  // 9 normals: the spare is part of the state
-  save_checkpoint(path, a.model(), opt_a, 3, gen_a, {{"run", "test"}});
+  train::save_checkpoint(path, a.model(), opt_a, 3, gen_a, {{"run", "test"}});
   for (std::int64_t s = 4; s <= 6; ++s) train_step(a, opt_a, gen_a, s);
 
   const st::File file(path);
@@ -440,7 +440,7 @@ TEST_CASE("a training checkpoint resumes exactly", "[io]") {
   Generator gen_b(999);
   optim::AdamW<float> opt_b({b.weight, b.bias}, optim::AdamWOptions{0.1});
   StateDict<float> model_b = b.model();
-  const std::int64_t step = load_checkpoint(path, model_b, opt_b, gen_b);
+  const std::int64_t step = train::load_checkpoint(path, model_b, opt_b, gen_b);
   CHECK(step == 3);
   for (std::int64_t s = step + 1; s <= 6; ++s) train_step(b, opt_b, gen_b, s);
   CHECK(b.weight.data() == a.weight.data());
@@ -456,7 +456,7 @@ TEST_CASE("loading a mismatched checkpoint reports every problem and changes not
   Generator gen(1);
   optim::Adam<float> opt({a.weight, a.bias});
   train_step(a, opt, gen, 1);
-  save_checkpoint(path, a.model(), opt, 1, gen);
+  train::save_checkpoint(path, a.model(), opt, 1, gen);
 
   auto weight = Tensor<float>::zeros({3, 2}, true);
   auto other = Tensor<float>::zeros({1}, true);
@@ -465,7 +465,7 @@ TEST_CASE("loading a mismatched checkpoint reports every problem and changes not
   Generator gen2(5);
   const auto gen2_before = gen2.state();
   try {
-    load_checkpoint(path, model, opt2, gen2);
+    train::load_checkpoint(path, model, opt2, gen2);
     FAIL("no exception");
   } catch (const std::runtime_error& e) {
     const std::string m = e.what();
@@ -484,7 +484,7 @@ TEST_CASE("loading a mismatched checkpoint reports every problem and changes not
   optim::Adam<float> opt3({c.weight, big});
   Generator gen3;
   StateDict<float> model3 = c.model();
-  CHECK_THROWS_WITH(load_checkpoint(path, model3, opt3, gen3),
+  CHECK_THROWS_WITH(train::load_checkpoint(path, model3, opt3, gen3),
                     Catch::Contains("optimizer state") && Catch::Contains("\"state.1.exp_avg\" has shape [3]"));
   CHECK(c.weight.data() == xt::xarray<float>(xt::zeros<float>({2, 3})));
 }

@@ -6,7 +6,7 @@
 #include <xtensor/xbroadcast.hpp>
 #include <xtensor/xview.hpp>
 
-#include "autograd/ops.hpp"
+#include "tapegrad/autograd/ops.hpp"
 #include "tests/helpers.hpp"
 
 using namespace tapegrad;

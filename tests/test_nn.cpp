@@ -10,9 +10,9 @@
 #include <xtensor/xmath.hpp>
 #include <xtensor/xview.hpp>
 
-#include "autograd/ops.hpp"
-#include "nn/nn.hpp"
-#include "nn/safetensors.hpp"
+#include "tapegrad/autograd/ops.hpp"
+#include "tapegrad/nn/nn.hpp"
+#include "tapegrad/io/safetensors.hpp"
 #include "tests/helpers.hpp"
 
 using namespace tapegrad;
@@ -754,9 +754,9 @@ TEST_CASE("a saved state_dict loads into another model through its aliasing tens
                      ("tapegrad_nn_state_" +
                       std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()) + ".safetensors"))
                         .string();
-  safetensors::save_state_dict(path, a.state_dict());
+  io::safetensors::save_state_dict(path, a.state_dict());
   auto target = b.state_dict();
-  safetensors::load_state_dict(path, target);
+  io::safetensors::load_state_dict(path, target);
   std::filesystem::remove(path);
   CHECK(a.forward(x).data() == b.forward(x).data());
 }

@@ -9,9 +9,9 @@
 #include <string>
 #include <xtensor/xview.hpp>
 
-#include "autograd/ops.hpp"
-#include "nn/safetensors.hpp"
-#include "optim/optim.hpp"
+#include "tapegrad/autograd/ops.hpp"
+#include "tapegrad/io/safetensors.hpp"
+#include "tapegrad/optim/optim.hpp"
 #include "tests/helpers.hpp"
 
 using namespace tapegrad;
@@ -55,7 +55,7 @@ using Factory = std::function<std::unique_ptr<Optimizer<double>>(std::vector<Ten
 
 void check_trajectory(const std::string& name, double base_lr, const Factory& make) {
   INFO("config " << name);
-  const safetensors::File ref(kFixtures + "/optim.safetensors");
+  const io::safetensors::File ref(kFixtures + "/optim.safetensors");
   const auto Ws = ref.get<double>(name + ".W");
   const auto bs = ref.get<double>(name + ".b");
   const auto norms = ref.get<double>(name + ".norm");
@@ -137,7 +137,7 @@ TEST_CASE("AdamW follows torch's trajectories (default decay, amsgrad)", "[optim
 }
 
 TEST_CASE("float optimizers track the double trajectory", "[optim]") {
-  const safetensors::File ref(kFixtures + "/optim.safetensors");
+  const io::safetensors::File ref(kFixtures + "/optim.safetensors");
   const auto Ws = ref.get<double>("adamw.W");
   auto p = make_problem();
   Tensor<float> W(xt::xarray<float>(xt::cast<float>(p.W.data())), true);
@@ -319,12 +319,12 @@ TEST_CASE("optimizer state_dict round trip: stepping after a reload is identical
     opt1->set_lr(0.02);
     // Through a safetensors file, as a checkpoint would store it.
     const auto path = std::filesystem::temp_directory_path() / "tapegrad_test_optim_state.safetensors";
-    safetensors::save_state_dict(path.string(), opt1->state_dict());
+    io::safetensors::save_state_dict(path.string(), opt1->state_dict());
     auto w2 = Tensor<double>(xt::xarray<double>(w1.data()), true);
     auto v2 = Tensor<double>(xt::xarray<double>(v1.data()), true);
     auto opt2 = make(std::vector<Tensor<double>>{w2, v2});
     StateDict<double> loaded;
-    const safetensors::File file(path.string());
+    const io::safetensors::File file(path.string());
     for (const auto& n : file.names()) loaded[n] = Tensor<double>(file.get<double>(n));
     std::filesystem::remove(path);
     opt2->load_state_dict(loaded);

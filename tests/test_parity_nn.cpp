@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "nn/nn.hpp"
-#include "nn/safetensors.hpp"
+#include "tapegrad/nn/nn.hpp"
+#include "tapegrad/io/safetensors.hpp"
 #include "tests/parity.hpp"
 
 using namespace tapegrad;
@@ -29,8 +29,8 @@ using tapegrad::testing::mismatch;
 
 namespace {
 
-const safetensors::File& fixture() {
-  static const safetensors::File file(std::string(TAPEGRAD_TEST_FIXTURES_DIR) + "/modules.safetensors");
+const io::safetensors::File& fixture() {
+  static const io::safetensors::File file(std::string(TAPEGRAD_TEST_FIXTURES_DIR) + "/modules.safetensors");
   return file;
 }
 
@@ -172,7 +172,7 @@ void check_against_torch(const std::string& name, const ModuleCase<T>& c) {
   const auto module = c.build(gen);
   module->eval();
   StateDict<T> state = module->state_dict();
-  safetensors::load_state_dict(fixture(), state, /*strict=*/true, prefix + ".model.");
+  io::safetensors::load_state_dict(fixture(), state, /*strict=*/true, prefix + ".model.");
 
   const Inputs<T> inputs(prefix);
   REQUIRE_FALSE(inputs.inputs().empty());
@@ -241,7 +241,7 @@ namespace {
 // constructor arguments as torch's keyword arguments in the metadata "<name>.config".
 template <typename T>
 void add_encoder_layer(const std::string& name, const TransformerLayerOptions& o, std::uint64_t seed,
-                       std::map<std::string, safetensors::Array>& tensors, safetensors::Metadata& metadata) {
+                       std::map<std::string, io::safetensors::Array>& tensors, io::safetensors::Metadata& metadata) {
   Generator gen(seed);
   TransformerEncoderLayer<T> layer(o, gen);
   layer.eval();
@@ -276,20 +276,20 @@ TEST_CASE("a tapegrad TransformerEncoderLayer state_dict loads into torch", "[pa
   auto post = layer_options(false, false, Activation::ReLU);
   auto pre = layer_options(true, true, Activation::GELU);
   pre.layer_norm_eps = 1e-6;
-  std::map<std::string, safetensors::Array> tensors;
-  safetensors::Metadata metadata{{"source", "tests/test_parity_nn.cpp"}};
+  std::map<std::string, io::safetensors::Array> tensors;
+  io::safetensors::Metadata metadata{{"source", "tests/test_parity_nn.cpp"}};
   add_encoder_layer<float>("post_relu_f32", post, 7, tensors, metadata);
   add_encoder_layer<double>("pre_gelu_f64", pre, 8, tensors, metadata);
-  safetensors::save_file(path, tensors, metadata);
+  io::safetensors::save_file(path, tensors, metadata);
 
-  const safetensors::File file(path);
+  const io::safetensors::File file(path);
   const auto reload = [&file](const std::string& name, const TransformerLayerOptions& o, auto zero) {
     using T = decltype(zero);
     Generator gen(99);
     TransformerEncoderLayer<T> layer(o, gen);
     layer.eval();
     StateDict<T> state = layer.state_dict();
-    safetensors::load_state_dict(file, state, /*strict=*/true, name + ".model.");
+    io::safetensors::load_state_dict(file, state, /*strict=*/true, name + ".model.");
     const auto out = layer.forward(Tensor<T>(file.get<T>(name + ".in.src")), {},
                                    file.get<bool>(name + ".mask.src_key_padding_mask"));
     CHECK(out.data() == file.get<T>(name + ".out"));

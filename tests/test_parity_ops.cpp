@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "autograd/ops.hpp"
-#include "nn/safetensors.hpp"
+#include "tapegrad/autograd/ops.hpp"
+#include "tapegrad/io/safetensors.hpp"
 #include "tests/parity.hpp"
 
 using namespace tapegrad;
@@ -22,8 +22,8 @@ using tapegrad::testing::mismatch;
 
 namespace {
 
-const safetensors::File& fixture() {
-  static const safetensors::File file(std::string(TAPEGRAD_TEST_FIXTURES_DIR) + "/ops.safetensors");
+const io::safetensors::File& fixture() {
+  static const io::safetensors::File file(std::string(TAPEGRAD_TEST_FIXTURES_DIR) + "/ops.safetensors");
   return file;
 }
 

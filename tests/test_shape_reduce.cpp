@@ -4,8 +4,8 @@
 #include <cmath>
 #include <limits>
 
-#include "autograd/ops.hpp"
-#include "autograd/strided_copy.hpp"
+#include "tapegrad/autograd/ops.hpp"
+#include "tapegrad/autograd/strided_copy.hpp"
 #include "tests/helpers.hpp"
 
 using namespace tapegrad;

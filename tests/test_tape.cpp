@@ -1,7 +1,7 @@
 // The tape itself: accumulation, reuse, detach, retain_grad, retain_graph, NoGradGuard, gradcheck.
 #include <catch2/catch.hpp>
 
-#include "autograd/ops.hpp"
+#include "tapegrad/autograd/ops.hpp"
 #include "tests/helpers.hpp"
 
 using namespace tapegrad;

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "autograd/ops.hpp"
+#include "tapegrad/autograd/ops.hpp"
 #include "tests/helpers.hpp"
 
 using namespace tapegrad;

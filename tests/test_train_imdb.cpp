@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "autograd/tape.hpp"
-#include "datasets/tokenizer.hpp"
+#include "tapegrad/autograd/tape.hpp"
+#include "tapegrad/datasets/text/tokenizer.hpp"
 #include "examples/imdb/cli.hpp"
 #include "examples/imdb/config.hpp"
 #include "examples/imdb/data.hpp"
@@ -26,9 +26,9 @@
 #include "examples/imdb/html_explain.hpp"
 #include "examples/imdb/html_report.hpp"
 #include "examples/imdb/model.hpp"
-#include "examples/imdb/progress.hpp"
+#include "tapegrad/train/progress.hpp"
 #include "examples/imdb/train.hpp"
-#include "nn/safetensors.hpp"
+#include "tapegrad/io/safetensors.hpp"
 
 namespace fs = std::filesystem;
 
@@ -104,7 +104,7 @@ std::string bytes_of(const xt::xarray<V>& values) {
 
 // Every tensor of a safetensors file by name, as bytes (its metadata holds timings, so the files differ).
 std::map<std::string, std::string> tensors_of(const fs::path& path) {
-  namespace st = tapegrad::safetensors;
+  namespace st = tapegrad::io::safetensors;
   const st::File file(path.string());
   std::map<std::string, std::string> tensors;
   for (const auto& name : file.names()) {
@@ -369,9 +369,9 @@ TEST_CASE("train_imdb config.json round-trips every setting", "[imdb]") {
 
 TEST_CASE("train_imdb progress: plain lines every log-every steps, durations and rates", "[imdb]") {
   std::ostringstream out;
-  imdb::Progress progress(out, false, 2);
+  tapegrad::train::Progress progress(out, false, 2);
   progress.begin_epoch(1, 3);
-  imdb::StepStats s;
+  tapegrad::train::StepStats s;
   s.steps_in_epoch = 5;
   for (std::size_t step = 1; step <= 5; ++step) {
     s.step_in_epoch = step;
@@ -387,28 +387,28 @@ TEST_CASE("train_imdb progress: plain lines every log-every steps, durations and
   CHECK(text.find('\r') == std::string::npos);
 
   std::ostringstream tty;
-  imdb::Progress bar(tty, true, 2);
+  tapegrad::train::Progress bar(tty, true, 2);
   bar.begin_epoch(2, 3);
   s.step_in_epoch = 5;
   bar.update(s);
   bar.end_epoch();
   CHECK(tty.str().rfind("\repoch 2/3 [########################] 5/5", 0) == 0);
 
-  CHECK(imdb::format_duration(7) == "0:07");
-  CHECK(imdb::format_duration(754) == "12:34");
-  CHECK(imdb::format_duration(3723) == "1:02:03");
-  CHECK(imdb::format_rate(950) == "950");
-  CHECK(imdb::format_rate(21340) == "21.3k");
-  CHECK(imdb::format_rate(1.25e6) == "1.25M");
+  CHECK(tapegrad::train::format_duration(7) == "0:07");
+  CHECK(tapegrad::train::format_duration(754) == "12:34");
+  CHECK(tapegrad::train::format_duration(3723) == "1:02:03");
+  CHECK(tapegrad::train::format_rate(950) == "950");
+  CHECK(tapegrad::train::format_rate(21340) == "21.3k");
+  CHECK(tapegrad::train::format_rate(1.25e6) == "1.25M");
 }
 
 // ---- explain and report ----
 
 TEST_CASE("explain: saliency is the derivative of the logit along each token's own embedding", "[explain]") {
-  using tapegrad::nn::Pooling;
+  using tapegrad::models::Pooling;
   for (Pooling pooling : {Pooling::Mean, Pooling::Max, Pooling::Cls}) {
-    INFO("pooling " << tapegrad::nn::pooling_name(pooling));
-    tapegrad::nn::TransformerClassifierOptions o;
+    INFO("pooling " << tapegrad::models::pooling_name(pooling));
+    tapegrad::models::TransformerClassifierOptions o;
     o.vocab_size = 20;
     o.max_len = 8;
     o.d_model = 8;
@@ -417,7 +417,7 @@ TEST_CASE("explain: saliency is the derivative of the logit along each token's o
     o.dim_feedforward = 12;
     o.pooling = pooling;
     tapegrad::Generator gen(11);
-    tapegrad::nn::TransformerClassifier<double> model(o, gen);
+    tapegrad::models::TransformerClassifier<double> model(o, gen);
     model.train();
     // Distinct ids, so scaling a token's row of the table scales that token's embedding only.
     const std::vector<std::int64_t> ids = {3, 7, 2, 9, 5, 13};

@@ -6,15 +6,16 @@
 #include <xtensor/xadapt.hpp>
 #include <xtensor/xview.hpp>
 
-#include "autograd/ops.hpp"
-#include "datasets/numbers.hpp"
-#include "nn/seq2seq_search.hpp"
-#include "nn/transformer_model.hpp"
-#include "optim/adam.hpp"
+#include "tapegrad/autograd/ops.hpp"
+#include "tapegrad/datasets/numbers/numbers.hpp"
+#include "tapegrad/models/seq2seq_search.hpp"
+#include "tapegrad/models/transformer.hpp"
+#include "tapegrad/optim/adam.hpp"
 #include "tests/helpers.hpp"
 
 using namespace tapegrad;
 using namespace tapegrad::nn;
+using namespace tapegrad::models;
 
 namespace {
 

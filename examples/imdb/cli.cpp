@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/matmul.hpp"
+#include "tapegrad/autograd/matmul.hpp"
 #include "examples/imdb/config.hpp"
 #include "examples/imdb/data.hpp"
 #include "examples/imdb/evaluate.hpp"
@@ -17,9 +17,9 @@
 #include "examples/imdb/html.hpp"
 #include "examples/imdb/html_explain.hpp"
 #include "examples/imdb/html_report.hpp"
-#include "examples/imdb/interrupt.hpp"
+#include "tapegrad/train/interrupt.hpp"
 #include "examples/imdb/model.hpp"
-#include "examples/imdb/progress.hpp"
+#include "tapegrad/train/progress.hpp"
 #include "examples/imdb/train.hpp"
 
 namespace imdb {
@@ -133,20 +133,20 @@ int train_command(const CLI::App& app, Config config, std::ostream& out, std::os
   if (!config.data.empty() && !fs::exists(config.data)) {
     throw UsageError(fmt::format("--data {} does not exist", config.data));
   }
-  install_interrupt_handler();
+  tapegrad::train::install_interrupt_handler();
   TrainResult result;
   try {
     result = train(config, out, err, interactive);
   } catch (...) {
-    remove_interrupt_handler();
+    tapegrad::train::remove_interrupt_handler();
     throw;
   }
-  remove_interrupt_handler();
+  tapegrad::train::remove_interrupt_handler();
   // Once config.json exists the run has a report, even an interrupted one.
   if (fs::exists(fs::path(config.out) / kConfigFile)) {
     out << fmt::format("report: {}\n", write_report(config.out).string()) << std::flush;
   }
-  return result.interrupted ? kInterruptedExitCode : 0;
+  return result.interrupted ? tapegrad::train::kInterruptedExitCode : 0;
 }
 
 struct EvaluateArgs {

@@ -198,9 +198,9 @@ Config config_from_json(const nlohmann::json& json) {
   return c;
 }
 
-tapegrad::nn::TransformerClassifierOptions model_options(const Config& c, std::size_t vocab_size) {
-  namespace nn = tapegrad::nn;
-  nn::TransformerClassifierOptions o;
+tapegrad::models::TransformerClassifierOptions model_options(const Config& c, std::size_t vocab_size) {
+  namespace models = tapegrad::models;
+  models::TransformerClassifierOptions o;
   o.vocab_size = vocab_size;
   o.max_len = static_cast<std::size_t>(c.max_len);
   o.d_model = static_cast<std::size_t>(c.d_model);
@@ -209,10 +209,11 @@ tapegrad::nn::TransformerClassifierOptions model_options(const Config& c, std::s
   o.dim_feedforward = static_cast<std::size_t>(c.ff);
   o.dropout = c.dropout;
   o.attention_dropout = c.attn_dropout;
-  o.activation = c.activation == "gelu" ? nn::Activation::GELU : nn::Activation::ReLU;
+  o.activation = c.activation == "gelu" ? tapegrad::nn::Activation::GELU : tapegrad::nn::Activation::ReLU;
   o.norm_first = c.norm == "pre";
-  o.pooling = nn::parse_pooling(c.pooling);
-  o.positional = nn::parse_positional(c.pos);
+  // validate() has checked both names.
+  o.pooling = c.pooling == "max" ? models::Pooling::Max : c.pooling == "cls" ? models::Pooling::Cls : models::Pooling::Mean;
+  o.positional = c.pos == "learned" ? models::PositionalKind::Learned : models::PositionalKind::Sinusoidal;
   o.num_classes = 2;
   o.padding_idx = tapegrad::datasets::Vocabulary::pad_id;
   return o;

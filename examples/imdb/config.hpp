@@ -9,8 +9,8 @@
 #include <string>
 #include <utility>
 
-#include "datasets/encode.hpp"
-#include "nn/classifier.hpp"
+#include "tapegrad/datasets/text/encode.hpp"
+#include "tapegrad/models/classifier.hpp"
 
 namespace imdb {
 
@@ -81,6 +81,6 @@ Config config_from_json(const nlohmann::json& json);
 
 // The model the settings describe, over a vocabulary of vocab_size tokens (the built vocabulary,
 // which may be smaller than --vocab-size on a small corpus).
-tapegrad::nn::TransformerClassifierOptions model_options(const Config& config, std::size_t vocab_size);
+tapegrad::models::TransformerClassifierOptions model_options(const Config& config, std::size_t vocab_size);
 
 }  // namespace imdb

@@ -4,7 +4,7 @@
 #include <string_view>
 #include <vector>
 
-#include "datasets/locate.hpp"
+#include "tapegrad/datasets/imdb/locate.hpp"
 
 #ifndef TAPEGRAD_SOURCE_DIR
 #error "TAPEGRAD_SOURCE_DIR must name the repository root (where ../shared/data is looked for)"

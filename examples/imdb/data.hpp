@@ -5,10 +5,10 @@
 #include <filesystem>
 #include <string>
 
-#include "datasets/encode.hpp"
-#include "datasets/imdb.hpp"
-#include "datasets/split.hpp"
-#include "datasets/vocab.hpp"
+#include "tapegrad/datasets/text/encode.hpp"
+#include "tapegrad/datasets/imdb/imdb.hpp"
+#include "tapegrad/datasets/text/split.hpp"
+#include "tapegrad/datasets/text/vocab.hpp"
 #include "examples/imdb/config.hpp"
 
 namespace imdb {

@@ -3,9 +3,9 @@
 #include <chrono>
 #include <cmath>
 
-#include "autograd/loss.hpp"
-#include "autograd/tape.hpp"
-#include "datasets/batching.hpp"
+#include "tapegrad/autograd/loss.hpp"
+#include "tapegrad/autograd/tape.hpp"
+#include "tapegrad/datasets/text/batching.hpp"
 
 namespace imdb {
 
@@ -74,10 +74,11 @@ EvalResult evaluate(Model& model, const ds::EncodedDataset& data, std::size_t ba
 
 std::vector<double> predict_proba(Model& model, const ds::Vocabulary& vocab, const Config& config,
                                   const std::vector<std::string>& texts, std::size_t batch_size) {
-  std::vector<ds::Review> reviews(texts.size());
-  for (std::size_t i = 0; i < texts.size(); ++i) reviews[i] = {texts[i], 0, 0, static_cast<std::int64_t>(i)};
-  const auto data =
-      ds::EncodedDataset::encode(reviews, vocab, static_cast<std::size_t>(config.max_len), truncation_of(config));
+  std::vector<std::size_t> all(texts.size());
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+  const auto data = ds::EncodedDataset::encode_texts(
+      texts.size(), [&](std::size_t i) -> std::string_view { return texts[i]; }, [](std::size_t) { return 0; }, all,
+      vocab, static_cast<std::size_t>(config.max_len), truncation_of(config));
 
   EvalMode mode(model);
   tapegrad::NoGradGuard no_grad;

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "datasets/encode.hpp"
-#include "datasets/vocab.hpp"
+#include "tapegrad/datasets/text/encode.hpp"
+#include "tapegrad/datasets/text/vocab.hpp"
 #include "examples/imdb/config.hpp"
 #include "examples/imdb/model.hpp"
 

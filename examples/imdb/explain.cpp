@@ -6,10 +6,10 @@
 #include <optional>
 #include <stdexcept>
 
-#include "autograd/shape_ops.hpp"
-#include "autograd/tape.hpp"
-#include "datasets/encode.hpp"
-#include "datasets/tokenizer.hpp"
+#include "tapegrad/autograd/shape_ops.hpp"
+#include "tapegrad/autograd/tape.hpp"
+#include "tapegrad/datasets/text/encode.hpp"
+#include "tapegrad/datasets/text/tokenizer.hpp"
 
 namespace imdb {
 
@@ -30,7 +30,7 @@ class GradMode {
 }  // namespace
 
 template <typename T>
-Explanation explain_ids(tapegrad::nn::TransformerClassifier<T>& model, const std::vector<std::int64_t>& ids) {
+Explanation explain_ids(tapegrad::models::TransformerClassifier<T>& model, const std::vector<std::int64_t>& ids) {
   const std::size_t length = ids.size();
   if (length == 0) throw std::invalid_argument("explain: the review has no tokens");
   if (length > model.options.max_len) {
@@ -48,13 +48,13 @@ Explanation explain_ids(tapegrad::nn::TransformerClassifier<T>& model, const std
   xt::xarray<std::int64_t> batch = xt::xarray<std::int64_t>::from_shape({std::size_t{1}, length});
   std::copy(ids.begin(), ids.end(), batch.begin());
   const tapegrad::BoolArray no_padding = xt::zeros<bool>({std::size_t{1}, length});
-  tapegrad::nn::ClassifierTrace<T> trace;
+  tapegrad::models::ClassifierTrace<T> trace;
   const auto logits = model.forward(batch, no_padding, &trace);
 
   Explanation e;
   e.ids = ids;
   e.total_tokens = length;
-  e.cls = model.options.pooling == tapegrad::nn::Pooling::Cls;
+  e.cls = model.options.pooling == tapegrad::models::Pooling::Cls;
   const auto& l = logits.data();
   for (std::size_t c = 0; c < logits.size(1); ++c) {
     e.logits.push_back(static_cast<double>(l(0, c)));
@@ -97,7 +97,7 @@ Explanation explain_ids(tapegrad::nn::TransformerClassifier<T>& model, const std
 }
 
 template <typename T>
-Explanation explain_text(tapegrad::nn::TransformerClassifier<T>& model, const tapegrad::datasets::Vocabulary& vocab,
+Explanation explain_text(tapegrad::models::TransformerClassifier<T>& model, const tapegrad::datasets::Vocabulary& vocab,
                          const Config& config, const std::string& text) {
   namespace ds = tapegrad::datasets;
   const std::vector<std::string> all = ds::tokenize(text);
@@ -113,11 +113,11 @@ Explanation explain_text(tapegrad::nn::TransformerClassifier<T>& model, const ta
   return e;
 }
 
-template Explanation explain_ids(tapegrad::nn::TransformerClassifier<float>&, const std::vector<std::int64_t>&);
-template Explanation explain_ids(tapegrad::nn::TransformerClassifier<double>&, const std::vector<std::int64_t>&);
-template Explanation explain_text(tapegrad::nn::TransformerClassifier<float>&, const tapegrad::datasets::Vocabulary&,
+template Explanation explain_ids(tapegrad::models::TransformerClassifier<float>&, const std::vector<std::int64_t>&);
+template Explanation explain_ids(tapegrad::models::TransformerClassifier<double>&, const std::vector<std::int64_t>&);
+template Explanation explain_text(tapegrad::models::TransformerClassifier<float>&, const tapegrad::datasets::Vocabulary&,
                                   const Config&, const std::string&);
-template Explanation explain_text(tapegrad::nn::TransformerClassifier<double>&, const tapegrad::datasets::Vocabulary&,
+template Explanation explain_text(tapegrad::models::TransformerClassifier<double>&, const tapegrad::datasets::Vocabulary&,
                                   const Config&, const std::string&);
 
 }  // namespace imdb

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "datasets/vocab.hpp"
+#include "tapegrad/datasets/text/vocab.hpp"
 #include "examples/imdb/config.hpp"
-#include "nn/classifier.hpp"
+#include "tapegrad/models/classifier.hpp"
 
 namespace imdb {
 
@@ -34,12 +34,12 @@ struct Explanation {
 // backpropagates the predicted class's logit. Restores the model's training mode and leaves every
 // parameter's gradient as it was. Throws std::invalid_argument for an empty or too long sequence.
 template <typename T>
-Explanation explain_ids(tapegrad::nn::TransformerClassifier<T>& model, const std::vector<std::int64_t>& ids);
+Explanation explain_ids(tapegrad::models::TransformerClassifier<T>& model, const std::vector<std::int64_t>& ids);
 
 // explain_ids of `text` tokenized, looked up in vocab and truncated as config says (as predict does),
 // with the tokens filled in.
 template <typename T>
-Explanation explain_text(tapegrad::nn::TransformerClassifier<T>& model, const tapegrad::datasets::Vocabulary& vocab,
+Explanation explain_text(tapegrad::models::TransformerClassifier<T>& model, const tapegrad::datasets::Vocabulary& vocab,
                          const Config& config, const std::string& text);
 
 }  // namespace imdb

@@ -12,7 +12,7 @@
 
 #include "examples/imdb/html.hpp"
 #include "examples/imdb/model.hpp"
-#include "nn/positional_encoding.hpp"
+#include "tapegrad/nn/positional_encoding.hpp"
 
 namespace imdb {
 

@@ -5,8 +5,8 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "autograd/generator.hpp"
-#include "nn/safetensors.hpp"
+#include "tapegrad/autograd/generator.hpp"
+#include "tapegrad/io/safetensors.hpp"
 
 namespace imdb {
 
@@ -52,7 +52,7 @@ LoadedRun load_run(const fs::path& dir) {
   LoadedRun run{read_config(dir / kConfigFile), tapegrad::datasets::Vocabulary::load(dir / kVocabFile), nullptr};
   run.model = make_model(run.config, run.vocab.size());
   auto state = run.model->state_dict();
-  tapegrad::safetensors::load_state_dict((dir / kModelFile).string(), state);
+  tapegrad::io::safetensors::load_state_dict((dir / kModelFile).string(), state);
   run.model->eval();
   return run;
 }

@@ -5,13 +5,13 @@
 #include <filesystem>
 #include <memory>
 
-#include "datasets/vocab.hpp"
+#include "tapegrad/datasets/text/vocab.hpp"
 #include "examples/imdb/config.hpp"
-#include "nn/classifier.hpp"
+#include "tapegrad/models/classifier.hpp"
 
 namespace imdb {
 
-using Model = tapegrad::nn::TransformerClassifier<float>;
+using Model = tapegrad::models::TransformerClassifier<float>;
 
 // The files of a run folder.
 inline constexpr const char* kModelFile = "model.safetensors";

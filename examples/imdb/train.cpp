@@ -8,23 +8,23 @@
 #include <memory>
 #include <optional>
 
-#include "autograd/loss.hpp"
-#include "autograd/matmul.hpp"
-#include "datasets/batching.hpp"
-#include "datasets/word_dropout.hpp"
+#include "tapegrad/autograd/loss.hpp"
+#include "tapegrad/autograd/matmul.hpp"
+#include "tapegrad/datasets/text/batching.hpp"
+#include "tapegrad/datasets/text/word_dropout.hpp"
 #include "examples/imdb/data.hpp"
-#include "examples/imdb/interrupt.hpp"
-#include "examples/imdb/metrics.hpp"
+#include "tapegrad/train/interrupt.hpp"
+#include "tapegrad/train/metrics.hpp"
 #include "examples/imdb/model.hpp"
-#include "examples/imdb/progress.hpp"
-#include "nn/checkpoint.hpp"
-#include "nn/safetensors.hpp"
-#include "optim/adam.hpp"
-#include "optim/adamw.hpp"
-#include "optim/clip_grad.hpp"
-#include "optim/ema.hpp"
-#include "optim/schedule.hpp"
-#include "optim/sgd.hpp"
+#include "tapegrad/train/progress.hpp"
+#include "tapegrad/train/checkpoint.hpp"
+#include "tapegrad/io/safetensors.hpp"
+#include "tapegrad/optim/adam.hpp"
+#include "tapegrad/optim/adamw.hpp"
+#include "tapegrad/optim/clip_grad.hpp"
+#include "tapegrad/optim/ema.hpp"
+#include "tapegrad/optim/schedule.hpp"
+#include "tapegrad/optim/sgd.hpp"
 
 namespace imdb {
 
@@ -100,7 +100,7 @@ struct RunState {
   double train_tokens = 0.0;
 };
 
-tapegrad::safetensors::Metadata to_metadata(const RunState& s) {
+tapegrad::io::safetensors::Metadata to_metadata(const RunState& s) {
   return {{"epoch", std::to_string(s.epochs_done)},
           {"best_epoch", std::to_string(s.best_epoch)},
           {"best_valid_accuracy", fmt::format("{}", s.best_valid_accuracy)},
@@ -109,7 +109,7 @@ tapegrad::safetensors::Metadata to_metadata(const RunState& s) {
           {"train_tokens", fmt::format("{}", s.train_tokens)}};
 }
 
-RunState from_metadata(const tapegrad::safetensors::Metadata& m, const fs::path& path) {
+RunState from_metadata(const tapegrad::io::safetensors::Metadata& m, const fs::path& path) {
   RunState s;
   try {
     s.epochs_done = std::stoll(m.at("epoch"));
@@ -145,7 +145,7 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
     }
     check_resume_matches(config, dir / kConfigFile);
   }
-  Progress progress(log, interactive, static_cast<std::size_t>(config.log_every));
+  tapegrad::train::Progress progress(log, interactive, static_cast<std::size_t>(config.log_every));
   TrainResult result;
 
   // Data.
@@ -198,9 +198,9 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
   std::int64_t step = 0;
   if (config.resume) {
     tapegrad::StateDict<float> ema_state = ema ? ema->state_dict() : tapegrad::StateDict<float>{};
-    step = tapegrad::load_checkpoint(checkpoint_path.string(), *model, *optimizer, ema_state);
+    step = tapegrad::train::load_checkpoint(checkpoint_path.string(), *model, *optimizer, ema_state);
     if (ema) ema->load_state_dict(ema_state);
-    state = from_metadata(tapegrad::safetensors::File(checkpoint_path.string()).metadata(), checkpoint_path);
+    state = from_metadata(tapegrad::io::safetensors::File(checkpoint_path.string()).metadata(), checkpoint_path);
     progress.message(
         fmt::format("resuming {} after epoch {} (step {})", checkpoint_path.string(), state.epochs_done, step));
   }
@@ -210,7 +210,7 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
   }
   progress.message(fmt::format("model: {} parameters; {} steps of {} reviews per epoch, {} epochs",
                                model->num_parameters(), steps_per_epoch, config.batch_size, config.epochs));
-  MetricsLog metrics(dir / kMetricsFile, config.resume ? std::optional<std::int64_t>(step) : std::nullopt);
+  tapegrad::train::MetricsLog metrics(dir / kMetricsFile, config.resume ? std::optional<std::int64_t>(step) : std::nullopt);
 
   const auto batch_size = static_cast<std::size_t>(config.batch_size);
   for (std::int64_t epoch = state.epochs_done; epoch < config.epochs && !result.interrupted; ++epoch) {
@@ -252,7 +252,7 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
       window_seen += rows;
       ++window_steps;
 
-      StepStats stats;
+      tapegrad::train::StepStats stats;
       stats.step_in_epoch = b + 1;
       stats.steps_in_epoch = loader.size();
       stats.global_step = step;
@@ -275,7 +275,7 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
         window_loss = 0.0;
         window_correct = window_seen = window_steps = 0;
       }
-      if (interrupt_requested() || (stop_after_step && stop_after_step(step))) {
+      if (tapegrad::train::interrupt_requested() || (stop_after_step && stop_after_step(step))) {
         result.interrupted = true;
         break;
       }
@@ -294,7 +294,7 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
     // keeps the trained ones and the averages, so that --resume continues both.
     std::optional<optim::ExponentialMovingAverage<float>::AveragedParameters> averaged;
     if (ema) averaged.emplace(*ema);
-    record.valid = evaluate(*model, data.valid, batch_size, interrupt_requested);
+    record.valid = evaluate(*model, data.valid, batch_size, tapegrad::train::interrupt_requested);
     if (record.valid.stopped) {
       result.interrupted = true;
       break;
@@ -308,13 +308,13 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
       state.best_epoch = epoch + 1;
       state.best_valid_accuracy = record.valid.accuracy;
       state.best_valid_loss = record.valid.loss;
-      tapegrad::safetensors::save_state_dict(
+      tapegrad::io::safetensors::save_state_dict(
           (dir / kModelFile).string(), state_dict,
           {{"epoch", std::to_string(epoch + 1)}, {"valid_accuracy", fmt::format("{}", record.valid.accuracy)}});
     }
     averaged.reset();
     // After model.safetensors, so the checkpoint never names a best model that is not on disk.
-    tapegrad::save_checkpoint(checkpoint_path.string(), *model, *optimizer, step, to_metadata(state),
+    tapegrad::train::save_checkpoint(checkpoint_path.string(), *model, *optimizer, step, to_metadata(state),
                               ema ? ema->state_dict() : tapegrad::StateDict<float>{});
     metrics.write({{"step", step},
                    {"epoch", epoch + 1},
@@ -329,8 +329,8 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
         "epoch {}/{}: train loss {:.4f} acc {:.2f}% | valid loss {:.4f} acc {:.2f}%{} | {} train ({} tok/s) + {:.1f} s "
         "valid",
         epoch + 1, config.epochs, record.train_loss, 100.0 * record.train_accuracy, record.valid.loss,
-        100.0 * record.valid.accuracy, best ? " (best)" : "", format_duration(epoch_seconds),
-        format_rate(record.tokens_per_second), record.valid.seconds));
+        100.0 * record.valid.accuracy, best ? " (best)" : "", tapegrad::train::format_duration(epoch_seconds),
+        tapegrad::train::format_rate(record.tokens_per_second), record.valid.seconds));
     result.epochs.push_back(record);
   }
 
@@ -353,8 +353,8 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
   }
 
   // The test set, once, with the best-validation model.
-  tapegrad::safetensors::load_state_dict((dir / kModelFile).string(), state_dict);
-  result.test = evaluate(*model, data.test, batch_size, interrupt_requested);
+  tapegrad::io::safetensors::load_state_dict((dir / kModelFile).string(), state_dict);
+  result.test = evaluate(*model, data.test, batch_size, tapegrad::train::interrupt_requested);
   if (result.test.stopped) {
     result.interrupted = true;
     progress.message(
@@ -384,8 +384,8 @@ void print_summary(std::ostream& out, const Config& config, const TrainResult& r
       << fmt::format("test accuracy {:.2f}% (loss {:.4f}) on {} reviews, evaluated once with the best model\n",
                      100.0 * r.test.accuracy, r.test.loss, r.test.count)
       << fmt::format("wall time {} (data {:.1f} s, training {}, test {:.1f} s); {} tokens/s in training\n",
-                     format_duration(r.wall_seconds), r.data_seconds, format_duration(r.train_seconds), r.test.seconds,
-                     format_rate(r.train_tokens_per_second))
+                     tapegrad::train::format_duration(r.wall_seconds), r.data_seconds, tapegrad::train::format_duration(r.train_seconds), r.test.seconds,
+                     tapegrad::train::format_rate(r.train_tokens_per_second))
       << fmt::format("files in {}:\n", dir.string())
       << fmt::format("  {:<22} the best-validation model (epoch {})\n", kModelFile, r.best_epoch)
       << fmt::format("  {:<22} the last epoch's training state, for --resume\n", kCheckpointFile)

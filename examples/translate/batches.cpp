@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "datasets/numbers.hpp"
+#include "tapegrad/datasets/numbers/numbers.hpp"
 
 namespace translate {
 

@@ -7,7 +7,7 @@
 #include <vector>
 #include <xtensor/xarray.hpp>
 
-#include "autograd/masking.hpp"
+#include "tapegrad/autograd/masking.hpp"
 #include "examples/translate/config.hpp"
 
 namespace translate {

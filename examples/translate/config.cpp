@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-#include "datasets/numbers.hpp"
+#include "tapegrad/datasets/numbers/numbers.hpp"
 
 namespace translate {
 
@@ -31,8 +31,8 @@ void Config::validate() const {
   model_options().validate();
 }
 
-tapegrad::nn::TransformerOptions Config::model_options() const {
-  tapegrad::nn::TransformerOptions o;
+tapegrad::models::TransformerOptions Config::model_options() const {
+  tapegrad::models::TransformerOptions o;
   o.src_vocab_size = o.tgt_vocab_size = tapegrad::datasets::number_tokens().size();
   o.d_model = d_model;
   o.nhead = nhead;

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "nn/transformer_model.hpp"
+#include "tapegrad/models/transformer.hpp"
 
 namespace translate {
 
@@ -42,7 +42,7 @@ struct Config {
 
   // Throws std::invalid_argument naming a bad field.
   void validate() const;
-  tapegrad::nn::TransformerOptions model_options() const;
+  tapegrad::models::TransformerOptions model_options() const;
   std::string to_json() const;
   static Config from_json(const std::string& text);  // throws std::runtime_error
 };

@@ -20,20 +20,20 @@
 #include <xtensor/xadapt.hpp>
 #include <xtensor/xview.hpp>
 
-#include "autograd/loss.hpp"
-#include "autograd/matmul.hpp"
-#include "autograd/shape_ops.hpp"
-#include "autograd/tape.hpp"
-#include "datasets/numbers.hpp"
+#include "tapegrad/autograd/loss.hpp"
+#include "tapegrad/autograd/matmul.hpp"
+#include "tapegrad/autograd/shape_ops.hpp"
+#include "tapegrad/autograd/tape.hpp"
+#include "tapegrad/datasets/numbers/numbers.hpp"
 #include "examples/translate/attention_svg.hpp"
 #include "examples/translate/batches.hpp"
 #include "examples/translate/config.hpp"
-#include "nn/checkpoint.hpp"
-#include "nn/seq2seq_search.hpp"
-#include "nn/transformer_model.hpp"
-#include "optim/adam.hpp"
-#include "optim/clip_grad.hpp"
-#include "optim/schedule.hpp"
+#include "tapegrad/train/checkpoint.hpp"
+#include "tapegrad/models/seq2seq_search.hpp"
+#include "tapegrad/models/transformer.hpp"
+#include "tapegrad/optim/adam.hpp"
+#include "tapegrad/optim/clip_grad.hpp"
+#include "tapegrad/optim/schedule.hpp"
 
 namespace {
 
@@ -41,7 +41,7 @@ using namespace tapegrad;
 using namespace translate;
 namespace ds = tapegrad::datasets;
 namespace fs = std::filesystem;
-using Model = nn::Transformer<float>;
+using Model = models::Transformer<float>;
 using Clock = std::chrono::steady_clock;
 
 constexpr const char* kProgram = "train_translate";
@@ -81,7 +81,7 @@ ds::NumbersDataset evaluation_sets(const Config& c) {
 // Decodes every source (eval mode, no recording), kEvalBatch at a time.
 std::vector<Ids> translate_all(Model& model, const std::vector<Ids>& sources, std::size_t beam) {
   model.eval();
-  nn::SearchOptions search;
+  models::SearchOptions search;
   search.bos = ds::kNumberBos;
   search.eos = ds::kNumberEos;
   search.max_len = kMaxOutput;
@@ -90,8 +90,8 @@ std::vector<Ids> translate_all(Model& model, const std::vector<Ids>& sources, st
   for (std::size_t i = 0; i < sources.size(); i += kEvalBatch) {
     const std::vector<Ids> chunk(sources.begin() + i, sources.begin() + std::min(sources.size(), i + kEvalBatch));
     const Batch b = make_batch(chunk, {});
-    auto predicted = beam == 1 ? nn::greedy_decode(model, b.src, b.src_padding, search)
-                               : nn::beam_search(model, b.src, b.src_padding, search);
+    auto predicted = beam == 1 ? models::greedy_decode(model, b.src, b.src_padding, search)
+                               : models::beam_search(model, b.src, b.src_padding, search);
     for (auto& p : predicted) out.push_back(std::move(p));
   }
   return out;
@@ -151,7 +151,7 @@ Loaded load_run(const std::string& out) {
   const std::string path = checkpoint_path(out);
   if (!fs::exists(path))
     throw std::runtime_error(fmt::format("{}: no checkpoint (train with --out {} first)", path, out));
-  const safetensors::File file(path);
+  const io::safetensors::File file(path);
   const auto it = file.metadata().find("config");
   if (it == file.metadata().end()) throw std::runtime_error(fmt::format("{}: no \"config\" metadata", path));
   Loaded run{Config::from_json(it->second), nullptr, 0};
@@ -159,7 +159,7 @@ Loaded load_run(const std::string& out) {
   Generator gen(run.config.seed);
   run.model = std::make_unique<Model>(run.config.model_options(), gen);
   optim::Adam<float> unused(run.model->parameters());
-  run.step = load_checkpoint(path, *run.model, unused);
+  run.step = train::load_checkpoint(path, *run.model, unused);
   return run;
 }
 
@@ -241,7 +241,7 @@ int train_command(Config c, std::ostream& out, std::ostream& err) {
       if (best) {
         best_valid = v.percent();
         best_step = step;
-        save_checkpoint(checkpoint_path(c.out), model, optimizer, step, {{"config", c.to_json()}});
+        train::save_checkpoint(checkpoint_path(c.out), model, optimizer, step, {{"config", c.to_json()}});
       }
       window_start = Clock::now();
     }
@@ -249,7 +249,7 @@ int train_command(Config c, std::ostream& out, std::ostream& err) {
   if (out_of_time) err << fmt::format("time limit of {} s reached at step {}\n", c.time_limit, step);
 
   // The test set, once, with the checkpoint of the best validation score.
-  load_checkpoint(checkpoint_path(c.out), model, optimizer);
+  train::load_checkpoint(checkpoint_path(c.out), model, optimizer);
   const Score greedy = exact_match(model, data.test, dir, 1);
   out << fmt::format(
       "test exact match (greedy): {:.2f}% ({}/{}) with the step {} checkpoint (valid {:.2f}%); {} steps, {:.0f} s of "

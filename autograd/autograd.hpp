@@ -1,0 +1,8 @@
+/// @file
+/// The autograd layer: Tensor, the tape, every differentiable op, gradcheck and the helpers for
+/// writing ops of your own.
+#pragma once
+
+#include "tapegrad/autograd/gradcheck.hpp"
+#include "tapegrad/autograd/ops.hpp"
+#include "tapegrad/autograd/parallel.hpp"

@@ -1,0 +1,15 @@
+/// @file
+/// The datasets layer: generic text pieces (tokenizer, vocabulary, encoding, batching, word
+/// dropout, splits) and the tasks (IMDb, numbers in words) (namespace tapegrad::datasets).
+#pragma once
+
+#include "tapegrad/datasets/download.hpp"
+#include "tapegrad/datasets/imdb/imdb.hpp"
+#include "tapegrad/datasets/imdb/locate.hpp"
+#include "tapegrad/datasets/numbers/numbers.hpp"
+#include "tapegrad/datasets/text/batching.hpp"
+#include "tapegrad/datasets/text/encode.hpp"
+#include "tapegrad/datasets/text/split.hpp"
+#include "tapegrad/datasets/text/tokenizer.hpp"
+#include "tapegrad/datasets/text/vocab.hpp"
+#include "tapegrad/datasets/text/word_dropout.hpp"

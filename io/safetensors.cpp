@@ -1,0 +1,429 @@
+#include "tapegrad/io/safetensors.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+namespace tapegrad::io::safetensors {
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "safetensors stores little-endian data; port the byte copies");
+static_assert(sizeof(bool) == 1, "BOOL tensors are written from one-byte bools");
+
+namespace {
+
+struct DtypeInfo {
+  Dtype dtype;
+  const char* name;
+  std::size_t size;
+};
+constexpr DtypeInfo kDtypes[] = {
+    {Dtype::BOOL, "BOOL", 1},       {Dtype::U8, "U8", 1},   {Dtype::I8, "I8", 1},   {Dtype::F8_E5M2, "F8_E5M2", 1},
+    {Dtype::F8_E4M3, "F8_E4M3", 1}, {Dtype::I16, "I16", 2}, {Dtype::U16, "U16", 2}, {Dtype::F16, "F16", 2},
+    {Dtype::BF16, "BF16", 2},       {Dtype::I32, "I32", 4}, {Dtype::U32, "U32", 4}, {Dtype::F32, "F32", 4},
+    {Dtype::F64, "F64", 8},         {Dtype::I64, "I64", 8}, {Dtype::U64, "U64", 8},
+};
+
+const DtypeInfo& info(Dtype d) {
+  for (const auto& i : kDtypes)
+    if (i.dtype == d) return i;
+  throw std::logic_error("safetensors: unknown Dtype value");
+}
+
+bool parse_dtype(const std::string& name, Dtype& out) {
+  for (const auto& i : kDtypes) {
+    if (name == i.name) {
+      out = i.dtype;
+      return true;
+    }
+  }
+  return false;
+}
+
+constexpr const char* kMetadataKey = "__metadata__";
+
+// A tensor's bytes as they go to disk.
+struct RawEntry {
+  std::string name;
+  Dtype dtype;
+  Shape shape;
+  const void* bytes;
+  std::size_t nbytes;
+};
+
+[[noreturn]] void fail(const std::string& path, const std::string& problem) {
+  throw std::runtime_error(fmt::format("{}: {}", path, problem));
+}
+
+std::string errno_text() { return std::strerror(errno); }
+
+// Writes all of buf, retrying partial writes and interrupted calls.
+bool write_all(int fd, const char* buf, std::size_t n) {
+  while (n > 0) {
+    const ssize_t w = ::write(fd, buf, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    buf += w;
+    n -= static_cast<std::size_t>(w);
+  }
+  return true;
+}
+
+// header bytes + tensor bytes to a temporary file next to path, fsync, rename over path.
+void write_atomically(const std::string& path, const std::string& header, const std::vector<RawEntry>& entries) {
+  namespace fs = std::filesystem;
+  static std::atomic<unsigned> counter{0};
+  const fs::path target(path);
+  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  std::string tmp;
+  int fd = -1;
+  for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
+    tmp = fmt::format("{}.tmp.{}.{}", path, static_cast<long>(::getpid()), counter.fetch_add(1));
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0 && errno != EEXIST) fail(path, fmt::format("cannot create temporary file {}: {}", tmp, errno_text()));
+  }
+  if (fd < 0) fail(path, "cannot create a temporary file: every candidate name exists");
+  auto abandon = [&](const std::string& what) {
+    const std::string reason = errno_text();
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    fail(path, fmt::format("{} (temporary file {}): {}; the previous file is unchanged", what, tmp, reason));
+  };
+  if (!write_all(fd, header.data(), header.size())) abandon("cannot write the header");
+  for (const auto& e : entries) {
+    if (!write_all(fd, static_cast<const char*>(e.bytes), e.nbytes)) abandon("cannot write tensor " + e.name);
+  }
+  if (::fsync(fd) != 0) abandon("cannot flush to disk");
+  if (::close(fd) != 0) {
+    const std::string reason = errno_text();
+    ::unlink(tmp.c_str());
+    fail(path, fmt::format("cannot close temporary file {}: {}; the previous file is unchanged", tmp, reason));
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string reason = errno_text();
+    ::unlink(tmp.c_str());
+    fail(path, fmt::format("cannot rename {} over it: {}; the previous file is unchanged", tmp, reason));
+  }
+  // Make the rename itself durable; the data is already safe, so a directory that cannot be
+  // opened or synced (some filesystems refuse) is not an error.
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+}
+
+// Lays out the entries (largest element size first, then by name, so that every tensor is aligned
+// to its element size after the 8-byte-padded header, as the reference writer does), builds the
+// header and writes the file.
+void write_file(const std::string& path, std::vector<RawEntry> entries, const Metadata& metadata) {
+  for (const auto& e : entries) {
+    if (e.name == kMetadataKey) {
+      throw std::invalid_argument(fmt::format("{}: a tensor cannot be named \"{}\"", path, kMetadataKey));
+    }
+  }
+  std::stable_sort(entries.begin(), entries.end(), [](const RawEntry& a, const RawEntry& b) {
+    const std::size_t sa = dtype_size(a.dtype), sb = dtype_size(b.dtype);
+    return sa != sb ? sa > sb : a.name < b.name;
+  });
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  if (!metadata.empty()) {
+    auto& m = header[kMetadataKey] = nlohmann::ordered_json::object();
+    for (const auto& [k, v] : metadata) m[k] = v;
+  }
+  std::size_t offset = 0;
+  for (const auto& e : entries) {
+    header[e.name] = {
+        {"dtype", dtype_name(e.dtype)}, {"shape", e.shape}, {"data_offsets", {offset, offset + e.nbytes}}};
+    offset += e.nbytes;
+  }
+  std::string json;
+  try {
+    json = header.dump();
+  } catch (const nlohmann::json::exception& ex) {  // a name or metadata string that is not UTF-8
+    throw std::invalid_argument(fmt::format("{}: cannot encode the header: {}", path, ex.what()));
+  }
+  json.append((8 - json.size() % 8) % 8, ' ');
+  std::string bytes(8, '\0');
+  std::uint64_t n = json.size();
+  std::memcpy(bytes.data(), &n, 8);
+  bytes += json;
+  write_atomically(path, bytes, entries);
+}
+
+template <typename V>
+RawEntry raw_entry(const std::string& name, const xt::xarray<V>& a) {
+  return RawEntry{name, dtype_of<V>(), shape_of(a), a.data(), a.size() * sizeof(V)};
+}
+
+}  // namespace
+
+const char* dtype_name(Dtype dtype) { return info(dtype).name; }
+std::size_t dtype_size(Dtype dtype) { return info(dtype).size; }
+
+template <>
+Dtype dtype_of<float>() {
+  return Dtype::F32;
+}
+template <>
+Dtype dtype_of<double>() {
+  return Dtype::F64;
+}
+template <>
+Dtype dtype_of<std::int64_t>() {
+  return Dtype::I64;
+}
+template <>
+Dtype dtype_of<std::uint64_t>() {
+  return Dtype::U64;
+}
+template <>
+Dtype dtype_of<bool>() {
+  return Dtype::BOOL;
+}
+
+File::File(std::string path) : path_(std::move(path)) {
+  std::ifstream in(path_, std::ios::binary | std::ios::ate);
+  if (!in) fail(path_, fmt::format("cannot open for reading: {}", errno_text()));
+  const std::streamoff size_off = in.tellg();
+  if (size_off < 0) fail(path_, "cannot determine the file size");
+  const auto size = static_cast<std::uint64_t>(size_off);
+  if (size < 8) fail(path_, fmt::format("file is {} bytes, too short for the 8-byte header length", size));
+  in.seekg(0);
+  unsigned char len_bytes[8];
+  if (!in.read(reinterpret_cast<char*>(len_bytes), 8)) fail(path_, "cannot read the header length");
+  std::uint64_t header_len = 0;
+  for (int k = 7; k >= 0; --k) header_len = (header_len << 8) | len_bytes[k];
+  if (header_len > size - 8) {
+    fail(path_,
+         fmt::format("header length {} exceeds the {} bytes that follow it (truncated or not a safetensors file)",
+                     header_len, size - 8));
+  }
+  std::string header(header_len, '\0');
+  if (!in.read(header.data(), static_cast<std::streamsize>(header_len))) fail(path_, "cannot read the header");
+
+  nlohmann::json json;
+  try {
+    json = nlohmann::json::parse(header);
+  } catch (const nlohmann::json::parse_error& ex) {
+    fail(path_, fmt::format("header is not valid JSON: {}", ex.what()));
+  }
+  if (!json.is_object()) fail(path_, fmt::format("header is a JSON {}, not an object", json.type_name()));
+
+  const std::uint64_t data_len = size - 8 - header_len;
+  std::vector<std::pair<std::string, Entry>> ordered;
+  for (const auto& [name, value] : json.items()) {
+    if (name == kMetadataKey) {
+      if (!value.is_object()) fail(path_, "\"__metadata__\" is not an object");
+      for (const auto& [k, v] : value.items()) {
+        if (!v.is_string()) fail(path_, fmt::format("metadata \"{}\" is a {}, not a string", k, v.type_name()));
+        metadata_[k] = v.get<std::string>();
+      }
+      continue;
+    }
+    const auto where = fmt::format("tensor \"{}\"", name);
+    if (!value.is_object()) fail(path_, fmt::format("{}: entry is a {}, not an object", where, value.type_name()));
+    const auto dt = value.find("dtype");
+    const auto sh = value.find("shape");
+    const auto off = value.find("data_offsets");
+    if (dt == value.end() || sh == value.end() || off == value.end()) {
+      fail(path_, fmt::format("{}: entry needs \"dtype\", \"shape\" and \"data_offsets\"", where));
+    }
+    Entry e{};
+    if (!dt->is_string() || !parse_dtype(dt->get<std::string>(), e.dtype)) {
+      fail(path_, fmt::format("{}: unknown dtype {}", where, dt->dump()));
+    }
+    if (!sh->is_array()) fail(path_, fmt::format("{}: shape {} is not an array", where, sh->dump()));
+    std::uint64_t count = 1;
+    bool overflow = false;
+    for (const auto& d : *sh) {
+      if (!d.is_number_unsigned()) {
+        fail(path_, fmt::format("{}: shape {} has an entry that is not a non-negative integer", where, sh->dump()));
+      }
+      const auto v = d.get<std::uint64_t>();
+      if (v != 0 && count > std::numeric_limits<std::uint64_t>::max() / v) overflow = true;
+      count *= v;
+      e.shape.push_back(static_cast<std::size_t>(v));
+    }
+    if (!off->is_array() || off->size() != 2 || !(*off)[0].is_number_unsigned() || !(*off)[1].is_number_unsigned()) {
+      fail(path_, fmt::format("{}: data_offsets {} is not a pair of non-negative integers", where, off->dump()));
+    }
+    const auto begin = (*off)[0].get<std::uint64_t>(), end = (*off)[1].get<std::uint64_t>();
+    if (begin > end || end > data_len) {
+      fail(path_, fmt::format("{}: data_offsets [{}, {}] out of range for {} data bytes", where, begin, end, data_len));
+    }
+    const std::uint64_t elem = dtype_size(e.dtype);
+    if (overflow || count > std::numeric_limits<std::uint64_t>::max() / elem || count * elem != end - begin) {
+      fail(path_, fmt::format("{}: shape {} of {} needs {} bytes, data_offsets [{}, {}] hold {}", where, sh->dump(),
+                              dtype_name(e.dtype), overflow ? std::string("too many") : std::to_string(count * elem),
+                              begin, end, end - begin));
+    }
+    e.begin = static_cast<std::size_t>(begin);
+    e.end = static_cast<std::size_t>(end);
+    ordered.emplace_back(name, std::move(e));
+  }
+  // The data must be exactly the tensors, back to back: no gaps, no overlaps, nothing left over.
+  std::sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) {
+    return a.second.begin != b.second.begin ? a.second.begin < b.second.begin : a.second.end < b.second.end;
+  });
+  std::uint64_t expected = 0;
+  for (const auto& [name, e] : ordered) {
+    if (e.begin != expected) {
+      fail(path_, fmt::format("tensor \"{}\": data starts at byte {}, expected {} ({})", name, e.begin, expected,
+                              e.begin < expected ? "overlaps the previous tensor" : "leaves a gap"));
+    }
+    expected = e.end;
+  }
+  if (expected != data_len) {
+    fail(path_, fmt::format("the tensors cover {} data bytes but the file holds {}", expected, data_len));
+  }
+  data_.resize(static_cast<std::size_t>(data_len));
+  if (data_len > 0 && !in.read(data_.data(), static_cast<std::streamsize>(data_len))) {
+    fail(path_, "cannot read the tensor data");
+  }
+  for (auto& [name, e] : ordered) entries_.emplace(name, std::move(e));
+}
+
+std::vector<std::string> File::names() const {
+  std::vector<std::string> out;
+  for (const auto& kv : entries_) out.push_back(kv.first);
+  return out;
+}
+
+bool File::contains(const std::string& name) const { return entries_.count(name) != 0; }
+
+const File::Entry& File::entry(const std::string& name) const {
+  const auto it = entries_.find(name);
+  if (it == entries_.end()) fail(path_, fmt::format("no tensor named \"{}\"", name));
+  return it->second;
+}
+
+Dtype File::dtype(const std::string& name) const { return entry(name).dtype; }
+Shape File::shape(const std::string& name) const { return entry(name).shape; }
+
+template <typename V>
+xt::xarray<V> File::get(const std::string& name) const {
+  const Entry& e = entry(name);
+  if (e.dtype != dtype_of<V>()) {
+    fail(path_, fmt::format("tensor \"{}\" is {}, not {}", name, dtype_name(e.dtype), dtype_name(dtype_of<V>())));
+  }
+  auto out = xt::xarray<V>::from_shape(e.shape);
+  const char* src = data_.data() + e.begin;
+  if constexpr (std::is_same_v<V, bool>) {
+    // Any nonzero byte is true; copying raw bytes into a bool could make an invalid bool.
+    for (std::size_t k = 0; k < out.size(); ++k) out.data()[k] = src[k] != 0;
+  } else if (e.end > e.begin) {
+    std::memcpy(out.data(), src, e.end - e.begin);
+  }
+  return out;
+}
+
+template xt::xarray<float> File::get<float>(const std::string&) const;
+template xt::xarray<double> File::get<double>(const std::string&) const;
+template xt::xarray<std::int64_t> File::get<std::int64_t>(const std::string&) const;
+template xt::xarray<std::uint64_t> File::get<std::uint64_t>(const std::string&) const;
+template xt::xarray<bool> File::get<bool>(const std::string&) const;
+
+void save_file(const std::string& path, const std::map<std::string, Array>& tensors, const Metadata& metadata) {
+  std::vector<RawEntry> entries;
+  for (const auto& [name, value] : tensors) {
+    entries.push_back(std::visit([&name](const auto& a) { return raw_entry(name, a); }, value));
+  }
+  write_file(path, std::move(entries), metadata);
+}
+
+template <typename T>
+void save_state_dict(const std::string& path, const StateDict<T>& state, const Metadata& metadata) {
+  std::vector<RawEntry> entries;
+  for (const auto& [name, tensor] : state) {
+    if (!tensor.defined()) throw std::invalid_argument(fmt::format("{}: tensor \"{}\" is undefined", path, name));
+    entries.push_back(raw_entry(name, tensor.data()));
+  }
+  write_file(path, std::move(entries), metadata);
+}
+
+namespace detail {
+
+void throw_problems(const std::string& path, const std::string& what, const std::vector<std::string>& problems) {
+  if (problems.empty()) return;
+  std::string message = fmt::format("{}: {}: {} problem(s):", path, what, problems.size());
+  for (const auto& p : problems) message += "\n  " + p;
+  throw std::runtime_error(message);
+}
+
+template <typename T>
+std::vector<std::string> state_dict_problems(const File& file, const StateDict<T>& target, bool strict,
+                                             const std::string& prefix) {
+  std::vector<std::string> problems;
+  for (const auto& full : file.names()) {
+    if (full.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string name = full.substr(prefix.size());
+    const auto it = target.find(name);
+    if (it == target.end()) {
+      if (strict) problems.push_back(fmt::format("unexpected \"{}\"", full));
+      continue;
+    }
+    const Shape file_shape = file.shape(full);
+    if (!it->second.defined()) {
+      problems.push_back(fmt::format("target \"{}\" is an undefined tensor", name));
+      continue;
+    }
+    if (file_shape != it->second.shape()) {
+      problems.push_back(fmt::format("\"{}\" has shape {} in the file, {} in the model", full, format_shape(file_shape),
+                                     format_shape(it->second.shape())));
+    }
+    if (file.dtype(full) != dtype_of<T>()) {
+      problems.push_back(fmt::format("\"{}\" is {} in the file, {} in the model", full, dtype_name(file.dtype(full)),
+                                     dtype_name(dtype_of<T>())));
+    }
+  }
+  if (strict) {
+    for (const auto& [name, tensor] : target) {
+      if (!file.contains(prefix + name)) problems.push_back(fmt::format("missing \"{}\"", prefix + name));
+    }
+  }
+  return problems;
+}
+
+}  // namespace detail
+
+template <typename T>
+void load_state_dict(const File& file, StateDict<T>& target, bool strict, const std::string& prefix) {
+  detail::throw_problems(file.path(), "load_state_dict", detail::state_dict_problems(file, target, strict, prefix));
+  for (auto& [name, tensor] : target) {
+    if (!file.contains(prefix + name)) continue;
+    const xt::xarray<T> values = file.get<T>(prefix + name);
+    // Copy into the existing storage: the target aliases a module's parameter.
+    std::copy(values.begin(), values.end(), tensor.mutable_data().begin());
+  }
+}
+
+template <typename T>
+void load_state_dict(const std::string& path, StateDict<T>& target, bool strict) {
+  load_state_dict(File(path), target, strict, "");
+}
+
+template void save_state_dict<float>(const std::string&, const StateDict<float>&, const Metadata&);
+template void save_state_dict<double>(const std::string&, const StateDict<double>&, const Metadata&);
+template void load_state_dict<float>(const std::string&, StateDict<float>&, bool);
+template void load_state_dict<double>(const std::string&, StateDict<double>&, bool);
+template void load_state_dict<float>(const File&, StateDict<float>&, bool, const std::string&);
+template void load_state_dict<double>(const File&, StateDict<double>&, bool, const std::string&);
+template std::vector<std::string> detail::state_dict_problems<float>(const File&, const StateDict<float>&, bool,
+                                                                     const std::string&);
+template std::vector<std::string> detail::state_dict_problems<double>(const File&, const StateDict<double>&, bool,
+                                                                      const std::string&);
+
+}  // namespace tapegrad::io::safetensors

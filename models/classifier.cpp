@@ -1,0 +1,155 @@
+#include "tapegrad/models/classifier.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include "tapegrad/autograd/elementwise.hpp"
+#include "tapegrad/autograd/reduce.hpp"
+#include "tapegrad/autograd/shape_ops.hpp"
+
+namespace tapegrad::models {
+
+std::string pooling_name(Pooling p) { return p == Pooling::Mean ? "mean" : p == Pooling::Max ? "max" : "cls"; }
+
+std::string positional_name(PositionalKind p) { return p == PositionalKind::Sinusoidal ? "sinusoidal" : "learned"; }
+
+void TransformerClassifierOptions::validate() const {
+  const auto positive = [](const char* field, std::size_t v) {
+    if (v == 0) throw std::invalid_argument(fmt::format("{} must be positive, got 0", field));
+  };
+  positive("vocab_size", vocab_size);
+  positive("max_len", max_len);
+  positive("d_model", d_model);
+  positive("nhead", nhead);
+  positive("num_layers", num_layers);
+  positive("dim_feedforward", dim_feedforward);
+  positive("num_classes", num_classes);
+  if (d_model % nhead != 0) {
+    throw std::invalid_argument(fmt::format("d_model ({}) must be divisible by nhead ({})", d_model, nhead));
+  }
+  for (auto [field, p] : {std::pair{"dropout", dropout}, std::pair{"attention_dropout", attention_dropout}}) {
+    if (!(p >= 0.0 && p < 1.0)) throw std::invalid_argument(fmt::format("{} must be in [0, 1), got {}", field, p));
+  }
+  if (padding_idx < 0 || static_cast<std::size_t>(padding_idx) >= vocab_size) {
+    throw std::invalid_argument(
+        fmt::format("padding_idx {} is outside the vocabulary of {} tokens", padding_idx, vocab_size));
+  }
+}
+
+template <typename T>
+TransformerClassifier<T>::TransformerClassifier(const TransformerClassifierOptions& o, Generator& gen) : options(o) {
+  o.validate();
+  dropout_gen_ = std::make_shared<Generator>(gen.next_u64());
+  this->register_generator("dropout_generator", dropout_gen_);
+
+  embedding =
+      this->register_module("embedding", std::make_shared<nn::Embedding<T>>(o.vocab_size, o.d_model, gen, o.padding_idx));
+  {  // N(0, d^-0.5), scaled by sqrt(d) in forward (see the header)
+    Generator init(gen.next_u64());
+    auto& w = embedding->weight.mutable_data();
+    const double stddev = 1.0 / std::sqrt(static_cast<double>(o.d_model));
+    for (auto& v : w) v = static_cast<T>(stddev * init.normal());
+    auto row = w.data() + static_cast<std::size_t>(o.padding_idx) * o.d_model;
+    std::fill(row, row + o.d_model, T(0));
+  }
+  if (o.positional == PositionalKind::Sinusoidal) {
+    sinusoidal = this->register_module(
+        "pos_encoding", std::make_shared<nn::SinusoidalPositionalEncoding<T>>(o.d_model, o.max_len, /*batch_first=*/true));
+  } else {
+    learned = this->register_module("pos_encoding", std::make_shared<nn::LearnedPositionalEmbedding<T>>(
+                                                        o.max_len, o.d_model, gen, /*batch_first=*/true));
+  }
+  dropout = this->register_module("dropout", std::make_shared<nn::Dropout<T>>(o.dropout, dropout_gen_));
+  if (o.pooling == Pooling::Cls) {
+    cls_token = this->register_parameter("cls_token", Tensor<T>::normal({o.d_model}, T(0), T(1), gen));
+  }
+
+  nn::TransformerLayerOptions layer(o.d_model, o.nhead);
+  layer.dim_feedforward = o.dim_feedforward;
+  layer.dropout = o.dropout;
+  layer.attention_dropout = o.attention_dropout;
+  layer.activation = o.activation;
+  layer.batch_first = true;
+  layer.norm_first = o.norm_first;
+  // Pre-LN leaves the residual stream unnormalized, so the stack ends in a LayerNorm (as in GPT-2).
+  auto final_norm = o.norm_first ? std::make_shared<nn::LayerNorm<T>>(o.d_model) : nullptr;
+  encoder = this->register_module(
+      "encoder", std::make_shared<nn::TransformerEncoder<T>>(layer, o.num_layers, gen, final_norm, dropout_gen_));
+  classifier = this->register_module("classifier", std::make_shared<nn::Linear<T>>(o.d_model, o.num_classes, gen));
+}
+
+template <typename T>
+Tensor<T> TransformerClassifier<T>::forward(const xt::xarray<std::int64_t>& ids, const BoolArray& padding_mask,
+                                            ClassifierTrace<T>* trace) const {
+  if (ids.dimension() != 2 || padding_mask.dimension() != 2 || ids.shape(0) != padding_mask.shape(0) ||
+      ids.shape(1) != padding_mask.shape(1)) {
+    throw ShapeError(fmt::format("TransformerClassifier: ids {} and padding_mask {} must both be [batch, length]",
+                                 format_shape(shape_of(ids)), format_shape(shape_of(padding_mask))));
+  }
+  const std::size_t batch = ids.shape(0), length = ids.shape(1), d = options.d_model;
+  if (length == 0 || length > options.max_len) {
+    throw ShapeError(
+        fmt::format("TransformerClassifier: sequence length {} is outside [1, max_len = {}]", length, options.max_len));
+  }
+
+  // Sequences without a real token are pooled (and attended) over their first position.
+  BoolArray mask = padding_mask;
+  for (std::size_t b = 0; b < batch; ++b) {
+    bool all_padding = true;
+    for (std::size_t t = 0; t < length && all_padding; ++t) all_padding = mask(b, t);
+    if (all_padding) mask(b, 0) = false;
+  }
+
+  Tensor<T> embedded = embedding->forward(ids);
+  if (trace) {
+    if (embedded.requires_grad()) embedded.retain_grad();
+    trace->embeddings = embedded;
+    trace->attention.clear();
+  }
+  Tensor<T> x = mul(embedded, static_cast<T>(std::sqrt(static_cast<double>(d))));
+  x = sinusoidal ? sinusoidal->forward(x) : learned->forward(x);
+  x = dropout->forward(x);
+  if (options.pooling == Pooling::Cls) {
+    x = cat<T>({expand(reshape(cls_token, {1, 1, static_cast<std::int64_t>(d)}), {batch, 1, d}), x}, 1);
+    BoolArray with_cls = xt::zeros<bool>({batch, length + 1});
+    for (std::size_t b = 0; b < batch; ++b)
+      for (std::size_t t = 0; t < length; ++t) with_cls(b, t + 1) = mask(b, t);
+    mask = std::move(with_cls);
+  }
+  x = encoder->forward(x, {}, nn::AttentionMask<T>(mask), false, trace ? &trace->attention : nullptr);
+
+  Tensor<T> pooled;
+  const std::size_t positions = mask.shape(1);
+  switch (options.pooling) {
+    case Pooling::Mean: {
+      xt::xarray<T> keep = xt::xarray<T>::from_shape({batch, positions, 1});
+      xt::xarray<T> count = xt::zeros<T>({batch, std::size_t{1}});
+      for (std::size_t b = 0; b < batch; ++b)
+        for (std::size_t t = 0; t < positions; ++t) {
+          keep(b, t, 0) = mask(b, t) ? T(0) : T(1);
+          count(b, 0) += keep(b, t, 0);
+        }
+      pooled = div(sum(mul(x, Tensor<T>(std::move(keep))), {1}), Tensor<T>(std::move(count)));
+      break;
+    }
+    case Pooling::Max: {
+      BoolArray pad = xt::xarray<bool>::from_shape({batch, positions, 1});
+      for (std::size_t b = 0; b < batch; ++b)
+        for (std::size_t t = 0; t < positions; ++t) pad(b, t, 0) = mask(b, t);
+      pooled = max(masked_fill(x, pad, -std::numeric_limits<T>::infinity()), 1);
+      break;
+    }
+    case Pooling::Cls:
+      pooled = select(x, 1, 0);
+      break;
+  }
+  return classifier->forward(pooled);
+}
+
+template class TransformerClassifier<float>;
+template class TransformerClassifier<double>;
+
+}  // namespace tapegrad::models
