@@ -17,8 +17,8 @@
 
 #include "tapegrad/autograd/blas.hpp"
 #include "tapegrad/autograd/ops.hpp"
-#include "tapegrad/nn/attention.hpp"
 #include "tapegrad/models/classifier.hpp"
+#include "tapegrad/nn/attention.hpp"
 #include "tapegrad/nn/embedding.hpp"
 #include "tapegrad/optim/adamw.hpp"
 #include "tapegrad/optim/clip_grad.hpp"

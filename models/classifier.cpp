@@ -45,8 +45,8 @@ TransformerClassifier<T>::TransformerClassifier(const TransformerClassifierOptio
   dropout_gen_ = std::make_shared<Generator>(gen.next_u64());
   this->register_generator("dropout_generator", dropout_gen_);
 
-  embedding =
-      this->register_module("embedding", std::make_shared<nn::Embedding<T>>(o.vocab_size, o.d_model, gen, o.padding_idx));
+  embedding = this->register_module("embedding",
+                                    std::make_shared<nn::Embedding<T>>(o.vocab_size, o.d_model, gen, o.padding_idx));
   {  // N(0, d^-0.5), scaled by sqrt(d) in forward (see the header)
     Generator init(gen.next_u64());
     auto& w = embedding->weight.mutable_data();
@@ -56,8 +56,8 @@ TransformerClassifier<T>::TransformerClassifier(const TransformerClassifierOptio
     std::fill(row, row + o.d_model, T(0));
   }
   if (o.positional == PositionalKind::Sinusoidal) {
-    sinusoidal = this->register_module(
-        "pos_encoding", std::make_shared<nn::SinusoidalPositionalEncoding<T>>(o.d_model, o.max_len, /*batch_first=*/true));
+    sinusoidal = this->register_module("pos_encoding", std::make_shared<nn::SinusoidalPositionalEncoding<T>>(
+                                                           o.d_model, o.max_len, /*batch_first=*/true));
   } else {
     learned = this->register_module("pos_encoding", std::make_shared<nn::LearnedPositionalEmbedding<T>>(
                                                         o.max_len, o.d_model, gen, /*batch_first=*/true));

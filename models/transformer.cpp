@@ -88,8 +88,8 @@ Transformer<T>::Transformer(const TransformerOptions& o, Generator& gen) : optio
   };
   src_embedding = this->register_module("src_embedding", make_embedding(o.src_vocab_size));
   tgt_embedding = this->register_module("tgt_embedding", make_embedding(o.tgt_vocab_size));
-  pos_encoding = this->register_module(
-      "pos_encoding", std::make_shared<nn::SinusoidalPositionalEncoding<T>>(o.d_model, o.max_len, /*batch_first=*/true));
+  pos_encoding = this->register_module("pos_encoding", std::make_shared<nn::SinusoidalPositionalEncoding<T>>(
+                                                           o.d_model, o.max_len, /*batch_first=*/true));
   dropout = this->register_module("dropout", std::make_shared<nn::Dropout<T>>(o.dropout, dropout_gen_));
 
   nn::TransformerLayerOptions layer(o.d_model, o.nhead);
@@ -100,13 +100,13 @@ Transformer<T>::Transformer(const TransformerOptions& o, Generator& gen) : optio
   layer.batch_first = true;
   layer.norm_first = o.norm_first;
   encoder = this->register_module(
-      "encoder",
-      std::make_shared<nn::TransformerEncoder<T>>(
-          layer, o.num_encoder_layers, gen, std::make_shared<nn::LayerNorm<T>>(o.d_model, o.layer_norm_eps), dropout_gen_));
+      "encoder", std::make_shared<nn::TransformerEncoder<T>>(
+                     layer, o.num_encoder_layers, gen, std::make_shared<nn::LayerNorm<T>>(o.d_model, o.layer_norm_eps),
+                     dropout_gen_));
   decoder = this->register_module(
-      "decoder",
-      std::make_shared<nn::TransformerDecoder<T>>(
-          layer, o.num_decoder_layers, gen, std::make_shared<nn::LayerNorm<T>>(o.d_model, o.layer_norm_eps), dropout_gen_));
+      "decoder", std::make_shared<nn::TransformerDecoder<T>>(
+                     layer, o.num_decoder_layers, gen, std::make_shared<nn::LayerNorm<T>>(o.d_model, o.layer_norm_eps),
+                     dropout_gen_));
   if (o.tie_output) {
     output_bias = this->register_parameter("output_bias", Tensor<T>::zeros({o.tgt_vocab_size}));
   } else {

@@ -84,7 +84,7 @@ class Transformer : public nn::Module<T> {
   std::shared_ptr<nn::TransformerEncoder<T>> encoder;
   std::shared_ptr<nn::TransformerDecoder<T>> decoder;
   std::shared_ptr<nn::Linear<T>> output_projection;  // null when tied
-  Tensor<T> output_bias;                         // defined only when tied
+  Tensor<T> output_bias;                             // defined only when tied
 
  private:
   Tensor<T> embed(const nn::Embedding<T>& table, const xt::xarray<std::int64_t>& ids) const;

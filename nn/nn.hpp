@@ -1,6 +1,7 @@
 // Every nn module of tapegrad (namespace tapegrad::nn), for users who want them all.
 #pragma once
 
+#include "tapegrad/io/state_dict.hpp"
 #include "tapegrad/nn/activation.hpp"
 #include "tapegrad/nn/attention.hpp"
 #include "tapegrad/nn/container.hpp"
@@ -10,5 +11,4 @@
 #include "tapegrad/nn/linear.hpp"
 #include "tapegrad/nn/module.hpp"
 #include "tapegrad/nn/positional_encoding.hpp"
-#include "tapegrad/io/state_dict.hpp"
 #include "tapegrad/nn/transformer.hpp"

@@ -1,8 +1,14 @@
-// Shared test helpers: random tensors and a gradcheck assertion that prints the failing element.
+// Shared test helpers: random tensors, a gradcheck assertion that prints the failing element, and a
+// temporary folder removed at the end of the test.
 #pragma once
+
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -10,6 +16,24 @@
 #include "tapegrad/autograd/tensor.hpp"
 
 namespace tapegrad::testing {
+
+// A fresh, empty folder under the system's temporary directory, removed with everything in it when
+// the test ends.
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "tapegrad-test-XXXXXX").string();
+    if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed for " + pattern);
+    path = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string file(const std::string& name) const { return (path / name).string(); }
+};
 
 // A random double tensor that requires grad, values in [low, high).
 inline Tensor<double> rand_input(const Shape& shape, std::uint64_t seed, double low = -1.0, double high = 1.0) {

@@ -39,7 +39,8 @@ class Fnv1a {
 };
 
 // The checksum of tensors (by name, in the map's order) and of the metadata other than the checksum.
-std::string checksum(const std::map<std::string, io::safetensors::Array>& tensors, const io::safetensors::Metadata& metadata) {
+std::string checksum(const std::map<std::string, io::safetensors::Array>& tensors,
+                     const io::safetensors::Metadata& metadata) {
   Fnv1a h;
   for (const auto& [name, value] : tensors) {
     std::visit(
@@ -66,7 +67,8 @@ std::string checksum(const std::map<std::string, io::safetensors::Array>& tensor
 }
 
 // Every tensor of the file as loaded, for the checksum; a dtype a checkpoint never holds is a problem.
-std::map<std::string, io::safetensors::Array> read_all(const io::safetensors::File& file, std::vector<std::string>& problems) {
+std::map<std::string, io::safetensors::Array> read_all(const io::safetensors::File& file,
+                                                       std::vector<std::string>& problems) {
   using io::safetensors::Dtype;
   std::map<std::string, io::safetensors::Array> out;
   for (const auto& name : file.names()) {
@@ -87,16 +89,16 @@ std::map<std::string, io::safetensors::Array> read_all(const io::safetensors::Fi
         out[name] = file.get<bool>(name);
         break;
       default:
-        problems.push_back(
-            fmt::format("\"{}\" is {}, a dtype no checkpoint holds", name, io::safetensors::dtype_name(file.dtype(name))));
+        problems.push_back(fmt::format("\"{}\" is {}, a dtype no checkpoint holds", name,
+                                       io::safetensors::dtype_name(file.dtype(name))));
     }
   }
   return out;
 }
 
 // Adds a problem if name is absent or is not a tensor of the given dtype and shape.
-void check_entry(const io::safetensors::File& file, const std::string& name, io::safetensors::Dtype dtype, const Shape& shape,
-                 std::vector<std::string>& problems) {
+void check_entry(const io::safetensors::File& file, const std::string& name, io::safetensors::Dtype dtype,
+                 const Shape& shape, std::vector<std::string>& problems) {
   if (!file.contains(name)) {
     problems.push_back(fmt::format("missing \"{}\"", name));
     return;

@@ -15,9 +15,9 @@
 #include <string>
 
 #include "tapegrad/autograd/generator.hpp"
-#include "tapegrad/nn/module.hpp"
 #include "tapegrad/io/safetensors.hpp"
 #include "tapegrad/io/state_dict.hpp"
+#include "tapegrad/nn/module.hpp"
 #include "tapegrad/optim/optimizer.hpp"
 
 namespace tapegrad::train {

@@ -4,7 +4,6 @@
 #include <cstdint>
 #include <vector>
 
-
 namespace tapegrad::datasets {
 
 struct TrainValidSplit {

@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "tapegrad/autograd/matmul.hpp"
 #include "examples/imdb/config.hpp"
 #include "examples/imdb/data.hpp"
 #include "examples/imdb/evaluate.hpp"
@@ -17,10 +16,11 @@
 #include "examples/imdb/html.hpp"
 #include "examples/imdb/html_explain.hpp"
 #include "examples/imdb/html_report.hpp"
-#include "tapegrad/train/interrupt.hpp"
 #include "examples/imdb/model.hpp"
-#include "tapegrad/train/progress.hpp"
 #include "examples/imdb/train.hpp"
+#include "tapegrad/autograd/matmul.hpp"
+#include "tapegrad/train/interrupt.hpp"
+#include "tapegrad/train/progress.hpp"
 
 namespace imdb {
 

@@ -212,7 +212,9 @@ tapegrad::models::TransformerClassifierOptions model_options(const Config& c, st
   o.activation = c.activation == "gelu" ? tapegrad::nn::Activation::GELU : tapegrad::nn::Activation::ReLU;
   o.norm_first = c.norm == "pre";
   // validate() has checked both names.
-  o.pooling = c.pooling == "max" ? models::Pooling::Max : c.pooling == "cls" ? models::Pooling::Cls : models::Pooling::Mean;
+  o.pooling = c.pooling == "max"   ? models::Pooling::Max
+              : c.pooling == "cls" ? models::Pooling::Cls
+                                   : models::Pooling::Mean;
   o.positional = c.pos == "learned" ? models::PositionalKind::Learned : models::PositionalKind::Sinusoidal;
   o.num_classes = 2;
   o.padding_idx = tapegrad::datasets::Vocabulary::pad_id;

@@ -5,11 +5,11 @@
 #include <filesystem>
 #include <string>
 
-#include "tapegrad/datasets/text/encode.hpp"
+#include "examples/imdb/config.hpp"
 #include "tapegrad/datasets/imdb/imdb.hpp"
+#include "tapegrad/datasets/text/encode.hpp"
 #include "tapegrad/datasets/text/split.hpp"
 #include "tapegrad/datasets/text/vocab.hpp"
-#include "examples/imdb/config.hpp"
 
 namespace imdb {
 

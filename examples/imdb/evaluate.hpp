@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "tapegrad/datasets/text/encode.hpp"
-#include "tapegrad/datasets/text/vocab.hpp"
 #include "examples/imdb/config.hpp"
 #include "examples/imdb/model.hpp"
+#include "tapegrad/datasets/text/encode.hpp"
+#include "tapegrad/datasets/text/vocab.hpp"
 
 namespace imdb {
 

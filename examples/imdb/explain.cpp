@@ -115,9 +115,9 @@ Explanation explain_text(tapegrad::models::TransformerClassifier<T>& model, cons
 
 template Explanation explain_ids(tapegrad::models::TransformerClassifier<float>&, const std::vector<std::int64_t>&);
 template Explanation explain_ids(tapegrad::models::TransformerClassifier<double>&, const std::vector<std::int64_t>&);
-template Explanation explain_text(tapegrad::models::TransformerClassifier<float>&, const tapegrad::datasets::Vocabulary&,
-                                  const Config&, const std::string&);
-template Explanation explain_text(tapegrad::models::TransformerClassifier<double>&, const tapegrad::datasets::Vocabulary&,
-                                  const Config&, const std::string&);
+template Explanation explain_text(tapegrad::models::TransformerClassifier<float>&,
+                                  const tapegrad::datasets::Vocabulary&, const Config&, const std::string&);
+template Explanation explain_text(tapegrad::models::TransformerClassifier<double>&,
+                                  const tapegrad::datasets::Vocabulary&, const Config&, const std::string&);
 
 }  // namespace imdb

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "tapegrad/datasets/text/vocab.hpp"
 #include "examples/imdb/config.hpp"
+#include "tapegrad/datasets/text/vocab.hpp"
 #include "tapegrad/models/classifier.hpp"
 
 namespace imdb {

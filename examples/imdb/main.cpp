@@ -1,8 +1,8 @@
 // train_imdb: the IMDb sentiment example's command-line program (see examples/imdb/cli.hpp).
 #include <iostream>
 
-#include "tapegrad/train/allocator.hpp"
 #include "examples/imdb/cli.hpp"
+#include "tapegrad/train/allocator.hpp"
 #include "tapegrad/train/progress.hpp"
 
 int main(int argc, char** argv) {

@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <memory>
 
-#include "tapegrad/datasets/text/vocab.hpp"
 #include "examples/imdb/config.hpp"
+#include "tapegrad/datasets/text/vocab.hpp"
 #include "tapegrad/models/classifier.hpp"
 
 namespace imdb {

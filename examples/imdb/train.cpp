@@ -8,16 +8,12 @@
 #include <memory>
 #include <optional>
 
+#include "examples/imdb/data.hpp"
+#include "examples/imdb/model.hpp"
 #include "tapegrad/autograd/loss.hpp"
 #include "tapegrad/autograd/matmul.hpp"
 #include "tapegrad/datasets/text/batching.hpp"
 #include "tapegrad/datasets/text/word_dropout.hpp"
-#include "examples/imdb/data.hpp"
-#include "tapegrad/train/interrupt.hpp"
-#include "tapegrad/train/metrics.hpp"
-#include "examples/imdb/model.hpp"
-#include "tapegrad/train/progress.hpp"
-#include "tapegrad/train/checkpoint.hpp"
 #include "tapegrad/io/safetensors.hpp"
 #include "tapegrad/optim/adam.hpp"
 #include "tapegrad/optim/adamw.hpp"
@@ -25,6 +21,10 @@
 #include "tapegrad/optim/ema.hpp"
 #include "tapegrad/optim/schedule.hpp"
 #include "tapegrad/optim/sgd.hpp"
+#include "tapegrad/train/checkpoint.hpp"
+#include "tapegrad/train/interrupt.hpp"
+#include "tapegrad/train/metrics.hpp"
+#include "tapegrad/train/progress.hpp"
 
 namespace imdb {
 
@@ -210,7 +210,8 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
   }
   progress.message(fmt::format("model: {} parameters; {} steps of {} reviews per epoch, {} epochs",
                                model->num_parameters(), steps_per_epoch, config.batch_size, config.epochs));
-  tapegrad::train::MetricsLog metrics(dir / kMetricsFile, config.resume ? std::optional<std::int64_t>(step) : std::nullopt);
+  tapegrad::train::MetricsLog metrics(dir / kMetricsFile,
+                                      config.resume ? std::optional<std::int64_t>(step) : std::nullopt);
 
   const auto batch_size = static_cast<std::size_t>(config.batch_size);
   for (std::int64_t epoch = state.epochs_done; epoch < config.epochs && !result.interrupted; ++epoch) {
@@ -315,7 +316,7 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
     averaged.reset();
     // After model.safetensors, so the checkpoint never names a best model that is not on disk.
     tapegrad::train::save_checkpoint(checkpoint_path.string(), *model, *optimizer, step, to_metadata(state),
-                              ema ? ema->state_dict() : tapegrad::StateDict<float>{});
+                                     ema ? ema->state_dict() : tapegrad::StateDict<float>{});
     metrics.write({{"step", step},
                    {"epoch", epoch + 1},
                    {"loss", record.train_loss},
@@ -384,7 +385,8 @@ void print_summary(std::ostream& out, const Config& config, const TrainResult& r
       << fmt::format("test accuracy {:.2f}% (loss {:.4f}) on {} reviews, evaluated once with the best model\n",
                      100.0 * r.test.accuracy, r.test.loss, r.test.count)
       << fmt::format("wall time {} (data {:.1f} s, training {}, test {:.1f} s); {} tokens/s in training\n",
-                     tapegrad::train::format_duration(r.wall_seconds), r.data_seconds, tapegrad::train::format_duration(r.train_seconds), r.test.seconds,
+                     tapegrad::train::format_duration(r.wall_seconds), r.data_seconds,
+                     tapegrad::train::format_duration(r.train_seconds), r.test.seconds,
                      tapegrad::train::format_rate(r.train_tokens_per_second))
       << fmt::format("files in {}:\n", dir.string())
       << fmt::format("  {:<22} the best-validation model (epoch {})\n", kModelFile, r.best_epoch)

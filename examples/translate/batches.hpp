@@ -7,8 +7,8 @@
 #include <vector>
 #include <xtensor/xarray.hpp>
 
-#include "tapegrad/autograd/masking.hpp"
 #include "examples/translate/config.hpp"
+#include "tapegrad/autograd/masking.hpp"
 
 namespace translate {
 

@@ -20,20 +20,20 @@
 #include <xtensor/xadapt.hpp>
 #include <xtensor/xview.hpp>
 
+#include "examples/translate/attention_svg.hpp"
+#include "examples/translate/batches.hpp"
+#include "examples/translate/config.hpp"
 #include "tapegrad/autograd/loss.hpp"
 #include "tapegrad/autograd/matmul.hpp"
 #include "tapegrad/autograd/shape_ops.hpp"
 #include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/datasets/numbers/numbers.hpp"
-#include "examples/translate/attention_svg.hpp"
-#include "examples/translate/batches.hpp"
-#include "examples/translate/config.hpp"
-#include "tapegrad/train/checkpoint.hpp"
 #include "tapegrad/models/seq2seq_search.hpp"
 #include "tapegrad/models/transformer.hpp"
 #include "tapegrad/optim/adam.hpp"
 #include "tapegrad/optim/clip_grad.hpp"
 #include "tapegrad/optim/schedule.hpp"
+#include "tapegrad/train/checkpoint.hpp"
 
 namespace {
 

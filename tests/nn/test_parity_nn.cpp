@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "tapegrad/nn/nn.hpp"
 #include "tapegrad/io/safetensors.hpp"
+#include "tapegrad/nn/nn.hpp"
 #include "tests/parity.hpp"
 
 using namespace tapegrad;

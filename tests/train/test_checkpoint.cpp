@@ -13,29 +13,20 @@
 #include <vector>
 
 #include "tapegrad/autograd/ops.hpp"
-#include "tapegrad/train/checkpoint.hpp"
 #include "tapegrad/models/classifier.hpp"
 #include "tapegrad/optim/optim.hpp"
+#include "tapegrad/train/checkpoint.hpp"
+#include "tests/helpers.hpp"
 
 using namespace tapegrad;
+namespace st = tapegrad::io::safetensors;
 namespace fs = std::filesystem;
+
+using tapegrad::testing::TempDir;
 
 namespace {
 
 // A fresh directory, removed with its contents at the end of the test.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("tapegrad_test_resume_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
-
 struct Batch {
   xt::xarray<std::int64_t> ids;
   BoolArray padding;
@@ -308,4 +299,95 @@ TEST_CASE("a truncated or corrupted checkpoint is refused with a clear error and
   // The intact file loads, and then the model does change: the comparison above can fail.
   CHECK(train::load_checkpoint(path, target.model, target.opt) == 2);
   CHECK_FALSE(Snapshot(target) == before);
+}
+
+namespace {
+
+struct Run {
+  Tensor<float> weight = Tensor<float>::zeros({2, 3}, true);
+  Tensor<float> bias = Tensor<float>::zeros({3}, true);
+  StateDict<float> model() { return {{"weight", weight}, {"bias", bias}}; }
+};
+
+// One training step with random "gradients" from gen, under a schedule.
+void train_step(Run& run, optim::Optimizer<float>& opt, Generator& gen, std::int64_t step) {
+  run.weight.set_grad(Tensor<float>::normal({2, 3}, 0.0f, 1.0f, gen).data());
+  run.bias.set_grad(Tensor<float>::normal({3}, 0.0f, 1.0f, gen).data());
+  opt.set_lr(optim::LinearWarmup(0.1, 4)(step));
+  opt.step();
+  opt.zero_grad();
+}
+
+}  // namespace
+
+TEST_CASE("a training checkpoint resumes exactly", "[io]") {
+  TempDir dir;
+  const auto path = dir.file("ckpt.safetensors");
+  Run a;
+  Generator gen_a(123);
+  a.weight.mutable_data() = Tensor<float>::normal({2, 3}, 0.0f, 1.0f, gen_a).data();
+  optim::AdamW<float> opt_a({a.weight, a.bias}, optim::AdamWOptions{0.1});
+  for (std::int64_t s = 1; s <= 3; ++s) train_step(a, opt_a, gen_a, s);
+  REQUIRE(gen_a.state().has_spare_normal);  // 9 normals: the spare is part of the state
+  train::save_checkpoint(path, a.model(), opt_a, 3, gen_a, {{"run", "test"}});
+  for (std::int64_t s = 4; s <= 6; ++s) train_step(a, opt_a, gen_a, s);
+
+  const st::File file(path);
+  CHECK(file.metadata().at("run") == "test");
+  CHECK(file.contains("model.weight"));
+  CHECK(file.contains("optimizer.state.0.exp_avg"));
+  CHECK(file.contains("optimizer.param_groups.0.lr"));
+  CHECK(file.dtype("generator.state") == st::Dtype::U64);
+
+  Run b;
+  Generator gen_b(999);
+  optim::AdamW<float> opt_b({b.weight, b.bias}, optim::AdamWOptions{0.1});
+  StateDict<float> model_b = b.model();
+  const std::int64_t step = train::load_checkpoint(path, model_b, opt_b, gen_b);
+  CHECK(step == 3);
+  for (std::int64_t s = step + 1; s <= 6; ++s) train_step(b, opt_b, gen_b, s);
+  CHECK(b.weight.data() == a.weight.data());
+  CHECK(b.bias.data() == a.bias.data());
+  CHECK(gen_b.next_u64() == gen_a.next_u64());
+  CHECK(opt_b.state_dict().at("state.0.step").item() == 6.0f);
+}
+
+TEST_CASE("loading a mismatched checkpoint reports every problem and changes nothing", "[io]") {
+  TempDir dir;
+  const auto path = dir.file("ckpt.safetensors");
+  Run a;
+  Generator gen(1);
+  optim::Adam<float> opt({a.weight, a.bias});
+  train_step(a, opt, gen, 1);
+  train::save_checkpoint(path, a.model(), opt, 1, gen);
+
+  auto weight = Tensor<float>::zeros({3, 2}, true);
+  auto other = Tensor<float>::zeros({1}, true);
+  StateDict<float> model{{"weight", weight}, {"other", other}};
+  optim::Adam<float> opt2({weight, other});
+  Generator gen2(5);
+  const auto gen2_before = gen2.state();
+  try {
+    train::load_checkpoint(path, model, opt2, gen2);
+    FAIL("no exception");
+  } catch (const std::runtime_error& e) {
+    const std::string m = e.what();
+    CHECK_THAT(m, Catch::StartsWith(path));
+    CHECK_THAT(m, Catch::Contains("\"model.weight\" has shape [2, 3] in the file, [3, 2] in the model"));
+    CHECK_THAT(m, Catch::Contains("unexpected \"model.bias\""));
+    CHECK_THAT(m, Catch::Contains("missing \"model.other\""));
+  }
+  CHECK(weight.data() == xt::xarray<float>(xt::zeros<float>({3, 2})));
+  CHECK(gen2.state().s == gen2_before.s);
+  CHECK(opt2.state_dict().size() == 1);  // only the lr: no state was loaded
+
+  // The optimizer state is checked too, before the model changes: params of a different shape.
+  Run c;
+  auto big = Tensor<float>::zeros({4}, true);
+  optim::Adam<float> opt3({c.weight, big});
+  Generator gen3;
+  StateDict<float> model3 = c.model();
+  CHECK_THROWS_WITH(train::load_checkpoint(path, model3, opt3, gen3),
+                    Catch::Contains("optimizer state") && Catch::Contains("\"state.1.exp_avg\" has shape [3]"));
+  CHECK(c.weight.data() == xt::xarray<float>(xt::zeros<float>({2, 3})));
 }

@@ -18,19 +18,22 @@
 #include <set>
 #include <thread>
 
-#include "tapegrad/datasets/text/batching.hpp"
 #include "tapegrad/datasets/download.hpp"
-#include "tapegrad/datasets/text/encode.hpp"
 #include "tapegrad/datasets/imdb/imdb.hpp"
 #include "tapegrad/datasets/imdb/locate.hpp"
+#include "tapegrad/datasets/text/batching.hpp"
+#include "tapegrad/datasets/text/encode.hpp"
 #include "tapegrad/datasets/text/split.hpp"
 #include "tapegrad/datasets/text/tokenizer.hpp"
 #include "tapegrad/datasets/text/vocab.hpp"
 #include "tapegrad/datasets/text/word_dropout.hpp"
+#include "tests/helpers.hpp"
 
 using namespace tapegrad::datasets;
 namespace fs = std::filesystem;
 using Strings = std::vector<std::string>;
+
+using tapegrad::testing::TempDir;
 
 namespace {
 
@@ -40,19 +43,6 @@ const fs::path kSmallFolder = kData / "aclImdb_small";
 const fs::path kRepoRoot = kData.parent_path().parent_path();
 
 // A fresh temporary folder, removed with everything in it.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "tapegrad-datasets-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
 void write_file(const fs::path& p, const std::string& bytes) {
   fs::create_directories(p.parent_path());
   std::ofstream(p, std::ios::binary) << bytes;

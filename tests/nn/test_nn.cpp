@@ -11,8 +11,8 @@
 #include <xtensor/xview.hpp>
 
 #include "tapegrad/autograd/ops.hpp"
-#include "tapegrad/nn/nn.hpp"
 #include "tapegrad/io/safetensors.hpp"
+#include "tapegrad/nn/nn.hpp"
 #include "tests/helpers.hpp"
 
 using namespace tapegrad;

@@ -15,8 +15,6 @@
 #include <string>
 #include <vector>
 
-#include "tapegrad/autograd/tape.hpp"
-#include "tapegrad/datasets/text/tokenizer.hpp"
 #include "examples/imdb/cli.hpp"
 #include "examples/imdb/config.hpp"
 #include "examples/imdb/data.hpp"
@@ -26,28 +24,20 @@
 #include "examples/imdb/html_explain.hpp"
 #include "examples/imdb/html_report.hpp"
 #include "examples/imdb/model.hpp"
-#include "tapegrad/train/progress.hpp"
 #include "examples/imdb/train.hpp"
+#include "tapegrad/autograd/tape.hpp"
+#include "tapegrad/datasets/text/tokenizer.hpp"
 #include "tapegrad/io/safetensors.hpp"
+#include "tapegrad/train/progress.hpp"
+#include "tests/helpers.hpp"
 
 namespace fs = std::filesystem;
+
+using tapegrad::testing::TempDir;
 
 namespace {
 
 const fs::path kFixture = fs::path(TAPEGRAD_TEST_DATA_DIR) / "aclImdb_small";
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "tapegrad-imdb-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
 
 struct CliResult {
   int code;
@@ -366,43 +356,6 @@ TEST_CASE("train_imdb config.json round-trips every setting", "[imdb]") {
   CHECK_THROWS_WITH(imdb::config_from_json({{"d-model", "wide"}}), Catch::Contains("\"d-model\" has the wrong type"));
   CHECK_FALSE(imdb::validate(imdb::Config{}).has_value());
 }
-
-TEST_CASE("train_imdb progress: plain lines every log-every steps, durations and rates", "[imdb]") {
-  std::ostringstream out;
-  tapegrad::train::Progress progress(out, false, 2);
-  progress.begin_epoch(1, 3);
-  tapegrad::train::StepStats s;
-  s.steps_in_epoch = 5;
-  for (std::size_t step = 1; step <= 5; ++step) {
-    s.step_in_epoch = step;
-    s.global_step = static_cast<std::int64_t>(step);
-    progress.update(s);
-  }
-  progress.end_epoch();
-  // Steps 2 and 4, and the last one.
-  const std::string text = out.str();
-  CHECK(std::count(text.begin(), text.end(), '\n') == 3);
-  CHECK(text.rfind("epoch 1/3 step 2/5", 0) == 0);
-  CHECK(text.find("step 5/5") != std::string::npos);
-  CHECK(text.find('\r') == std::string::npos);
-
-  std::ostringstream tty;
-  tapegrad::train::Progress bar(tty, true, 2);
-  bar.begin_epoch(2, 3);
-  s.step_in_epoch = 5;
-  bar.update(s);
-  bar.end_epoch();
-  CHECK(tty.str().rfind("\repoch 2/3 [########################] 5/5", 0) == 0);
-
-  CHECK(tapegrad::train::format_duration(7) == "0:07");
-  CHECK(tapegrad::train::format_duration(754) == "12:34");
-  CHECK(tapegrad::train::format_duration(3723) == "1:02:03");
-  CHECK(tapegrad::train::format_rate(950) == "950");
-  CHECK(tapegrad::train::format_rate(21340) == "21.3k");
-  CHECK(tapegrad::train::format_rate(1.25e6) == "1.25M");
-}
-
-// ---- explain and report ----
 
 TEST_CASE("explain: saliency is the derivative of the logit along each token's own embedding", "[explain]") {
   using tapegrad::models::Pooling;
