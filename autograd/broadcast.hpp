@@ -1,5 +1,6 @@
-// Broadcasting kernels for op implementations: apply a binary function over two broadcast operands,
-// and unbroadcast, the one helper that reduces a gradient back to an operand's shape.
+/// @file
+/// Broadcasting kernels for op implementations: apply a binary function over two broadcast operands,
+/// and unbroadcast, the one helper that reduces a gradient back to an operand's shape.
 #pragma once
 
 #include <vector>
@@ -9,11 +10,11 @@
 
 namespace tapegrad {
 
-// Strides of `shape` (right-aligned against a tensor of rank `rank`) with 0 on broadcast dims.
+/// Strides of `shape` (right-aligned against a tensor of rank `rank`) with 0 on broadcast dims.
 std::vector<std::size_t> broadcast_strides(const Shape& shape, std::size_t rank);
 
-// Calls body(out_offset, a_offset, b_offset, count, a_step, b_step) for each run of `count` elements
-// along the last dim of out_shape; a_step and b_step are 0 (broadcast) or 1.
+/// Calls body(out_offset, a_offset, b_offset, count, a_step, b_step) for each run of `count` elements
+/// along the last dim of out_shape; a_step and b_step are 0 (broadcast) or 1.
 template <typename Body>
 void for_each_broadcast_run(const Shape& out_shape, const std::vector<std::size_t>& a_strides,
                             const std::vector<std::size_t>& b_strides, Body body) {
@@ -41,7 +42,7 @@ void for_each_broadcast_run(const Shape& out_shape, const std::vector<std::size_
   }
 }
 
-// out[i] = f(a[i'], b[i'']) over the broadcast of a and b; throws ShapeError naming op and shapes.
+/// out[i] = f(a[i'], b[i'']) over the broadcast of a and b; throws ShapeError naming op and shapes.
 template <typename T, typename F>
 xt::xarray<T> broadcast_apply(const char* op, const xt::xarray<T>& a, const xt::xarray<T>& b, F f) {
   const Shape sa = shape_of(a), sb = shape_of(b);
@@ -67,7 +68,7 @@ xt::xarray<T> broadcast_apply(const char* op, const xt::xarray<T>& a, const xt::
   return out;
 }
 
-// Sums g over the dims that broadcasting added or stretched, giving a tensor of `shape`.
+/// Sums g over the dims that broadcasting added or stretched, giving a tensor of `shape`.
 template <typename T>
 xt::xarray<T> unbroadcast(xt::xarray<T> g, const Shape& shape);
 

@@ -1,5 +1,6 @@
-// Inverted dropout: in training each element is zeroed with probability p and the rest scaled by
-// 1 / (1 - p); in eval, or with p = 0, it is the identity.
+/// @file
+/// Inverted dropout: in training each element is zeroed with probability p and the rest scaled by
+/// 1 / (1 - p); in eval, or with p = 0, it is the identity.
 #pragma once
 
 #include <cstddef>
@@ -10,20 +11,20 @@
 
 namespace tapegrad {
 
-// p must lie in [0, 1) (ShapeError, a std::invalid_argument, naming p otherwise). In eval or with
-// p = 0 the result is x itself (as torch returns its input) and gen is not touched. Otherwise the
-// call draws one gen.next_u64() as its seed and keeps element i (row-major) by the rule of
-// detail::DropoutMask, so a seeded generator reproduces the mask; the backward multiplies by the
-// same scaled mask (recomputed from the seed, not stored).
+/// p must lie in [0, 1) (ShapeError, a std::invalid_argument, naming p otherwise). In eval or with
+/// p = 0 the result is x itself (as torch returns its input) and gen is not touched. Otherwise the
+/// call draws one gen.next_u64() as its seed and keeps element i (row-major) by the rule of
+/// detail::DropoutMask, so a seeded generator reproduces the mask; the backward multiplies by the
+/// same scaled mask (recomputed from the seed, not stored).
 template <typename T>
 Tensor<T> dropout(const Tensor<T>& x, double p, bool training, Generator& gen);
 
 namespace detail {
 
-// The mask rule, shared with the fused attention kernel: element i is kept when the high 32 bits of
-// splitmix64's finalizer applied to seed + (i + 1) * 0x9e3779b97f4a7c15 are >= round(p * 2^32). A
-// counter-based rule (like torch's Philox) lets every element be decided independently: vectorized,
-// split over threads, and recomputed in the backward instead of stored.
+/// The mask rule, shared with the fused attention kernel: element i is kept when the high 32 bits of
+/// splitmix64's finalizer applied to seed + (i + 1) * 0x9e3779b97f4a7c15 are >= round(p * 2^32). A
+/// counter-based rule (like torch's Philox) lets every element be decided independently: vectorized,
+/// split over threads, and recomputed in the backward instead of stored.
 struct DropoutMask {
   DropoutMask(std::uint64_t seed, double p)
       : seed(seed), threshold(static_cast<std::uint64_t>(p * 4294967296.0 + 0.5)) {}

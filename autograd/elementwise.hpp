@@ -1,4 +1,5 @@
-// Elementwise ops with full NumPy/PyTorch broadcasting for every binary op, and scalar operands.
+/// @file
+/// Elementwise ops with full NumPy/PyTorch broadcasting for every binary op, and scalar operands.
 #pragma once
 
 #include "tapegrad/autograd/tensor.hpp"
@@ -13,7 +14,7 @@ template <typename T>
 Tensor<T> mul(const Tensor<T>& a, const Tensor<T>& b);
 template <typename T>
 Tensor<T> div(const Tensor<T>& a, const Tensor<T>& b);
-// a ** b elementwise (a > 0 where b's gradient is needed, as d/db a^b = a^b log a).
+/// a ** b elementwise (a > 0 where b's gradient is needed, as d/db a^b = a^b log a).
 template <typename T>
 Tensor<T> pow(const Tensor<T>& a, const Tensor<T>& b);
 
@@ -25,7 +26,7 @@ template <typename T>
 Tensor<T> div(const Tensor<T>& a, detail::scalar_t<T> s);
 template <typename T>
 Tensor<T> pow(const Tensor<T>& a, detail::scalar_t<T> exponent);
-// s - a and s / a.
+/// s - a and s / a.
 template <typename T>
 Tensor<T> rsub(const Tensor<T>& a, detail::scalar_t<T> s);
 template <typename T>
@@ -46,7 +47,7 @@ Tensor<T> sigmoid(const Tensor<T>& x);
 template <typename T>
 Tensor<T> relu(const Tensor<T>& x);
 
-// torch.nn.functional.gelu: None is x * Phi(x) with the exact erf; Tanh is the tanh approximation.
+/// torch.nn.functional.gelu: None is x * Phi(x) with the exact erf; Tanh is the tanh approximation.
 enum class GeluApproximate { None, Tanh };
 template <typename T>
 Tensor<T> gelu(const Tensor<T>& x, GeluApproximate approximate = GeluApproximate::None);

@@ -1,4 +1,5 @@
-// Embedding lookup: rows of a weight table picked by integer ids, with a scatter-add backward.
+/// @file
+/// Embedding lookup: rows of a weight table picked by integer ids, with a scatter-add backward.
 #pragma once
 
 #include <cstdint>
@@ -9,11 +10,11 @@
 
 namespace tapegrad {
 
-// weight [num_embeddings, dim], ids of any shape -> [*ids.shape, dim]. An id outside
-// [0, num_embeddings) throws ShapeError naming the id, its position and the table size. The ids are
-// not differentiable; the backward scatter-adds into a [num_embeddings, dim] gradient. padding_idx
-// may be negative (-1 is the last row, as in torch; out of range throws); its row is looked up as
-// usual but gets no gradient.
+/// weight [num_embeddings, dim], ids of any shape -> [*ids.shape, dim]. An id outside
+/// [0, num_embeddings) throws ShapeError naming the id, its position and the table size. The ids are
+/// not differentiable; the backward scatter-adds into a [num_embeddings, dim] gradient. padding_idx
+/// may be negative (-1 is the last row, as in torch; out of range throws); its row is looked up as
+/// usual but gets no gradient.
 template <typename T>
 Tensor<T> embedding(const Tensor<T>& weight, const xt::xarray<std::int64_t>& ids,
                     std::optional<std::int64_t> padding_idx = std::nullopt);

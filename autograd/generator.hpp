@@ -1,5 +1,6 @@
-// A seeded, portable random number generator (xoshiro256**): the same seed gives the same numbers on
-// every machine and compiler, unlike std::*_distribution, so runs and checkpoints are reproducible.
+/// @file
+/// A seeded, portable random number generator (xoshiro256**): the same seed gives the same numbers on
+/// every machine and compiler, unlike std::*_distribution, so runs and checkpoints are reproducible.
 #pragma once
 
 #include <array>
@@ -10,7 +11,7 @@ namespace tapegrad {
 
 class Generator {
  public:
-  // Everything needed to continue the stream exactly (saved in training checkpoints).
+  /// Everything needed to continue the stream exactly (saved in training checkpoints).
   struct State {
     std::array<std::uint64_t, 4> s{};
     bool has_spare_normal = false;
@@ -21,13 +22,13 @@ class Generator {
 
   void manual_seed(std::uint64_t seed);
   std::uint64_t next_u64();
-  // Uniform in [0, 1) with 53 random bits.
+  /// Uniform in [0, 1) with 53 random bits.
   double uniform();
-  // Standard normal (Box-Muller; the second value of each pair is kept for the next call).
+  /// Standard normal (Box-Muller; the second value of each pair is kept for the next call).
   double normal();
-  // Uniform integer in [0, n); n must be > 0.
+  /// Uniform integer in [0, n); n must be > 0.
   std::uint64_t randint(std::uint64_t n);
-  // Fisher-Yates permutation of 0..n-1.
+  /// Fisher-Yates permutation of 0..n-1.
   std::vector<std::size_t> permutation(std::size_t n);
 
   State state() const { return state_; }

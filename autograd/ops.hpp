@@ -1,4 +1,5 @@
-// Every differentiable op of tapegrad, for users who want them all.
+/// @file
+/// Every differentiable op of tapegrad, for users who want them all.
 #pragma once
 
 #include "tapegrad/autograd/dropout.hpp"

@@ -1,4 +1,5 @@
-// Reductions over all elements or any set of dims, with keepdim as in torch.
+/// @file
+/// Reductions over all elements or any set of dims, with keepdim as in torch.
 #pragma once
 
 #include <cstdint>
@@ -8,31 +9,31 @@
 
 namespace tapegrad {
 
-// Over every element: a 0-d tensor.
+/// Over every element: a 0-d tensor.
 template <typename T>
 Tensor<T> sum(const Tensor<T>& x);
 template <typename T>
 Tensor<T> mean(const Tensor<T>& x);
-// Over the listed dims (negative allowed, each at most once; an empty list means every dim, as in
-// torch). A 0-d tensor accepts dim 0 or -1. The mean of no elements is NaN, as in torch.
+/// Over the listed dims (negative allowed, each at most once; an empty list means every dim, as in
+/// torch). A 0-d tensor accepts dim 0 or -1. The mean of no elements is NaN, as in torch.
 template <typename T>
 Tensor<T> sum(const Tensor<T>& x, const std::vector<std::int64_t>& dims, bool keepdim = false);
 template <typename T>
 Tensor<T> mean(const Tensor<T>& x, const std::vector<std::int64_t>& dims, bool keepdim = false);
-// torch.var with `correction` (1 = unbiased, the default; 0 = population variance).
+/// torch.var with `correction` (1 = unbiased, the default; 0 = population variance).
 template <typename T>
 Tensor<T> var(const Tensor<T>& x, const std::vector<std::int64_t>& dims, std::int64_t correction = 1,
               bool keepdim = false);
-// torch.max(x, dim).values: the gradient goes to the first arg-max of each slice; NaN counts as the
-// max, as in torch. An empty dim throws.
+/// torch.max(x, dim).values: the gradient goes to the first arg-max of each slice; NaN counts as the
+/// max, as in torch. An empty dim throws.
 template <typename T>
 Tensor<T> max(const Tensor<T>& x, std::int64_t dim, bool keepdim = false);
-// torch.max(x): over every element (an empty tensor throws). Its gradient is shared equally among all
-// tied maxima, as torch 1.13's max() does (unlike max(x, dim), which picks the first); a NaN is the
-// max if present, and then the NaNs share the gradient.
+/// torch.max(x): over every element (an empty tensor throws). Its gradient is shared equally among all
+/// tied maxima, as torch 1.13's max() does (unlike max(x, dim), which picks the first); a NaN is the
+/// max if present, and then the NaNs share the gradient.
 template <typename T>
 Tensor<T> max(const Tensor<T>& x);
-// The indices of the first maxima along dim (no gradient).
+/// The indices of the first maxima along dim (no gradient).
 template <typename T>
 xt::xarray<std::int64_t> argmax(const Tensor<T>& x, std::int64_t dim, bool keepdim = false);
 

@@ -1,4 +1,5 @@
-// Shapes, dimension arithmetic and the exceptions that name the op and the shapes involved.
+/// @file
+/// Shapes, dimension arithmetic and the exceptions that name the op and the shapes involved.
 #pragma once
 
 #include <cstddef>
@@ -11,32 +12,32 @@ namespace tapegrad {
 
 using Shape = std::vector<std::size_t>;
 
-// Thrown for any bad shape, dim or argument; derives from std::invalid_argument so callers can catch
-// either. The message always names the op and the values involved.
+/// Thrown for any bad shape, dim or argument; derives from std::invalid_argument so callers can catch
+/// either. The message always names the op and the values involved.
 class ShapeError : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;
 };
 
-// "[2, 3]" (and "[]" for a scalar).
+/// "[2, 3]" (and "[]" for a scalar).
 std::string format_shape(const Shape& shape);
 
 std::size_t numel(const Shape& shape);
 
-// The shape of anything with a shape() range (an xt::xarray of any element type, a Tensor).
+/// The shape of anything with a shape() range (an xt::xarray of any element type, a Tensor).
 template <typename A>
 Shape shape_of(const A& a) {
   const auto& s = a.shape();
   return Shape(s.begin(), s.end());
 }
 
-// Row-major strides in elements.
+/// Row-major strides in elements.
 std::vector<std::size_t> contiguous_strides(const Shape& shape);
 
-// Maps a possibly negative dim into [0, rank); throws ShapeError naming op, dim and rank.
+/// Maps a possibly negative dim into [0, rank); throws ShapeError naming op, dim and rank.
 std::size_t normalize_dim(const char* op, std::int64_t dim, std::size_t rank);
 
-// The shape two operands broadcast to under NumPy/PyTorch rules; throws ShapeError naming op and shapes.
+/// The shape two operands broadcast to under NumPy/PyTorch rules; throws ShapeError naming op and shapes.
 Shape broadcast_shapes(const char* op, const Shape& a, const Shape& b);
 
 }  // namespace tapegrad

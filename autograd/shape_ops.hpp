@@ -1,7 +1,8 @@
-// Ops that move or regroup elements without arithmetic: transpose, permute, reshape, squeeze,
-// narrow, cat, split, stack. Every result is a contiguous copy (values are always row-major) made by
-// one node on the tape. Dims may be negative; as in torch, a 0-d tensor accepts dim 0 or -1 where an
-// op keeps the rank (transpose, flatten, squeeze).
+/// @file
+/// Ops that move or regroup elements without arithmetic: transpose, permute, reshape, squeeze,
+/// narrow, cat, split, stack. Every result is a contiguous copy (values are always row-major) made by
+/// one node on the tape. Dims may be negative; as in torch, a 0-d tensor accepts dim 0 or -1 where an
+/// op keeps the rank (transpose, flatten, squeeze).
 #pragma once
 
 #include <cstdint>
@@ -15,7 +16,7 @@ template <typename T>
 Tensor<T> transpose(const Tensor<T>& x, std::int64_t dim0, std::int64_t dim1);
 template <typename T>
 Tensor<T> permute(const Tensor<T>& x, const std::vector<std::int64_t>& dims);
-// One entry of `shape` may be -1 (inferred), as in torch.reshape.
+/// One entry of `shape` may be -1 (inferred), as in torch.reshape.
 template <typename T>
 Tensor<T> reshape(const Tensor<T>& x, const std::vector<std::int64_t>& shape);
 template <typename T>
@@ -24,40 +25,40 @@ Tensor<T> view(const Tensor<T>& x, const std::vector<std::int64_t>& shape) {
 }
 template <typename T>
 Tensor<T> flatten(const Tensor<T>& x, std::int64_t start_dim = 0, std::int64_t end_dim = -1);
-// Removes every size-1 dim, or only `dim` (a no-op when that dim is not 1, as in torch).
+/// Removes every size-1 dim, or only `dim` (a no-op when that dim is not 1, as in torch).
 template <typename T>
 Tensor<T> squeeze(const Tensor<T>& x);
 template <typename T>
 Tensor<T> squeeze(const Tensor<T>& x, std::int64_t dim);
-// dim in [-rank-1, rank], like stack's.
+/// dim in [-rank-1, rank], like stack's.
 template <typename T>
 Tensor<T> unsqueeze(const Tensor<T>& x, std::int64_t dim);
-// Elements start .. start+length-1 along dim (a negative start counts from the end).
+/// Elements start .. start+length-1 along dim (a negative start counts from the end).
 template <typename T>
 Tensor<T> narrow(const Tensor<T>& x, std::int64_t dim, std::int64_t start, std::int64_t length);
-// x[..., start:end:step, ...] along dim, with Python's clamping of start/end and negative indices.
+/// x[..., start:end:step, ...] along dim, with Python's clamping of start/end and negative indices.
 template <typename T>
 Tensor<T> slice(const Tensor<T>& x, std::int64_t dim, std::int64_t start, std::int64_t end, std::int64_t step = 1);
-// x[..., index, ...]: removes dim (a negative index counts from the end).
+/// x[..., index, ...]: removes dim (a negative index counts from the end).
 template <typename T>
 Tensor<T> select(const Tensor<T>& x, std::int64_t dim, std::int64_t index);
-// All tensors need one rank and equal sizes except along dim.
+/// All tensors need one rank and equal sizes except along dim.
 template <typename T>
 Tensor<T> cat(const std::vector<Tensor<T>>& tensors, std::int64_t dim = 0);
 template <typename T>
 Tensor<T> stack(const std::vector<Tensor<T>>& tensors, std::int64_t dim = 0);
-// Pieces of split_size along dim (the last may be smaller), as torch.split with an int. Each piece
-// is a narrow, so its gradient flows back on its own.
+/// Pieces of split_size along dim (the last may be smaller), as torch.split with an int. Each piece
+/// is a narrow, so its gradient flows back on its own.
 template <typename T>
 std::vector<Tensor<T>> split(const Tensor<T>& x, std::int64_t split_size, std::int64_t dim = 0);
-// Pieces of the given sizes, which must sum to the size of dim.
+/// Pieces of the given sizes, which must sum to the size of dim.
 template <typename T>
 std::vector<Tensor<T>> split(const Tensor<T>& x, const std::vector<std::int64_t>& sizes, std::int64_t dim = 0);
-// torch.chunk: ceil(size / chunks) per piece, so fewer than `chunks` pieces may come back.
+/// torch.chunk: ceil(size / chunks) per piece, so fewer than `chunks` pieces may come back.
 template <typename T>
 std::vector<Tensor<T>> chunk(const Tensor<T>& x, std::int64_t chunks, std::int64_t dim = 0);
-// torch.broadcast_to / expand to a shape the tensor broadcasts to (a copy here); the gradient is
-// summed back over the broadcast dims.
+/// torch.broadcast_to / expand to a shape the tensor broadcasts to (a copy here); the gradient is
+/// summed back over the broadcast dims.
 template <typename T>
 Tensor<T> expand(const Tensor<T>& x, const Shape& shape);
 

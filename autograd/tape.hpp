@@ -1,20 +1,21 @@
-// The tape: every differentiable op appends a Node holding its backward closure; backward() replays
-// the nodes reachable from the loss in reverse order of creation (a Wengert list read backwards).
-//
-// Writing an op (forward and backward stand together in one function):
-//
-//   template <typename T>
-//   Tensor<T> exp(const Tensor<T>& x) {
-//     Tensor<T> y(xt::eval(xt::exp(x.data())));
-//     if (should_record(x))
-//       record(y, "exp", {x}, [y_val = y.saved()](const xt::xarray<T>& g, GradInputs<T>& in) {
-//         in.accumulate(0, g * *y_val);
-//       });
-//     return y;
-//   }
-//
-// A closure captures only the values its backward reads (saved() shares them without a copy), never
-// a Tensor: capturing the output would make a reference cycle.
+/// @file
+/// The tape: every differentiable op appends a Node holding its backward closure; backward() replays
+/// the nodes reachable from the loss in reverse order of creation (a Wengert list read backwards).
+///
+/// Writing an op (forward and backward stand together in one function):
+///
+///   template <typename T>
+///   Tensor<T> exp(const Tensor<T>& x) {
+///     Tensor<T> y(xt::eval(xt::exp(x.data())));
+///     if (should_record(x))
+///       record(y, "exp", {x}, [y_val = y.saved()](const xt::xarray<T>& g, GradInputs<T>& in) {
+///         in.accumulate(0, g * *y_val);
+///       });
+///     return y;
+///   }
+///
+/// A closure captures only the values its backward reads (saved() shares them without a copy), never
+/// a Tensor: capturing the output would make a reference cycle.
 #pragma once
 
 #include <atomic>
@@ -29,11 +30,11 @@
 
 namespace tapegrad {
 
-// Whether ops record onto the tape in this thread (torch.is_grad_enabled()).
+/// Whether ops record onto the tape in this thread (torch.is_grad_enabled()).
 bool is_grad_enabled();
 void set_grad_enabled(bool enabled);
 
-// RAII: records nothing while alive (torch.no_grad()).
+/// RAII: records nothing while alive (torch.no_grad()).
 class NoGradGuard {
  public:
   NoGradGuard() : previous_(is_grad_enabled()) { set_grad_enabled(false); }
@@ -45,14 +46,14 @@ class NoGradGuard {
   bool previous_;
 };
 
-// Handed to a backward closure: which inputs want a gradient, and where to put it.
+/// Handed to a backward closure: which inputs want a gradient, and where to put it.
 template <typename T>
 class GradInputs {
  public:
   GradInputs(const char* op, const std::vector<std::shared_ptr<AutogradMeta<T>>>& inputs) : op_(op), inputs_(inputs) {}
   bool needs(std::size_t i) const { return i < inputs_.size() && inputs_[i] != nullptr; }
-  // Adds g to input i's gradient; g must have input i's shape (checked: a wrong shape is a bug in
-  // the op and is reported with the op's name).
+  /// Adds g to input i's gradient; g must have input i's shape (checked: a wrong shape is a bug in
+  /// the op and is reported with the op's name).
   void accumulate(std::size_t i, xt::xarray<T>&& g);
   void accumulate(std::size_t i, const xt::xarray<T>& g) { accumulate(i, xt::xarray<T>(g)); }
 
@@ -67,17 +68,17 @@ using BackwardFn = std::function<void(const xt::xarray<T>& grad_output, GradInpu
 template <typename T>
 struct Node {
   const char* name = "";
-  std::uint64_t sequence = 0;  // creation order: the position on the tape
-  // One entry per op input; null where that input needs no gradient.
+  std::uint64_t sequence = 0;  ///< creation order: the position on the tape
+  /// One entry per op input; null where that input needs no gradient.
   std::vector<std::shared_ptr<AutogradMeta<T>>> inputs;
-  BackwardFn<T> backward;  // reset after a pass without retain_graph, freeing the saved values
+  BackwardFn<T> backward;  ///< reset after a pass without retain_graph, freeing the saved values
   bool released = false;
-  // The gradient flowing into this node's output, summed over its uses during a pass.
+  /// The gradient flowing into this node's output, summed over its uses during a pass.
   xt::xarray<T> pending_grad;
   bool has_pending_grad = false;
 };
 
-// True when grad mode is on and any input requires grad: only then does an op build its closure.
+/// True when grad mode is on and any input requires grad: only then does an op build its closure.
 template <typename T, typename... Rest>
 bool should_record(const Tensor<T>& first, const Rest&... rest) {
   if (!is_grad_enabled()) return false;
@@ -91,7 +92,7 @@ bool should_record(const std::vector<Tensor<T>>& inputs) {
   return false;
 }
 
-// Makes `output` a non-leaf produced by op `name` from `inputs`, with the given backward closure.
+/// Makes `output` a non-leaf produced by op `name` from `inputs`, with the given backward closure.
 template <typename T>
 void attach_node(Tensor<T>& output, const char* name, const std::vector<Tensor<T>>& inputs, BackwardFn<T> backward);
 

@@ -1,5 +1,6 @@
-// Tensor: a shared handle to a row-major xt::xarray value plus the autograd state that lets
-// loss.backward() fill grad() of every tensor that requires it (see autograd/tape.hpp).
+/// @file
+/// Tensor: a shared handle to a row-major xt::xarray value plus the autograd state that lets
+/// loss.backward() fill grad() of every tensor that requires it (see autograd/tape.hpp).
 #pragma once
 
 #include <cstdint>
@@ -17,7 +18,7 @@ template <typename T>
 struct Node;
 
 namespace detail {
-// Keeps a scalar argument out of template deduction, so `x * 2.0` works for Tensor<float>.
+/// Keeps a scalar argument out of template deduction, so `x * 2.0` works for Tensor<float>.
 template <typename T>
 struct identity {
   using type = T;
@@ -26,9 +27,9 @@ template <typename T>
 using scalar_t = typename identity<T>::type;
 }  // namespace detail
 
-// What autograd knows about one tensor. Backward closures never hold it (they hold values only), and
-// a node holds its inputs' metas, not their values: an intermediate's data is freed as soon as
-// neither the user nor a backward closure needs it.
+/// What autograd knows about one tensor. Backward closures never hold it (they hold values only), and
+/// a node holds its inputs' metas, not their values: an intermediate's data is freed as soon as
+/// neither the user nor a backward closure needs it.
 template <typename T>
 struct AutogradMeta {
   Shape shape;
@@ -36,7 +37,7 @@ struct AutogradMeta {
   bool retains_grad = false;
   bool has_grad = false;
   xt::xarray<T> grad;
-  std::shared_ptr<Node<T>> grad_fn;  // null for leaves
+  std::shared_ptr<Node<T>> grad_fn;  ///< null for leaves
 };
 
 template <typename T>
@@ -44,17 +45,17 @@ class Tensor {
  public:
   using value_type = T;
 
-  // An undefined tensor (like torch's undefined Tensor): defined() is false, anything else throws.
+  /// An undefined tensor (like torch's undefined Tensor): defined() is false, anything else throws.
   Tensor() = default;
   explicit Tensor(xt::xarray<T> value, bool requires_grad = false);
 
-  // Factories.
+  /// Factories.
   static Tensor zeros(const Shape& shape, bool requires_grad = false);
   static Tensor ones(const Shape& shape, bool requires_grad = false);
   static Tensor full(const Shape& shape, T value, bool requires_grad = false);
-  // [start, end) in steps of step, like torch.arange.
+  /// [start, end) in steps of step, like torch.arange.
   static Tensor arange(T start, T end, T step = T(1));
-  // values in row-major order; throws ShapeError if their count does not match the shape.
+  /// values in row-major order; throws ShapeError if their count does not match the shape.
   static Tensor from_vector(const std::vector<T>& values, const Shape& shape, bool requires_grad = false);
   static Tensor scalar(T value, bool requires_grad = false);
   static Tensor uniform(const Shape& shape, T low, T high, Generator& gen, bool requires_grad = false);
@@ -62,47 +63,47 @@ class Tensor {
 
   bool defined() const { return impl_ != nullptr; }
 
-  // Values. mutable_data() changes them in place without autograd noticing: for optimizers and
-  // initialization, not for computing something you differentiate.
+  /// Values. mutable_data() changes them in place without autograd noticing: for optimizers and
+  /// initialization, not for computing something you differentiate.
   const xt::xarray<T>& data() const;
   xt::xarray<T>& mutable_data();
-  // Shares the value with backward closures without copying it.
+  /// Shares the value with backward closures without copying it.
   std::shared_ptr<const xt::xarray<T>> saved() const;
 
   const Shape& shape() const;
   std::size_t dim() const { return shape().size(); }
   std::size_t size(std::int64_t dim) const;
   std::size_t numel() const;
-  T item() const;  // the value of a one-element tensor; throws otherwise
+  T item() const;  ///< the value of a one-element tensor; throws otherwise
   std::vector<T> to_vector() const;
 
   bool requires_grad() const;
-  // Only leaves can change it (like torch); returns *this for chaining.
+  /// Only leaves can change it (like torch); returns *this for chaining.
   Tensor& requires_grad_(bool requires = true);
   bool is_leaf() const;
-  // The name of the op that produced this tensor, or "" for a leaf.
+  /// The name of the op that produced this tensor, or "" for a leaf.
   std::string grad_fn_name() const;
 
-  // The accumulated gradient; has_grad() is false until a backward pass reaches this tensor.
+  /// The accumulated gradient; has_grad() is false until a backward pass reaches this tensor.
   bool has_grad() const;
   const xt::xarray<T>& grad() const;
   xt::xarray<T>& mutable_grad();
   void set_grad(xt::xarray<T> grad);
-  // Drops the gradient (torch's zero_grad(set_to_none=True)).
+  /// Drops the gradient (torch's zero_grad(set_to_none=True)).
   void zero_grad();
-  // Asks a non-leaf tensor to keep its gradient after backward().
+  /// Asks a non-leaf tensor to keep its gradient after backward().
   void retain_grad();
   bool retains_grad() const;
 
-  // A new leaf that shares this value and has no history.
+  /// A new leaf that shares this value and has no history.
   Tensor detach() const;
 
-  // Reverse-mode pass from this tensor. The first form needs a one-element tensor (gradient 1).
-  // Saved values are freed afterwards unless retain_graph; a second pass over a freed graph throws.
+  /// Reverse-mode pass from this tensor. The first form needs a one-element tensor (gradient 1).
+  /// Saved values are freed afterwards unless retain_graph; a second pass over a freed graph throws.
   void backward(bool retain_graph = false) const;
   void backward(const xt::xarray<T>& gradient, bool retain_graph = false) const;
 
-  // For op implementations (autograd/tape.hpp).
+  /// For op implementations (autograd/tape.hpp).
   const std::shared_ptr<AutogradMeta<T>>& meta() const;
   bool same_as(const Tensor& other) const { return impl_ == other.impl_; }
 

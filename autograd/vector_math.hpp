@@ -1,7 +1,8 @@
-// exp and row reductions for the hot loops of softmax-like kernels, written so that the compiler
-// vectorizes them (std::exp and plain float reductions do not vectorize without -ffast-math).
-// fast_exp(float) uses a range reduction and a degree-5 polynomial (within 2 ulp of std::exp);
-// fast_exp(double) stays std::exp (gradchecks run in double and want the exact one).
+/// @file
+/// exp and row reductions for the hot loops of softmax-like kernels, written so that the compiler
+/// vectorizes them (std::exp and plain float reductions do not vectorize without -ffast-math).
+/// fast_exp(float) uses a range reduction and a degree-5 polynomial (within 2 ulp of std::exp);
+/// fast_exp(double) stays std::exp (gradchecks run in double and want the exact one).
 #pragma once
 
 #include <cmath>
@@ -12,11 +13,11 @@
 namespace tapegrad::detail {
 
 inline float fast_exp(float x) {
-  // exp(x) = 2^n * exp(r), n = round(x / ln 2), r = x - n ln 2 in [-ln2/2, ln2/2]; ln 2 is split in a
-  // part exact in float and a correction so that r keeps full precision.
+  /// exp(x) = 2^n * exp(r), n = round(x / ln 2), r = x - n ln 2 in [-ln2/2, ln2/2]; ln 2 is split in a
+  /// part exact in float and a correction so that r keeps full precision.
   float clamped = x < -87.0f ? -87.0f : x;
   clamped = clamped > 88.0f ? 88.0f : clamped;
-  // Round to nearest by adding and subtracting 1.5 * 2^23 (std::floor keeps the loop from vectorizing).
+  /// Round to nearest by adding and subtracting 1.5 * 2^23 (std::floor keeps the loop from vectorizing).
   const float n = (clamped * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
   float r = clamped - n * 0.693359375f;
   r = r + n * 2.12194440e-4f;
@@ -31,7 +32,7 @@ inline float fast_exp(float x) {
   float scale;
   std::memcpy(&scale, &bits, sizeof scale);
   float y = p * scale;
-  // Below -87 the result would be denormal: 0 instead (exp(-inf) = 0 exactly); NaN stays NaN.
+  /// Below -87 the result would be denormal: 0 instead (exp(-inf) = 0 exactly); NaN stays NaN.
   y = x > 88.0f ? HUGE_VALF : y;
   y = x < -87.0f ? 0.0f : y;
   y = x != x ? x : y;
@@ -40,8 +41,8 @@ inline float fast_exp(float x) {
 
 inline double fast_exp(double x) { return std::exp(x); }
 
-// Sums and maxima over 16 interleaved lanes, combined in a fixed order: deterministic, and one vector
-// operation per 16 elements.
+/// Sums and maxima over 16 interleaved lanes, combined in a fixed order: deterministic, and one vector
+/// operation per 16 elements.
 constexpr std::size_t kLanes = 16;
 
 template <typename T, typename F>
@@ -56,8 +57,8 @@ T lane_sum(std::size_t n, F&& value) {
   return total;
 }
 
-// The maximum of x[0..n), ignoring NaNs (-inf for n = 0): a softmax row with a NaN turns NaN through
-// its sum anyway.
+/// The maximum of x[0..n), ignoring NaNs (-inf for n = 0): a softmax row with a NaN turns NaN through
+/// its sum anyway.
 template <typename T>
 T row_max(const T* x, std::size_t n) {
   T acc[kLanes];

@@ -1,9 +1,10 @@
-// Hugging Face safetensors files (https://github.com/huggingface/safetensors): an 8-byte
-// little-endian header length N, N bytes of JSON {name: {"dtype", "shape", "data_offsets"}, optional
-// "__metadata__": {string: string}}, then the raw little-endian tensor bytes.
-// Reading validates everything and throws std::runtime_error naming the file and the problem;
-// writing goes to a temporary file in the same directory that is fsynced and renamed over the
-// target, so a failed or interrupted save never destroys the previous file.
+/// @file
+/// Hugging Face safetensors files (https://github.com/huggingface/safetensors): an 8-byte
+/// little-endian header length N, N bytes of JSON {name: {"dtype", "shape", "data_offsets"}, optional
+/// "__metadata__": {string: string}}, then the raw little-endian tensor bytes.
+/// Reading validates everything and throws std::runtime_error naming the file and the problem;
+/// writing goes to a temporary file in the same directory that is fsynced and renamed over the
+/// target, so a failed or interrupted save never destroys the previous file.
 #pragma once
 
 #include <cstdint>
@@ -18,13 +19,13 @@
 
 namespace tapegrad::io::safetensors {
 
-// Every dtype of the format; the typed getters and the writer handle F32, F64, I64, U64 and BOOL.
+/// Every dtype of the format; the typed getters and the writer handle F32, F64, I64, U64 and BOOL.
 enum class Dtype { BOOL, U8, I8, F8_E5M2, F8_E4M3, I16, U16, F16, BF16, I32, U32, F32, F64, I64, U64 };
 
-const char* dtype_name(Dtype dtype);  // "F32", ...
-std::size_t dtype_size(Dtype dtype);  // bytes per element
+const char* dtype_name(Dtype dtype);  ///< "F32", ...
+std::size_t dtype_size(Dtype dtype);  ///< bytes per element
 
-// The dtype that stores T: F32 for float, F64 for double, I64, U64, BOOL.
+/// The dtype that stores T: F32 for float, F64 for double, I64, U64, BOOL.
 template <typename T>
 Dtype dtype_of();
 template <>
@@ -38,25 +39,25 @@ Dtype dtype_of<std::uint64_t>();
 template <>
 Dtype dtype_of<bool>();
 
-// A tensor to save, of any writable element type.
+/// A tensor to save, of any writable element type.
 using Array = std::variant<xt::xarray<float>, xt::xarray<double>, xt::xarray<std::int64_t>, xt::xarray<std::uint64_t>,
                            xt::xarray<bool>>;
 using Metadata = std::map<std::string, std::string>;
 
-// A loaded and validated file; the tensor bytes are held in memory.
+/// A loaded and validated file; the tensor bytes are held in memory.
 class File {
  public:
-  // Throws std::runtime_error naming the path for an unreadable, truncated or malformed file.
+  /// Throws std::runtime_error naming the path for an unreadable, truncated or malformed file.
   explicit File(std::string path);
 
   const std::string& path() const { return path_; }
-  std::vector<std::string> names() const;  // sorted
+  std::vector<std::string> names() const;  ///< sorted
   bool contains(const std::string& name) const;
-  // These throw std::runtime_error naming the file and the tensor if there is no such tensor.
+  /// These throw std::runtime_error naming the file and the tensor if there is no such tensor.
   Dtype dtype(const std::string& name) const;
   Shape shape(const std::string& name) const;
-  // The values as V (float, double, std::int64_t, std::uint64_t or bool); asking for a dtype other
-  // than the stored one throws std::runtime_error naming the tensor and both dtypes.
+  /// The values as V (float, double, std::int64_t, std::uint64_t or bool); asking for a dtype other
+  /// than the stored one throws std::runtime_error naming the tensor and both dtypes.
   template <typename V>
   xt::xarray<V> get(const std::string& name) const;
   const Metadata& metadata() const { return metadata_; }
@@ -65,7 +66,7 @@ class File {
   struct Entry {
     Dtype dtype;
     Shape shape;
-    std::size_t begin, end;  // byte offsets into data_
+    std::size_t begin, end;  ///< byte offsets into data_
   };
   const Entry& entry(const std::string& name) const;
 
@@ -75,32 +76,32 @@ class File {
   std::vector<char> data_;
 };
 
-// Writes the tensors and metadata atomically (temp file, fsync, rename). Throws std::invalid_argument
-// for a tensor named "__metadata__" and std::runtime_error naming the path if writing fails; the
-// previous file at path, if any, is then untouched.
+/// Writes the tensors and metadata atomically (temp file, fsync, rename). Throws std::invalid_argument
+/// for a tensor named "__metadata__" and std::runtime_error naming the path if writing fails; the
+/// previous file at path, if any, is then untouched.
 void save_file(const std::string& path, const std::map<std::string, Array>& tensors, const Metadata& metadata = {});
 
-// A state_dict saved as F32 (float) or F64 (double) tensors under its own names, without copying.
+/// A state_dict saved as F32 (float) or F64 (double) tensors under its own names, without copying.
 template <typename T>
 void save_state_dict(const std::string& path, const StateDict<T>& state, const Metadata& metadata = {});
 
-// Copies the file's tensors into target's tensors (which alias a module's parameters, so this loads
-// the module). Every problem — missing or unexpected names, wrong shapes, wrong dtypes — is reported
-// together in one std::runtime_error naming the file, and nothing is changed then. strict = false
-// ignores missing and unexpected names but still rejects wrong shapes and dtypes.
+/// Copies the file's tensors into target's tensors (which alias a module's parameters, so this loads
+/// the module). Every problem — missing or unexpected names, wrong shapes, wrong dtypes — is reported
+/// together in one std::runtime_error naming the file, and nothing is changed then. strict = false
+/// ignores missing and unexpected names but still rejects wrong shapes and dtypes.
 template <typename T>
 void load_state_dict(const std::string& path, StateDict<T>& target, bool strict = true);
-// The same from an opened file, matching only its names that start with prefix (stripped before
-// comparing with target's names): how a checkpoint keeps a model and an optimizer in one file.
+/// The same from an opened file, matching only its names that start with prefix (stripped before
+/// comparing with target's names): how a checkpoint keeps a model and an optimizer in one file.
 template <typename T>
 void load_state_dict(const File& file, StateDict<T>& target, bool strict = true, const std::string& prefix = "");
 
 namespace detail {
-// The checks of load_state_dict without the copy: the problems found, empty if loading would succeed.
+/// The checks of load_state_dict without the copy: the problems found, empty if loading would succeed.
 template <typename T>
 std::vector<std::string> state_dict_problems(const File& file, const StateDict<T>& target, bool strict,
                                              const std::string& prefix);
-// Throws std::runtime_error "<path>: <what>: <problem>..." if problems is not empty.
+/// Throws std::runtime_error "<path>: <what>: <problem>..." if problems is not empty.
 void throw_problems(const std::string& path, const std::string& what, const std::vector<std::string>& problems);
 }  // namespace detail
 

@@ -1,5 +1,6 @@
-// A state_dict: torch's dotted names ("layers.0.self_attn.in_proj_weight") to tensors that alias the
-// module's own parameters and buffers, so loading into one writes into the module.
+/// @file
+/// A state_dict: torch's dotted names ("layers.0.self_attn.in_proj_weight") to tensors that alias the
+/// module's own parameters and buffers, so loading into one writes into the module.
 #pragma once
 
 #include <map>

@@ -1,5 +1,6 @@
-// TransformerClassifier: a Transformer encoder over token ids with a pooled classification head, the
-// model of the IMDb sentiment example (embeddings, positions, encoder stack, pooling, Linear).
+/// @file
+/// TransformerClassifier: a Transformer encoder over token ids with a pooled classification head, the
+/// model of the IMDb sentiment example (embeddings, positions, encoder stack, pooling, Linear).
 #pragma once
 
 #include <cstdint>
@@ -15,11 +16,11 @@
 
 namespace tapegrad::models {
 
-// How the encoder's outputs [B, L, D] become one vector per sequence.
+/// How the encoder's outputs [B, L, D] become one vector per sequence.
 enum class Pooling {
-  Mean,  // average over the real (non-padding) tokens
-  Max,   // elementwise maximum over the real tokens
-  Cls,   // the output at a learned [CLS] vector prepended to every sequence
+  Mean,  ///< average over the real (non-padding) tokens
+  Max,   ///< elementwise maximum over the real tokens
+  Cls,   ///< the output at a learned [CLS] vector prepended to every sequence
 };
 enum class PositionalKind { Sinusoidal, Learned };
 
@@ -28,7 +29,7 @@ std::string positional_name(PositionalKind p);
 
 struct TransformerClassifierOptions {
   std::size_t vocab_size = 20000;
-  std::size_t max_len = 512;  // longest sequence the positional table covers
+  std::size_t max_len = 512;  ///< longest sequence the positional table covers
   std::size_t d_model = 64;
   std::size_t nhead = 4;
   std::size_t num_layers = 1;
@@ -36,38 +37,38 @@ struct TransformerClassifierOptions {
   double dropout = 0.1;
   double attention_dropout = 0.1;
   nn::Activation activation = nn::Activation::ReLU;
-  bool norm_first = false;  // pre-LN (with a final LayerNorm) when true
+  bool norm_first = false;  ///< pre-LN (with a final LayerNorm) when true
   Pooling pooling = Pooling::Mean;
   PositionalKind positional = PositionalKind::Sinusoidal;
   std::size_t num_classes = 2;
   std::int64_t padding_idx = 0;
 
-  // Throws std::invalid_argument naming the offending field and value.
+  /// Throws std::invalid_argument naming the offending field and value.
   void validate() const;
 };
 
-// What one forward pass can hand back besides the logits, for looking inside the model (train_imdb
-// explain). Nothing is collected unless forward is given one.
+/// What one forward pass can hand back besides the logits, for looking inside the model (train_imdb
+/// explain). Nothing is collected unless forward is given one.
 template <typename T>
 struct ClassifierTrace {
-  // embedding->forward(ids) [B, L, D] (before the sqrt(d_model) scale and the positions); it keeps its
-  // gradient after backward() when it requires one (grad mode on), for gradient-times-input saliency.
+  /// embedding->forward(ids) [B, L, D] (before the sqrt(d_model) scale and the positions); it keeps its
+  /// gradient after backward() when it requires one (grad mode on), for gradient-times-input saliency.
   Tensor<T> embeddings;
-  // Per encoder layer, the self-attention weights [B, H, P, P] as applied (P = L, or L + 1 with the
-  // [CLS] position first for Pooling::Cls); a padding key gets weight 0.
+  /// Per encoder layer, the self-attention weights [B, H, P, P] as applied (P = L, or L + 1 with the
+  /// [CLS] position first for Pooling::Cls); a padding key gets weight 0.
   std::vector<Tensor<T>> attention;
 };
 
-// forward(ids [B, L], padding_mask [B, L] with true at padding) -> logits [B, num_classes].
-//
-// As in "Attention Is All You Need" (section 3.4), token embeddings are drawn from N(0, d_model^-0.5)
-// and multiplied by sqrt(d_model), so they start at unit scale, like the positional encoding, while
-// Adam moves them at a rate relative to that scale (torch's N(0, 1) embeddings times sqrt(d_model)
-// start 8x larger at d_model 64 and learn correspondingly slower). Then dropout, the batch-first
-// encoder (with a final LayerNorm when pre-LN), pooling and a Linear head.
-//
-// A sequence with no real token at all (an empty review) is pooled over its first position, which the
-// attention may then also see, so no row is fully masked and no NaN can appear.
+/// forward(ids [B, L], padding_mask [B, L] with true at padding) -> logits [B, num_classes].
+///
+/// As in "Attention Is All You Need" (section 3.4), token embeddings are drawn from N(0, d_model^-0.5)
+/// and multiplied by sqrt(d_model), so they start at unit scale, like the positional encoding, while
+/// Adam moves them at a rate relative to that scale (torch's N(0, 1) embeddings times sqrt(d_model)
+/// start 8x larger at d_model 64 and learn correspondingly slower). Then dropout, the batch-first
+/// encoder (with a final LayerNorm when pre-LN), pooling and a Linear head.
+///
+/// A sequence with no real token at all (an empty review) is pooled over its first position, which the
+/// attention may then also see, so no row is fully masked and no NaN can appear.
 template <typename T>
 class TransformerClassifier : public nn::Module<T> {
  public:
@@ -77,15 +78,15 @@ class TransformerClassifier : public nn::Module<T> {
                     ClassifierTrace<T>* trace = nullptr) const;
 
   std::string name() const override { return "TransformerClassifier"; }
-  // The generator all dropout masks are drawn from (saved in training checkpoints).
+  /// The generator all dropout masks are drawn from (saved in training checkpoints).
   const std::shared_ptr<Generator>& dropout_generator() const { return dropout_gen_; }
 
   TransformerClassifierOptions options;
   std::shared_ptr<nn::Embedding<T>> embedding;
-  std::shared_ptr<nn::SinusoidalPositionalEncoding<T>> sinusoidal;  // one of these two is set
+  std::shared_ptr<nn::SinusoidalPositionalEncoding<T>> sinusoidal;  ///< one of these two is set
   std::shared_ptr<nn::LearnedPositionalEmbedding<T>> learned;
   std::shared_ptr<nn::Dropout<T>> dropout;
-  Tensor<T> cls_token;  // [d_model], only for Pooling::Cls
+  Tensor<T> cls_token;  ///< [d_model], only for Pooling::Cls
   std::shared_ptr<nn::TransformerEncoder<T>> encoder;
   std::shared_ptr<nn::Linear<T>> classifier;
 

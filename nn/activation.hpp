@@ -1,5 +1,6 @@
-// Activation modules (torch.nn.ReLU, torch.nn.GELU): parameter-free wrappers of the elementwise ops,
-// so they can sit in a Sequential and show in the printed module tree.
+/// @file
+/// Activation modules (torch.nn.ReLU, torch.nn.GELU): parameter-free wrappers of the elementwise ops,
+/// so they can sit in a Sequential and show in the printed module tree.
 #pragma once
 
 #include <string>
@@ -29,7 +30,7 @@ class GELU : public Module<T> {
   GeluApproximate approximate;
 };
 
-// The activation of the transformer feed-forward blocks (torch's activation="relu" | "gelu").
+/// The activation of the transformer feed-forward blocks (torch's activation="relu" | "gelu").
 enum class Activation { ReLU, GELU };
 
 template <typename T>

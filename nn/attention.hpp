@@ -1,16 +1,17 @@
-// MultiheadAttention (torch.nn.MultiheadAttention): scaled dot-product attention over num_heads
-// heads, softmax(Q K^T / sqrt(d_head) + masks) V, with torch's parameter names and layouts.
-//
-// Masks follow torch: a bool mask marks positions that may NOT be attended (true = masked, added
-// as -inf); a float mask is added to the scores as is (for key_padding_mask too, as torch 2 does;
-// torch 1.13 treated a float key_padding_mask as bool). key_padding_mask is [B, S]; attn_mask is
-// [L, S] or [B * num_heads, L, S] (batch-major, head-minor, as torch).
-//
-// Fully masked rows: when every key of a query is masked, torch's softmax yields NaN weights and a
-// NaN output that poisons the loss. tapegrad instead gives such a query all-zero attention weights,
-// so its attention output is out_proj.bias, and its gradient is zero: a fully padded sequence in a
-// batch then leaves the rest of the batch untouched. Rows with at least one visible key are exactly
-// as in torch.
+/// @file
+/// MultiheadAttention (torch.nn.MultiheadAttention): scaled dot-product attention over num_heads
+/// heads, softmax(Q K^T / sqrt(d_head) + masks) V, with torch's parameter names and layouts.
+///
+/// Masks follow torch: a bool mask marks positions that may NOT be attended (true = masked, added
+/// as -inf); a float mask is added to the scores as is (for key_padding_mask too, as torch 2 does;
+/// torch 1.13 treated a float key_padding_mask as bool). key_padding_mask is [B, S]; attn_mask is
+/// [L, S] or [B * num_heads, L, S] (batch-major, head-minor, as torch).
+///
+/// Fully masked rows: when every key of a query is masked, torch's softmax yields NaN weights and a
+/// NaN output that poisons the loss. tapegrad instead gives such a query all-zero attention weights,
+/// so its attention output is out_proj.bias, and its gradient is zero: a fully padded sequence in a
+/// batch then leaves the rest of the batch untouched. Rows with at least one visible key are exactly
+/// as in torch.
 #pragma once
 
 #include <memory>
@@ -24,7 +25,7 @@
 
 namespace tapegrad::nn {
 
-// A bool mask (true = masked) or a float mask added to the attention scores; default: no mask.
+/// A bool mask (true = masked) or a float mask added to the attention scores; default: no mask.
 template <typename T>
 class AttentionMask {
  public:
@@ -45,9 +46,9 @@ class AttentionMask {
   bool defined_ = false;
 };
 
-// [sz, sz], true above the diagonal: position i may attend to positions 0..i only.
+/// [sz, sz], true above the diagonal: position i may attend to positions 0..i only.
 BoolArray causal_mask(std::size_t sz);
-// torch.nn.Transformer.generate_square_subsequent_mask: -inf above the diagonal, 0 elsewhere.
+/// torch.nn.Transformer.generate_square_subsequent_mask: -inf above the diagonal, 0 elsewhere.
 template <typename T>
 Tensor<T> generate_square_subsequent_mask(std::size_t sz);
 
@@ -55,29 +56,29 @@ struct MultiheadAttentionOptions {
   MultiheadAttentionOptions(std::size_t embed_dim, std::size_t num_heads)
       : embed_dim(embed_dim), num_heads(num_heads) {}
   std::size_t embed_dim, num_heads;
-  double dropout = 0.0;  // on the attention weights, in training only
+  double dropout = 0.0;  ///< on the attention weights, in training only
   bool bias = true;
-  std::size_t kdim = 0, vdim = 0;  // 0 means embed_dim
-  bool batch_first = false;        // inputs [B, L, E] instead of [L, B, E]
+  std::size_t kdim = 0, vdim = 0;  ///< 0 means embed_dim
+  bool batch_first = false;        ///< inputs [B, L, E] instead of [L, B, E]
 };
 
 template <typename T>
 class MultiheadAttention : public Module<T> {
  public:
-  // Initialization as torch: out_proj is a Linear (its own init, then its bias zeroed), the input
-  // projections xavier_uniform_, in_proj_bias zero. Dropout draws from dropout_gen, or from a
-  // generator seeded from gen when none is shared.
+  /// Initialization as torch: out_proj is a Linear (its own init, then its bias zeroed), the input
+  /// projections xavier_uniform_, in_proj_bias zero. Dropout draws from dropout_gen, or from a
+  /// generator seeded from gen when none is shared.
   MultiheadAttention(const MultiheadAttentionOptions& options, Generator& gen,
                      std::shared_ptr<Generator> dropout_gen = nullptr);
   MultiheadAttention(std::size_t embed_dim, std::size_t num_heads, Generator& gen)
       : MultiheadAttention(MultiheadAttentionOptions(embed_dim, num_heads), gen) {}
 
-  // query [L, B, E], key [S, B, kdim], value [S, B, vdim] ([B, ., .] when batch_first) ->
-  // (output [L, B, E], weights [B, L, S] averaged over heads or [B, H, L, S] per head; an undefined
-  // tensor when !need_weights). Unbatched inputs [L, E], [S, kdim], [S, vdim] give [L, E] and
-  // [L, S] / [H, L, S], with key_padding_mask [S] and attn_mask [L, S] or [H, L, S], as torch. The weights returned are
-  // those applied to the values, i.e. after dropout, as torch. is_causal without attn_mask applies causal_mask(L, S)
-  // (torch requires the mask and treats is_causal as a hint; with attn_mask given, attn_mask is used as is).
+  /// query [L, B, E], key [S, B, kdim], value [S, B, vdim] ([B, ., .] when batch_first) ->
+  /// (output [L, B, E], weights [B, L, S] averaged over heads or [B, H, L, S] per head; an undefined
+  /// tensor when !need_weights). Unbatched inputs [L, E], [S, kdim], [S, vdim] give [L, E] and
+  /// [L, S] / [H, L, S], with key_padding_mask [S] and attn_mask [L, S] or [H, L, S], as torch. The weights returned
+  /// are those applied to the values, i.e. after dropout, as torch. is_causal without attn_mask applies causal_mask(L,
+  /// S) (torch requires the mask and treats is_causal as a hint; with attn_mask given, attn_mask is used as is).
   std::pair<Tensor<T>, Tensor<T>> forward(const Tensor<T>& query, const Tensor<T>& key, const Tensor<T>& value,
                                           const AttentionMask<T>& key_padding_mask = {}, bool need_weights = true,
                                           const AttentionMask<T>& attn_mask = {}, bool average_attn_weights = true,
@@ -89,8 +90,8 @@ class MultiheadAttention : public Module<T> {
   std::size_t embed_dim, num_heads, head_dim, kdim, vdim;
   double dropout;
   bool batch_first;
-  // Packed [3E, E] when kdim == vdim == embed_dim; otherwise q/k/v_proj_weight [E, E], [E, kdim],
-  // [E, vdim]. The unused ones are undefined, as are the biases when bias = false.
+  /// Packed [3E, E] when kdim == vdim == embed_dim; otherwise q/k/v_proj_weight [E, E], [E, kdim],
+  /// [E, vdim]. The unused ones are undefined, as are the biases when bias = false.
   Tensor<T> in_proj_weight, q_proj_weight, k_proj_weight, v_proj_weight, in_proj_bias;
   std::shared_ptr<Linear<T>> out_proj;
 

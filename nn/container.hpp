@@ -1,5 +1,6 @@
-// Containers: Sequential chains Tensor -> Tensor modules; ModuleList holds modules under the names
-// "0", "1", ... (torch.nn.Sequential / torch.nn.ModuleList).
+/// @file
+/// Containers: Sequential chains Tensor -> Tensor modules; ModuleList holds modules under the names
+/// "0", "1", ... (torch.nn.Sequential / torch.nn.ModuleList).
 #pragma once
 
 #include <fmt/format.h>
@@ -18,7 +19,7 @@ template <typename T>
 class Sequential : public Module<T> {
  public:
   Sequential() = default;
-  // Any modules with a `Tensor<T> forward(const Tensor<T>&)` member.
+  /// Any modules with a `Tensor<T> forward(const Tensor<T>&)` member.
   template <typename... M>
   explicit Sequential(std::shared_ptr<M>... modules) {
     (push_back(std::move(modules)), ...);
@@ -31,7 +32,7 @@ class Sequential : public Module<T> {
     forwards_.push_back([module](const Tensor<T>& x) { return module->forward(x); });
   }
 
-  // Each module's output is the next one's input.
+  /// Each module's output is the next one's input.
   Tensor<T> forward(const Tensor<T>& x) const {
     Tensor<T> h = x;
     for (const auto& f : forwards_) h = f(h);
@@ -62,7 +63,7 @@ class ModuleList : public Module<T> {
       throw std::out_of_range(fmt::format("ModuleList: index {} out of range for {} modules", i, size()));
     return this->named_children()[i].second;
   }
-  // The i-th module as its own type; throws if it is of another type.
+  /// The i-th module as its own type; throws if it is of another type.
   template <typename M>
   std::shared_ptr<M> at(std::size_t i) const {
     auto m = std::dynamic_pointer_cast<M>((*this)[i]);

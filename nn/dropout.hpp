@@ -1,9 +1,10 @@
-// Dropout (torch.nn.Dropout): zeroes elements with probability p in training, identity in eval.
-//
-// The mask comes from a Generator held by shared pointer: one per module, or one shared by every
-// dropout of a model. A training checkpoint saves generator()->state() and restores it with
-// set_state(), so a resumed run draws the same masks as an uninterrupted one; the generator is also
-// listed by named_generators() as "generator".
+/// @file
+/// Dropout (torch.nn.Dropout): zeroes elements with probability p in training, identity in eval.
+///
+/// The mask comes from a Generator held by shared pointer: one per module, or one shared by every
+/// dropout of a model. A training checkpoint saves generator()->state() and restores it with
+/// set_state(), so a resumed run draws the same masks as an uninterrupted one; the generator is also
+/// listed by named_generators() as "generator".
 #pragma once
 
 #include <cstdint>
@@ -18,9 +19,9 @@ namespace tapegrad::nn {
 template <typename T>
 class Dropout : public Module<T> {
  public:
-  // Its own generator, seeded with `seed`.
+  /// Its own generator, seeded with `seed`.
   explicit Dropout(double p = 0.5, std::uint64_t seed = 0);
-  // A generator shared with other modules (must not be null).
+  /// A generator shared with other modules (must not be null).
   Dropout(double p, std::shared_ptr<Generator> gen);
 
   Tensor<T> forward(const Tensor<T>& x) const;

@@ -1,4 +1,5 @@
-// LayerNorm (torch.nn.LayerNorm): normalizes over the trailing normalized_shape dims.
+/// @file
+/// LayerNorm (torch.nn.LayerNorm): normalizes over the trailing normalized_shape dims.
 #pragma once
 
 #include <string>
@@ -10,7 +11,7 @@ namespace tapegrad::nn {
 template <typename T>
 class LayerNorm : public Module<T> {
  public:
-  // weight ones and bias zeros of normalized_shape when elementwise_affine, as torch.
+  /// weight ones and bias zeros of normalized_shape when elementwise_affine, as torch.
   explicit LayerNorm(Shape normalized_shape, double eps = 1e-5, bool elementwise_affine = true);
   explicit LayerNorm(std::size_t normalized_size, double eps = 1e-5, bool elementwise_affine = true)
       : LayerNorm(Shape{normalized_size}, eps, elementwise_affine) {}
@@ -23,7 +24,7 @@ class LayerNorm : public Module<T> {
   Shape normalized_shape;
   double eps;
   bool elementwise_affine;
-  Tensor<T> weight, bias;  // undefined without elementwise_affine
+  Tensor<T> weight, bias;  ///< undefined without elementwise_affine
 };
 
 extern template class LayerNorm<float>;

@@ -1,4 +1,5 @@
-// Linear: y = x W^T + b, torch.nn.Linear with its parameter names and initialization.
+/// @file
+/// Linear: y = x W^T + b, torch.nn.Linear with its parameter names and initialization.
 #pragma once
 
 #include <string>
@@ -11,11 +12,11 @@ namespace tapegrad::nn {
 template <typename T>
 class Linear : public Module<T> {
  public:
-  // weight [out, in] and bias [out] both from U(-1/sqrt(in), 1/sqrt(in)): torch's
-  // kaiming_uniform_(a=sqrt(5)) for the weight and its fan-in bound for the bias.
+  /// weight [out, in] and bias [out] both from U(-1/sqrt(in), 1/sqrt(in)): torch's
+  /// kaiming_uniform_(a=sqrt(5)) for the weight and its fan-in bound for the bias.
   Linear(std::size_t in_features, std::size_t out_features, Generator& gen, bool bias = true);
 
-  // x [..., in] -> [..., out].
+  /// x [..., in] -> [..., out].
   Tensor<T> forward(const Tensor<T>& x) const;
 
   std::string name() const override { return type_name_; }
@@ -23,12 +24,12 @@ class Linear : public Module<T> {
 
   std::size_t in_features, out_features;
   Tensor<T> weight;
-  Tensor<T> bias;  // undefined when bias = false
+  Tensor<T> bias;  ///< undefined when bias = false
 
  private:
   template <typename>
   friend class MultiheadAttention;
-  std::string type_name_ = "Linear";  // MultiheadAttention's out_proj prints as torch names it
+  std::string type_name_ = "Linear";  ///< MultiheadAttention's out_proj prints as torch names it
 };
 
 extern template class Linear<float>;

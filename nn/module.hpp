@@ -1,5 +1,6 @@
-// Module<T>: the base of every nn layer, holding named parameters, buffers and submodules in
-// registration order so that names, state_dict() and print(model) match torch.nn.Module.
+/// @file
+/// Module<T>: the base of every nn layer, holding named parameters, buffers and submodules in
+/// registration order so that names, state_dict() and print(model) match torch.nn.Module.
 #pragma once
 
 #include <cstddef>
@@ -19,15 +20,15 @@ class Module {
  public:
   Module() = default;
   virtual ~Module() = default;
-  // A module owns its parameters' identity; copying one would silently alias or duplicate them.
+  /// A module owns its parameters' identity; copying one would silently alias or duplicate them.
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;
 
-  // Registers a parameter under `name` and makes it require grad; returns the same handle, so a
-  // subclass keeps it in a member (`weight = register_parameter("weight", ...)`).
+  /// Registers a parameter under `name` and makes it require grad; returns the same handle, so a
+  /// subclass keeps it in a member (`weight = register_parameter("weight", ...)`).
   Tensor<T> register_parameter(const std::string& name, Tensor<T> tensor);
-  // A buffer is state that is not trained (e.g. a positional-encoding table). Non-persistent
-  // buffers are left out of state_dict(), as in torch.
+  /// A buffer is state that is not trained (e.g. a positional-encoding table). Non-persistent
+  /// buffers are left out of state_dict(), as in torch.
   Tensor<T> register_buffer(const std::string& name, Tensor<T> tensor, bool persistent = true);
   template <typename M>
   std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
@@ -35,39 +36,39 @@ class Module {
     return module;
   }
 
-  // A random generator the module draws from while running (dropout masks). Listing them lets a
-  // training checkpoint save and restore every generator's state without knowing the model.
+  /// A random generator the module draws from while running (dropout masks). Listing them lets a
+  /// training checkpoint save and restore every generator's state without knowing the model.
   void register_generator(const std::string& name, std::shared_ptr<Generator> gen);
-  // Recursive with dotted names like named_parameters(); a generator shared by several modules is
-  // listed once, under the first name reached (an ancestor's before its children's).
+  /// Recursive with dotted names like named_parameters(); a generator shared by several modules is
+  /// listed once, under the first name reached (an ancestor's before its children's).
   std::vector<std::pair<std::string, std::shared_ptr<Generator>>> named_generators() const;
 
-  // Recursive, in registration order (own entries first, then each child's), with torch's dotted names.
+  /// Recursive, in registration order (own entries first, then each child's), with torch's dotted names.
   std::vector<Tensor<T>> parameters() const;
   std::vector<std::pair<std::string, Tensor<T>>> named_parameters() const;
   std::vector<Tensor<T>> buffers() const;
   std::vector<std::pair<std::string, Tensor<T>>> named_buffers() const;
-  // Parameters and persistent buffers; the tensors alias the module's own, so writing into their
-  // values (mutable_data()) loads a checkpoint into the module.
+  /// Parameters and persistent buffers; the tensors alias the module's own, so writing into their
+  /// values (mutable_data()) loads a checkpoint into the module.
   StateDict<T> state_dict() const;
-  // Direct submodules only.
+  /// Direct submodules only.
   const std::vector<std::pair<std::string, std::shared_ptr<Module<T>>>>& named_children() const { return children_; }
   std::vector<std::shared_ptr<Module<T>>> children() const;
 
-  // Sets training mode here and in every descendant (torch's train() / eval()).
+  /// Sets training mode here and in every descendant (torch's train() / eval()).
   virtual void train(bool on = true);
   void eval() { train(false); }
   bool is_training() const { return training_; }
 
-  // Drops every parameter's gradient (torch's zero_grad(set_to_none=True)).
+  /// Drops every parameter's gradient (torch's zero_grad(set_to_none=True)).
   void zero_grad();
-  // Number of scalar parameters, counting each once.
+  /// Number of scalar parameters, counting each once.
   std::size_t num_parameters() const;
 
-  // The class name shown by to_string() ("Linear"), and the text inside its parentheses.
+  /// The class name shown by to_string() ("Linear"), and the text inside its parentheses.
   virtual std::string name() const = 0;
   virtual std::string extra_repr() const { return ""; }
-  // The module tree exactly as torch prints it with print(model).
+  /// The module tree exactly as torch prints it with print(model).
   std::string to_string() const;
 
  protected:
@@ -93,7 +94,7 @@ class Module {
   bool training_ = true;
 };
 
-// A double as Python's repr() writes it ("0.1", "1e-05", "0.0"), for extra_repr().
+/// A double as Python's repr() writes it ("0.1", "1e-05", "0.0"), for extra_repr().
 std::string python_float(double value);
 
 template <typename T>

@@ -1,4 +1,5 @@
-// Every nn module of tapegrad (namespace tapegrad::nn), for users who want them all.
+/// @file
+/// Every nn module of tapegrad (namespace tapegrad::nn), for users who want them all.
 #pragma once
 
 #include "tapegrad/io/state_dict.hpp"

@@ -1,5 +1,6 @@
-// Position information added to token embeddings: the fixed sinusoidal table of "Attention Is All
-// You Need" and a learned table.
+/// @file
+/// Position information added to token embeddings: the fixed sinusoidal table of "Attention Is All
+/// You Need" and a learned table.
 #pragma once
 
 #include <string>
@@ -9,18 +10,18 @@
 
 namespace tapegrad::nn {
 
-// PE[pos, 2i] = sin(pos / 10000^(2i / d_model)), PE[pos, 2i + 1] = cos(pos / 10000^(2i / d_model)).
-//
-// The table is a non-persistent buffer "pe" [max_len, d_model]: it is not trained and is a pure
-// function of (d_model, max_len), so it is rebuilt at construction rather than stored. Keeping it out
-// of state_dict() makes checkpoints smaller, lets a model with a different max_len load them, and
-// leaves state_dict() with exactly the trained tensors of the equivalent torch model.
+/// PE[pos, 2i] = sin(pos / 10000^(2i / d_model)), PE[pos, 2i + 1] = cos(pos / 10000^(2i / d_model)).
+///
+/// The table is a non-persistent buffer "pe" [max_len, d_model]: it is not trained and is a pure
+/// function of (d_model, max_len), so it is rebuilt at construction rather than stored. Keeping it out
+/// of state_dict() makes checkpoints smaller, lets a model with a different max_len load them, and
+/// leaves state_dict() with exactly the trained tensors of the equivalent torch model.
 template <typename T>
 class SinusoidalPositionalEncoding : public Module<T> {
  public:
   SinusoidalPositionalEncoding(std::size_t d_model, std::size_t max_len = 5000, bool batch_first = false);
 
-  // x [L, B, D] (or [B, L, D] when batch_first) plus PE[:L], broadcast over the batch.
+  /// x [L, B, D] (or [B, L, D] when batch_first) plus PE[:L], broadcast over the batch.
   Tensor<T> forward(const Tensor<T>& x) const;
 
   std::string name() const override { return "SinusoidalPositionalEncoding"; }
@@ -31,8 +32,8 @@ class SinusoidalPositionalEncoding : public Module<T> {
   Tensor<T> pe;
 };
 
-// A trained table "weight" [max_len, d_model] drawn from N(0, 1) like an Embedding's; forward adds
-// weight[:L] the same way as the sinusoidal encoding.
+/// A trained table "weight" [max_len, d_model] drawn from N(0, 1) like an Embedding's; forward adds
+/// weight[:L] the same way as the sinusoidal encoding.
 template <typename T>
 class LearnedPositionalEmbedding : public Module<T> {
  public:

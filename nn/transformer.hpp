@@ -1,7 +1,8 @@
-// Transformer blocks laid out exactly as torch.nn's: TransformerEncoderLayer, TransformerDecoderLayer
-// and their stacks, with torch's flat submodule names (self_attn, linear1, dropout, linear2, norm1,
-// ..., dropout1, ...) so that state_dict names match; plus FeedForward, the position-wise block as a
-// standalone module for users (the layers do not use it, since torch's layers hold its parts directly).
+/// @file
+/// Transformer blocks laid out exactly as torch.nn's: TransformerEncoderLayer, TransformerDecoderLayer
+/// and their stacks, with torch's flat submodule names (self_attn, linear1, dropout, linear2, norm1,
+/// ..., dropout1, ...) so that state_dict names match; plus FeedForward, the position-wise block as a
+/// standalone module for users (the layers do not use it, since torch's layers hold its parts directly).
 #pragma once
 
 #include <memory>
@@ -20,21 +21,21 @@
 
 namespace tapegrad::nn {
 
-// torch's constructor arguments of TransformerEncoderLayer / TransformerDecoderLayer, with its defaults.
+/// torch's constructor arguments of TransformerEncoderLayer / TransformerDecoderLayer, with its defaults.
 struct TransformerLayerOptions {
   TransformerLayerOptions(std::size_t d_model, std::size_t nhead) : d_model(d_model), nhead(nhead) {}
   std::size_t d_model, nhead;
   std::size_t dim_feedforward = 2048;
   double dropout = 0.1;
-  // Dropout on the attention weights; torch's layers use `dropout` there too, which is the default.
+  /// Dropout on the attention weights; torch's layers use `dropout` there too, which is the default.
   std::optional<double> attention_dropout;
   Activation activation = Activation::ReLU;
   double layer_norm_eps = 1e-5;
   bool batch_first = false;
-  bool norm_first = false;  // pre-LN when true, post-LN (the original Transformer) when false
+  bool norm_first = false;  ///< pre-LN when true, post-LN (the original Transformer) when false
 };
 
-// linear2(dropout(activation(linear1(x)))).
+/// linear2(dropout(activation(linear1(x)))).
 template <typename T>
 class FeedForward : public Module<T> {
  public:
@@ -50,20 +51,20 @@ class FeedForward : public Module<T> {
   std::shared_ptr<Linear<T>> linear2;
 };
 
-// All the layer's dropouts (and its attention dropout) share one generator: dropout_gen, or one
-// seeded from gen. Save dropout_generator()->state() in a checkpoint to resume the same masks.
+/// All the layer's dropouts (and its attention dropout) share one generator: dropout_gen, or one
+/// seeded from gen. Save dropout_generator()->state() in a checkpoint to resume the same masks.
 template <typename T>
 class TransformerEncoderLayer : public Module<T> {
  public:
   TransformerEncoderLayer(const TransformerLayerOptions& options, Generator& gen,
                           std::shared_ptr<Generator> dropout_gen = nullptr);
 
-  // post-LN: x = norm1(x + sa(x)); x = norm2(x + ff(x)).
-  // pre-LN:  x = x + sa(norm1(x)); x = x + ff(norm2(x)).
-  // sa(x) = dropout1(self_attn(x, x, x)), ff(x) = dropout2(linear2(dropout(activation(linear1(x))))).
-  // Masks and is_causal as in MultiheadAttention::forward (is_causal without src_mask applies the
-  // causal mask). attn_weights, when given (for inspecting a model; not in torch), receives the
-  // self-attention's per-head weights [B, H, L, S] as applied to the values (after attention dropout).
+  /// post-LN: x = norm1(x + sa(x)); x = norm2(x + ff(x)).
+  /// pre-LN:  x = x + sa(norm1(x)); x = x + ff(norm2(x)).
+  /// sa(x) = dropout1(self_attn(x, x, x)), ff(x) = dropout2(linear2(dropout(activation(linear1(x))))).
+  /// Masks and is_causal as in MultiheadAttention::forward (is_causal without src_mask applies the
+  /// causal mask). attn_weights, when given (for inspecting a model; not in torch), receives the
+  /// self-attention's per-head weights [B, H, L, S] as applied to the values (after attention dropout).
   Tensor<T> forward(const Tensor<T>& src, const AttentionMask<T>& src_mask = {},
                     const AttentionMask<T>& src_key_padding_mask = {}, bool is_causal = false,
                     Tensor<T>* attn_weights = nullptr) const;
@@ -89,10 +90,10 @@ class TransformerDecoderLayer : public Module<T> {
   TransformerDecoderLayer(const TransformerLayerOptions& options, Generator& gen,
                           std::shared_ptr<Generator> dropout_gen = nullptr);
 
-  // post-LN: x = norm1(x + sa(x)); x = norm2(x + mha(x, memory)); x = norm3(x + ff(x)).
-  // pre-LN:  x = x + sa(norm1(x)); x = x + mha(norm2(x), memory); x = x + ff(norm3(x)).
-  // sa, mha and ff end in dropout1, dropout2 and dropout3. tgt_is_causal as is_causal of
-  // MultiheadAttention::forward for the self-attention.
+  /// post-LN: x = norm1(x + sa(x)); x = norm2(x + mha(x, memory)); x = norm3(x + ff(x)).
+  /// pre-LN:  x = x + sa(norm1(x)); x = x + mha(norm2(x), memory); x = x + ff(norm3(x)).
+  /// sa, mha and ff end in dropout1, dropout2 and dropout3. tgt_is_causal as is_causal of
+  /// MultiheadAttention::forward for the self-attention.
   Tensor<T> forward(const Tensor<T>& tgt, const Tensor<T>& memory, const AttentionMask<T>& tgt_mask = {},
                     const AttentionMask<T>& memory_mask = {}, const AttentionMask<T>& tgt_key_padding_mask = {},
                     const AttentionMask<T>& memory_key_padding_mask = {}, bool tgt_is_causal = false) const;
@@ -112,16 +113,16 @@ class TransformerDecoderLayer : public Module<T> {
   std::shared_ptr<Generator> dropout_gen_;
 };
 
-// num_layers layers named layers.0, layers.1, ..., then the optional final `norm`. Unlike torch,
-// which deep-copies one layer (so every layer starts with identical weights), each layer here is
-// built from the options with its own draws from gen. All layers share one dropout generator.
+/// num_layers layers named layers.0, layers.1, ..., then the optional final `norm`. Unlike torch,
+/// which deep-copies one layer (so every layer starts with identical weights), each layer here is
+/// built from the options with its own draws from gen. All layers share one dropout generator.
 template <typename T>
 class TransformerEncoder : public Module<T> {
  public:
   TransformerEncoder(const TransformerLayerOptions& layer, std::size_t num_layers, Generator& gen,
                      std::shared_ptr<LayerNorm<T>> norm = nullptr, std::shared_ptr<Generator> dropout_gen = nullptr);
 
-  // attn_weights, when given, receives one [B, H, L, S] tensor per layer (see TransformerEncoderLayer).
+  /// attn_weights, when given, receives one [B, H, L, S] tensor per layer (see TransformerEncoderLayer).
   Tensor<T> forward(const Tensor<T>& src, const AttentionMask<T>& mask = {},
                     const AttentionMask<T>& src_key_padding_mask = {}, bool is_causal = false,
                     std::vector<Tensor<T>>* attn_weights = nullptr) const;
@@ -130,7 +131,7 @@ class TransformerEncoder : public Module<T> {
   const std::shared_ptr<Generator>& dropout_generator() const { return dropout_gen_; }
 
   std::shared_ptr<ModuleList<T>> layers;
-  std::shared_ptr<LayerNorm<T>> norm;  // null when there is no final norm
+  std::shared_ptr<LayerNorm<T>> norm;  ///< null when there is no final norm
 
  private:
   std::vector<std::shared_ptr<TransformerEncoderLayer<T>>> typed_layers_;

@@ -1,4 +1,5 @@
-// Adam (Kingma & Ba) with torch.optim.Adam's update rule, L2 weight decay and AMSGrad.
+/// @file
+/// Adam (Kingma & Ba) with torch.optim.Adam's update rule, L2 weight decay and AMSGrad.
 #pragma once
 
 #include <utility>
@@ -11,22 +12,22 @@ struct AdamOptions {
   double lr = 1e-3;
   std::pair<double, double> betas = {0.9, 0.999};
   double eps = 1e-8;
-  double weight_decay = 0.0;  // L2: weight_decay * param is added to the gradient
+  double weight_decay = 0.0;  ///< L2: weight_decay * param is added to the gradient
   bool amsgrad = false;
 };
 
-// For each parameter p with gradient g, at step t = 1, 2, ... of that parameter (torch 1.13's rule):
-//   g <- g + weight_decay * p
-//   m <- beta1 * m + (1 - beta1) * g                 ("exp_avg")
-//   v <- beta2 * v + (1 - beta2) * g * g             ("exp_avg_sq")
-//   vmax <- max(vmax, v) if amsgrad                  ("max_exp_avg_sq"), and v below is vmax
-//   p <- p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
-// eps is added after the bias correction of sqrt(v), as in torch (not to v itself).
+/// For each parameter p with gradient g, at step t = 1, 2, ... of that parameter (torch 1.13's rule):
+///   g <- g + weight_decay * p
+///   m <- beta1 * m + (1 - beta1) * g                 ("exp_avg")
+///   v <- beta2 * v + (1 - beta2) * g * g             ("exp_avg_sq")
+///   vmax <- max(vmax, v) if amsgrad                  ("max_exp_avg_sq"), and v below is vmax
+///   p <- p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+/// eps is added after the bias correction of sqrt(v), as in torch (not to v itself).
 template <typename T>
 class Adam : public Optimizer<T> {
  public:
-  // Throws std::invalid_argument, naming the value, for lr, eps or weight_decay < 0, or a beta
-  // outside [0, 1).
+  /// Throws std::invalid_argument, naming the value, for lr, eps or weight_decay < 0, or a beta
+  /// outside [0, 1).
   Adam(std::vector<Tensor<T>> params, AdamOptions options = {});
   void step() override;
   const AdamOptions& options() const { return options_; }
@@ -45,12 +46,12 @@ extern template class Adam<double>;
 
 namespace detail {
 
-// Checks Adam/AdamW hyperparameters; `op` names the optimizer in the message.
+/// Checks Adam/AdamW hyperparameters; `op` names the optimizer in the message.
 void check_adam_options(const char* op, double lr, std::pair<double, double> betas, double eps, double weight_decay);
 
-// The moment updates and the parameter update shared by Adam and AdamW, for one parameter of n
-// elements at step t (already incremented); vmax is null without amsgrad. The gradient g already
-// includes any L2 term.
+/// The moment updates and the parameter update shared by Adam and AdamW, for one parameter of n
+/// elements at step t (already incremented); vmax is null without amsgrad. The gradient g already
+/// includes any L2 term.
 template <typename T>
 void adam_update(T* p, const T* g, T* m, T* v, T* vmax, std::size_t n, std::int64_t t, double lr,
                  std::pair<double, double> betas, double eps);

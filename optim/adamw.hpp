@@ -1,4 +1,5 @@
-// AdamW (Loshchilov & Hutter): Adam with decoupled weight decay, torch.optim.AdamW's update rule.
+/// @file
+/// AdamW (Loshchilov & Hutter): Adam with decoupled weight decay, torch.optim.AdamW's update rule.
 #pragma once
 
 #include "tapegrad/optim/adam.hpp"
@@ -9,19 +10,19 @@ struct AdamWOptions {
   double lr = 1e-3;
   std::pair<double, double> betas = {0.9, 0.999};
   double eps = 1e-8;
-  double weight_decay = 1e-2;  // decoupled: p <- p * (1 - lr * weight_decay) before the Adam step
+  double weight_decay = 1e-2;  ///< decoupled: p <- p * (1 - lr * weight_decay) before the Adam step
   bool amsgrad = false;
 };
 
-// For each parameter p with gradient g, at step t of that parameter (torch 1.13's rule):
-//   p <- p * (1 - lr * weight_decay)
-//   then Adam's update with g unchanged (see optim/adam.hpp).
-// State: "exp_avg", "exp_avg_sq", "max_exp_avg_sq" (amsgrad only) and "step".
+/// For each parameter p with gradient g, at step t of that parameter (torch 1.13's rule):
+///   p <- p * (1 - lr * weight_decay)
+///   then Adam's update with g unchanged (see optim/adam.hpp).
+/// State: "exp_avg", "exp_avg_sq", "max_exp_avg_sq" (amsgrad only) and "step".
 template <typename T>
 class AdamW : public Optimizer<T> {
  public:
-  // Throws std::invalid_argument, naming the value, for lr, eps or weight_decay < 0, or a beta
-  // outside [0, 1).
+  /// Throws std::invalid_argument, naming the value, for lr, eps or weight_decay < 0, or a beta
+  /// outside [0, 1).
   AdamW(std::vector<Tensor<T>> params, AdamWOptions options = {});
   void step() override;
   const AdamWOptions& options() const { return options_; }

@@ -1,5 +1,6 @@
-// Gradient clipping with torch.nn.utils' names and numerics; both change the gradients in place and
-// skip parameters without a gradient.
+/// @file
+/// Gradient clipping with torch.nn.utils' names and numerics; both change the gradients in place and
+/// skip parameters without a gradient.
 #pragma once
 
 #include <limits>
@@ -9,15 +10,15 @@
 
 namespace tapegrad::optim {
 
-// The norm of all gradients taken together, like torch: the p-norm of the per-tensor p-norms
-// (norm_type = infinity: the largest absolute value). If clip_coef = max_norm / (total_norm + 1e-6)
-// is < 1 every gradient is multiplied by it. Returns total_norm before clipping (0 if no parameter
-// has a gradient). Throws std::invalid_argument for norm_type <= 0 or NaN max_norm / norm_type.
+/// The norm of all gradients taken together, like torch: the p-norm of the per-tensor p-norms
+/// (norm_type = infinity: the largest absolute value). If clip_coef = max_norm / (total_norm + 1e-6)
+/// is < 1 every gradient is multiplied by it. Returns total_norm before clipping (0 if no parameter
+/// has a gradient). Throws std::invalid_argument for norm_type <= 0 or NaN max_norm / norm_type.
 template <typename T>
 double clip_grad_norm_(const std::vector<Tensor<T>>& params, double max_norm, double norm_type = 2.0);
 
-// Clamps every gradient element into [-clip_value, clip_value]. Throws std::invalid_argument for a
-// negative or NaN clip_value.
+/// Clamps every gradient element into [-clip_value, clip_value]. Throws std::invalid_argument for a
+/// negative or NaN clip_value.
 template <typename T>
 void clip_grad_value_(const std::vector<Tensor<T>>& params, double clip_value);
 

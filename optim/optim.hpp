@@ -1,4 +1,5 @@
-// Everything in torch.optim's place: the optimizers, learning-rate schedules and gradient clipping.
+/// @file
+/// Everything in torch.optim's place: the optimizers, learning-rate schedules and gradient clipping.
 #pragma once
 
 #include "tapegrad/optim/adam.hpp"

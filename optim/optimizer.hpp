@@ -1,5 +1,6 @@
-// Optimizer: the base of SGD, Adam and AdamW, holding the parameters it updates in place and their
-// per-parameter state, with torch.optim's zero_grad / step / state_dict / load_state_dict.
+/// @file
+/// Optimizer: the base of SGD, Adam and AdamW, holding the parameters it updates in place and their
+/// per-parameter state, with torch.optim's zero_grad / step / state_dict / load_state_dict.
 #pragma once
 
 #include <cstdint>
@@ -14,51 +15,51 @@ namespace tapegrad::optim {
 template <typename T>
 class Optimizer {
  public:
-  // params alias the module's parameters (Tensor handles share their values), so step() updates the
-  // module. Throws std::invalid_argument for an empty list, an undefined or non-leaf tensor, or a
-  // tensor listed twice.
+  /// params alias the module's parameters (Tensor handles share their values), so step() updates the
+  /// module. Throws std::invalid_argument for an empty list, an undefined or non-leaf tensor, or a
+  /// tensor listed twice.
   Optimizer(std::vector<Tensor<T>> params, double lr);
   virtual ~Optimizer() = default;
   Optimizer(const Optimizer&) = delete;
   Optimizer& operator=(const Optimizer&) = delete;
 
-  // One update of every parameter that has a gradient; parameters without one are skipped and keep
-  // their state untouched, as in torch.
+  /// One update of every parameter that has a gradient; parameters without one are skipped and keep
+  /// their state untouched, as in torch.
   virtual void step() = 0;
-  // Drops every parameter's gradient (torch's zero_grad(set_to_none=True)).
+  /// Drops every parameter's gradient (torch's zero_grad(set_to_none=True)).
   void zero_grad();
 
   double lr() const { return lr_; }
-  // Learning-rate schedules call this before each step. Throws std::invalid_argument if lr < 0.
+  /// Learning-rate schedules call this before each step. Throws std::invalid_argument if lr < 0.
   void set_lr(double lr);
 
   const std::vector<Tensor<T>>& params() const { return params_; }
 
-  // A snapshot (copies) of the state, flattened like torch's optimizer.state_dict():
-  //   "state.<i>.<buffer>"  a buffer of parameter i, with the parameter's shape
-  //   "state.<i>.step"      its step count, a 0-d tensor (float32 counts are exact up to 2^24, as in torch)
-  //   "param_groups.0.lr"   the current learning rate, a 0-d tensor
-  // Parameters that have never been stepped have no "state.<i>" entries.
+  /// A snapshot (copies) of the state, flattened like torch's optimizer.state_dict():
+  ///   "state.<i>.<buffer>"  a buffer of parameter i, with the parameter's shape
+  ///   "state.<i>.step"      its step count, a 0-d tensor (float32 counts are exact up to 2^24, as in torch)
+  ///   "param_groups.0.lr"   the current learning rate, a 0-d tensor
+  /// Parameters that have never been stepped have no "state.<i>" entries.
   StateDict<T> state_dict() const;
-  // Replaces the whole state. Every name and shape is checked first; all problems (unexpected or
-  // missing names, wrong shapes, non-integer step counts) are reported together in one
-  // std::invalid_argument and nothing is changed.
+  /// Replaces the whole state. Every name and shape is checked first; all problems (unexpected or
+  /// missing names, wrong shapes, non-integer step counts) are reported together in one
+  /// std::invalid_argument and nothing is changed.
   void load_state_dict(const StateDict<T>& state);
 
  protected:
   struct ParamState {
     bool initialized = false;
     std::int64_t step = 0;
-    std::vector<xt::xarray<T>> buffers;  // in the order of buffer_names()
+    std::vector<xt::xarray<T>> buffers;  ///< in the order of buffer_names()
   };
 
-  // The names of the per-parameter buffers this optimizer keeps ("exp_avg", ...), and whether it
-  // counts steps; state_dict() and load_state_dict() are built on them.
+  /// The names of the per-parameter buffers this optimizer keeps ("exp_avg", ...), and whether it
+  /// counts steps; state_dict() and load_state_dict() are built on them.
   virtual std::vector<std::string> buffer_names() const = 0;
   virtual bool counts_steps() const = 0;
   virtual const char* name() const = 0;
 
-  // Parameter i's state, with zero-filled buffers the first time (torch's lazy state init).
+  /// Parameter i's state, with zero-filled buffers the first time (torch's lazy state init).
   ParamState& state_for(std::size_t i);
 
   std::vector<Tensor<T>> params_;

@@ -1,14 +1,15 @@
-// Training checkpoints: the model's state_dict, the optimizer's state, the step and the state of the
-// random generators in one safetensors file, so that a resumed run continues exactly where it stopped.
-//
-// Layout: "model.<name>", "optimizer.<name>" and "extra.<name>" (F32 or F64, the state_dicts' own
-// names; extra holds any other state a run keeps, such as ExponentialMovingAverage's), "step"
-// (I64, 0-d), and per generator, under a key <g>: "<g>.state" (U64 [4]: the xoshiro256** words),
-// "<g>.has_spare_normal" (BOOL, 0-d), "<g>.spare_normal" (F64, 0-d). <g> is "generator" when one
-// Generator is passed, "generator.<name>" for each of a Module's named_generators().
-// The metadata entry "tapegrad.checksum" is a 64-bit FNV-1a hash of every tensor as loaded (name,
-// dtype, shape, values) and of the other metadata, so that a corrupted byte that changes anything
-// loading would use is reported instead of loaded. Written atomically like any safetensors file.
+/// @file
+/// Training checkpoints: the model's state_dict, the optimizer's state, the step and the state of the
+/// random generators in one safetensors file, so that a resumed run continues exactly where it stopped.
+///
+/// Layout: "model.<name>", "optimizer.<name>" and "extra.<name>" (F32 or F64, the state_dicts' own
+/// names; extra holds any other state a run keeps, such as ExponentialMovingAverage's), "step"
+/// (I64, 0-d), and per generator, under a key <g>: "<g>.state" (U64 [4]: the xoshiro256** words),
+/// "<g>.has_spare_normal" (BOOL, 0-d), "<g>.spare_normal" (F64, 0-d). <g> is "generator" when one
+/// Generator is passed, "generator.<name>" for each of a Module's named_generators().
+/// The metadata entry "tapegrad.checksum" is a 64-bit FNV-1a hash of every tensor as loaded (name,
+/// dtype, shape, values) and of the other metadata, so that a corrupted byte that changes anything
+/// loading would use is reported instead of loaded. Written atomically like any safetensors file.
 #pragma once
 
 #include <cstdint>
@@ -22,28 +23,28 @@
 
 namespace tapegrad::train {
 
-// A whole model: its state_dict and every generator of model.named_generators() (the dropout
-// masks), so that a model with several generators resumes exactly too. Throws std::runtime_error
-// naming the path if writing fails (the previous file is then untouched), std::invalid_argument for
-// metadata using the reserved key "tapegrad.checksum".
+/// A whole model: its state_dict and every generator of model.named_generators() (the dropout
+/// masks), so that a model with several generators resumes exactly too. Throws std::runtime_error
+/// naming the path if writing fails (the previous file is then untouched), std::invalid_argument for
+/// metadata using the reserved key "tapegrad.checksum".
 template <typename T>
 void save_checkpoint(const std::string& path, const nn::Module<T>& model, const optim::Optimizer<T>& optimizer,
                      std::int64_t step, const io::safetensors::Metadata& metadata = {}, const StateDict<T>& extra = {});
 
-// Restores model (parameters, buffers and generators) and optimizer, and returns the step. Everything
-// is checked before anything changes: an unreadable, truncated or corrupted file (checksum mismatch),
-// and every problem with the model's names, shapes and dtypes, its generators, the optimizer state and
-// the other entries, are reported together in one std::runtime_error naming the file; model and
-// optimizer are then untouched.
+/// Restores model (parameters, buffers and generators) and optimizer, and returns the step. Everything
+/// is checked before anything changes: an unreadable, truncated or corrupted file (checksum mismatch),
+/// and every problem with the model's names, shapes and dtypes, its generators, the optimizer state and
+/// the other entries, are reported together in one std::runtime_error naming the file; model and
+/// optimizer are then untouched.
 template <typename T>
 std::int64_t load_checkpoint(const std::string& path, nn::Module<T>& model, optim::Optimizer<T>& optimizer);
-// The same with the extra state: `extra` holds the expected names and shapes (e.g. a copy from
-// ExponentialMovingAverage::state_dict()), is checked with the rest and filled from the file.
+/// The same with the extra state: `extra` holds the expected names and shapes (e.g. a copy from
+/// ExponentialMovingAverage::state_dict()), is checked with the rest and filled from the file.
 template <typename T>
 std::int64_t load_checkpoint(const std::string& path, nn::Module<T>& model, optim::Optimizer<T>& optimizer,
                              StateDict<T>& extra);
 
-// The same for a bare state_dict and one generator (saved under "generator").
+/// The same for a bare state_dict and one generator (saved under "generator").
 template <typename T>
 void save_checkpoint(const std::string& path, const StateDict<T>& model, const optim::Optimizer<T>& optimizer,
                      std::int64_t step, const Generator& generator, const io::safetensors::Metadata& metadata = {});

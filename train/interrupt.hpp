@@ -1,18 +1,19 @@
-// Ctrl-C during training: the first SIGINT only asks the loop to stop after the current step (so the
-// last complete checkpoint stays as it is); a second one kills the process as usual.
+/// @file
+/// Ctrl-C during training: the first SIGINT only asks the loop to stop after the current step (so the
+/// last complete checkpoint stays as it is); a second one kills the process as usual.
 #pragma once
 
 namespace tapegrad::train {
 
-// Installs the handler; the request flag starts cleared.
+/// Installs the handler; the request flag starts cleared.
 void install_interrupt_handler();
-// Puts the default SIGINT action back.
+/// Puts the default SIGINT action back.
 void remove_interrupt_handler();
 bool interrupt_requested();
-// For tests: behave as if Ctrl-C had been pressed (or clear that).
+/// For tests: behave as if Ctrl-C had been pressed (or clear that).
 void set_interrupt_requested(bool requested);
 
-// The exit code of a program stopped by SIGINT, as shells report it (128 + 2).
+/// The exit code of a program stopped by SIGINT, as shells report it (128 + 2).
 inline constexpr int kInterruptedExitCode = 130;
 
 }  // namespace tapegrad::train

@@ -1,5 +1,6 @@
-// Reading the IMDb movie-review corpus (Maas et al. 2011) in its aclImdb layout, from a folder or a
-// tar archive: aclImdb/{train,test}/{neg,pos}/<id>_<rating>.txt, 12,500 reviews per split and class.
+/// @file
+/// Reading the IMDb movie-review corpus (Maas et al. 2011) in its aclImdb layout, from a folder or a
+/// tar archive: aclImdb/{train,test}/{neg,pos}/<id>_<rating>.txt, 12,500 reviews per split and class.
 #pragma once
 
 #include <cstdint>
@@ -10,29 +11,29 @@
 namespace tapegrad::datasets {
 
 struct Review {
-  std::string text;    // the raw bytes of the file
-  std::int64_t label;  // from the folder: neg = 0, pos = 1
-  int rating;          // from the file name: 1-4 for neg, 7-10 for pos in the official data
-  std::int64_t id;     // from the file name; unique within a split and class
+  std::string text;    ///< the raw bytes of the file
+  std::int64_t label;  ///< from the folder: neg = 0, pos = 1
+  int rating;          ///< from the file name: 1-4 for neg, 7-10 for pos in the official data
+  std::int64_t id;     ///< from the file name; unique within a split and class
 };
 
 struct ImdbData {
-  // Each split holds its neg reviews by ascending id, then its pos reviews by ascending id, so a folder
-  // and an archive of the same data give the same vectors whatever order their entries come in.
+  /// Each split holds its neg reviews by ascending id, then its pos reviews by ascending id, so a folder
+  /// and an archive of the same data give the same vectors whatever order their entries come in.
   std::vector<Review> train;
   std::vector<Review> test;
 };
 
-// Reads both splits from `path`, which is
-//  - a folder in the aclImdb layout (holding train/ and test/), or a folder holding aclImdb/, or
-//  - a tar archive (optionally gzip/bzip2/xz-compressed) holding aclImdb/ (read once, with libarchive).
-// Only {train,test}/{neg,pos}/<digits>_<digits>.txt are reviews; everything else (unsup/, urls_*.txt,
-// labeledBow.feat, README, imdb.vocab) is skipped. Throws std::runtime_error naming the file or folder
-// for a missing path, a corrupt archive, a missing split or an empty class.
+/// Reads both splits from `path`, which is
+///  - a folder in the aclImdb layout (holding train/ and test/), or a folder holding aclImdb/, or
+///  - a tar archive (optionally gzip/bzip2/xz-compressed) holding aclImdb/ (read once, with libarchive).
+/// Only {train,test}/{neg,pos}/<digits>_<digits>.txt are reviews; everything else (unsup/, urls_*.txt,
+/// labeledBow.feat, README, imdb.vocab) is skipped. Throws std::runtime_error naming the file or folder
+/// for a missing path, a corrupt archive, a missing split or an empty class.
 ImdbData read_imdb(const std::filesystem::path& path);
 
-// True for a path read_imdb would try to read: an existing regular file, or a folder holding train/
-// and test/ or aclImdb/.
+/// True for a path read_imdb would try to read: an existing regular file, or a folder holding train/
+/// and test/ or aclImdb/.
 bool looks_like_imdb(const std::filesystem::path& path);
 
 }  // namespace tapegrad::datasets

@@ -1,4 +1,5 @@
-// Finding the IMDb data on this machine, or downloading it into the user's cache.
+/// @file
+/// Finding the IMDb data on this machine, or downloading it into the user's cache.
 #pragma once
 
 #include <filesystem>
@@ -10,35 +11,35 @@
 namespace tapegrad::datasets {
 
 struct LocateOptions {
-  std::optional<std::filesystem::path> explicit_path;  // the --data flag
-  std::optional<std::filesystem::path> env_path;       // TAPEGRAD_DATA
-  std::filesystem::path repo_root;                     // the folder holding CMakeLists.txt
-  std::filesystem::path working_dir;                   // where data/ is looked for
-  std::optional<std::filesystem::path> cache_dir;      // none when neither XDG_CACHE_HOME nor HOME is set
-  bool download = true;                                // false: the program's --no-download
+  std::optional<std::filesystem::path> explicit_path;  ///< the --data flag
+  std::optional<std::filesystem::path> env_path;       ///< TAPEGRAD_DATA
+  std::filesystem::path repo_root;                     ///< the folder holding CMakeLists.txt
+  std::filesystem::path working_dir;                   ///< where data/ is looked for
+  std::optional<std::filesystem::path> cache_dir;      ///< none when neither XDG_CACHE_HOME nor HOME is set
+  bool download = true;                                ///< false: the program's --no-download
   std::string url = kImdbUrl;
   bool show_progress = true;
 
-  // TAPEGRAD_DATA, the current directory and default_cache_dir() from this process.
+  /// TAPEGRAD_DATA, the current directory and default_cache_dir() from this process.
   static LocateOptions from_environment(const std::filesystem::path& repo_root);
 };
 
-// $XDG_CACHE_HOME/tapegrad when XDG_CACHE_HOME is set to an absolute path (the XDG spec ignores a
-// relative one), else $HOME/.cache/tapegrad; none when HOME is not set either.
+/// $XDG_CACHE_HOME/tapegrad when XDG_CACHE_HOME is set to an absolute path (the XDG spec ignores a
+/// relative one), else $HOME/.cache/tapegrad; none when HOME is not set either.
 std::optional<std::filesystem::path> default_cache_dir();
 
 struct Located {
-  std::filesystem::path path;  // a folder or an archive, for read_imdb
-  std::string source;          // which rule found it, e.g. "TAPEGRAD_DATA" or "downloaded to the cache"
+  std::filesystem::path path;  ///< a folder or an archive, for read_imdb
+  std::string source;          ///< which rule found it, e.g. "TAPEGRAD_DATA" or "downloaded to the cache"
 };
 
-// Looks, in this order, at
-//  1. explicit_path and 2. env_path: when given they must exist (a typo is an error, not a fallback);
-//  3. repo_root/../shared/data/aclImdb_labeled.tar.gz;
-//  4. working_dir/data/: aclImdb/, aclImdb_v1.tar.gz, aclImdb_labeled.tar.gz;
-//  5. cache_dir: the same three names;
-// and when none holds the data and download is on, downloads url to cache_dir/aclImdb_v1.tar.gz.
-// Otherwise throws std::runtime_error listing every place tried and where to put the file.
+/// Looks, in this order, at
+///  1. explicit_path and 2. env_path: when given they must exist (a typo is an error, not a fallback);
+///  3. repo_root/../shared/data/aclImdb_labeled.tar.gz;
+///  4. working_dir/data/: aclImdb/, aclImdb_v1.tar.gz, aclImdb_labeled.tar.gz;
+///  5. cache_dir: the same three names;
+/// and when none holds the data and download is on, downloads url to cache_dir/aclImdb_v1.tar.gz.
+/// Otherwise throws std::runtime_error listing every place tried and where to put the file.
 Located locate_imdb(const LocateOptions& options);
 
 }  // namespace tapegrad::datasets

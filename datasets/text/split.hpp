@@ -1,4 +1,5 @@
-// A fixed, seeded hold-out of the training reviews, so models are tuned without looking at test/.
+/// @file
+/// A fixed, seeded hold-out of the training reviews, so models are tuned without looking at test/.
 #pragma once
 
 #include <cstdint>
@@ -7,18 +8,18 @@
 namespace tapegrad::datasets {
 
 struct TrainValidSplit {
-  std::vector<std::size_t> train;  // indices into the training reviews, ascending
-  std::vector<std::size_t> valid;  // the held-out indices, ascending; disjoint from train
+  std::vector<std::size_t> train;  ///< indices into the training reviews, ascending
+  std::vector<std::size_t> valid;  ///< the held-out indices, ascending; disjoint from train
 };
 
-// Holds out round(valid_fraction * n_c) reviews of each class c (stratified, so the validation set has
-// the class balance of the training set: 1,250 neg + 1,250 pos of IMDb's 25,000). For each label in
-// ascending order, a tapegrad::Generator seeded with `seed` (one generator, used for the classes in
-// turn) permutes that class's indices (ascending) and the first ones of the permutation are held out.
-// valid_fraction must be in [0, 1).
+/// Holds out round(valid_fraction * n_c) reviews of each class c (stratified, so the validation set has
+/// the class balance of the training set: 1,250 neg + 1,250 pos of IMDb's 25,000). For each label in
+/// ascending order, a tapegrad::Generator seeded with `seed` (one generator, used for the classes in
+/// turn) permutes that class's indices (ascending) and the first ones of the permutation are held out.
+/// valid_fraction must be in [0, 1).
 TrainValidSplit train_valid_split(const std::vector<std::int64_t>& labels, double valid_fraction = 0.1,
                                   std::uint64_t seed = 0);
-// The same over examples with a `label` member (such as datasets::Review).
+/// The same over examples with a `label` member (such as datasets::Review).
 template <typename Example>
 TrainValidSplit train_valid_split(const std::vector<Example>& examples, double valid_fraction = 0.1,
                                   std::uint64_t seed = 0) {

@@ -1,15 +1,16 @@
-// The byte-level tokenizer of the IMDb example. The rule is exact, so any implementation reproduces it:
-//
-//  1. ASCII lower-casing: bytes 'A'..'Z' become 'a'..'z'; every other byte is unchanged (no Unicode).
-//  2. Then every occurrence of the 6 bytes "<br />" becomes one space, scanning left to right. Because
-//     this runs after lower-casing, "<BR />" and "<Br />" are line breaks too; "<br/>" and "<br>" are
-//     not (they tokenize as "<", "br", "/", ">").
-//  3. Then, scanning left to right:
-//     - ASCII whitespace (space, \t, \n, \v, \f, \r) separates tokens and is dropped;
-//     - a maximal run of bytes in [a-z0-9'] is one token ("don't", "1950's", "'90s", "''");
-//     - every other byte is a one-byte token of its own: "great!!" gives "great", "!", "!", and
-//       each byte of a multi-byte UTF-8 character is a separate token.
-//  An empty or all-whitespace review has no tokens. Tokens are never empty and never hold whitespace.
+/// @file
+/// The byte-level tokenizer of the IMDb example. The rule is exact, so any implementation reproduces it:
+///
+///  1. ASCII lower-casing: bytes 'A'..'Z' become 'a'..'z'; every other byte is unchanged (no Unicode).
+///  2. Then every occurrence of the 6 bytes "<br />" becomes one space, scanning left to right. Because
+///     this runs after lower-casing, "<BR />" and "<Br />" are line breaks too; "<br/>" and "<br>" are
+///     not (they tokenize as "<", "br", "/", ">").
+///  3. Then, scanning left to right:
+///     - ASCII whitespace (space, \t, \n, \v, \f, \r) separates tokens and is dropped;
+///     - a maximal run of bytes in [a-z0-9'] is one token ("don't", "1950's", "'90s", "''");
+///     - every other byte is a one-byte token of its own: "great!!" gives "great", "!", "!", and
+///       each byte of a multi-byte UTF-8 character is a separate token.
+///  An empty or all-whitespace review has no tokens. Tokens are never empty and never hold whitespace.
 #pragma once
 
 #include <string>
@@ -18,20 +19,20 @@
 
 namespace tapegrad::datasets {
 
-// Calls f(std::string_view token) for each token of `text` in order, without allocating. The view
-// points into a buffer that is only valid during the call (the text is lower-cased on the fly).
+/// Calls f(std::string_view token) for each token of `text` in order, without allocating. The view
+/// points into a buffer that is only valid during the call (the text is lower-cased on the fly).
 template <typename F>
 void for_each_token(std::string_view text, F&& f);
 
 std::vector<std::string> tokenize(std::string_view text);
 
-// ---- implementation ----
+/// ---- implementation ----
 
 namespace detail {
 inline bool is_ascii_space(unsigned char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 inline unsigned char ascii_lower(unsigned char c) { return c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c; }
 inline bool is_word_byte(unsigned char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '\''; }
-// True when text[i..i+6) lower-cases to "<br />".
+/// True when text[i..i+6) lower-cases to "<br />".
 inline bool is_line_break(std::string_view text, std::size_t i) {
   static constexpr char kBr[] = "<br />";
   if (text.size() - i < 6) return false;
@@ -43,7 +44,7 @@ inline bool is_line_break(std::string_view text, std::size_t i) {
 
 template <typename F>
 void for_each_token(std::string_view text, F&& f) {
-  std::string word;  // the current run of word bytes, lower-cased
+  std::string word;  ///< the current run of word bytes, lower-cased
   const auto flush = [&] {
     if (!word.empty()) {
       f(std::string_view(word));

@@ -1,5 +1,6 @@
-// The token vocabulary of the IMDb example: <pad> = 0, <unk> = 1, then the most frequent tokens of
-// the training reviews. Saved as a text file, one token per line in index order.
+/// @file
+/// The token vocabulary of the IMDb example: <pad> = 0, <unk> = 1, then the most frequent tokens of
+/// the training reviews. Saved as a text file, one token per line in index order.
 #pragma once
 
 #include <cstdint>
@@ -19,27 +20,27 @@ class Vocabulary {
   static constexpr std::string_view pad_token = "<pad>";
   static constexpr std::string_view unk_token = "<unk>";
 
-  // Counts the tokens (datasets/tokenizer.hpp) of `texts` and keeps the most frequent ones, ties broken
-  // by ascending byte order (bytes compared as unsigned, a prefix before its extensions).
-  // vocab_size is the TOTAL size including <pad> and <unk>, so at most vocab_size - 2 counted tokens
-  // are kept; fewer when the texts have fewer distinct tokens. vocab_size must be at least 2.
-  // The tokenizer never produces "<pad>" or "<unk>" (a '<' is a token of its own), so they never clash.
+  /// Counts the tokens (datasets/tokenizer.hpp) of `texts` and keeps the most frequent ones, ties broken
+  /// by ascending byte order (bytes compared as unsigned, a prefix before its extensions).
+  /// vocab_size is the TOTAL size including <pad> and <unk>, so at most vocab_size - 2 counted tokens
+  /// are kept; fewer when the texts have fewer distinct tokens. vocab_size must be at least 2.
+  /// The tokenizer never produces "<pad>" or "<unk>" (a '<' is a token of its own), so they never clash.
   static Vocabulary build(const std::vector<std::string_view>& texts, std::size_t vocab_size);
   static Vocabulary build(const std::vector<std::string>& texts, std::size_t vocab_size);
 
-  // From a list of tokens in index order; the first two must be <pad> and <unk>, none may repeat.
-  // Throws std::invalid_argument otherwise.
+  /// From a list of tokens in index order; the first two must be <pad> and <unk>, none may repeat.
+  /// Throws std::invalid_argument otherwise.
   static Vocabulary from_tokens(std::vector<std::string> tokens);
 
-  // Writes one token per line ('\n'-terminated) in index order. Throws std::runtime_error on I/O errors.
+  /// Writes one token per line ('\n'-terminated) in index order. Throws std::runtime_error on I/O errors.
   void save(const std::filesystem::path& path) const;
-  // Reads a file written by save, validating it: <pad> and <unk> first, no empty line, no repeated
-  // token, no token the tokenizer cannot produce (holding whitespace, or a multi-byte token with a byte
-  // outside [a-z0-9']). Throws std::runtime_error naming the path and the line.
+  /// Reads a file written by save, validating it: <pad> and <unk> first, no empty line, no repeated
+  /// token, no token the tokenizer cannot produce (holding whitespace, or a multi-byte token with a byte
+  /// outside [a-z0-9']). Throws std::runtime_error naming the path and the line.
   static Vocabulary load(const std::filesystem::path& path);
 
   std::size_t size() const { return data_->tokens.size(); }
-  // The id of a token, or unk_id when it is not in the vocabulary.
+  /// The id of a token, or unk_id when it is not in the vocabulary.
   std::int64_t id(std::string_view token) const {
     const auto it = data_->index.find(token);
     return it == data_->index.end() ? unk_id : it->second;
@@ -47,16 +48,16 @@ class Vocabulary {
   const std::string& token(std::int64_t id) const;
   const std::vector<std::string>& tokens() const { return data_->tokens; }
 
-  // The ids of every token of `text` (no truncation, no padding).
+  /// The ids of every token of `text` (no truncation, no padding).
   std::vector<std::int64_t> encode(std::string_view text) const;
-  // Appends the ids of `text` to `out` and returns how many were appended.
+  /// Appends the ids of `text` to `out` and returns how many were appended.
   std::size_t encode_into(std::string_view text, std::vector<std::int64_t>& out) const;
 
  private:
-  // Immutable and shared, so copies are cheap and the index's views stay valid.
+  /// Immutable and shared, so copies are cheap and the index's views stay valid.
   struct Data {
     std::vector<std::string> tokens;
-    std::unordered_map<std::string_view, std::int64_t> index;  // views into tokens
+    std::unordered_map<std::string_view, std::int64_t> index;  ///< views into tokens
   };
   explicit Vocabulary(std::shared_ptr<const Data> data) : data_(std::move(data)) {}
   std::shared_ptr<const Data> data_;
