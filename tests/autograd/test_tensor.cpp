@@ -210,3 +210,16 @@ TEST_CASE("uniform and normal reject an empty range or a negative stddev", "[ten
   CHECK_THROWS_WITH(Tensor<float>::normal({2}, 0.0f, -1.0f, gen), Catch::Contains("normal") && Catch::Contains("-1"));
   CHECK(Tensor<double>::normal({3}, 5.0, 0.0, gen).to_vector() == std::vector<double>(3, 5.0));
 }
+
+namespace {
+// Out of line, so the constant below is materialized at the call site as in the miscompiled case.
+[[gnu::noinline]] std::vector<std::int64_t> passed_through(const std::vector<std::int64_t>& v) { return v; }
+}  // namespace
+
+TEST_CASE("the compiler keeps the values of a constant vector (GCC 12 with AVX-512 broadcast the first)", "[build]") {
+  // With -march=native on an AVX-512 machine GCC 12.2 turned this list into eight ones; CMakeLists.txt
+  // adds -mno-avx512f for GCC. This test fails if a flag set brings the miscompile back.
+  const auto v = passed_through({1, 1, 1, 1, 1, 0, 0, 0});
+  CHECK(v == std::vector<std::int64_t>{1, 1, 1, 1, 1, 0, 0, 0});
+  CHECK(std::count(v.begin(), v.end(), 0) == 3);
+}
