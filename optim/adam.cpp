@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "tapegrad/autograd/parallel.hpp"
+
 namespace tapegrad::optim {
 
 namespace detail {
@@ -37,17 +39,26 @@ void adam_update(T* p, const T* g, T* m, T* v, T* vmax, std::size_t n, std::int6
   const T b1 = static_cast<T>(betas.first), b2 = static_cast<T>(betas.second);
   const T one_minus_b1 = static_cast<T>(1.0 - betas.first), one_minus_b2 = static_cast<T>(1.0 - betas.second);
   const T e = static_cast<T>(eps);
-  for (std::size_t k = 0; k < n; ++k) {
-    m[k] = m[k] * b1 + g[k] * one_minus_b1;
-    v[k] = v[k] * b2 + one_minus_b2 * g[k] * g[k];
-    T second = v[k];
+  // Elementwise: split over the threads (the result does not depend on how), one loop per variant so
+  // that each vectorizes.
+  tapegrad::detail::parallel_for(n, 1 << 15, [&](std::size_t begin, std::size_t end) {
     if (vmax) {
-      vmax[k] = std::max(vmax[k], v[k]);
-      second = vmax[k];
+      for (std::size_t k = begin; k < end; ++k) {
+        m[k] = m[k] * b1 + g[k] * one_minus_b1;
+        v[k] = v[k] * b2 + one_minus_b2 * g[k] * g[k];
+        vmax[k] = std::max(vmax[k], v[k]);
+        const T denom = std::sqrt(vmax[k]) / bc2_sqrt + e;
+        p[k] = p[k] + neg_step_size * (m[k] / denom);
+      }
+      return;
     }
-    const T denom = std::sqrt(second) / bc2_sqrt + e;
-    p[k] = p[k] + neg_step_size * (m[k] / denom);
-  }
+    for (std::size_t k = begin; k < end; ++k) {
+      m[k] = m[k] * b1 + g[k] * one_minus_b1;
+      v[k] = v[k] * b2 + one_minus_b2 * g[k] * g[k];
+      const T denom = std::sqrt(v[k]) / bc2_sqrt + e;
+      p[k] = p[k] + neg_step_size * (m[k] / denom);
+    }
+  });
 }
 
 template void adam_update<float>(float*, const float*, float*, float*, float*, std::size_t, std::int64_t, double,

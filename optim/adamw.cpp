@@ -1,5 +1,7 @@
 #include "tapegrad/optim/adamw.hpp"
 
+#include "tapegrad/autograd/parallel.hpp"
+
 namespace tapegrad::optim {
 
 namespace {
@@ -32,7 +34,9 @@ void AdamW<T>::step() {
     st.step += 1;
     T* p = param.mutable_data().data();
     const std::size_t n = param.numel();
-    for (std::size_t k = 0; k < n; ++k) p[k] *= decay;
+    tapegrad::detail::parallel_for(n, 1 << 15, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t k = begin; k < end; ++k) p[k] *= decay;
+    });
     detail::adam_update(p, param.grad().data(), st.buffers[0].data(), st.buffers[1].data(),
                         options_.amsgrad ? st.buffers[2].data() : nullptr, n, st.step, this->lr_, options_.betas,
                         options_.eps);
