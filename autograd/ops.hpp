@@ -5,7 +5,7 @@
 #include "tapegrad/autograd/dropout.hpp"
 #include "tapegrad/autograd/elementwise.hpp"
 #include "tapegrad/autograd/embedding.hpp"
-#include "tapegrad/autograd/fused_attention.hpp"
+#include "tapegrad/autograd/attention.hpp"
 #include "tapegrad/autograd/layer_norm.hpp"
 #include "tapegrad/autograd/loss.hpp"
 #include "tapegrad/autograd/masking.hpp"

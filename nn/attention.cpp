@@ -5,13 +5,11 @@
 #include <cmath>
 #include <limits>
 
-#include "tapegrad/autograd/dropout.hpp"
+#include "tapegrad/autograd/attention.hpp"
 #include "tapegrad/autograd/elementwise.hpp"
-#include "tapegrad/autograd/fused_attention.hpp"
 #include "tapegrad/autograd/matmul.hpp"
 #include "tapegrad/autograd/reduce.hpp"
 #include "tapegrad/autograd/shape_ops.hpp"
-#include "tapegrad/autograd/softmax.hpp"
 
 namespace tapegrad::nn {
 
@@ -128,7 +126,7 @@ std::pair<Tensor<T>, Tensor<T>> MultiheadAttention<T>::forward(const Tensor<T>& 
                                  batch_first ? "[B, S, vdim]" : "[S, B, vdim]", vdim, format_shape(sv)));
   }
   const std::size_t bdim = batch_first ? 0 : 1, sdim = batch_first ? 1 : 0;
-  const std::size_t B = sq[bdim], L = sq[sdim], S = sk[sdim], H = num_heads, E = embed_dim, D = head_dim;
+  const std::size_t B = sq[bdim], L = sq[sdim], S = sk[sdim], H = num_heads;
   if (sk[bdim] != B || sv[bdim] != B || sv[sdim] != S) {
     throw ShapeError(fmt::format("{}: query {}, key {} and value {} disagree on batch or source length", op,
                                  format_shape(sq), format_shape(sk), format_shape(sv)));
@@ -143,109 +141,52 @@ std::pair<Tensor<T>, Tensor<T>> MultiheadAttention<T>::forward(const Tensor<T>& 
                     B * H, L, S, format_shape(attn_mask.shape())));
   }
 
-  // Work batch-major: [B, L, E].
+  for (const AttentionMask<T>* m : {&key_padding_mask, &attn_mask})
+    if (m->defined() && !m->is_bool() && m->float_mask().requires_grad())
+      throw std::invalid_argument(fmt::format("{}: float masks are constants, but a mask of shape {} requires grad", op,
+                                              format_shape(m->shape())));
+
+  // Work batch-major: [B, L, E], heads side by side; scaled_dot_product_attention's kernel reads the
+  // heads in place (autograd/attention.hpp), so no head split or merge copies.
   const auto batch_major = [&](const Tensor<T>& x) { return batch_first ? x : transpose(x, 0, 1); };
-  const bool packed = in_proj_weight.defined() && query.same_as(key) && key.same_as(value);
-  const auto finish = [&](Tensor<T> heads) {  // [B, L, E] with heads side by side
-    Tensor<T> out = out_proj->forward(heads);
-    return batch_first ? out : transpose(out, 0, 1);
-  };
-  std::vector<Tensor<T>> biases(3);
-  if (in_proj_bias.defined()) biases = chunk(in_proj_bias, 3, 0);
-  const auto separate_projections = [&]() -> std::vector<Tensor<T>> {
+  AttentionMasks<T> masks;
+  if (attn_mask.defined()) {
+    if (attn_mask.is_bool())
+      masks.attn_mask = std::make_shared<const BoolArray>(attn_mask.bool_mask());
+    else
+      masks.attn_bias = attn_mask.float_mask().saved();
+  }
+  if (key_padding_mask.defined()) {
+    if (key_padding_mask.is_bool())
+      masks.key_padding_mask = std::make_shared<const BoolArray>(key_padding_mask.bool_mask());
+    else
+      masks.key_padding_bias = key_padding_mask.float_mask().saved();
+  }
+  const bool causal = is_causal && !attn_mask.defined();
+  const double p = this->is_training() ? dropout : 0.0;
+  std::pair<Tensor<T>, Tensor<T>> attended;
+  if (in_proj_weight.defined() && query.same_as(key) && key.same_as(value)) {
+    // Self-attention: one GEMM for the packed projection, read in place as q, k and v.
+    attended = multi_head_self_attention(linear(batch_major(query), in_proj_weight, in_proj_bias), H, masks, p, causal,
+                                         std::nullopt, need_weights, dropout_gen_.get());
+  } else {
     std::vector<Tensor<T>> w;
     if (in_proj_weight.defined())
       w = chunk(in_proj_weight, 3, 0);
     else
       w = {q_proj_weight, k_proj_weight, v_proj_weight};
+    std::vector<Tensor<T>> biases(3);
+    if (in_proj_bias.defined()) biases = chunk(in_proj_bias, 3, 0);
     const Tensor<T> kb = batch_major(key);
-    return {linear(batch_major(query), w[0], biases[0]), linear(kb, w[1], biases[1]),
-            linear(key.same_as(value) ? kb : batch_major(value), w[2], biases[2])};
-  };
-
-  // Bool masks (or none) and no weights asked for: the fused kernel (autograd/fused_attention.hpp),
-  // with the composed path's semantics, dropout draws included, and no head split/merge copies.
-  const bool float_masks =
-      (attn_mask.defined() && !attn_mask.is_bool()) || (key_padding_mask.defined() && !key_padding_mask.is_bool());
-  if (!need_weights && !float_masks) {
-    AttentionBoolMasks m;
-    if (key_padding_mask.defined()) m.key_padding_mask = &key_padding_mask.bool_mask();
-    if (attn_mask.defined()) m.attn_mask = &attn_mask.bool_mask();
-    m.is_causal = is_causal && !attn_mask.defined();
-    const bool train = this->is_training();
-    if (packed)
-      return {finish(fused_self_attention(linear(batch_major(query), in_proj_weight, in_proj_bias), H, m, dropout,
-                                          train, *dropout_gen_)),
-              Tensor<T>()};
-    const auto qkv = separate_projections();
-    return {finish(fused_attention(qkv[0], qkv[1], qkv[2], H, m, dropout, train, *dropout_gen_)), Tensor<T>()};
+    const Tensor<T> q = linear(batch_major(query), w[0], biases[0]);
+    const Tensor<T> k = linear(kb, w[1], biases[1]);
+    const Tensor<T> v = linear(key.same_as(value) ? kb : batch_major(value), w[2], biases[2]);
+    attended = multi_head_attention(q, k, v, H, masks, p, causal, std::nullopt, need_weights, dropout_gen_.get());
   }
-
-  Tensor<T> q, k, v;
-  if (packed) {
-    // Self-attention: one GEMM for the packed projection, then split into q, k, v.
-    auto qkv = chunk(linear(batch_major(query), in_proj_weight, in_proj_bias), 3, -1);
-    q = qkv[0], k = qkv[1], v = qkv[2];
-  } else {
-    const auto qkv = separate_projections();
-    q = qkv[0], k = qkv[1], v = qkv[2];
-  }
-  // Heads: [B, L, E] -> [B, H, L, D]; keys go straight to [B, H, D, S] for the product.
-  q = permute(reshape(q, {i64(B), i64(L), i64(H), i64(D)}), {0, 2, 1, 3});
-  const Tensor<T> kt = permute(reshape(k, {i64(B), i64(S), i64(H), i64(D)}), {0, 2, 3, 1});
-  v = permute(reshape(v, {i64(B), i64(S), i64(H), i64(D)}), {0, 2, 1, 3});
-  Tensor<T> scores = matmul(q / std::sqrt(static_cast<double>(D)), kt);  // [B, H, L, S]
-
-  // Float masks are added; bool masks (and is_causal) are merged into one [B, H, L, S] block list.
-  if (attn_mask.defined() && !attn_mask.is_bool()) {
-    const Tensor<T>& m = attn_mask.float_mask();
-    scores = scores + (m.dim() == 2 ? m : reshape(m, {i64(B), i64(H), i64(L), i64(S)}));
-  }
-  if (key_padding_mask.defined() && !key_padding_mask.is_bool())
-    scores = scores + reshape(key_padding_mask.float_mask(), {i64(B), 1, 1, i64(S)});
-  const bool causal = is_causal && !attn_mask.defined();
-  const bool bool_attn = attn_mask.defined() && attn_mask.is_bool();
-  const bool bool_kpm = key_padding_mask.defined() && key_padding_mask.is_bool();
-  if (causal || bool_attn || bool_kpm) {
-    BoolArray blocked = BoolArray::from_shape({B, H, L, S});
-    const bool* am = bool_attn ? attn_mask.bool_mask().data() : nullptr;
-    const bool per_head = bool_attn && attn_mask.shape().size() == 3;
-    const bool* kpm = bool_kpm ? key_padding_mask.bool_mask().data() : nullptr;
-    bool* out = blocked.data();
-    for (std::size_t b = 0; b < B; ++b)
-      for (std::size_t h = 0; h < H; ++h)
-        for (std::size_t i = 0; i < L; ++i)
-          for (std::size_t j = 0; j < S; ++j) {
-            bool m = causal && j > i;
-            if (am) m = m || am[(per_head ? (b * H + h) * L * S : 0) + i * S + j];
-            if (kpm) m = m || kpm[b * S + j];
-            *out++ = m;
-          }
-    scores = masked_fill(scores, blocked, -std::numeric_limits<T>::infinity());
-  }
-
-  // A row with no visible key would be all NaN after softmax; it attends to nothing instead.
-  BoolArray dead = BoolArray::from_shape({B, H, L, 1});
-  bool any_dead = false;
-  {
-    const T* p = scores.data().data();
-    for (std::size_t r = 0; r < B * H * L; ++r) {
-      bool all = S > 0;
-      for (std::size_t j = 0; j < S && all; ++j) all = p[r * S + j] == -std::numeric_limits<T>::infinity();
-      dead.data()[r] = all;
-      any_dead = any_dead || all;
-    }
-  }
-  if (any_dead) scores = masked_fill(scores, dead, T(0));
-  Tensor<T> weights = softmax(scores, -1);
-  if (any_dead) weights = masked_fill(weights, dead, T(0));
-  if (this->is_training() && dropout > 0.0) weights = tapegrad::dropout(weights, dropout, true, *dropout_gen_);
-
-  Tensor<T> out = matmul(weights, v);  // [B, H, L, D]
-  out = finish(reshape(permute(out, {0, 2, 1, 3}), {i64(B), i64(L), i64(E)}));
-
+  Tensor<T> out = out_proj->forward(attended.first);
+  if (!batch_first) out = transpose(out, 0, 1);
   Tensor<T> returned;
-  if (need_weights) returned = average_attn_weights ? mean(weights, {1}) : weights;
+  if (need_weights) returned = average_attn_weights ? mean(attended.second, {1}) : attended.second;
   return {out, returned};
 }
 

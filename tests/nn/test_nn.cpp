@@ -761,12 +761,12 @@ TEST_CASE("a saved state_dict loads into another model through its aliasing tens
   CHECK(a.forward(x).data() == b.forward(x).data());
 }
 
-// ------------------------------------------------------------------------------------ fused attention
+// ---------------------------------------------------------------------------- need_weights and masks
 
 namespace {
-// Runs mha twice from the same dropout-generator state: need_weights = false takes the fused kernel,
-// need_weights = true the composed ops. Outputs and every gradient must agree.
-void check_fused_matches_composed(MultiheadAttention<double>& mha, const std::vector<TD>& inputs,
+// Runs mha twice from the same dropout-generator state, without and with the attention weights (which
+// the kernel then materializes, with their own backward). Outputs and every gradient must agree.
+void check_weights_change_nothing(MultiheadAttention<double>& mha, const std::vector<TD>& inputs,
                                   const AttentionMask<double>& kpm, const AttentionMask<double>& attn_mask,
                                   bool is_causal) {
   const auto params = mha.parameters();
@@ -788,17 +788,18 @@ void check_fused_matches_composed(MultiheadAttention<double>& mha, const std::ve
     for (const auto& p : params) grads.push_back(p.grad());
     return grads;
   };
-  const auto fused = run(false), composed = run(true);
+  const auto without = run(false), with = run(true);
   if (mha.is_training()) CHECK(mha.dropout_generator()->state().s != state.s);  // both drew
-  REQUIRE(fused.size() == composed.size());
-  for (std::size_t i = 0; i < fused.size(); ++i) {
+  REQUIRE(without.size() == with.size());
+  for (std::size_t i = 0; i < without.size(); ++i) {
     INFO("result " << i << " (0: output, then inputs, then parameters)");
-    CHECK(allclose(fused[i], composed[i], 1e-10, 1e-12));
+    CHECK(allclose(without[i], with[i], 1e-10, 1e-12));
   }
 }
 }  // namespace
 
-TEST_CASE("fused attention matches the composed ops: masks, dead rows, dropout", "[nn][fused]") {
+TEST_CASE("MultiheadAttention: asking for the weights changes nothing else: masks, dead rows, dropout",
+          "[nn][attention]") {
   Generator gen(8);
   MultiheadAttentionOptions o(6, 3);
   o.dropout = 0.3;
@@ -811,74 +812,17 @@ TEST_CASE("fused attention matches the composed ops: masks, dead rows, dropout",
   for (bool training : {true, false}) {
     mha.train(training);
     SECTION(std::string("self-attention, key padding") + (training ? ", training" : ", eval")) {
-      check_fused_matches_composed(mha, {x}, kpm, {}, false);
+      check_weights_change_nothing(mha, {x}, kpm, {}, false);
     }
     SECTION(std::string("self-attention, causal, dead rows") + (training ? ", training" : ", eval")) {
-      check_fused_matches_composed(mha, {x}, blocks_all, {}, true);
-      check_fused_matches_composed(mha, {x}, {}, causal_mask(4), false);
-      check_fused_matches_composed(mha, {x}, kpm, per_head, false);
+      check_weights_change_nothing(mha, {x}, blocks_all, {}, true);
+      check_weights_change_nothing(mha, {x}, {}, causal_mask(4), false);
+      check_weights_change_nothing(mha, {x}, kpm, per_head, false);
     }
     SECTION(std::string("cross-attention, L != S") + (training ? ", training" : ", eval")) {
       BoolArray mem_kpm = {{false, true, false, false, true}, {true, true, true, true, true}};
-      check_fused_matches_composed(mha, {x, rand_input({5, 2, 6}, 22), rand_input({5, 2, 6}, 23)}, mem_kpm, {}, false);
-      check_fused_matches_composed(mha, {x, rand_input({5, 2, 6}, 24)}, {}, {}, false);
+      check_weights_change_nothing(mha, {x, rand_input({5, 2, 6}, 22), rand_input({5, 2, 6}, 23)}, mem_kpm, {}, false);
+      check_weights_change_nothing(mha, {x, rand_input({5, 2, 6}, 24)}, {}, {}, false);
     }
   }
-}
-
-TEST_CASE("fused attention: gradcheck in double with masks and dropout", "[nn][fused][gradcheck]") {
-  BoolArray kpm = {{false, false, true}, {false, true, true}};
-  BoolArray attn = {{false, true, false}, {false, false, true}, {true, true, true}};
-  SECTION("fused_attention, L != S") {
-    BoolArray kpm2 = {{false, false, true, false}, {true, false, true, true}};
-    AttentionBoolMasks m;
-    m.key_padding_mask = &kpm2;
-    CHECK_GRADCHECK(
-        [&](const std::vector<TD>& in) {
-          Generator g(3);  // the same dropout mask on every evaluation
-          return fused_attention(in[0], in[1], in[2], 2, m, 0.25, true, g);
-        },
-        (std::vector<TD>{rand_input({2, 3, 4}, 31), rand_input({2, 4, 4}, 32), rand_input({2, 4, 4}, 33)}));
-  }
-  SECTION("fused_self_attention, causal plus attn_mask plus key padding") {
-    AttentionBoolMasks m;
-    m.key_padding_mask = &kpm;
-    m.attn_mask = &attn;
-    m.is_causal = true;
-    CHECK_GRADCHECK(
-        [&](const std::vector<TD>& in) {
-          Generator g(4);
-          return fused_self_attention(in[0], 2, m, 0.4, true, g);
-        },
-        (std::vector<TD>{rand_input({2, 3, 12}, 34)}));
-  }
-  SECTION("fused_self_attention without masks or dropout") {
-    CHECK_GRADCHECK(
-        [&](const std::vector<TD>& in) {
-          Generator g(5);
-          return fused_self_attention(in[0], 3, {}, 0.5, false, g);
-        },
-        (std::vector<TD>{rand_input({2, 4, 9}, 35)}));
-  }
-}
-
-TEST_CASE("fused attention: float agrees with double, and bad shapes throw", "[nn][fused]") {
-  auto qkv = rand_input({3, 5, 24}, 41);
-  BoolArray kpm = xt::zeros<bool>({3, 5});
-  kpm(0, 4) = kpm(2, 0) = true;
-  AttentionBoolMasks m;
-  m.key_padding_mask = &kpm;
-  Generator gd(1), gf(1);
-  auto d = fused_self_attention(qkv, 4, m, 0.2, true, gd);
-  auto f = fused_self_attention(Tensor<float>(xt::xarray<float>(qkv.data())), 4, m, 0.2, true, gf);
-  CHECK(allclose(xt::xarray<double>(f.data()), d.data(), 1e-4, 1e-5));
-  Generator g(0);
-  CHECK_THROWS_AS(fused_self_attention(qkv, 5, m, 0.0, true, g), ShapeError);
-  CHECK_THROWS_WITH(fused_attention(rand_input({3, 5, 8}, 1), rand_input({3, 4, 8}, 2), rand_input({3, 5, 8}, 3), 2, {},
-                                    0.0, true, g),
-                    Catch::Contains("fused_attention") && Catch::Contains("[3, 4, 8]"));
-  BoolArray bad = xt::zeros<bool>({3, 4});
-  m.key_padding_mask = &bad;
-  CHECK_THROWS_WITH(fused_self_attention(qkv, 4, m, 0.0, true, g), Catch::Contains("key_padding_mask"));
-  CHECK_THROWS_WITH(fused_self_attention(qkv, 4, {}, 1.0, true, g), Catch::Contains("got 1"));
 }

@@ -1,0 +1,558 @@
+#include "tapegrad/autograd/attention.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "tapegrad/autograd/blas.hpp"
+#include "tapegrad/autograd/dropout.hpp"
+#include "tapegrad/autograd/parallel.hpp"
+#include "tapegrad/autograd/tape.hpp"
+#include "tapegrad/autograd/vector_math.hpp"
+
+namespace tapegrad {
+
+namespace {
+
+struct Dims {
+  std::size_t B, H, L, S, D, Dv;
+};
+
+// Where head h of batch b of an operand starts (offset + b * batch_stride + h * head_stride, in
+// elements) and how far apart its rows are: the same kernel reads [B, H, L, D] tensors, [B, L, H * D]
+// projections and the packed [B, L, 3 E] one.
+struct Layout {
+  std::size_t offset, ld, batch_stride, head_stride;
+  std::size_t at(std::size_t b, std::size_t h) const { return offset + b * batch_stride + h * head_stride; }
+};
+
+// An operand: which of the op's input tensors holds it, and where.
+struct Operand {
+  std::size_t input;
+  Layout layout;
+};
+
+// Queries and keys per block: a [kBlockQ, kBlockK] block of scores stays in the L2 cache.
+constexpr std::size_t kBlockQ = 64, kBlockK = 256;
+
+// Everything the forward and the backward share; copied into the closures (the masks are shared).
+template <typename T>
+struct Plan {
+  Dims d;
+  T scale;
+  bool causal;
+  bool dropout;
+  detail::DropoutMask mask;
+  T keep_scale;  // 1 / (1 - p)
+  AttentionMasks<T> masks;
+  Operand q, k, v;
+  Layout out;
+};
+
+template <typename T>
+const T* operand_ptr(const std::vector<const T*>& bases, const Operand& o, std::size_t b, std::size_t h) {
+  return bases[o.input] + o.layout.at(b, h);
+}
+
+// Raw views of the masks for one (batch, head) pair.
+template <typename T>
+struct PairMasks {
+  const bool* attn = nullptr;  // [L, S]
+  const T* bias = nullptr;     // [L, S]
+  const bool* kpm = nullptr;   // [S]
+  const T* kpb = nullptr;      // [S]
+};
+
+template <typename T>
+PairMasks<T> pair_masks(const Plan<T>& p, std::size_t b, std::size_t h) {
+  const Dims& d = p.d;
+  const std::size_t LS = d.L * d.S, bh = b * d.H + h;
+  PairMasks<T> m;
+  if (p.masks.attn_mask) m.attn = p.masks.attn_mask->data() + (p.masks.attn_mask->dimension() > 2 ? bh * LS : 0);
+  if (p.masks.attn_bias) m.bias = p.masks.attn_bias->data() + (p.masks.attn_bias->dimension() > 2 ? bh * LS : 0);
+  if (p.masks.key_padding_mask) m.kpm = p.masks.key_padding_mask->data() + b * d.S;
+  if (p.masks.key_padding_bias) m.kpb = p.masks.key_padding_bias->data() + b * d.S;
+  return m;
+}
+
+// s[bi, bj] (row stride bj) = scaled scores of queries i0.. against keys j0.., masked: float masks
+// added (attn_mask first, then key padding, as torch adds them), bool masks and causality -> -inf.
+// qs holds the queries already multiplied by the scale, [bi, D] contiguous.
+template <typename T>
+void score_block(const Plan<T>& p, const PairMasks<T>& m, const T* qs, const T* kp, std::size_t i0, std::size_t bi,
+                 std::size_t j0, std::size_t bj, T* s) {
+  const Dims& d = p.d;
+  const std::size_t kld = p.k.layout.ld;
+  blas::gemm<T>(false, true, bi, bj, d.D, T(1), qs, d.D, kp + j0 * kld, kld, T(0), s, bj);
+  const T inf = std::numeric_limits<T>::infinity();
+  for (std::size_t r = 0; r < bi; ++r) {
+    T* __restrict row = s + r * bj;
+    const std::size_t i = i0 + r;
+    if (m.bias) {
+      const T* __restrict a = m.bias + i * d.S + j0;
+      for (std::size_t c = 0; c < bj; ++c) row[c] += a[c];
+    }
+    if (m.kpb) {
+      const T* __restrict a = m.kpb + j0;
+      for (std::size_t c = 0; c < bj; ++c) row[c] += a[c];
+    }
+    if (m.attn) {
+      const bool* __restrict a = m.attn + i * d.S + j0;
+      for (std::size_t c = 0; c < bj; ++c) row[c] = a[c] ? -inf : row[c];
+    }
+    if (m.kpm) {
+      const bool* __restrict a = m.kpm + j0;
+      for (std::size_t c = 0; c < bj; ++c) row[c] = a[c] ? -inf : row[c];
+    }
+    if (p.causal)
+      for (std::size_t c = i + 1 > j0 ? i + 1 - j0 : 0; c < bj; ++c) row[c] = -inf;
+  }
+}
+
+// Queries i0..i0+bi of a pair times the scale, into qs [bi, D].
+template <typename T>
+void scaled_queries(const Plan<T>& p, const T* qp, std::size_t i0, std::size_t bi, T* qs) {
+  const std::size_t D = p.d.D, ld = p.q.layout.ld;
+  for (std::size_t r = 0; r < bi; ++r)
+    for (std::size_t c = 0; c < D; ++c) qs[r * D + c] = qp[(i0 + r) * ld + c] * p.scale;
+}
+
+// In place: w = keep ? w / (1 - p) : 0 over a [bi, bj] block, mask indices of [B, H, L, S].
+template <typename T>
+void drop_block(const Plan<T>& p, std::size_t bh, std::size_t i0, std::size_t bi, std::size_t j0, std::size_t bj,
+                T* w) {
+  const Dims& d = p.d;
+  for (std::size_t r = 0; r < bi; ++r) {
+    const std::size_t base = (bh * d.L + i0 + r) * d.S + j0;
+    T* row = w + r * bj;
+    for (std::size_t c = 0; c < bj; ++c) row[c] = p.mask.keep(base + c) ? row[c] * p.keep_scale : T(0);
+  }
+}
+
+// Runs body(b, h, scratch) for every (batch, head) pair, split over the threads; each thread reuses
+// one scratch buffer of `scratch` T. One pair is computed by one thread in a fixed order, so the
+// results do not depend on the thread count.
+template <typename T, typename F>
+void for_each_pair(const Dims& d, std::size_t scratch, F&& body) {
+  detail::parallel_for(d.B * d.H, 1, [&](std::size_t begin, std::size_t end) {
+    std::vector<T> buf(scratch);
+    for (std::size_t bh = begin; bh < end; ++bh) body(bh / d.H, bh % d.H, buf.data());
+  });
+}
+
+// Forward, FlashAttention-2 style: per block of queries, a running maximum m, a running sum l and an
+// unnormalized output are updated key block by key block. Writes the output and each query's
+// log-sum-exp (+inf for a query that sees no key: its weights are then exp(s - lse) = 0).
+template <typename T>
+void flash_forward(const Plan<T>& p, const std::vector<const T*>& in, T* out, T* lse) {
+  const Dims& d = p.d;
+  const T inf = std::numeric_limits<T>::infinity();
+  const std::size_t scratch = kBlockQ * d.D + kBlockQ * kBlockK + kBlockQ * d.Dv + 2 * kBlockQ;
+  for_each_pair<T>(d, scratch, [&](std::size_t b, std::size_t h, T* buf) {
+    T* qs = buf;
+    T* s = qs + kBlockQ * d.D;
+    T* acc = s + kBlockQ * kBlockK;
+    T* mx = acc + kBlockQ * d.Dv;
+    T* sum = mx + kBlockQ;
+    const std::size_t bh = b * d.H + h;
+    const T* qp = operand_ptr(in, p.q, b, h);
+    const T* kp = operand_ptr(in, p.k, b, h);
+    const T* vp = operand_ptr(in, p.v, b, h);
+    const PairMasks<T> m = pair_masks(p, b, h);
+    T* op = out + p.out.at(b, h);
+    for (std::size_t i0 = 0; i0 < d.L; i0 += kBlockQ) {
+      const std::size_t bi = std::min(kBlockQ, d.L - i0);
+      scaled_queries(p, qp, i0, bi, qs);
+      std::fill(mx, mx + bi, -inf);
+      std::fill(sum, sum + bi, T(0));
+      std::fill(acc, acc + bi * d.Dv, T(0));
+      // With causality, no query of this block sees a key past its last query.
+      const std::size_t j_end = p.causal ? std::min(d.S, i0 + bi) : d.S;
+      for (std::size_t j0 = 0; j0 < j_end; j0 += kBlockK) {
+        const std::size_t bj = std::min(kBlockK, j_end - j0);
+        score_block(p, m, qs, kp, i0, bi, j0, bj, s);
+        for (std::size_t r = 0; r < bi; ++r) {
+          T* row = s + r * bj;
+          const T m_new = std::max(mx[r], detail::row_max(row, bj));
+          if (m_new == -inf) {  // nothing visible to this query yet
+            std::fill(row, row + bj, T(0));
+            continue;
+          }
+          const T alpha = detail::fast_exp(mx[r] - m_new);
+          for (std::size_t c = 0; c < bj; ++c) row[c] = detail::fast_exp(row[c] - m_new);
+          sum[r] = sum[r] * alpha + detail::lane_sum<T>(bj, [&](std::size_t c) { return row[c]; });
+          if (alpha != T(1)) {
+            T* a = acc + r * d.Dv;
+            for (std::size_t c = 0; c < d.Dv; ++c) a[c] *= alpha;
+          }
+          mx[r] = m_new;
+        }
+        if (p.dropout) drop_block(p, bh, i0, bi, j0, bj, s);
+        blas::gemm<T>(false, false, bi, d.Dv, bj, T(1), s, bj, vp + j0 * p.v.layout.ld, p.v.layout.ld, T(1), acc, d.Dv);
+      }
+      for (std::size_t r = 0; r < bi; ++r) {
+        T* o = op + (i0 + r) * p.out.ld;
+        const bool dead = mx[r] == -inf;
+        const T inv = dead ? T(0) : T(1) / sum[r];
+        for (std::size_t c = 0; c < d.Dv; ++c) o[c] = acc[r * d.Dv + c] * inv;
+        lse[bh * d.L + i0 + r] = dead ? inf : mx[r] + std::log(sum[r]);
+      }
+    }
+  });
+}
+
+// The attention weights [B, H, L, S] (after dropout), from the log-sum-exp of the forward.
+template <typename T>
+void weights_forward(const Plan<T>& p, const std::vector<const T*>& in, const T* lse, T* w) {
+  const Dims& d = p.d;
+  for_each_pair<T>(d, kBlockQ * d.D, [&](std::size_t b, std::size_t h, T* qs) {
+    const std::size_t bh = b * d.H + h;
+    const T* qp = operand_ptr(in, p.q, b, h);
+    const T* kp = operand_ptr(in, p.k, b, h);
+    const PairMasks<T> m = pair_masks(p, b, h);
+    for (std::size_t i0 = 0; i0 < d.L; i0 += kBlockQ) {
+      const std::size_t bi = std::min(kBlockQ, d.L - i0);
+      scaled_queries(p, qp, i0, bi, qs);
+      T* s = w + (bh * d.L + i0) * d.S;
+      score_block(p, m, qs, kp, i0, bi, 0, d.S, s);
+      for (std::size_t r = 0; r < bi; ++r) {
+        const T l = lse[bh * d.L + i0 + r];
+        T* row = s + r * d.S;
+        for (std::size_t c = 0; c < d.S; ++c) row[c] = detail::fast_exp(row[c] - l);
+      }
+      if (p.dropout) drop_block(p, bh, i0, bi, 0, d.S, s);
+    }
+  });
+}
+
+// Gradient pointers of q, k and v (null where not wanted), in the layouts of the operands.
+template <typename T>
+struct GradPtrs {
+  T *dq, *dk, *dv;
+};
+
+template <typename T>
+T* grad_ptr(std::vector<xt::xarray<T>>& grads, const Operand& o) {
+  return grads[o.input].size() ? grads[o.input].data() : nullptr;
+}
+
+// Backward of the output, FlashAttention-2 style: per block of keys, the blocks of queries that see
+// it; the weights are recomputed from the scores and the log-sum-exp, the dropout mask from its rule.
+// With W = dropout(P) and O = W V: dV = W^T dO, dP = dropout(dO V^T), dS = P * (dP - delta) where
+// delta = rowsum(dP * P) = rowsum(dO * O), then dQ = scale dS K and dK = dS^T (scale Q).
+template <typename T>
+void flash_backward(const Plan<T>& p, const std::vector<const T*>& in, const T* out, const T* g, const T* lse,
+                    GradPtrs<T> grads) {
+  const Dims& d = p.d;
+  const std::size_t block = kBlockQ * kBlockK;
+  const std::size_t scratch = 2 * d.L * d.D + d.L + 3 * block + kBlockK * (d.D + d.Dv);
+  for_each_pair<T>(d, scratch, [&](std::size_t b, std::size_t h, T* buf) {
+    T* qs = buf;             // [L, D]: all queries, scaled
+    T* dq = qs + d.L * d.D;  // [L, D]
+    T* delta = dq + d.L * d.D;
+    T* s = delta + d.L;          // scores, then P
+    T* w = s + block;            // dropout(P)
+    T* dp = w + block;           // dP, then dS
+    T* dk = dp + block;          // [kBlockK, D]
+    T* dv = dk + kBlockK * d.D;  // [kBlockK, Dv]
+    const std::size_t bh = b * d.H + h;
+    const T* qp = operand_ptr(in, p.q, b, h);
+    const T* kp = operand_ptr(in, p.k, b, h);
+    const T* vp = operand_ptr(in, p.v, b, h);
+    const T* op = out + p.out.at(b, h);
+    const T* gp = g + p.out.at(b, h);
+    const std::size_t gld = p.out.ld, kld = p.k.layout.ld, vld = p.v.layout.ld;
+    const PairMasks<T> m = pair_masks(p, b, h);
+    scaled_queries(p, qp, 0, d.L, qs);
+    std::fill(dq, dq + d.L * d.D, T(0));
+    for (std::size_t i = 0; i < d.L; ++i) {
+      const T* o = op + i * gld;
+      const T* gi = gp + i * gld;
+      delta[i] = detail::lane_sum<T>(d.Dv, [&](std::size_t c) { return o[c] * gi[c]; });
+    }
+    for (std::size_t j0 = 0; j0 < d.S; j0 += kBlockK) {
+      const std::size_t bj = std::min(kBlockK, d.S - j0);
+      std::fill(dk, dk + bj * d.D, T(0));
+      std::fill(dv, dv + bj * d.Dv, T(0));
+      for (std::size_t i0 = 0; i0 < d.L; i0 += kBlockQ) {
+        const std::size_t bi = std::min(kBlockQ, d.L - i0);
+        if (p.causal && i0 + bi <= j0) continue;  // every query of the block is before every key
+        score_block(p, m, qs + i0 * d.D, kp, i0, bi, j0, bj, s);
+        for (std::size_t r = 0; r < bi; ++r) {
+          const T l = lse[bh * d.L + i0 + r];
+          T* row = s + r * bj;
+          for (std::size_t c = 0; c < bj; ++c) row[c] = detail::fast_exp(row[c] - l);
+        }
+        const T* wp = s;
+        if (p.dropout) {
+          std::copy(s, s + bi * bj, w);
+          drop_block(p, bh, i0, bi, j0, bj, w);
+          wp = w;
+        }
+        const T* gi = gp + i0 * gld;
+        if (grads.dv) blas::gemm<T>(true, false, bj, d.Dv, bi, T(1), wp, bj, gi, gld, T(1), dv, d.Dv);
+        if (!grads.dq && !grads.dk) continue;
+        blas::gemm<T>(false, true, bi, bj, d.Dv, T(1), gi, gld, vp + j0 * vld, vld, T(0), dp, bj);
+        if (p.dropout) drop_block(p, bh, i0, bi, j0, bj, dp);
+        for (std::size_t r = 0; r < bi; ++r) {
+          T* __restrict dr = dp + r * bj;
+          const T* __restrict pr = s + r * bj;
+          const T dl = delta[i0 + r];
+          for (std::size_t c = 0; c < bj; ++c) dr[c] = pr[c] * (dr[c] - dl);
+        }
+        if (grads.dq)
+          blas::gemm<T>(false, false, bi, d.D, bj, T(1), dp, bj, kp + j0 * kld, kld, T(1), dq + i0 * d.D, d.D);
+        if (grads.dk) blas::gemm<T>(true, false, bj, d.D, bi, T(1), dp, bj, qs + i0 * d.D, d.D, T(1), dk, d.D);
+      }
+      if (grads.dk) {
+        T* dst = grads.dk + p.k.layout.at(b, h);
+        for (std::size_t r = 0; r < bj; ++r) std::copy(dk + r * d.D, dk + (r + 1) * d.D, dst + (j0 + r) * kld);
+      }
+      if (grads.dv) {
+        T* dst = grads.dv + p.v.layout.at(b, h);
+        for (std::size_t r = 0; r < bj; ++r) std::copy(dv + r * d.Dv, dv + (r + 1) * d.Dv, dst + (j0 + r) * vld);
+      }
+    }
+    if (grads.dq) {
+      T* dst = grads.dq + p.q.layout.at(b, h);
+      for (std::size_t i = 0; i < d.L; ++i)
+        for (std::size_t c = 0; c < d.D; ++c) dst[i * p.q.layout.ld + c] = dq[i * d.D + c] * p.scale;
+    }
+  });
+}
+
+// Backward of the returned weights W = dropout(P): dP = dropout(dW), dS = P * (dP - rowsum(dP * P)),
+// then dQ and dK as above (v gets none). Adds into grads.dq / grads.dk.
+template <typename T>
+void weights_backward(const Plan<T>& p, const std::vector<const T*>& in, const T* gw, const T* lse, GradPtrs<T> grads) {
+  const Dims& d = p.d;
+  const std::size_t scratch = d.L * d.D + d.L * d.D + d.S * d.D + 2 * kBlockQ * d.S;
+  for_each_pair<T>(d, scratch, [&](std::size_t b, std::size_t h, T* buf) {
+    T* qs = buf;
+    T* dq = qs + d.L * d.D;
+    T* dk = dq + d.L * d.D;
+    T* s = dk + d.S * d.D;
+    T* dp = s + kBlockQ * d.S;
+    const std::size_t bh = b * d.H + h;
+    const T* qp = operand_ptr(in, p.q, b, h);
+    const T* kp = operand_ptr(in, p.k, b, h);
+    const std::size_t kld = p.k.layout.ld;
+    const PairMasks<T> m = pair_masks(p, b, h);
+    scaled_queries(p, qp, 0, d.L, qs);
+    std::fill(dq, dq + d.L * d.D, T(0));
+    std::fill(dk, dk + d.S * d.D, T(0));
+    for (std::size_t i0 = 0; i0 < d.L; i0 += kBlockQ) {
+      const std::size_t bi = std::min(kBlockQ, d.L - i0);
+      score_block(p, m, qs + i0 * d.D, kp, i0, bi, 0, d.S, s);
+      std::copy(gw + (bh * d.L + i0) * d.S, gw + (bh * d.L + i0 + bi) * d.S, dp);
+      if (p.dropout) drop_block(p, bh, i0, bi, 0, d.S, dp);
+      for (std::size_t r = 0; r < bi; ++r) {
+        const T l = lse[bh * d.L + i0 + r];
+        T* __restrict pr = s + r * d.S;
+        T* __restrict dr = dp + r * d.S;
+        for (std::size_t c = 0; c < d.S; ++c) pr[c] = detail::fast_exp(pr[c] - l);
+        const T dot = detail::lane_sum<T>(d.S, [&](std::size_t c) { return dr[c] * pr[c]; });
+        for (std::size_t c = 0; c < d.S; ++c) dr[c] = pr[c] * (dr[c] - dot);
+      }
+      if (grads.dq) blas::gemm<T>(false, false, bi, d.D, d.S, T(1), dp, d.S, kp, kld, T(1), dq + i0 * d.D, d.D);
+      if (grads.dk) blas::gemm<T>(true, false, d.S, d.D, bi, T(1), dp, d.S, qs + i0 * d.D, d.D, T(1), dk, d.D);
+    }
+    if (grads.dq) {
+      T* dst = grads.dq + p.q.layout.at(b, h);
+      for (std::size_t i = 0; i < d.L; ++i)
+        for (std::size_t c = 0; c < d.D; ++c) dst[i * p.q.layout.ld + c] += dq[i * d.D + c] * p.scale;
+    }
+    if (grads.dk) {
+      T* dst = grads.dk + p.k.layout.at(b, h);
+      for (std::size_t j = 0; j < d.S; ++j)
+        for (std::size_t c = 0; c < d.D; ++c) dst[j * kld + c] += dk[j * d.D + c];
+    }
+  });
+}
+
+template <typename T>
+void check_masks(const char* op, const AttentionMasks<T>& m, const Dims& d) {
+  const auto check_attn = [&](const char* name, const auto& a) {
+    if (!a) return;
+    const auto& s = a->shape();
+    const bool ok = (s.size() == 2 && s[0] == d.L && s[1] == d.S) ||
+                    (s.size() == 3 && s[0] == d.B * d.H && s[1] == d.L && s[2] == d.S) ||
+                    (s.size() == 4 && s[0] == d.B && s[1] == d.H && s[2] == d.L && s[3] == d.S);
+    if (!ok)
+      throw ShapeError(fmt::format(
+          "{}: {} must be [L, S] = [{}, {}], [B * H, L, S] = [{}, {}, {}] or [B, H, L, S] = "
+          "[{}, {}, {}, {}], got {}",
+          op, name, d.L, d.S, d.B * d.H, d.L, d.S, d.B, d.H, d.L, d.S, format_shape(Shape(s.begin(), s.end()))));
+  };
+  const auto check_kpm = [&](const char* name, const auto& a) {
+    if (!a) return;
+    const auto& s = a->shape();
+    if (s.size() != 2 || s[0] != d.B || s[1] != d.S)
+      throw ShapeError(fmt::format("{}: {} must be [B, S] = [{}, {}], got {}", op, name, d.B, d.S,
+                                   format_shape(Shape(s.begin(), s.end()))));
+  };
+  check_attn("attn_mask", m.attn_mask);
+  check_attn("attn_bias", m.attn_bias);
+  check_kpm("key_padding_mask", m.key_padding_mask);
+  check_kpm("key_padding_bias", m.key_padding_bias);
+}
+
+// The one implementation behind the three entry points: checks, forward, and the backward closures
+// (of the output and, when asked for, of the weights).
+template <typename T>
+std::pair<Tensor<T>, Tensor<T>> attention(const char* op, const std::vector<Tensor<T>>& inputs, const Dims& d,
+                                          const Operand& q, const Operand& k, const Operand& v, const Shape& out_shape,
+                                          const Layout& out_layout, const AttentionMasks<T>& masks, double dropout_p,
+                                          bool is_causal, std::optional<double> scale, bool need_weights,
+                                          Generator* gen) {
+  if (!(dropout_p >= 0.0 && dropout_p < 1.0))
+    throw ShapeError(fmt::format("{}: dropout probability must lie in [0, 1), got {}", op, dropout_p));
+  if (dropout_p > 0.0 && !gen)
+    throw std::invalid_argument(fmt::format("{}: dropout_p = {} needs a generator, got none", op, dropout_p));
+  if (scale && !std::isfinite(*scale))
+    throw std::invalid_argument(fmt::format("{}: scale must be finite, got {}", op, *scale));
+  check_masks(op, masks, d);
+  const bool drop = dropout_p > 0.0;
+  // Drawn exactly when dropout(weights, p, true, gen) would draw: one next_u64 as the call's seed.
+  const detail::DropoutMask mask(drop ? gen->next_u64() : 0, drop ? dropout_p : 0.0);
+  const double sc = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(d.D));
+  const Plan<T> plan{d, static_cast<T>(sc), is_causal, drop, mask, static_cast<T>(1.0 / (1.0 - dropout_p)), masks, q, k,
+                     v, out_layout};
+
+  std::vector<const T*> bases;
+  for (const auto& x : inputs) bases.push_back(x.data().data());
+  auto lse = std::make_shared<std::vector<T>>(d.B * d.H * d.L);
+  xt::xarray<T> y = xt::xarray<T>::from_shape(out_shape);
+  if (y.size()) flash_forward(plan, bases, y.data(), lse->data());
+  Tensor<T> out(std::move(y));
+  Tensor<T> weights;
+  if (need_weights) {
+    xt::xarray<T> w = xt::xarray<T>::from_shape({d.B, d.H, d.L, d.S});
+    if (w.size()) weights_forward(plan, bases, lse->data(), w.data());
+    weights = Tensor<T>(std::move(w));
+  }
+  if (!should_record(inputs)) return {out, weights};
+
+  std::vector<std::shared_ptr<const xt::xarray<T>>> saved;
+  for (const auto& x : inputs) saved.push_back(x.saved());
+  // The gradient arrays of the inputs that need one, and the q / k / v pointers into them.
+  const auto make_grads = [](const std::vector<std::shared_ptr<const xt::xarray<T>>>& saved, GradInputs<T>& in,
+                             bool zero) {
+    std::vector<xt::xarray<T>> grads(saved.size());
+    for (std::size_t i = 0; i < saved.size(); ++i)
+      if (in.needs(i))
+        grads[i] = zero ? xt::xarray<T>(xt::zeros<T>(saved[i]->shape())) : xt::xarray<T>::from_shape(saved[i]->shape());
+    return grads;
+  };
+  const auto pointers = [](const std::vector<std::shared_ptr<const xt::xarray<T>>>& saved) {
+    std::vector<const T*> p;
+    for (const auto& s : saved) p.push_back(s->data());
+    return p;
+  };
+  record(out, op, inputs,
+         [plan, saved, lse, out_val = out.saved(), make_grads, pointers](const xt::xarray<T>& g, GradInputs<T>& in) {
+           auto grads = make_grads(saved, in, false);
+           if (plan.d.L * plan.d.S * plan.d.B * plan.d.H == 0) {
+             for (auto& x : grads) std::fill(x.begin(), x.end(), T(0));
+           } else {
+             flash_backward(plan, pointers(saved), out_val->data(), g.data(), lse->data(),
+                            GradPtrs<T>{grad_ptr(grads, plan.q), grad_ptr(grads, plan.k), grad_ptr(grads, plan.v)});
+           }
+           for (std::size_t i = 0; i < grads.size(); ++i)
+             if (in.needs(i)) in.accumulate(i, std::move(grads[i]));
+         });
+  if (need_weights)
+    record(weights, op, inputs, [plan, saved, lse, make_grads, pointers](const xt::xarray<T>& g, GradInputs<T>& in) {
+      auto grads = make_grads(saved, in, true);
+      if (g.size())
+        weights_backward(plan, pointers(saved), g.data(), lse->data(),
+                         GradPtrs<T>{grad_ptr(grads, plan.q), grad_ptr(grads, plan.k), nullptr});
+      for (std::size_t i = 0; i < grads.size(); ++i)
+        if (in.needs(i)) in.accumulate(i, std::move(grads[i]));
+    });
+  return {out, weights};
+}
+
+}  // namespace
+
+template <typename T>
+std::pair<Tensor<T>, Tensor<T>> scaled_dot_product_attention(const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v,
+                                                             const AttentionMasks<T>& masks, double dropout_p,
+                                                             bool is_causal, std::optional<double> scale,
+                                                             bool need_weights, Generator* gen) {
+  const char* op = "scaled_dot_product_attention";
+  const Shape &sq = q.shape(), &sk = k.shape(), &sv = v.shape();
+  const std::size_t n = sq.size();
+  const bool ok = (n == 3 || n == 4) && sk.size() == n && sv.size() == n &&
+                  std::equal(sq.begin(), sq.end() - 2, sk.begin()) &&
+                  std::equal(sq.begin(), sq.end() - 2, sv.begin()) && sk[n - 1] == sq[n - 1] && sv[n - 2] == sk[n - 2];
+  if (!ok)
+    throw ShapeError(
+        fmt::format("{}: q [B, H, L, D], k [B, H, S, D], v [B, H, S, Dv] (or 3-d [N, ., .]), got {}, {}, {}", op,
+                    format_shape(sq), format_shape(sk), format_shape(sv)));
+  const std::size_t B = sq[0], H = n == 4 ? sq[1] : 1, L = sq[n - 2], S = sk[n - 2], D = sq[n - 1], Dv = sv[n - 1];
+  const Dims d{B, H, L, S, D, Dv};
+  const auto layout = [&](std::size_t rows, std::size_t cols) { return Layout{0, cols, H * rows * cols, rows * cols}; };
+  Shape out_shape = sq;
+  out_shape[n - 1] = Dv;
+  return attention<T>(op, {q, k, v}, d, Operand{0, layout(L, D)}, Operand{1, layout(S, D)}, Operand{2, layout(S, Dv)},
+                      out_shape, layout(L, Dv), masks, dropout_p, is_causal, scale, need_weights, gen);
+}
+
+template <typename T>
+std::pair<Tensor<T>, Tensor<T>> multi_head_attention(const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v,
+                                                     std::size_t num_heads, const AttentionMasks<T>& masks,
+                                                     double dropout_p, bool is_causal, std::optional<double> scale,
+                                                     bool need_weights, Generator* gen) {
+  const char* op = "multi_head_attention";
+  const Shape &sq = q.shape(), &sk = k.shape(), &sv = v.shape();
+  const std::size_t H = num_heads;
+  if (sq.size() != 3 || sk.size() != 3 || sv.size() != 3 || sk[0] != sq[0] || sv[0] != sq[0] || sk[1] != sv[1] ||
+      sk[2] != sq[2] || H == 0 || sq[2] % H != 0 || sv[2] % H != 0) {
+    throw ShapeError(
+        fmt::format("{}: q [B, L, E], k [B, S, E], v [B, S, Ev] with E and Ev divisible by num_heads {}, "
+                    "got {}, {}, {}",
+                    op, num_heads, format_shape(sq), format_shape(sk), format_shape(sv)));
+  }
+  const std::size_t B = sq[0], L = sq[1], S = sk[1], E = sq[2], Ev = sv[2];
+  const Dims d{B, H, L, S, E / H, Ev / H};
+  return attention<T>(op, {q, k, v}, d, Operand{0, Layout{0, E, L * E, d.D}}, Operand{1, Layout{0, E, S * E, d.D}},
+                      Operand{2, Layout{0, Ev, S * Ev, d.Dv}}, Shape{B, L, Ev}, Layout{0, Ev, L * Ev, d.Dv}, masks,
+                      dropout_p, is_causal, scale, need_weights, gen);
+}
+
+template <typename T>
+std::pair<Tensor<T>, Tensor<T>> multi_head_self_attention(const Tensor<T>& qkv, std::size_t num_heads,
+                                                          const AttentionMasks<T>& masks, double dropout_p,
+                                                          bool is_causal, std::optional<double> scale,
+                                                          bool need_weights, Generator* gen) {
+  const char* op = "multi_head_self_attention";
+  const Shape& sh = qkv.shape();
+  if (sh.size() != 3 || sh[2] % 3 != 0 || num_heads == 0 || (sh[2] / 3) % num_heads != 0) {
+    throw ShapeError(fmt::format("{}: qkv must be [B, L, 3 E] with E divisible by num_heads {}, got {}", op, num_heads,
+                                 format_shape(sh)));
+  }
+  const std::size_t B = sh[0], L = sh[1], W = sh[2], E = W / 3, H = num_heads, D = E / H;
+  const Dims d{B, H, L, L, D, D};
+  return attention<T>(op, {qkv}, d, Operand{0, Layout{0, W, L * W, D}}, Operand{0, Layout{E, W, L * W, D}},
+                      Operand{0, Layout{2 * E, W, L * W, D}}, Shape{B, L, E}, Layout{0, E, L * E, D}, masks, dropout_p,
+                      is_causal, scale, need_weights, gen);
+}
+
+#define TAPEGRAD_ATTENTION(T)                                                                                    \
+  template std::pair<Tensor<T>, Tensor<T>> scaled_dot_product_attention<T>(                                      \
+      const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, const AttentionMasks<T>&, double, bool,              \
+      std::optional<double>, bool, Generator*);                                                                  \
+  template std::pair<Tensor<T>, Tensor<T>> multi_head_attention<T>(                                              \
+      const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, std::size_t, const AttentionMasks<T>&, double, bool, \
+      std::optional<double>, bool, Generator*);                                                                  \
+  template std::pair<Tensor<T>, Tensor<T>> multi_head_self_attention<T>(                                         \
+      const Tensor<T>&, std::size_t, const AttentionMasks<T>&, double, bool, std::optional<double>, bool, Generator*);
+TAPEGRAD_ATTENTION(float)
+TAPEGRAD_ATTENTION(double)
+#undef TAPEGRAD_ATTENTION
+
+}  // namespace tapegrad
