@@ -1,0 +1,267 @@
+#include "tapegrad/autograd/caching_allocator.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <new>
+#include <unordered_map>
+#include <vector>
+
+namespace tapegrad {
+
+namespace {
+
+constexpr std::size_t kMinCached = std::size_t{256} << 10;  // below: plain malloc
+constexpr std::size_t kPage = 4096;
+constexpr std::size_t kDefaultLimit = std::size_t{4} << 30;
+
+// Size class of n >= kMinCached: n rounded up to a multiple of a quarter of its power of two.
+std::size_t class_size(std::size_t n) {
+  std::size_t p = kMinCached;
+  while (p * 2 <= n) p *= 2;
+  const std::size_t step = p / 4;
+  return (n + step - 1) / step * step;
+}
+
+// The allocator of the cache's own containers: malloc and free, never operator new / delete, which
+// would re-enter the cache (and its lock) from inside it.
+template <typename T>
+struct MallocAllocator {
+  using value_type = T;
+  MallocAllocator() = default;
+  template <typename U>
+  MallocAllocator(const MallocAllocator<U>&) {}
+  T* allocate(std::size_t n) {
+    if (void* p = std::malloc(n * sizeof(T))) return static_cast<T*>(p);
+    throw std::bad_alloc();
+  }
+  void deallocate(T* p, std::size_t) { std::free(p); }
+  template <typename U>
+  bool operator==(const MallocAllocator<U>&) const {
+    return true;
+  }
+  template <typename U>
+  bool operator!=(const MallocAllocator<U>&) const {
+    return false;
+  }
+};
+
+template <typename K, typename V>
+using Map = std::unordered_map<K, V, std::hash<K>, std::equal_to<K>, MallocAllocator<std::pair<const K, V>>>;
+
+// The cache's state. Built in static storage on first use and never destroyed: operator delete runs
+// until the very end of the process (after every static destructor), so the state must outlive them.
+class Cache {
+ public:
+  Cache() {
+    const char* env = std::getenv("TAPEGRAD_CACHING_ALLOCATOR");
+    enabled_ = !(env && std::strcmp(env, "0") == 0);
+  }
+
+  bool enabled() const { return enabled_; }
+
+  void* allocate(std::size_t n) {
+    const std::size_t size = class_size(n);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = free_.find(size);
+      if (it != free_.end() && !it->second.empty()) {
+        void* p = it->second.back();
+        it->second.pop_back();
+        cached_bytes_ -= size;
+        live_bytes_ += size;
+        ++hits_;
+        return p;
+      }
+    }
+    void* p = std::aligned_alloc(kPage, size);
+    if (!p) {
+      release(0);  // memory is short: give the cached blocks back and try once more
+      p = std::aligned_alloc(kPage, size);
+      if (!p) return nullptr;
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    live_.emplace(p, size);
+    live_bytes_ += size;
+    ++misses_;
+    return p;
+  }
+
+  // True when p was a cached-class block (now cached or freed); false when it is not ours.
+  bool deallocate(void* p) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    auto it = live_.find(p);
+    if (it == live_.end()) return false;
+    const std::size_t size = it->second;
+    live_bytes_ -= size;
+    if (closed_ || cached_bytes_ + size > limit_) {
+      live_.erase(it);
+      lock.unlock();
+      std::free(p);
+      return true;
+    }
+    free_[size].push_back(p);
+    cached_bytes_ += size;
+    return true;
+  }
+
+  // Frees cached blocks until at most keep bytes stay cached.
+  void release(std::size_t keep) {
+    std::vector<void*, MallocAllocator<void*>> out;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (auto& [size, list] : free_) {
+        while (cached_bytes_ > keep && !list.empty()) {
+          out.push_back(list.back());
+          live_.erase(list.back());
+          list.pop_back();
+          cached_bytes_ -= size;
+        }
+      }
+    }
+    for (void* p : out) std::free(p);
+  }
+
+  void close() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      closed_ = true;
+    }
+    release(0);
+  }
+
+  std::size_t limit() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return limit_;
+  }
+  void set_limit(std::size_t bytes) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      limit_ = bytes;
+    }
+    release(bytes);
+  }
+  CacheStats stats() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return CacheStats{cached_bytes_, live_bytes_, hits_, misses_};
+  }
+
+ private:
+  bool enabled_ = true;
+  std::mutex mutex_;
+  // Every block from aligned_alloc, handed out or cached, with its class size.
+  Map<void*, std::size_t> live_;
+  Map<std::size_t, std::vector<void*, MallocAllocator<void*>>> free_;
+  std::size_t cached_bytes_ = 0, live_bytes_ = 0, hits_ = 0, misses_ = 0, limit_ = kDefaultLimit;
+  bool closed_ = false;
+};
+
+Cache& cache() {
+  alignas(Cache) static unsigned char storage[sizeof(Cache)];
+  static Cache* c = [] {
+    Cache* made = new (storage) Cache;
+    if (made->enabled()) std::atexit([] { cache().close(); });
+    return made;
+  }();
+  return *c;
+}
+
+// 0: not decided yet, 1: on, 2: off. Read without the function-local static's guard on the hot path.
+std::atomic<int> state{0};
+
+bool on() {
+#ifdef TAPEGRAD_NO_CACHING_ALLOCATOR
+  return false;
+#endif
+  int s = state.load(std::memory_order_acquire);
+  if (s == 0) {
+    s = cache().enabled() ? 1 : 2;
+    state.store(s, std::memory_order_release);
+  }
+  return s == 1;
+}
+
+#ifndef TAPEGRAD_NO_CACHING_ALLOCATOR
+void* allocate(std::size_t n, std::size_t align) {
+  if (n == 0) n = 1;
+  if (n >= kMinCached && align <= kPage && on()) return cache().allocate(n);
+  if (align <= alignof(std::max_align_t)) return std::malloc(n);
+  return std::aligned_alloc(align, (n + align - 1) / align * align);
+}
+
+void deallocate(void* p) {
+  if (!p) return;
+  // Cached blocks are page-aligned: other pointers never need the lookup.
+  if (reinterpret_cast<std::uintptr_t>(p) % kPage == 0 && state.load(std::memory_order_acquire) == 1 &&
+      cache().deallocate(p))
+    return;
+  std::free(p);
+}
+
+void* allocate_or_throw(std::size_t n, std::size_t align) {
+  for (;;) {
+    if (void* p = allocate(n, align)) return p;
+    std::new_handler handler = std::get_new_handler();
+    if (!handler) throw std::bad_alloc();
+    handler();
+  }
+}
+#endif
+
+}  // namespace
+
+bool caching_allocator_enabled() { return on(); }
+void empty_cache() {
+  if (on()) cache().release(0);
+}
+std::size_t cache_limit() { return on() ? cache().limit() : 0; }
+void set_cache_limit(std::size_t bytes) {
+  if (on()) cache().set_limit(bytes);
+}
+CacheStats cache_stats() { return on() ? cache().stats() : CacheStats{}; }
+
+}  // namespace tapegrad
+
+#ifndef TAPEGRAD_NO_CACHING_ALLOCATOR
+// The replaceable global allocation functions ([new.delete]): every form routes to the two above.
+void* operator new(std::size_t n) { return tapegrad::allocate_or_throw(n, alignof(std::max_align_t)); }
+void* operator new[](std::size_t n) { return tapegrad::allocate_or_throw(n, alignof(std::max_align_t)); }
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+  try {
+    return tapegrad::allocate_or_throw(n, alignof(std::max_align_t));
+  } catch (...) {
+    return nullptr;
+  }
+}
+void* operator new[](std::size_t n, const std::nothrow_t& t) noexcept { return operator new(n, t); }
+void* operator new(std::size_t n, std::align_val_t a) {
+  return tapegrad::allocate_or_throw(n, static_cast<std::size_t>(a));
+}
+void* operator new[](std::size_t n, std::align_val_t a) {
+  return tapegrad::allocate_or_throw(n, static_cast<std::size_t>(a));
+}
+void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  try {
+    return tapegrad::allocate_or_throw(n, static_cast<std::size_t>(a));
+  } catch (...) {
+    return nullptr;
+  }
+}
+void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t& t) noexcept {
+  return operator new(n, a, t);
+}
+void operator delete(void* p) noexcept { tapegrad::deallocate(p); }
+void operator delete[](void* p) noexcept { tapegrad::deallocate(p); }
+void operator delete(void* p, std::size_t) noexcept { tapegrad::deallocate(p); }
+void operator delete[](void* p, std::size_t) noexcept { tapegrad::deallocate(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { tapegrad::deallocate(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { tapegrad::deallocate(p); }
+void operator delete(void* p, std::align_val_t) noexcept { tapegrad::deallocate(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { tapegrad::deallocate(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { tapegrad::deallocate(p); }
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { tapegrad::deallocate(p); }
+void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { tapegrad::deallocate(p); }
+void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { tapegrad::deallocate(p); }
+#endif  // TAPEGRAD_NO_CACHING_ALLOCATOR

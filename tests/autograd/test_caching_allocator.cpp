@@ -1,0 +1,69 @@
+// The caching allocator (autograd/caching_allocator.hpp): large blocks are reused from their size
+// class, small ones never cached, the limit and empty_cache give memory back.
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "tapegrad/autograd/caching_allocator.hpp"
+#include "tapegrad/autograd/tensor.hpp"
+
+using namespace tapegrad;
+
+TEST_CASE("caching allocator: a freed large block serves the next request of its class", "[allocator]") {
+  if (!caching_allocator_enabled()) {
+    CHECK(cache_stats().hits == 0);  // off (TAPEGRAD_CACHING_ALLOCATOR=0): nothing is counted
+    return;
+  }
+  empty_cache();
+  const CacheStats before = cache_stats();
+  CHECK(before.cached_bytes == 0);
+  const std::size_t n = (std::size_t{3} << 20) / sizeof(float);  // 3 MiB
+  const float* first = nullptr;
+  {
+    std::vector<float> a(n, 1.0f);
+    first = a.data();
+    CHECK(reinterpret_cast<std::uintptr_t>(first) % 4096 == 0);
+    CHECK(cache_stats().live_bytes >= before.live_bytes + n * sizeof(float));
+  }
+  CHECK(cache_stats().cached_bytes >= n * sizeof(float));
+  {
+    // A slightly smaller request of the same class gets the same block back, written as asked.
+    std::vector<float> b(n - 1000, 2.0f);
+    CHECK(b.data() == first);
+    CHECK(b[n - 1001] == 2.0f);
+    CHECK(cache_stats().hits == before.hits + 1);
+  }
+  {
+    auto t = Tensor<float>::zeros({1024, 1024});  // tensor storage goes through it too
+    CHECK(t.data()(1023, 1023) == 0.0f);
+  }
+  CHECK(cache_stats().cached_bytes > 0);
+  empty_cache();
+  CHECK(cache_stats().cached_bytes == 0);
+}
+
+TEST_CASE("caching allocator: small blocks are not cached, and the limit bounds the free lists", "[allocator]") {
+  if (!caching_allocator_enabled()) return;
+  empty_cache();
+  const CacheStats before = cache_stats();
+  { std::vector<char> small(1000); }
+  CHECK(cache_stats().cached_bytes == 0);
+  CHECK(cache_stats().misses == before.misses);
+  const std::size_t old_limit = cache_limit();
+  set_cache_limit(std::size_t{1} << 20);  // 1 MiB: a freed 2 MiB block goes back to the system
+  { std::vector<char> big(std::size_t{2} << 20); }
+  CHECK(cache_stats().cached_bytes == 0);
+  { std::vector<char> fits(std::size_t{512} << 10); }
+  CHECK(cache_stats().cached_bytes == (std::size_t{512} << 10));
+  set_cache_limit(old_limit);
+  empty_cache();
+  // Aligned and array forms go through it too.
+  auto arr = std::make_unique<double[]>(std::size_t{1} << 16);
+  arr[0] = 1.0;
+  struct alignas(64) Wide {
+    float v[16];
+  };
+  std::vector<Wide> wide(std::size_t{1} << 13);
+  CHECK(reinterpret_cast<std::uintptr_t>(wide.data()) % 64 == 0);
+}
