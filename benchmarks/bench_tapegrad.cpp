@@ -35,6 +35,16 @@ long peak_rss_kb() {
 
 using Clock = std::chrono::steady_clock;
 
+// User and system CPU time of the process, in ms.
+void cpu_ms(double& user, double& sys) {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  user = u.ru_utime.tv_sec * 1e3 + u.ru_utime.tv_usec / 1e3;
+  sys = u.ru_stime.tv_sec * 1e3 + u.ru_stime.tv_usec / 1e3;
+}
+// CPU time per timed repetition (user, system), over the repetitions measure() timed.
+double g_user_per_call = 0, g_sys_per_call = 0;
+
 double time_ms(const std::function<void()>& f) {
   const auto t0 = Clock::now();
   f();
@@ -49,7 +59,12 @@ std::vector<double> measure(const std::function<void()>& f, double budget_ms = 2
   if (first < 1000) first = std::min(first, time_ms(f));
   const int reps = std::clamp(static_cast<int>(budget_ms / std::max(first, 1e-3)), min_reps, max_reps);
   std::vector<double> t;
+  double u0, s0, u1, s1;
+  cpu_ms(u0, s0);
   for (int i = 0; i < reps; ++i) t.push_back(time_ms(f));
+  cpu_ms(u1, s1);
+  g_user_per_call = (u1 - u0) / reps;
+  g_sys_per_call = (s1 - s0) / reps;
   return t;
 }
 
@@ -88,11 +103,14 @@ struct ModelConfig {
 };
 const ModelConfig kDefault{64, 256, 64, 4, 128, 1};
 const ModelConfig kLarge{32, 512, 256, 4, 1024, 4};
+// The default model on long sequences, the batch scaled so that tokens per step stay 64 x 256.
+const ModelConfig kDefault1k{16, 1024, 64, 4, 128, 1};
+const ModelConfig kDefault4k{4, 4096, 64, 4, 128, 1};
 
 models::TransformerClassifierOptions classifier_options(const ModelConfig& c) {
   models::TransformerClassifierOptions o;
   o.vocab_size = 20000;
-  o.max_len = 512;
+  o.max_len = std::max<std::size_t>(512, c.L);
   o.d_model = c.d;
   o.nhead = c.heads;
   o.dim_feedforward = c.ff;
@@ -174,8 +192,13 @@ std::vector<double> run_case(const std::string& name) {
       opt.step();
     });
   }
-  if (name == "train_default" || name == "train_large" || name == "eval_default") {
-    const ModelConfig c = name == "train_large" ? kLarge : kDefault;
+  const bool long_case = name == "train_default_1k" || name == "train_default_4k";
+  if (name == "train_default" || name == "train_large" || name == "eval_default" || long_case) {
+    const ModelConfig c = name == "train_large"        ? kLarge
+                          : name == "train_default_1k" ? kDefault1k
+                          : name == "train_default_4k" ? kDefault4k
+                                                       : kDefault;
+    const bool slow = name == "train_large" || long_case;
     Generator gen(0);
     models::TransformerClassifier<float> model(classifier_options(c), gen);
     xt::xarray<std::int64_t> ids;
@@ -201,7 +224,7 @@ std::vector<double> run_case(const std::string& name) {
           optim::clip_grad_norm_(params, 1.0);
           opt.step();
         },
-        name == "train_large" ? 6000 : 2500, name == "train_large" ? 3 : 5);
+        slow ? 6000 : 2500, slow ? 3 : 5);
   }
   std::fprintf(stderr, "bench_tapegrad: unknown case '%s'\n", name.c_str());
   std::exit(2);
@@ -223,7 +246,7 @@ int main(int argc, char** argv) {
   for (double v : t) times += (times.empty() ? "" : ", ") + std::to_string(v);
   std::printf(
       "{\"side\": \"tapegrad\", \"case\": \"%s\", \"threads\": %d, \"times_ms\": [%s], \"rss_base_kb\": %ld, "
-      "\"rss_peak_kb\": %ld}\n",
-      name.c_str(), threads, times.c_str(), base, peak_rss_kb());
+      "\"rss_peak_kb\": %ld, \"user_ms\": %.3f, \"sys_ms\": %.3f}\n",
+      name.c_str(), threads, times.c_str(), base, peak_rss_kb(), g_user_per_call, g_sys_per_call);
   return 0;
 }

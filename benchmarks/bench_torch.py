@@ -15,6 +15,11 @@ from torch import nn
 
 DEFAULT = dict(B=64, L=256, d=64, heads=4, ff=128, layers=1)
 LARGE = dict(B=32, L=512, d=256, heads=4, ff=1024, layers=4)
+# The default model on long sequences, the batch scaled so that tokens per step stay 64 x 256.
+LONG = {"train_default_1k": dict(DEFAULT, B=16, L=1024), "train_default_4k": dict(DEFAULT, B=4, L=4096)}
+
+
+CPU = {"user_ms": 0.0, "sys_ms": 0.0}  # CPU time per timed repetition, set by measure()
 
 
 def peak_rss_kb():
@@ -32,7 +37,12 @@ def measure(f, budget_ms=2500, min_reps=5, max_reps=30):
     if first < 1000:
         first = min(first, time_ms(f))
     reps = max(min_reps, min(max_reps, int(budget_ms / max(first, 1e-3))))
-    return [time_ms(f) for _ in range(reps)]
+    u0 = resource.getrusage(resource.RUSAGE_SELF)
+    times = [time_ms(f) for _ in range(reps)]
+    u1 = resource.getrusage(resource.RUSAGE_SELF)
+    CPU["user_ms"] = (u1.ru_utime - u0.ru_utime) * 1e3 / reps
+    CPU["sys_ms"] = (u1.ru_stime - u0.ru_stime) * 1e3 / reps
+    return times
 
 
 def pattern(n, salt):
@@ -151,10 +161,10 @@ def run_case(name):
             opt.step()
 
         return measure(step)
-    if name in ("train_default", "train_large", "eval_default"):
-        c = LARGE if name == "train_large" else DEFAULT
+    if name in ("train_default", "train_large", "eval_default") or name in LONG:
+        c = LARGE if name == "train_large" else LONG.get(name, DEFAULT)
         torch.manual_seed(0)
-        model = Classifier(20000, c["d"], c["heads"], c["ff"], c["layers"])
+        model = Classifier(20000, c["d"], c["heads"], c["ff"], c["layers"], max_len=max(512, c["L"]))
         ids, pad = token_batch(c["B"], c["L"], 20000)
         target = torch.arange(c["B"]) % 2
         if name == "eval_default":
@@ -175,7 +185,7 @@ def run_case(name):
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
 
-        large = name == "train_large"
+        large = name == "train_large" or name in LONG
         return measure(step, 6000 if large else 2500, 3 if large else 5)
     raise SystemExit(f"bench_torch.py: unknown case {name!r}")
 
@@ -186,7 +196,7 @@ def main():
     base = peak_rss_kb()
     times = run_case(name)
     print(json.dumps(dict(side="torch", case=name, threads=threads, times_ms=times, rss_base_kb=base,
-                          rss_peak_kb=peak_rss_kb())))
+                          rss_peak_kb=peak_rss_kb(), **CPU)))
 
 
 if __name__ == "__main__":

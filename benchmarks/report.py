@@ -45,6 +45,10 @@ CASES = {
                     3 * train_fwd(32, 512, 256, 1024, 4), "3 x layers x (attention + 4 B L E F)"),
     "eval_default": ("evaluation (no grad), default model", train_fwd(64, 256, 64, 128, 1),
                      "layers x (attention + 4 B L E F)"),
+    "train_default_1k": ("training step, default model at L 1024 (B 16: the same tokens per step)",
+                         3 * train_fwd(16, 1024, 64, 128, 1), "3 x layers x (attention + 4 B L E F)"),
+    "train_default_4k": ("training step, default model at L 4096 (B 4: the same tokens per step)",
+                         3 * train_fwd(4, 4096, 64, 128, 1), "3 x layers x (attention + 4 B L E F)"),
 }
 
 
@@ -79,13 +83,24 @@ def main():
            "Times in ms: median [min - max] over the repetitions after two warmup calls (one when a call takes over a second); ratio = tapegrad median / "
            "torch median (< 1: tapegrad faster). GFLOP/s from the analytic FLOP count below and the median. "
            "Peak RSS: the process's ru_maxrss (each case runs in its own process), in MiB; the number in "
-           "parentheses is the growth over the RSS before the case started (torch's import alone is ~230 MiB).",
+           "parentheses is the growth over the RSS before the case started (torch's import alone is ~230 MiB). "
+           "% of ceiling: GFLOP/s over the faster side's sgemm 2048^3 GFLOP/s at that thread count in this run. "
+           "CPU per call: user + system ms of the whole process per timed repetition (system time is mostly "
+           "page faults). The machine may be shared: compare the two sides within one run (they run "
+           "interleaved, case by case), not absolute numbers across runs.",
            ""]
     for t in threads:
-        out += [f"**{t} thread(s)**", "",
-                "| case | tapegrad ms | torch ms | ratio | tapegrad GFLOP/s | torch GFLOP/s | tapegrad peak RSS | "
+        ceiling = 0.0
+        for side in ("tapegrad", "torch"):
+            g = rows.get(("gemm_2048", t, side))
+            if g:
+                ceiling = max(ceiling, CASES["gemm_2048"][1] / statistics.median(g["times_ms"]) / 1e6)
+        out += [f"**{t} thread(s)**" + (f" (sgemm ceiling in this run: {ceiling:.1f} GFLOP/s)" if ceiling else ""),
+                "",
+                "| case | tapegrad ms | torch ms | ratio | tapegrad GFLOP/s (% of ceiling) | torch GFLOP/s (% of ceiling) "
+                "| tapegrad CPU per call, user + sys ms | torch CPU per call, user + sys ms | tapegrad peak RSS | "
                 "torch peak RSS |",
-                "|---|---|---|---|---|---|---|---|"]
+                "|---|---|---|---|---|---|---|---|---|---|"]
         for c in order:
             a, b = rows.get((c, t, "tapegrad")), rows.get((c, t, "torch"))
             if not a or not b:
@@ -99,8 +114,17 @@ def main():
             def rss(r):
                 return f"{r['rss_peak_kb'] / 1024:.0f} (+{(r['rss_peak_kb'] - r['rss_base_kb']) / 1024:.0f})"
 
-            out.append(f"| {desc} | {cell(a, ma)} | {cell(b, mb)} | {ma / mb:.2f} | {flops / ma / 1e6:.1f} | "
-                       f"{flops / mb / 1e6:.1f} | {rss(a)} | {rss(b)} |")
+            def gflops(m):
+                g = flops / m / 1e6
+                return f"{g:.1f}" + (f" ({100 * g / ceiling:.0f}%)" if ceiling else "")
+
+            def cpu(r):
+                if "user_ms" not in r:
+                    return "-"
+                return f"{fmt_ms(r['user_ms'])} + {fmt_ms(r['sys_ms'])}"
+
+            out.append(f"| {desc} | {cell(a, ma)} | {cell(b, mb)} | {ma / mb:.2f} | {gflops(ma)} | {gflops(mb)} | "
+                       f"{cpu(a)} | {cpu(b)} | {rss(a)} | {rss(b)} |")
         out.append("")
     out += ["FLOP formulas (B batch, L length, E d_model, F feed-forward, V vocabulary, N elements): " +
             "; ".join(f"{c}: {CASES[c][2]}" for c in order) + ".", f"<!-- END bench:{section} -->"]

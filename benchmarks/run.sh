@@ -11,7 +11,7 @@ shift || true
 cases=("$@")
 if [ ${#cases[@]} -eq 0 ]; then
   cases=(gemm_2048 matmul_qkv matmul_ff1 matmul_ff2 matmul_scores softmax log_softmax layer_norm attention
-         embedding_adamw train_default train_large eval_default)
+         embedding_adamw train_default train_large eval_default train_default_1k train_default_4k)
 fi
 
 export CCACHE_BASEDIR=$PWD/..
@@ -21,15 +21,17 @@ cmake --build build -j2 --target bench_tapegrad >/dev/null
 out=build/benchmarks/results.jsonl
 : >"$out"
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+echo "load average before: $load_before (the two sides run interleaved: compare them within this run)" >&2
 for threads in 2 1; do
   for c in "${cases[@]}"; do
-    # The large model's step takes seconds: only at 2 threads (where the target is), to keep the run short.
-    if [ "$c" = train_large ] && [ "$threads" = 1 ]; then continue; fi
+    # The large model's and the long sequences' steps take seconds: only at 2 threads (where the targets
+    # are), to keep the run short.
+    case "$c" in train_large | train_default_1k | train_default_4k) if [ "$threads" = 1 ]; then continue; fi ;; esac
     # Both sides get the same thread count for OpenBLAS, OpenMP and torch's intra-op pool.
     export OPENBLAS_NUM_THREADS=$threads OMP_NUM_THREADS=$threads
     build/benchmarks/bench_tapegrad "$c" "$threads" >>"$out"
     /usr/bin/python3 -W ignore benchmarks/bench_torch.py "$c" "$threads" >>"$out"
-    echo "done: $c at $threads thread(s)" >&2
+    echo "done: $c at $threads thread(s), load $(cut -d' ' -f1 /proc/loadavg)" >&2
   done
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
