@@ -190,6 +190,40 @@ std::pair<Tensor<T>, Tensor<T>> MultiheadAttention<T>::forward(const Tensor<T>& 
   return {out, returned};
 }
 
+template <typename T>
+Tensor<T> MultiheadAttention<T>::forward_incremental(const Tensor<T>& x, KVCache<T>& cache) const {
+  const char* op = "MultiheadAttention.forward_incremental";
+  if (!in_proj_weight.defined()) {
+    throw ShapeError(fmt::format("{}: needs the packed in_proj_weight (kdim {} and vdim {} differ from embed_dim {})",
+                                 op, kdim, vdim, embed_dim));
+  }
+  if (x.dim() != 3 || x.size(2) != embed_dim) {
+    throw ShapeError(fmt::format("{}: x must be {} with E = {}, got {}", op, batch_first ? "[B, n, E]" : "[n, B, E]",
+                                 embed_dim, format_shape(x.shape())));
+  }
+  const Tensor<T> xb = batch_first ? x : transpose(x, 0, 1);
+  const std::size_t B = xb.size(0), n = xb.size(1), past = cache.length();
+  if (past > 0 && cache.key.size(0) != B) {
+    throw ShapeError(fmt::format("{}: x has batch {} but the cache holds batch {}", op, B, cache.key.size(0)));
+  }
+  const auto qkv = chunk(linear(xb, in_proj_weight, in_proj_bias), 3, -1);
+  cache.key = past ? cat<T>({cache.key, qkv[1]}, 1) : qkv[1];
+  cache.value = past ? cat<T>({cache.value, qkv[2]}, 1) : qkv[2];
+  // Query i is position past + i. With an empty cache that is the usual top-left causal mask; a single
+  // new query sees every key; only several queries after a prefix need the shifted mask [n, past + n].
+  AttentionMasks<T> masks;
+  if (past > 0 && n > 1) {
+    auto shifted = std::make_shared<BoolArray>(BoolArray::from_shape({n, past + n}));
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t j = 0; j < past + n; ++j) (*shifted)(i, j) = j > past + i;
+    masks.attn_mask = shifted;
+  }
+  const Tensor<T> heads =
+      multi_head_attention(qkv[0], cache.key, cache.value, num_heads, masks, 0.0, /*is_causal=*/past == 0).first;
+  const Tensor<T> out = out_proj->forward(heads);
+  return batch_first ? out : transpose(out, 0, 1);
+}
+
 template Tensor<float> generate_square_subsequent_mask<float>(std::size_t);
 template Tensor<double> generate_square_subsequent_mask<double>(std::size_t);
 template class MultiheadAttention<float>;

@@ -52,6 +52,15 @@ BoolArray causal_mask(std::size_t sz);
 template <typename T>
 Tensor<T> generate_square_subsequent_mask(std::size_t sz);
 
+/// The keys and values a self-attention layer has computed for the positions seen so far, kept between
+/// calls of MultiheadAttention::forward_incremental (the "KV cache" of incremental decoding).
+template <typename T>
+struct KVCache {
+  Tensor<T> key, value;  ///< [B, S, E] batch-major, heads side by side; undefined while empty
+  std::size_t length() const { return key.defined() ? key.size(1) : 0; }
+  void clear() { key = value = Tensor<T>(); }
+};
+
 struct MultiheadAttentionOptions {
   MultiheadAttentionOptions(std::size_t embed_dim, std::size_t num_heads)
       : embed_dim(embed_dim), num_heads(num_heads) {}
@@ -83,6 +92,15 @@ class MultiheadAttention : public Module<T> {
                                           const AttentionMask<T>& key_padding_mask = {}, bool need_weights = true,
                                           const AttentionMask<T>& attn_mask = {}, bool average_attn_weights = true,
                                           bool is_causal = false) const;
+
+  /// Causal self-attention of new positions x [B, n, E] ([n, B, E] without batch_first) that follow
+  /// the cache's S earlier positions: query i (position S + i) sees positions 0..S + i. The new keys
+  /// and values are appended to cache, so decoding one token costs one position of projections and
+  /// S + 1 scores, not a re-run of the prefix. The output equals that of forward(x_all, x_all, x_all,
+  /// {}, false, {}, true, /*is_causal=*/true) at those positions in eval mode (no attention dropout
+  /// here). Needs the packed in_proj_weight (kdim = vdim = embed_dim); throws ShapeError for an x
+  /// that does not fit the layer or the cache's batch.
+  Tensor<T> forward_incremental(const Tensor<T>& x, KVCache<T>& cache) const;
 
   std::string name() const override { return "MultiheadAttention"; }
   const std::shared_ptr<Generator>& dropout_generator() const { return dropout_gen_; }

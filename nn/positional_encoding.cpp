@@ -10,17 +10,19 @@
 namespace tapegrad::nn {
 
 namespace {
-// The sequence length of x, after checking that x is [L, B, D] / [B, L, D] with L <= max_len.
+// The sequence length of x, after checking that x is [L, B, D] / [B, L, D] with offset + L <= max_len.
 std::size_t sequence_length(const char* module, const Shape& shape, std::size_t d_model, std::size_t max_len,
-                            bool batch_first) {
+                            bool batch_first, std::size_t offset) {
   if (shape.size() != 3 || shape[2] != d_model) {
     throw ShapeError(fmt::format("{}: expected input {} with D = {}, got {}", module,
                                  batch_first ? "[B, L, D]" : "[L, B, D]", d_model, format_shape(shape)));
   }
   const std::size_t len = batch_first ? shape[1] : shape[0];
-  if (len > max_len) {
-    throw ShapeError(
-        fmt::format("{}: sequence length {} exceeds max_len {} (input {})", module, len, max_len, format_shape(shape)));
+  if (offset + len > max_len) {
+    throw ShapeError(offset == 0 ? fmt::format("{}: sequence length {} exceeds max_len {} (input {})", module, len,
+                                               max_len, format_shape(shape))
+                                 : fmt::format("{}: positions {}..{} exceed max_len {} (input {} at offset {})", module,
+                                               offset, offset + len - 1, max_len, format_shape(shape), offset));
   }
   return len;
 }
@@ -42,12 +44,14 @@ SinusoidalPositionalEncoding<T>::SinusoidalPositionalEncoding(std::size_t d, std
 }
 
 template <typename T>
-Tensor<T> SinusoidalPositionalEncoding<T>::forward(const Tensor<T>& x) const {
-  const std::size_t len = sequence_length("SinusoidalPositionalEncoding", x.shape(), d_model, max_len, batch_first);
-  // The first L rows are contiguous, so the slice is a plain copy; as a constant it takes no gradient.
+Tensor<T> SinusoidalPositionalEncoding<T>::forward(const Tensor<T>& x, std::size_t offset) const {
+  const std::size_t len =
+      sequence_length("SinusoidalPositionalEncoding", x.shape(), d_model, max_len, batch_first, offset);
+  // The L rows are contiguous, so the slice is a plain copy; as a constant it takes no gradient.
   const Shape shape = batch_first ? Shape{1, len, d_model} : Shape{len, 1, d_model};
   xt::xarray<T> rows = xt::xarray<T>::from_shape(shape);
-  std::copy(pe.data().data(), pe.data().data() + len * d_model, rows.data());
+  const T* first = pe.data().data() + offset * d_model;
+  std::copy(first, first + len * d_model, rows.data());
   return x + Tensor<T>(std::move(rows));
 }
 
@@ -64,9 +68,10 @@ LearnedPositionalEmbedding<T>::LearnedPositionalEmbedding(std::size_t max_len, s
 }
 
 template <typename T>
-Tensor<T> LearnedPositionalEmbedding<T>::forward(const Tensor<T>& x) const {
-  const std::size_t len = sequence_length("LearnedPositionalEmbedding", x.shape(), d_model, max_len, batch_first);
-  const auto rows = narrow(weight, 0, 0, static_cast<std::int64_t>(len));
+Tensor<T> LearnedPositionalEmbedding<T>::forward(const Tensor<T>& x, std::size_t offset) const {
+  const std::size_t len =
+      sequence_length("LearnedPositionalEmbedding", x.shape(), d_model, max_len, batch_first, offset);
+  const auto rows = narrow(weight, 0, static_cast<std::int64_t>(offset), static_cast<std::int64_t>(len));
   return x + unsqueeze(rows, batch_first ? 0 : 1);
 }
 

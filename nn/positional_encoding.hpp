@@ -21,8 +21,9 @@ class SinusoidalPositionalEncoding : public Module<T> {
  public:
   SinusoidalPositionalEncoding(std::size_t d_model, std::size_t max_len = 5000, bool batch_first = false);
 
-  /// x [L, B, D] (or [B, L, D] when batch_first) plus PE[:L], broadcast over the batch.
-  Tensor<T> forward(const Tensor<T>& x) const;
+  /// x [L, B, D] (or [B, L, D] when batch_first) plus PE[offset : offset + L], broadcast over the
+  /// batch. offset > 0 places x after `offset` earlier positions (incremental decoding).
+  Tensor<T> forward(const Tensor<T>& x, std::size_t offset = 0) const;
 
   std::string name() const override { return "SinusoidalPositionalEncoding"; }
   std::string extra_repr() const override;
@@ -33,13 +34,13 @@ class SinusoidalPositionalEncoding : public Module<T> {
 };
 
 /// A trained table "weight" [max_len, d_model] drawn from N(0, 1) like an Embedding's; forward adds
-/// weight[:L] the same way as the sinusoidal encoding.
+/// weight[offset : offset + L] the same way as the sinusoidal encoding.
 template <typename T>
 class LearnedPositionalEmbedding : public Module<T> {
  public:
   LearnedPositionalEmbedding(std::size_t max_len, std::size_t d_model, Generator& gen, bool batch_first = false);
 
-  Tensor<T> forward(const Tensor<T>& x) const;
+  Tensor<T> forward(const Tensor<T>& x, std::size_t offset = 0) const;
 
   std::string name() const override { return "LearnedPositionalEmbedding"; }
   std::string extra_repr() const override;

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <stdexcept>
+
 #include "tapegrad/autograd/elementwise.hpp"
 
 namespace tapegrad::nn {
@@ -72,15 +74,9 @@ TransformerEncoderLayer<T>::TransformerEncoderLayer(const TransformerLayerOption
 }
 
 template <typename T>
-Tensor<T> TransformerEncoderLayer<T>::forward(const Tensor<T>& src, const AttentionMask<T>& src_mask,
-                                              const AttentionMask<T>& src_key_padding_mask, bool is_causal,
-                                              Tensor<T>* attn_weights) const {
-  const auto sa = [&](const Tensor<T>& x) {
-    auto [out, weights] = self_attn->forward(x, x, x, src_key_padding_mask, /*need_weights=*/attn_weights != nullptr,
-                                             src_mask, /*average_attn_weights=*/false, is_causal);
-    if (attn_weights) *attn_weights = weights;
-    return dropout1->forward(out);
-  };
+template <typename SelfAttention>
+Tensor<T> TransformerEncoderLayer<T>::blocks(const Tensor<T>& src, const SelfAttention& self_attention) const {
+  const auto sa = [&](const Tensor<T>& x) { return dropout1->forward(self_attention(x)); };
   const auto ff = [&](const Tensor<T>& x) {
     return dropout2->forward(
         linear2->forward(dropout->forward(apply_activation(options.activation, linear1->forward(x)))));
@@ -94,6 +90,23 @@ Tensor<T> TransformerEncoderLayer<T>::forward(const Tensor<T>& src, const Attent
     x = norm2->forward(x + ff(x));
   }
   return x;
+}
+
+template <typename T>
+Tensor<T> TransformerEncoderLayer<T>::forward(const Tensor<T>& src, const AttentionMask<T>& src_mask,
+                                              const AttentionMask<T>& src_key_padding_mask, bool is_causal,
+                                              Tensor<T>* attn_weights) const {
+  return blocks(src, [&](const Tensor<T>& x) {
+    auto [out, weights] = self_attn->forward(x, x, x, src_key_padding_mask, /*need_weights=*/attn_weights != nullptr,
+                                             src_mask, /*average_attn_weights=*/false, is_causal);
+    if (attn_weights) *attn_weights = weights;
+    return out;
+  });
+}
+
+template <typename T>
+Tensor<T> TransformerEncoderLayer<T>::forward_incremental(const Tensor<T>& src, KVCache<T>& cache) const {
+  return blocks(src, [&](const Tensor<T>& x) { return self_attn->forward_incremental(x, cache); });
 }
 
 template <typename T>
@@ -166,6 +179,18 @@ Tensor<T> TransformerEncoder<T>::forward(const Tensor<T>& src, const AttentionMa
     x = layer->forward(x, mask, src_key_padding_mask, is_causal, attn_weights ? &weights : nullptr);
     if (attn_weights) attn_weights->push_back(weights);
   }
+  return norm ? norm->forward(x) : x;
+}
+
+template <typename T>
+Tensor<T> TransformerEncoder<T>::forward_incremental(const Tensor<T>& src, std::vector<KVCache<T>>& caches) const {
+  if (caches.empty()) caches.resize(typed_layers_.size());
+  if (caches.size() != typed_layers_.size()) {
+    throw std::invalid_argument(fmt::format("TransformerEncoder.forward_incremental: {} caches for {} layers",
+                                            caches.size(), typed_layers_.size()));
+  }
+  Tensor<T> x = src;
+  for (std::size_t i = 0; i < typed_layers_.size(); ++i) x = typed_layers_[i]->forward_incremental(x, caches[i]);
   return norm ? norm->forward(x) : x;
 }
 

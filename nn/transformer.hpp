@@ -68,6 +68,10 @@ class TransformerEncoderLayer : public Module<T> {
   Tensor<T> forward(const Tensor<T>& src, const AttentionMask<T>& src_mask = {},
                     const AttentionMask<T>& src_key_padding_mask = {}, bool is_causal = false,
                     Tensor<T>* attn_weights = nullptr) const;
+  /// The causal layer on new positions after those held in cache (incremental decoding): the same
+  /// blocks as forward(..., is_causal=true) with self_attn->forward_incremental as sa. Call eval() first
+  /// for outputs equal to a full causal pass.
+  Tensor<T> forward_incremental(const Tensor<T>& src, KVCache<T>& cache) const;
 
   std::string name() const override { return "TransformerEncoderLayer"; }
   const std::shared_ptr<Generator>& dropout_generator() const { return dropout_gen_; }
@@ -81,6 +85,10 @@ class TransformerEncoderLayer : public Module<T> {
   std::shared_ptr<Dropout<T>> dropout1, dropout2;
 
  private:
+  /// The residual blocks around an attention function sa (which ends before dropout1) and ff.
+  template <typename SelfAttention>
+  Tensor<T> blocks(const Tensor<T>& src, const SelfAttention& sa) const;
+
   std::shared_ptr<Generator> dropout_gen_;
 };
 
@@ -126,6 +134,9 @@ class TransformerEncoder : public Module<T> {
   Tensor<T> forward(const Tensor<T>& src, const AttentionMask<T>& mask = {},
                     const AttentionMask<T>& src_key_padding_mask = {}, bool is_causal = false,
                     std::vector<Tensor<T>>* attn_weights = nullptr) const;
+  /// Causal incremental decoding: src [B, n, E] are the positions after those held in caches (one
+  /// KVCache per layer; an empty vector is sized on the first call), then the final norm.
+  Tensor<T> forward_incremental(const Tensor<T>& src, std::vector<KVCache<T>>& caches) const;
 
   std::string name() const override { return "TransformerEncoder"; }
   const std::shared_ptr<Generator>& dropout_generator() const { return dropout_gen_; }
