@@ -14,8 +14,6 @@ namespace tapegrad::models {
 
 std::string pooling_name(Pooling p) { return p == Pooling::Mean ? "mean" : p == Pooling::Max ? "max" : "cls"; }
 
-std::string positional_name(PositionalKind p) { return p == PositionalKind::Sinusoidal ? "sinusoidal" : "learned"; }
-
 void TransformerClassifierOptions::validate() const {
   const auto positive = [](const char* field, std::size_t v) {
     if (v == 0) throw std::invalid_argument(fmt::format("{} must be positive, got 0", field));
@@ -40,21 +38,28 @@ void TransformerClassifierOptions::validate() const {
 }
 
 template <typename T>
+std::shared_ptr<nn::TransformerEncoder<T>> make_classifier_encoder(const TransformerClassifierOptions& o,
+                                                                   Generator& gen,
+                                                                   std::shared_ptr<Generator> dropout_gen) {
+  nn::TransformerLayerOptions layer(o.d_model, o.nhead);
+  layer.dim_feedforward = o.dim_feedforward;
+  layer.dropout = o.dropout;
+  layer.attention_dropout = o.attention_dropout;
+  layer.activation = o.activation;
+  layer.batch_first = true;
+  layer.norm_first = o.norm_first;
+  auto final_norm = o.norm_first ? std::make_shared<nn::LayerNorm<T>>(o.d_model) : nullptr;
+  return std::make_shared<nn::TransformerEncoder<T>>(layer, o.num_layers, gen, final_norm, std::move(dropout_gen));
+}
+
+template <typename T>
 TransformerClassifier<T>::TransformerClassifier(const TransformerClassifierOptions& o, Generator& gen) : options(o) {
   o.validate();
   dropout_gen_ = std::make_shared<Generator>(gen.next_u64());
   this->register_generator("dropout_generator", dropout_gen_);
 
-  embedding = this->register_module("embedding",
-                                    std::make_shared<nn::Embedding<T>>(o.vocab_size, o.d_model, gen, o.padding_idx));
-  {  // N(0, d^-0.5), scaled by sqrt(d) in forward (see the header)
-    Generator init(gen.next_u64());
-    auto& w = embedding->weight.mutable_data();
-    const double stddev = 1.0 / std::sqrt(static_cast<double>(o.d_model));
-    for (auto& v : w) v = static_cast<T>(stddev * init.normal());
-    auto row = w.data() + static_cast<std::size_t>(o.padding_idx) * o.d_model;
-    std::fill(row, row + o.d_model, T(0));
-  }
+  embedding =
+      this->register_module("embedding", scaled_normal_embedding<T>(o.vocab_size, o.d_model, o.padding_idx, gen));
   if (o.positional == PositionalKind::Sinusoidal) {
     sinusoidal = this->register_module("pos_encoding", std::make_shared<nn::SinusoidalPositionalEncoding<T>>(
                                                            o.d_model, o.max_len, /*batch_first=*/true));
@@ -67,17 +72,7 @@ TransformerClassifier<T>::TransformerClassifier(const TransformerClassifierOptio
     cls_token = this->register_parameter("cls_token", Tensor<T>::normal({o.d_model}, T(0), T(1), gen));
   }
 
-  nn::TransformerLayerOptions layer(o.d_model, o.nhead);
-  layer.dim_feedforward = o.dim_feedforward;
-  layer.dropout = o.dropout;
-  layer.attention_dropout = o.attention_dropout;
-  layer.activation = o.activation;
-  layer.batch_first = true;
-  layer.norm_first = o.norm_first;
-  // Pre-LN leaves the residual stream unnormalized, so the stack ends in a LayerNorm (as in GPT-2).
-  auto final_norm = o.norm_first ? std::make_shared<nn::LayerNorm<T>>(o.d_model) : nullptr;
-  encoder = this->register_module(
-      "encoder", std::make_shared<nn::TransformerEncoder<T>>(layer, o.num_layers, gen, final_norm, dropout_gen_));
+  encoder = this->register_module("encoder", make_classifier_encoder<T>(o, gen, dropout_gen_));
   classifier = this->register_module("classifier", std::make_shared<nn::Linear<T>>(o.d_model, o.num_classes, gen));
 }
 
@@ -149,6 +144,10 @@ Tensor<T> TransformerClassifier<T>::forward(const xt::xarray<std::int64_t>& ids,
   return classifier->forward(pooled);
 }
 
+template std::shared_ptr<nn::TransformerEncoder<float>> make_classifier_encoder<float>(
+    const TransformerClassifierOptions&, Generator&, std::shared_ptr<Generator>);
+template std::shared_ptr<nn::TransformerEncoder<double>> make_classifier_encoder<double>(
+    const TransformerClassifierOptions&, Generator&, std::shared_ptr<Generator>);
 template class TransformerClassifier<float>;
 template class TransformerClassifier<double>;
 

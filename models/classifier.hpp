@@ -10,6 +10,7 @@
 #include <xtensor/xarray.hpp>
 
 #include "tapegrad/autograd/masking.hpp"
+#include "tapegrad/models/embedding.hpp"
 #include "tapegrad/nn/embedding.hpp"
 #include "tapegrad/nn/positional_encoding.hpp"
 #include "tapegrad/nn/transformer.hpp"
@@ -22,10 +23,8 @@ enum class Pooling {
   Max,   ///< elementwise maximum over the real tokens
   Cls,   ///< the output at a learned [CLS] vector prepended to every sequence
 };
-enum class PositionalKind { Sinusoidal, Learned };
 
 std::string pooling_name(Pooling p);
-std::string positional_name(PositionalKind p);
 
 struct TransformerClassifierOptions {
   std::size_t vocab_size = 20000;
@@ -46,6 +45,14 @@ struct TransformerClassifierOptions {
   /// Throws std::invalid_argument naming the offending field and value.
   void validate() const;
 };
+
+/// The classifier's encoder stack for these options (batch-first; a pre-LN stack ends in a LayerNorm, as
+/// in GPT-2, since pre-LN leaves the residual stream unnormalized), its dropouts drawing from dropout_gen.
+/// Shared with the models whose encoder must load into a classifier (TransformerMaskedLM).
+template <typename T>
+std::shared_ptr<nn::TransformerEncoder<T>> make_classifier_encoder(const TransformerClassifierOptions& options,
+                                                                   Generator& gen,
+                                                                   std::shared_ptr<Generator> dropout_gen);
 
 /// What one forward pass can hand back besides the logits, for looking inside the model (train_imdb
 /// explain). Nothing is collected unless forward is given one.

@@ -8,6 +8,7 @@
 #include "tapegrad/autograd/elementwise.hpp"
 #include "tapegrad/autograd/matmul.hpp"
 #include "tapegrad/autograd/tape.hpp"
+#include "tapegrad/models/embedding.hpp"
 
 namespace tapegrad::models {
 
@@ -76,18 +77,10 @@ Transformer<T>::Transformer(const TransformerOptions& o, Generator& gen) : optio
   dropout_gen_ = std::make_shared<Generator>(gen.next_u64());
   this->register_generator("dropout_generator", dropout_gen_);
 
-  const auto make_embedding = [&](std::size_t vocab) {
-    auto e = std::make_shared<nn::Embedding<T>>(vocab, o.d_model, gen, o.padding_idx);
-    Generator init(gen.next_u64());  // N(0, d^-0.5), scaled by sqrt(d) in embed()
-    auto& w = e->weight.mutable_data();
-    const double stddev = 1.0 / std::sqrt(static_cast<double>(o.d_model));
-    for (auto& v : w) v = static_cast<T>(stddev * init.normal());
-    auto row = w.data() + static_cast<std::size_t>(o.padding_idx) * o.d_model;
-    std::fill(row, row + o.d_model, T(0));
-    return e;
-  };
-  src_embedding = this->register_module("src_embedding", make_embedding(o.src_vocab_size));
-  tgt_embedding = this->register_module("tgt_embedding", make_embedding(o.tgt_vocab_size));
+  src_embedding = this->register_module("src_embedding",
+                                        scaled_normal_embedding<T>(o.src_vocab_size, o.d_model, o.padding_idx, gen));
+  tgt_embedding = this->register_module("tgt_embedding",
+                                        scaled_normal_embedding<T>(o.tgt_vocab_size, o.d_model, o.padding_idx, gen));
   pos_encoding = this->register_module("pos_encoding", std::make_shared<nn::SinusoidalPositionalEncoding<T>>(
                                                            o.d_model, o.max_len, /*batch_first=*/true));
   dropout = this->register_module("dropout", std::make_shared<nn::Dropout<T>>(o.dropout, dropout_gen_));
@@ -117,8 +110,7 @@ Transformer<T>::Transformer(const TransformerOptions& o, Generator& gen) : optio
 
 template <typename T>
 Tensor<T> Transformer<T>::embed(const nn::Embedding<T>& table, const xt::xarray<std::int64_t>& ids) const {
-  Tensor<T> x = mul(table.forward(ids), static_cast<T>(std::sqrt(static_cast<double>(options.d_model))));
-  return dropout->forward(pos_encoding->forward(x));
+  return dropout->forward(pos_encoding->forward(scaled_lookup(table, ids)));
 }
 
 template <typename T>

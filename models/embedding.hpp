@@ -1,0 +1,33 @@
+/// @file
+/// The input layer the token models share (classifier, encoder-decoder, language models): token
+/// embeddings drawn from N(0, d_model^-0.5) and multiplied by sqrt(d_model), plus positions.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <xtensor/xarray.hpp>
+
+#include "tapegrad/autograd/generator.hpp"
+#include "tapegrad/nn/embedding.hpp"
+
+namespace tapegrad::models {
+
+enum class PositionalKind { Sinusoidal, Learned };
+std::string positional_name(PositionalKind p);
+
+/// nn::Embedding(vocab_size, d_model, gen, padding_idx) whose weights are then redrawn from
+/// N(0, d_model^-0.5) by a Generator seeded with gen.next_u64(), the padding row zero. Used with
+/// scaled_lookup, rows start at unit scale like the positional encoding, while Adam moves them at a rate
+/// relative to that scale ("Attention Is All You Need", section 3.4; torch's N(0, 1) times sqrt(d_model)
+/// starts 8x larger at d_model 64 and learns correspondingly slower), and a tied output projection
+/// starts with logits of order one.
+template <typename T>
+std::shared_ptr<nn::Embedding<T>> scaled_normal_embedding(std::size_t vocab_size, std::size_t d_model,
+                                                          std::int64_t padding_idx, Generator& gen);
+
+/// table.forward(ids) * sqrt(embedding_dim).
+template <typename T>
+Tensor<T> scaled_lookup(const nn::Embedding<T>& table, const xt::xarray<std::int64_t>& ids);
+
+}  // namespace tapegrad::models
