@@ -69,7 +69,30 @@ Vocabulary Vocabulary::from_tokens(std::vector<std::string> tokens) {
   for (std::size_t i = 0; i < data->tokens.size(); ++i)
     if (!data->index.emplace(data->tokens[i], static_cast<std::int64_t>(i)).second)
       throw std::invalid_argument(fmt::format("Vocabulary: token '{}' appears twice (index {})", data->tokens[i], i));
+  const auto mask = data->index.find(mask_token);
+  if (mask != data->index.end()) {
+    if (static_cast<std::size_t>(mask->second) != data->tokens.size() - 1) {
+      throw std::invalid_argument(fmt::format("Vocabulary: {} must be the last token, found at index {} of {}",
+                                              mask_token, mask->second, data->tokens.size()));
+    }
+    data->mask_id = mask->second;
+  }
   return Vocabulary(std::move(data));
+}
+
+Vocabulary Vocabulary::with_mask_token() const {
+  if (has_mask_token()) throw std::invalid_argument(fmt::format("Vocabulary: it already has {}", mask_token));
+  std::vector<std::string> tokens = data_->tokens;
+  tokens.emplace_back(mask_token);
+  return from_tokens(std::move(tokens));
+}
+
+std::int64_t Vocabulary::mask_id() const {
+  if (!has_mask_token()) {
+    throw std::logic_error(
+        fmt::format("Vocabulary: no {} token in this vocabulary of {} (see with_mask_token)", mask_token, size()));
+  }
+  return data_->mask_id;
 }
 
 const std::string& Vocabulary::token(std::int64_t id) const {
@@ -111,7 +134,7 @@ Vocabulary Vocabulary::load(const std::filesystem::path& path) {
     if (line_no == 1 && line != pad_token) throw bad(line_no, fmt::format("expected {}, got '{}'", pad_token, line));
     if (line_no == 2 && line != unk_token) throw bad(line_no, fmt::format("expected {}, got '{}'", unk_token, line));
     if (line_no > 2 && line.empty()) throw bad(line_no, "empty token");
-    if (line_no > 2 && !producible(line))
+    if (line_no > 2 && line != mask_token && !producible(line))
       throw bad(line_no, fmt::format("'{}' is not a token the tokenizer produces", line));
     tokens.push_back(std::move(line));
   }

@@ -1,6 +1,7 @@
 /// @file
 /// The token vocabulary of the IMDb example: <pad> = 0, <unk> = 1, then the most frequent tokens of
-/// the training reviews. Saved as a text file, one token per line in index order.
+/// the training reviews, and for masked-token pretraining optionally <mask> last. Saved as a text file,
+/// one token per line in index order.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +20,9 @@ class Vocabulary {
   static constexpr std::int64_t unk_id = 1;
   static constexpr std::string_view pad_token = "<pad>";
   static constexpr std::string_view unk_token = "<unk>";
+  /// Only in a vocabulary made by with_mask_token(), as its last id, so that every other id is that of
+  /// the vocabulary without it (a classifier's vocabulary and its pretraining one agree).
+  static constexpr std::string_view mask_token = "<mask>";
 
   /// Counts the tokens (datasets/tokenizer.hpp) of `texts` and keeps the most frequent ones, ties broken
   /// by ascending byte order (bytes compared as unsigned, a prefix before its extensions).
@@ -28,16 +32,22 @@ class Vocabulary {
   static Vocabulary build(const std::vector<std::string_view>& texts, std::size_t vocab_size);
   static Vocabulary build(const std::vector<std::string>& texts, std::size_t vocab_size);
 
-  /// From a list of tokens in index order; the first two must be <pad> and <unk>, none may repeat.
-  /// Throws std::invalid_argument otherwise.
+  /// From a list of tokens in index order; the first two must be <pad> and <unk>, none may repeat, and
+  /// <mask> may only be the last. Throws std::invalid_argument otherwise.
   static Vocabulary from_tokens(std::vector<std::string> tokens);
 
   /// Writes one token per line ('\n'-terminated) in index order. Throws std::runtime_error on I/O errors.
   void save(const std::filesystem::path& path) const;
   /// Reads a file written by save, validating it: <pad> and <unk> first, no empty line, no repeated
   /// token, no token the tokenizer cannot produce (holding whitespace, or a multi-byte token with a byte
-  /// outside [a-z0-9']). Throws std::runtime_error naming the path and the line.
+  /// outside [a-z0-9']) except <mask> as the last line. Throws std::runtime_error naming the path and the line.
   static Vocabulary load(const std::filesystem::path& path);
+
+  /// This vocabulary with <mask> appended (id size()); throws std::invalid_argument if it has one.
+  Vocabulary with_mask_token() const;
+  bool has_mask_token() const { return data_->mask_id >= 0; }
+  /// The id of <mask>; throws std::logic_error when the vocabulary has none.
+  std::int64_t mask_id() const;
 
   std::size_t size() const { return data_->tokens.size(); }
   /// The id of a token, or unk_id when it is not in the vocabulary.
@@ -58,6 +68,7 @@ class Vocabulary {
   struct Data {
     std::vector<std::string> tokens;
     std::unordered_map<std::string_view, std::int64_t> index;  ///< views into tokens
+    std::int64_t mask_id = -1;                                 ///< -1: no <mask>
   };
   explicit Vocabulary(std::shared_ptr<const Data> data) : data_(std::move(data)) {}
   std::shared_ptr<const Data> data_;
