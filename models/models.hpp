@@ -1,8 +1,13 @@
 /// @file
-/// The models layer: the Transformer classifier and the encoder-decoder Transformer with greedy and
-/// beam search (namespace tapegrad::models).
+/// The models layer: the Transformer classifier, the encoder-decoder Transformer with greedy and beam
+/// search, and the language models (GPT with sampling and a KV cache, the masked-token encoder)
+/// (namespace tapegrad::models).
 #pragma once
 
 #include "tapegrad/models/classifier.hpp"
+#include "tapegrad/models/embedding.hpp"
+#include "tapegrad/models/generate.hpp"
+#include "tapegrad/models/gpt.hpp"
+#include "tapegrad/models/masked_lm.hpp"
 #include "tapegrad/models/seq2seq_search.hpp"
 #include "tapegrad/models/transformer.hpp"

@@ -1,0 +1,111 @@
+#include "tapegrad/models/gpt.hpp"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+#include "tapegrad/autograd/elementwise.hpp"
+#include "tapegrad/autograd/matmul.hpp"
+
+namespace tapegrad::models {
+
+void GPTOptions::validate() const {
+  const auto positive = [](const char* field, std::size_t v) {
+    if (v == 0) throw std::invalid_argument(fmt::format("GPT: {} must be positive, got 0", field));
+  };
+  positive("vocab_size", vocab_size);
+  positive("max_len", max_len);
+  positive("d_model", d_model);
+  positive("nhead", nhead);
+  positive("num_layers", num_layers);
+  positive("dim_feedforward", dim_feedforward);
+  if (d_model % nhead != 0) {
+    throw std::invalid_argument(fmt::format("GPT: d_model ({}) must be divisible by nhead ({})", d_model, nhead));
+  }
+  for (auto [field, p] : {std::pair{"dropout", dropout}, std::pair{"attention_dropout", attention_dropout}}) {
+    if (!(p >= 0.0 && p < 1.0)) throw std::invalid_argument(fmt::format("GPT: {} must be in [0, 1), got {}", field, p));
+  }
+  if (!(layer_norm_eps > 0.0)) {
+    throw std::invalid_argument(fmt::format("GPT: layer_norm_eps must be positive, got {}", layer_norm_eps));
+  }
+  if (padding_idx < 0 || static_cast<std::size_t>(padding_idx) >= vocab_size) {
+    throw std::invalid_argument(
+        fmt::format("GPT: padding_idx {} is outside the vocabulary of {} tokens", padding_idx, vocab_size));
+  }
+}
+
+template <typename T>
+GPT<T>::GPT(const GPTOptions& o, Generator& gen) : options(o) {
+  o.validate();
+  dropout_gen_ = std::make_shared<Generator>(gen.next_u64());
+  this->register_generator("dropout_generator", dropout_gen_);
+  embedding =
+      this->register_module("embedding", scaled_normal_embedding<T>(o.vocab_size, o.d_model, o.padding_idx, gen));
+  if (o.positional == PositionalKind::Sinusoidal) {
+    sinusoidal = this->register_module("pos_encoding", std::make_shared<nn::SinusoidalPositionalEncoding<T>>(
+                                                           o.d_model, o.max_len, /*batch_first=*/true));
+  } else {
+    learned = this->register_module("pos_encoding", std::make_shared<nn::LearnedPositionalEmbedding<T>>(
+                                                        o.max_len, o.d_model, gen, /*batch_first=*/true));
+  }
+  dropout = this->register_module("dropout", std::make_shared<nn::Dropout<T>>(o.dropout, dropout_gen_));
+
+  nn::TransformerLayerOptions layer(o.d_model, o.nhead);
+  layer.dim_feedforward = o.dim_feedforward;
+  layer.dropout = o.dropout;
+  layer.attention_dropout = o.attention_dropout;
+  layer.activation = o.activation;
+  layer.layer_norm_eps = o.layer_norm_eps;
+  layer.batch_first = true;
+  layer.norm_first = true;
+  encoder = this->register_module(
+      "encoder",
+      std::make_shared<nn::TransformerEncoder<T>>(
+          layer, o.num_layers, gen, std::make_shared<nn::LayerNorm<T>>(o.d_model, o.layer_norm_eps), dropout_gen_));
+  output_bias = this->register_parameter("output_bias", Tensor<T>::zeros({o.vocab_size}));
+}
+
+template <typename T>
+void GPT<T>::check_ids(const char* op, const xt::xarray<std::int64_t>& ids, std::size_t offset) const {
+  if (ids.dimension() != 2 || ids.shape(1) == 0) {
+    throw ShapeError(
+        fmt::format("GPT.{}: ids must be [batch, length] with length >= 1, got {}", op, format_shape(shape_of(ids))));
+  }
+  if (offset + ids.shape(1) > options.max_len) {
+    throw ShapeError(fmt::format("GPT.{}: positions {}..{} exceed the context of max_len = {} positions", op, offset,
+                                 offset + ids.shape(1) - 1, options.max_len));
+  }
+}
+
+template <typename T>
+Tensor<T> GPT<T>::embed(const xt::xarray<std::int64_t>& ids, std::size_t offset) const {
+  const Tensor<T> x = scaled_lookup(*embedding, ids);
+  return dropout->forward(sinusoidal ? sinusoidal->forward(x, offset) : learned->forward(x, offset));
+}
+
+template <typename T>
+Tensor<T> GPT<T>::project(const Tensor<T>& hidden) const {
+  return linear(hidden, embedding->weight, output_bias);
+}
+
+template <typename T>
+Tensor<T> GPT<T>::forward(const xt::xarray<std::int64_t>& ids) const {
+  check_ids("forward", ids, 0);
+  return project(encoder->forward(embed(ids, 0), {}, {}, /*is_causal=*/true));
+}
+
+template <typename T>
+Tensor<T> GPT<T>::forward_incremental(const xt::xarray<std::int64_t>& ids, Cache& cache) const {
+  const std::size_t past = cache.length();
+  check_ids("forward_incremental", ids, past);
+  if (past > 0 && cache.layers.front().key.size(0) != ids.shape(0)) {
+    throw ShapeError(fmt::format("GPT.forward_incremental: ids have batch {} but the cache holds batch {}",
+                                 ids.shape(0), cache.layers.front().key.size(0)));
+  }
+  return project(encoder->forward_incremental(embed(ids, past), cache.layers));
+}
+
+template class GPT<float>;
+template class GPT<double>;
+
+}  // namespace tapegrad::models

@@ -1,0 +1,88 @@
+/// @file
+/// GPT: a decoder-only Transformer language model (GPT-2's layout): token embeddings and positions,
+/// pre-LN blocks of causal self-attention and a GELU feed-forward, a final LayerNorm, and an output
+/// projection tied to the token embedding. Incremental decoding with a per-layer key/value cache.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+#include <xtensor/xarray.hpp>
+
+#include "tapegrad/models/embedding.hpp"
+#include "tapegrad/nn/dropout.hpp"
+#include "tapegrad/nn/positional_encoding.hpp"
+#include "tapegrad/nn/transformer.hpp"
+
+namespace tapegrad::models {
+
+struct GPTOptions {
+  std::size_t vocab_size = 0;
+  std::size_t max_len = 256;  ///< the context: positions the positional table covers
+  std::size_t d_model = 128;
+  std::size_t nhead = 4;
+  std::size_t num_layers = 2;
+  std::size_t dim_feedforward = 512;
+  double dropout = 0.1;            ///< on embeddings + positions, and everywhere inside the blocks
+  double attention_dropout = 0.1;  ///< on the attention weights
+  nn::Activation activation = nn::Activation::GELU;
+  double layer_norm_eps = 1e-5;
+  PositionalKind positional = PositionalKind::Learned;
+  std::int64_t padding_idx = 0;  ///< embedding row that stays zero
+
+  /// Throws std::invalid_argument naming the offending field and value.
+  void validate() const;
+};
+
+/// Layout (state_dict names, those of TransformerClassifier's encoder so that its weights can start a
+/// classifier): embedding, pos_encoding (a learned table, or the non-persistent sinusoidal one),
+/// dropout, encoder (layers.N... of nn::TransformerEncoderLayer with norm_first, then norm), and
+/// output_bias; the output projection's weight is embedding.weight.
+///
+/// Every block runs its self-attention with is_causal: position t sees positions 0..t only, so no
+/// output depends on a later token and no [L, L] mask is built. Embeddings as in scaled_normal_embedding.
+template <typename T>
+class GPT : public nn::Module<T> {
+ public:
+  GPT(const GPTOptions& options, Generator& gen);
+
+  /// ids [B, L] (1 <= L <= max_len) -> logits [B, L, vocab_size]; row t predicts token t + 1. Padding
+  /// after a sequence's tokens needs no mask: under the causal mask no real position sees it.
+  Tensor<T> forward(const xt::xarray<std::int64_t>& ids) const;
+
+  /// The cached state of every layer for incremental decoding (see forward_incremental).
+  struct Cache {
+    std::vector<nn::KVCache<T>> layers;
+    /// The number of positions already processed.
+    std::size_t length() const { return layers.empty() ? 0 : layers.front().length(); }
+  };
+  /// ids [B, n]: the tokens at positions cache.length() .. cache.length() + n - 1 -> their logits
+  /// [B, n, vocab_size], equal to forward() of the whole sequence at those rows (in eval mode, up to
+  /// rounding); appends their keys and values to cache. Throws ShapeError past max_len.
+  Tensor<T> forward_incremental(const xt::xarray<std::int64_t>& ids, Cache& cache) const;
+
+  std::string name() const override { return "GPT"; }
+  /// The generator all dropout masks are drawn from (saved in training checkpoints).
+  const std::shared_ptr<Generator>& dropout_generator() const { return dropout_gen_; }
+
+  GPTOptions options;
+  std::shared_ptr<nn::Embedding<T>> embedding;
+  std::shared_ptr<nn::SinusoidalPositionalEncoding<T>> sinusoidal;  ///< one of these two is set
+  std::shared_ptr<nn::LearnedPositionalEmbedding<T>> learned;
+  std::shared_ptr<nn::Dropout<T>> dropout;
+  std::shared_ptr<nn::TransformerEncoder<T>> encoder;
+  Tensor<T> output_bias;  ///< [vocab_size]
+
+ private:
+  void check_ids(const char* op, const xt::xarray<std::int64_t>& ids, std::size_t offset) const;
+  Tensor<T> embed(const xt::xarray<std::int64_t>& ids, std::size_t offset) const;
+  Tensor<T> project(const Tensor<T>& hidden) const;
+
+  std::shared_ptr<Generator> dropout_gen_;
+};
+
+extern template class GPT<float>;
+extern template class GPT<double>;
+
+}  // namespace tapegrad::models

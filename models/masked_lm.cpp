@@ -1,0 +1,90 @@
+#include "tapegrad/models/masked_lm.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "tapegrad/autograd/elementwise.hpp"
+#include "tapegrad/autograd/embedding.hpp"
+#include "tapegrad/autograd/loss.hpp"
+#include "tapegrad/autograd/matmul.hpp"
+#include "tapegrad/autograd/shape_ops.hpp"
+
+namespace tapegrad::models {
+
+template <typename T>
+TransformerMaskedLM<T>::TransformerMaskedLM(const TransformerClassifierOptions& o, Generator& gen) : options(o) {
+  o.validate();
+  dropout_gen_ = std::make_shared<Generator>(gen.next_u64());
+  this->register_generator("dropout_generator", dropout_gen_);
+  embedding =
+      this->register_module("embedding", scaled_normal_embedding<T>(o.vocab_size, o.d_model, o.padding_idx, gen));
+  if (o.positional == PositionalKind::Sinusoidal) {
+    sinusoidal = this->register_module("pos_encoding", std::make_shared<nn::SinusoidalPositionalEncoding<T>>(
+                                                           o.d_model, o.max_len, /*batch_first=*/true));
+  } else {
+    learned = this->register_module("pos_encoding", std::make_shared<nn::LearnedPositionalEmbedding<T>>(
+                                                        o.max_len, o.d_model, gen, /*batch_first=*/true));
+  }
+  dropout = this->register_module("dropout", std::make_shared<nn::Dropout<T>>(o.dropout, dropout_gen_));
+  encoder = this->register_module("encoder", make_classifier_encoder<T>(o, gen, dropout_gen_));
+  mlm_dense = this->register_module("mlm_dense", std::make_shared<nn::Linear<T>>(o.d_model, o.d_model, gen));
+  mlm_norm = this->register_module("mlm_norm", std::make_shared<nn::LayerNorm<T>>(o.d_model));
+  mlm_bias = this->register_parameter("mlm_bias", Tensor<T>::zeros({o.vocab_size}));
+}
+
+template <typename T>
+Tensor<T> TransformerMaskedLM<T>::encode(const xt::xarray<std::int64_t>& ids, const BoolArray& padding_mask) const {
+  if (ids.dimension() != 2 || ids.shape() != padding_mask.shape()) {
+    throw ShapeError(fmt::format("TransformerMaskedLM: ids {} and padding_mask {} must both be [batch, length]",
+                                 format_shape(shape_of(ids)), format_shape(shape_of(padding_mask))));
+  }
+  if (ids.shape(1) == 0 || ids.shape(1) > options.max_len) {
+    throw ShapeError(fmt::format("TransformerMaskedLM: sequence length {} is outside [1, max_len = {}]", ids.shape(1),
+                                 options.max_len));
+  }
+  const Tensor<T> x = scaled_lookup(*embedding, ids);
+  const Tensor<T> h = dropout->forward(sinusoidal ? sinusoidal->forward(x) : learned->forward(x));
+  return encoder->forward(h, {}, nn::AttentionMask<T>(padding_mask));
+}
+
+template <typename T>
+std::pair<Tensor<T>, xt::xarray<std::int64_t>> TransformerMaskedLM<T>::predict(const xt::xarray<std::int64_t>& ids,
+                                                                               const BoolArray& padding_mask,
+                                                                               const xt::xarray<std::int64_t>& targets,
+                                                                               std::int64_t ignore_index) const {
+  if (targets.shape() != ids.shape()) {
+    throw ShapeError(fmt::format("TransformerMaskedLM: targets {} and ids {} differ in shape",
+                                 format_shape(shape_of(targets)), format_shape(shape_of(ids))));
+  }
+  const Tensor<T> hidden = encode(ids, padding_mask);
+  std::vector<std::int64_t> rows, wanted;
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    if (targets.data()[i] != ignore_index) {
+      rows.push_back(static_cast<std::int64_t>(i));
+      wanted.push_back(targets.data()[i]);
+    }
+  }
+  const std::size_t m = rows.size(), d = options.d_model;
+  xt::xarray<std::int64_t> picked = xt::xarray<std::int64_t>::from_shape({m});
+  std::copy(rows.begin(), rows.end(), picked.begin());
+  xt::xarray<std::int64_t> chosen_targets = xt::xarray<std::int64_t>::from_shape({m});
+  std::copy(wanted.begin(), wanted.end(), chosen_targets.begin());
+  // Only the chosen rows go through the head: the [M, vocab] projection is most of the cost.
+  const Tensor<T> flat = reshape(hidden, {-1, static_cast<std::int64_t>(d)});
+  const Tensor<T> at = tapegrad::embedding(flat, picked);  // row gather with a scatter-add backward
+  const Tensor<T> h = mlm_norm->forward(gelu(mlm_dense->forward(at)));
+  return {linear(h, embedding->weight, mlm_bias), std::move(chosen_targets)};
+}
+
+template <typename T>
+Tensor<T> TransformerMaskedLM<T>::loss(const xt::xarray<std::int64_t>& ids, const BoolArray& padding_mask,
+                                       const xt::xarray<std::int64_t>& targets, std::int64_t ignore_index) const {
+  auto [logits, wanted] = predict(ids, padding_mask, targets, ignore_index);
+  return cross_entropy(logits, wanted);
+}
+
+template class TransformerMaskedLM<float>;
+template class TransformerMaskedLM<double>;
+
+}  // namespace tapegrad::models

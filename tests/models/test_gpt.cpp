@@ -1,0 +1,374 @@
+// The language models: GPT's causal property, its KV cache against full recomputation, sampling
+// (seeds, top-k, top-p), gradients, a tiny training run; the masked-token encoder's names and gradients.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <set>
+#include <xtensor/xview.hpp>
+
+#include "tapegrad/autograd/ops.hpp"
+#include "tapegrad/models/classifier.hpp"
+#include "tapegrad/models/generate.hpp"
+#include "tapegrad/models/gpt.hpp"
+#include "tapegrad/models/masked_lm.hpp"
+#include "tapegrad/optim/adam.hpp"
+#include "tests/helpers.hpp"
+
+using namespace tapegrad;
+using namespace tapegrad::models;
+
+namespace {
+
+GPTOptions tiny(PositionalKind positional = PositionalKind::Learned) {
+  GPTOptions o;
+  o.vocab_size = 13;
+  o.max_len = 40;
+  o.d_model = 8;
+  o.nhead = 2;
+  o.num_layers = 2;
+  o.dim_feedforward = 12;
+  o.positional = positional;
+  return o;
+}
+
+xt::xarray<std::int64_t> random_ids(std::size_t rows, std::size_t length, std::size_t vocab, std::uint64_t seed) {
+  Generator gen(seed);
+  xt::xarray<std::int64_t> ids = xt::xarray<std::int64_t>::from_shape({rows, length});
+  for (auto& id : ids) id = static_cast<std::int64_t>(1 + gen.randint(vocab - 1));
+  return ids;
+}
+
+// Row t of logits [1, L, V].
+template <typename T>
+std::vector<T> row(const Tensor<T>& logits, std::size_t t) {
+  const std::size_t v = logits.size(2);
+  const T* p = logits.data().data() + t * v;
+  return std::vector<T>(p, p + v);
+}
+
+}  // namespace
+
+TEST_CASE("GPT: changing token t changes no output before t, bit for bit", "[gpt]") {
+  for (PositionalKind positional : {PositionalKind::Learned, PositionalKind::Sinusoidal}) {
+    INFO("positions " << positional_name(positional));
+    Generator gen(1);
+    GPTOptions o = tiny(positional);
+    o.d_model = 16;
+    o.nhead = 4;
+    GPT<float> model(o, gen);
+    model.eval();
+    const xt::xarray<std::int64_t> ids = random_ids(2, 9, o.vocab_size, 2);
+    const xt::xarray<float> before = model.forward(ids).data();
+    for (std::size_t changed = 0; changed < ids.shape(1); ++changed) {
+      xt::xarray<std::int64_t> other = ids;
+      for (std::size_t b = 0; b < 2; ++b) other(b, changed) = ids(b, changed) % 12 + 1;
+      const xt::xarray<float> after = model.forward(other).data();
+      for (std::size_t b = 0; b < 2; ++b) {
+        for (std::size_t t = 0; t < ids.shape(1); ++t) {
+          bool same = true;
+          for (std::size_t v = 0; v < o.vocab_size; ++v) same = same && before(b, t, v) == after(b, t, v);
+          INFO("changed position " << changed << ", row " << b << ", output position " << t);
+          CHECK(same == (t < changed));
+        }
+      }
+    }
+  }
+}
+
+TEMPLATE_TEST_CASE("GPT: the KV cache gives the logits of full recomputation at every step", "[gpt]", float, double) {
+  for (PositionalKind positional : {PositionalKind::Learned, PositionalKind::Sinusoidal}) {
+    INFO("positions " << positional_name(positional));
+    Generator gen(4);
+    GPTOptions o = tiny(positional);
+    o.d_model = 32;
+    o.nhead = 4;
+    o.dim_feedforward = 64;
+    GPT<TestType> model(o, gen);
+    model.eval();
+    NoGradGuard no_grad;
+    const xt::xarray<std::int64_t> ids = random_ids(2, 30, o.vocab_size, 5);
+    const Tensor<TestType> full = model.forward(ids);
+    // A prompt of 6 tokens in one call, then 3 tokens at once (the shifted causal mask), then one by one.
+    typename GPT<TestType>::Cache cache;
+    double worst = 0.0;
+    std::size_t at = 0;
+    std::vector<std::size_t> chunks = {6, 3};
+    chunks.resize(chunks.size() + ids.shape(1) - 9, 1);
+    for (std::size_t n : chunks) {
+      const xt::xarray<std::int64_t> chunk = xt::view(ids, xt::all(), xt::range(at, at + n));
+      const Tensor<TestType> step = model.forward_incremental(chunk, cache);
+      REQUIRE(step.shape() == Shape{2, n, o.vocab_size});
+      for (std::size_t b = 0; b < 2; ++b)
+        for (std::size_t i = 0; i < n; ++i)
+          for (std::size_t v = 0; v < o.vocab_size; ++v)
+            worst = std::max(worst, std::abs(double(step.data()(b, i, v)) - double(full.data()(b, at + i, v))));
+      at += n;
+      CHECK(cache.length() == at);
+    }
+    INFO("largest difference " << worst);
+    CHECK(worst <= 1e-5);
+  }
+}
+
+TEST_CASE("generate: the cache and full recomputation choose the same tokens and logits", "[gpt]") {
+  Generator gen(6);
+  GPTOptions o = tiny();
+  o.d_model = 32;
+  o.nhead = 4;
+  GPT<float> model(o, gen);
+  model.eval();
+  const std::vector<std::int64_t> prompt = {3, 7, 2, 9};
+  for (double temperature : {0.0, 1.0}) {
+    GenerateOptions g;
+    g.sampling.temperature = temperature;
+    g.max_new_tokens = 30;
+    g.seed = 17;
+    g.use_cache = true;
+    const auto cached = generate(model, prompt, g);
+    g.use_cache = false;
+    const auto recomputed = generate(model, prompt, g);
+    CHECK(cached.size() == 30);
+    CHECK(cached == recomputed);
+  }
+}
+
+TEST_CASE("generate: the same seed gives the same sample, other seeds other samples", "[gpt]") {
+  Generator gen(8);
+  GPT<float> model(tiny(), gen);
+  model.eval();
+  GenerateOptions g;
+  g.max_new_tokens = 25;
+  g.sampling.temperature = 1.5;
+  g.seed = 1;
+  const auto a = generate(model, {1, 2}, g), b = generate(model, {1, 2}, g);
+  CHECK(a == b);
+  std::set<std::vector<std::int64_t>> others;
+  for (std::uint64_t seed = 2; seed < 6; ++seed) {
+    g.seed = seed;
+    others.insert(generate(model, {1, 2}, g));
+  }
+  others.insert(a);
+  CHECK(others.size() > 1);
+  // Greedy draws nothing: every seed gives the same tokens.
+  g.sampling.temperature = 0.0;
+  g.seed = 1;
+  const auto greedy = generate(model, {1, 2}, g);
+  g.seed = 99;
+  CHECK(generate(model, {1, 2}, g) == greedy);
+  // on_token sees each new token as it is chosen, stop_token ends the text.
+  std::vector<std::int64_t> seen;
+  g.stop_token = greedy[3];
+  const auto stopped = generate<float>(model, {1, 2}, g, [&](std::int64_t id) { seen.push_back(id); });
+  CHECK(seen == stopped);
+  CHECK(stopped.size() <= 4);
+  CHECK(stopped.back() == greedy[3]);
+}
+
+TEST_CASE("sampling: top-k and top-p never emit a token outside the allowed set", "[gpt]") {
+  Generator data(3);
+  const std::size_t vocab = 50;
+  std::vector<float> logits(vocab);
+  for (auto& l : logits) l = static_cast<float>(3.0 * data.normal());
+  logits[7] = logits[8];  // a tie, to exercise the lower-id-first rule
+  std::vector<std::size_t> order(vocab);
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t a, std::size_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+  for (std::size_t top_k : {0, 1, 5, 20}) {
+    for (double top_p : {1.0, 0.9, 0.5, 0.05}) {
+      for (double temperature : {0.7, 1.0, 2.0}) {
+        INFO("top_k " << top_k << ", top_p " << top_p << ", temperature " << temperature);
+        SamplingOptions s;
+        s.top_k = top_k;
+        s.top_p = top_p;
+        s.temperature = temperature;
+        const auto allowed = allowed_tokens(logits.data(), vocab, s);
+        // By hand: the k best, then the most probable prefix reaching top_p.
+        const std::size_t k = top_k == 0 ? vocab : top_k;
+        std::vector<double> w;
+        double total = 0.0;
+        for (std::size_t i = 0; i < k; ++i) {
+          w.push_back(std::exp((logits[order[i]] - logits[order[0]]) / temperature));
+          total += w.back();
+        }
+        std::size_t keep = 0;
+        double mass = 0.0;
+        while (keep < k && mass < top_p * total) mass += w[keep++];
+        std::vector<std::int64_t> expected(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(keep));
+        std::sort(expected.begin(), expected.end());
+        CHECK(allowed == expected);
+        if (top_k > 0) CHECK(allowed.size() <= top_k);
+        const std::set<std::int64_t> ok(allowed.begin(), allowed.end());
+        Generator gen(11);
+        std::set<std::int64_t> drawn;
+        for (int i = 0; i < 2000; ++i) drawn.insert(sample_token(logits.data(), vocab, s, gen));
+        for (std::int64_t id : drawn) CHECK(ok.count(id) == 1);
+        if (allowed.size() <= 5) CHECK(drawn.size() == allowed.size());  // and every allowed one appears
+      }
+    }
+  }
+  SamplingOptions greedy;
+  greedy.temperature = 0.0;
+  CHECK(allowed_tokens(logits.data(), vocab, greedy) == std::vector<std::int64_t>{std::int64_t(order[0])});
+}
+
+TEST_CASE("sampling: draws follow softmax(logits / temperature)", "[gpt]") {
+  const std::vector<double> logits = {0.0, std::log(2.0), std::log(3.0), std::log(4.0)};
+  SamplingOptions s;
+  Generator gen(5);
+  std::map<std::int64_t, int> counts;
+  const int n = 40000;
+  for (int i = 0; i < n; ++i) ++counts[sample_token(logits.data(), 4, s, gen)];
+  for (int id = 0; id < 4; ++id) CHECK(std::abs(counts[id] / double(n) - (id + 1) / 10.0) < 0.01);
+  s.temperature = 0.5;  // squares the odds: 1 : 4 : 9 : 16
+  counts.clear();
+  for (int i = 0; i < n; ++i) ++counts[sample_token(logits.data(), 4, s, gen)];
+  for (int id = 0; id < 4; ++id) CHECK(std::abs(counts[id] / double(n) - (id + 1) * (id + 1) / 30.0) < 0.01);
+}
+
+TEST_CASE("GPT: gradcheck of a 2-layer decoder-only model, learned and sinusoidal positions", "[gpt]") {
+  for (PositionalKind positional : {PositionalKind::Learned, PositionalKind::Sinusoidal}) {
+    INFO("positions " << positional_name(positional));
+    GPTOptions o = tiny(positional);
+    o.vocab_size = 7;
+    o.max_len = 6;
+    o.d_model = 4;
+    o.dim_feedforward = 6;
+    o.dropout = 0.0;
+    o.attention_dropout = 0.0;
+    Generator gen(9);
+    GPT<double> model(o, gen);
+    const xt::xarray<std::int64_t> ids = {{3, 5, 1, 6, 2}, {4, 6, 2, 3, 3}};  // no padding id: see test_transformer
+    auto f = [&](const std::vector<Tensor<double>>&) { return model.forward(ids); };
+    CHECK_GRADCHECK(f, model.parameters());
+  }
+}
+
+TEST_CASE("GPT: a tiny language model's loss falls", "[gpt]") {
+  // A repeating pattern with a long period: predictable from the context, not from the last token alone.
+  const std::vector<std::int64_t> pattern = {1, 2, 3, 1, 4, 5, 2, 3, 6, 1, 5, 4};
+  const std::size_t rows = 8, length = 16;
+  xt::xarray<std::int64_t> ids = xt::xarray<std::int64_t>::from_shape({rows, length + 1});
+  for (std::size_t b = 0; b < rows; ++b)
+    for (std::size_t t = 0; t <= length; ++t) ids(b, t) = pattern[(b + t) % pattern.size()];
+  const xt::xarray<std::int64_t> input = xt::view(ids, xt::all(), xt::range(0, length));
+  const xt::xarray<std::int64_t> target = xt::flatten(xt::eval(xt::view(ids, xt::all(), xt::range(1, length + 1))));
+  GPTOptions o = tiny();
+  o.vocab_size = 7;
+  o.d_model = 16;
+  o.max_len = length;
+  o.dropout = 0.0;
+  o.attention_dropout = 0.0;
+  Generator gen(0);
+  GPT<float> model(o, gen);
+  optim::AdamOptions adam;
+  adam.lr = 1e-2;
+  optim::Adam<float> opt(model.parameters(), adam);
+  const auto loss_now = [&] {
+    const Tensor<float> logits = model.forward(input);
+    return cross_entropy(reshape(logits, {-1, std::int64_t(o.vocab_size)}), target);
+  };
+  const float first = loss_now().item();
+  for (int step = 0; step < 60; ++step) {
+    opt.zero_grad();
+    Tensor<float> loss = loss_now();
+    loss.backward();
+    opt.step();
+  }
+  const float last = loss_now().item();
+  INFO("loss " << first << " -> " << last);
+  CHECK(first > 1.5f);
+  CHECK(last < 0.5f);  // the first positions of a row cannot be told apart: the optimum is above 0
+}
+
+TEST_CASE("GPT: layout, names and errors", "[gpt]") {
+  Generator gen(2);
+  GPT<float> model(tiny(), gen);
+  const auto state = model.state_dict();
+  for (const char* name : {"embedding.weight", "pos_encoding.weight", "encoder.layers.1.self_attn.in_proj_weight",
+                           "encoder.layers.1.linear2.bias", "encoder.norm.weight", "output_bias"}) {
+    INFO(name);
+    CHECK(state.count(name) == 1);
+  }
+  CHECK(state.count("output_projection.weight") == 0);  // tied to embedding.weight
+  GPTOptions bad = tiny();
+  bad.nhead = 3;
+  CHECK_THROWS_WITH(GPT<float>(bad, gen), "GPT: d_model (8) must be divisible by nhead (3)");
+  bad = tiny();
+  bad.dropout = 1.0;
+  CHECK_THROWS_WITH(GPT<float>(bad, gen), "GPT: dropout must be in [0, 1), got 1");
+  CHECK_THROWS_WITH(model.forward(random_ids(1, 41, 13, 0)),
+                    "GPT.forward: positions 0..40 exceed the context of max_len = 40 positions");
+  GPT<float>::Cache cache;
+  model.eval();
+  model.forward_incremental(random_ids(1, 39, 13, 0), cache);
+  CHECK_THROWS_WITH(model.forward_incremental(random_ids(1, 2, 13, 0), cache),
+                    "GPT.forward_incremental: positions 39..40 exceed the context of max_len = 40 positions");
+  CHECK_THROWS_WITH(model.forward_incremental(random_ids(2, 1, 13, 0), cache),
+                    "GPT.forward_incremental: ids have batch 2 but the cache holds batch 1");
+  GenerateOptions g;
+  g.max_new_tokens = 38;
+  CHECK_THROWS_WITH(generate(model, {1, 2, 3}, g),
+                    "generate: the prompt's 3 tokens plus 38 new ones exceed the model's context of 40 positions");
+  CHECK_THROWS_WITH(generate(model, {}, g), "generate: the prompt has no tokens");
+  g.max_new_tokens = 2;
+  g.sampling.top_p = 0.0;
+  CHECK_THROWS_WITH(generate(model, {1}, g), "top_p must be in (0, 1], got 0");
+}
+
+TEST_CASE("TransformerMaskedLM: the encoder's names and shapes are the classifier's", "[mlm]") {
+  for (bool norm_first : {false, true}) {
+    for (PositionalKind positional : {PositionalKind::Sinusoidal, PositionalKind::Learned}) {
+      INFO("norm_first " << norm_first << ", positions " << positional_name(positional));
+      TransformerClassifierOptions o;
+      o.vocab_size = 20;
+      o.max_len = 12;
+      o.d_model = 8;
+      o.nhead = 2;
+      o.num_layers = 2;
+      o.dim_feedforward = 10;
+      o.norm_first = norm_first;
+      o.positional = positional;
+      Generator gen(1);
+      TransformerMaskedLM<float> mlm(o, gen);
+      TransformerClassifier<float> classifier(o, gen);
+      const auto from = mlm.state_dict();
+      std::size_t shared = 0;
+      for (const auto& [name, tensor] : classifier.state_dict()) {
+        if (name.rfind("classifier.", 0) == 0) continue;
+        INFO(name);
+        REQUIRE(from.count(name) == 1);
+        CHECK(from.at(name).shape() == tensor.shape());
+        ++shared;
+      }
+      CHECK(shared == classifier.state_dict().size() - 2);  // all but the head's weight and bias
+    }
+  }
+}
+
+TEST_CASE("TransformerMaskedLM: gradcheck, and the loss only sees the chosen positions", "[mlm]") {
+  TransformerClassifierOptions o;
+  o.vocab_size = 9;
+  o.max_len = 6;
+  o.d_model = 4;
+  o.nhead = 2;
+  o.num_layers = 2;
+  o.dim_feedforward = 6;
+  o.dropout = o.attention_dropout = 0.0;
+  for (bool norm_first : {false, true}) {
+    INFO("norm_first " << norm_first);
+    o.norm_first = norm_first;
+    Generator gen(3);
+    TransformerMaskedLM<double> model(o, gen);
+    const xt::xarray<std::int64_t> ids = {{3, 8, 5, 2}, {4, 8, 6, 6}};
+    const BoolArray pad = {{false, false, false, false}, {false, false, true, true}};
+    const xt::xarray<std::int64_t> targets = {{-100, 7, -100, 2}, {-100, 5, -100, -100}};
+    auto [logits, wanted] = model.predict(ids, pad, targets);
+    CHECK(logits.shape() == Shape{3, 9});
+    CHECK(bool(wanted == xt::xarray<std::int64_t>{7, 2, 5}));
+    auto f = [&](const std::vector<Tensor<double>>&) { return model.loss(ids, pad, targets); };
+    CHECK_GRADCHECK(f, model.parameters());
+  }
+}
