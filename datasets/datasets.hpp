@@ -10,6 +10,7 @@
 #include "tapegrad/datasets/text/batching.hpp"
 #include "tapegrad/datasets/text/encode.hpp"
 #include "tapegrad/datasets/text/masking.hpp"
+#include "tapegrad/datasets/text/next_token.hpp"
 #include "tapegrad/datasets/text/split.hpp"
 #include "tapegrad/datasets/text/tokenizer.hpp"
 #include "tapegrad/datasets/text/vocab.hpp"

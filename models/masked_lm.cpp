@@ -84,6 +84,52 @@ Tensor<T> TransformerMaskedLM<T>::loss(const xt::xarray<std::int64_t>& ids, cons
   return cross_entropy(logits, wanted);
 }
 
+template <typename T>
+std::vector<std::string> load_pretrained_encoder(TransformerClassifier<T>& classifier,
+                                                 const io::safetensors::File& file) {
+  const auto head = [](const std::string& name) { return name.rfind("classifier.", 0) == 0 || name == "cls_token"; };
+  const auto encoder_part = [](const std::string& name) {
+    return name.rfind("embedding.", 0) == 0 || name.rfind("pos_encoding.", 0) == 0 || name.rfind("encoder.", 0) == 0;
+  };
+  StateDict<T> target;
+  for (auto& [name, tensor] : classifier.state_dict())
+    if (!head(name)) target.emplace(name, tensor);
+  std::vector<std::string> problems, loaded;
+  for (const auto& [name, tensor] : target) {
+    if (!file.contains(name)) {
+      problems.push_back(fmt::format("missing {} {} (the classifier's)", name, format_shape(tensor.shape())));
+    } else if (file.shape(name) != tensor.shape()) {
+      problems.push_back(fmt::format("{} is {} in the file but {} in the classifier", name,
+                                     format_shape(file.shape(name)), format_shape(tensor.shape())));
+    } else if (file.dtype(name) != io::safetensors::dtype_of<T>()) {
+      problems.push_back(fmt::format("{} is {} in the file but {} in the classifier", name,
+                                     io::safetensors::dtype_name(file.dtype(name)),
+                                     io::safetensors::dtype_name(io::safetensors::dtype_of<T>())));
+    }
+  }
+  for (const auto& name : file.names()) {
+    if (encoder_part(name) && target.count(name) == 0) {
+      problems.push_back(
+          fmt::format("unexpected {} {}: the classifier has no such tensor", name, format_shape(file.shape(name))));
+    }
+  }
+  if (!problems.empty()) {
+    std::string text;
+    for (const auto& p : problems) text += "\n  " + p;
+    throw std::runtime_error(
+        fmt::format("{}: does not fit the classifier's embedding and encoder:{}", file.path(), text));
+  }
+  for (auto& [name, tensor] : target) {
+    tensor.mutable_data() = file.get<T>(name);
+    loaded.push_back(name);
+  }
+  return loaded;
+}
+
+template std::vector<std::string> load_pretrained_encoder<float>(TransformerClassifier<float>&,
+                                                                 const io::safetensors::File&);
+template std::vector<std::string> load_pretrained_encoder<double>(TransformerClassifier<double>&,
+                                                                  const io::safetensors::File&);
 template class TransformerMaskedLM<float>;
 template class TransformerMaskedLM<double>;
 

@@ -10,6 +10,7 @@
 #include <xtensor/xarray.hpp>
 
 #include "tapegrad/autograd/masking.hpp"
+#include "tapegrad/io/safetensors.hpp"
 #include "tapegrad/models/classifier.hpp"
 
 namespace tapegrad::models {
@@ -54,6 +55,18 @@ class TransformerMaskedLM : public nn::Module<T> {
  private:
   std::shared_ptr<Generator> dropout_gen_;
 };
+
+/// Starts a classifier from a pretrained model's file (a TransformerMaskedLM's or a GPT's state_dict):
+/// copies every tensor of its embedding and encoder part (the names not under "classifier." and not
+/// "cls_token") from the file, leaving the head as initialized. Everything is checked first and
+/// reported together in one std::runtime_error naming the file, the classifier then untouched: each of
+/// those tensors must be in the file with its shape and dtype, and every tensor of the file under
+/// embedding., pos_encoding. or encoder. must be one of them (a post-LN encoder has no encoder.norm, a
+/// learned table is not a sinusoidal one). The rest of the file (the pretraining head) is ignored.
+/// Returns the names loaded, sorted.
+template <typename T>
+std::vector<std::string> load_pretrained_encoder(TransformerClassifier<T>& classifier,
+                                                 const io::safetensors::File& file);
 
 extern template class TransformerMaskedLM<float>;
 extern template class TransformerMaskedLM<double>;

@@ -1,6 +1,6 @@
 /// @file
 /// The models layer: the Transformer classifier, the encoder-decoder Transformer with greedy and beam
-/// search, and the language models (GPT with sampling and a KV cache, the masked-token encoder)
+/// search, and the language models (GPT with sampling and a KV cache, the masked-token encoder, bigram baselines)
 /// (namespace tapegrad::models).
 #pragma once
 
@@ -9,5 +9,6 @@
 #include "tapegrad/models/generate.hpp"
 #include "tapegrad/models/gpt.hpp"
 #include "tapegrad/models/masked_lm.hpp"
+#include "tapegrad/models/ngram.hpp"
 #include "tapegrad/models/seq2seq_search.hpp"
 #include "tapegrad/models/transformer.hpp"

@@ -47,9 +47,10 @@ int index_of(std::string_view s, const char* const (&names)[2]) {
 // Reviews gathered per split and class before they are ordered.
 struct Buckets {
   std::vector<Review> reviews[2][2];  // [split][label]
+  int splits = 2;                     // 1: train only
 
   ImdbData finish(const std::string& where, bool folder) {
-    for (int s = 0; s < 2; ++s) {
+    for (int s = 0; s < splits; ++s) {
       if (reviews[s][0].empty() && reviews[s][1].empty()) {
         if (folder)
           throw std::runtime_error(
@@ -70,7 +71,7 @@ struct Buckets {
       }
     }
     ImdbData data;
-    for (int s = 0; s < 2; ++s) {
+    for (int s = 0; s < splits; ++s) {
       auto& out = s == 0 ? data.train : data.test;
       out.reserve(reviews[s][0].size() + reviews[s][1].size());
       for (int c = 0; c < 2; ++c)
@@ -106,7 +107,7 @@ std::optional<Slot> classify_entry(std::string_view path) {
   return slot;
 }
 
-ImdbData read_archive(const fs::path& path) {
+ImdbData read_archive(const fs::path& path, int splits) {
   std::unique_ptr<archive, decltype(&archive_read_free)> a(archive_read_new(), &archive_read_free);
   if (!a) throw std::runtime_error("read_imdb: libarchive could not allocate a reader");
   archive_read_support_filter_all(a.get());
@@ -118,6 +119,7 @@ ImdbData read_archive(const fs::path& path) {
   };
   if (archive_read_open_filename(a.get(), path.c_str(), 1 << 16) != ARCHIVE_OK) throw fail("open");
   Buckets buckets;
+  buckets.splits = splits;
   archive_entry* entry = nullptr;
   for (;;) {
     const int r = archive_read_next_header(a.get(), &entry);
@@ -126,7 +128,8 @@ ImdbData read_archive(const fs::path& path) {
     if (archive_entry_filetype(entry) != AE_IFREG) continue;
     const char* name = archive_entry_pathname(entry);
     const auto slot = name ? classify_entry(name) : std::nullopt;
-    if (!slot) continue;  // the data of skipped entries is skipped by the next header read
+    // The data of skipped entries is skipped by the next header read, never copied out.
+    if (!slot || slot->split >= splits) continue;
     Review review{std::string(), slot->label, slot->rating, slot->id};
     if (archive_entry_size_is_set(entry)) review.text.reserve(static_cast<std::size_t>(archive_entry_size(entry)));
     char buf[1 << 14];
@@ -152,11 +155,12 @@ std::string read_file(const fs::path& path) {
   return text;
 }
 
-ImdbData read_folder(fs::path root) {
+ImdbData read_folder(fs::path root, int splits) {
   if (!fs::is_directory(root / "train") && !fs::is_directory(root / "test") && fs::is_directory(root / "aclImdb"))
     root /= "aclImdb";
   Buckets buckets;
-  for (int s = 0; s < 2; ++s) {
+  buckets.splits = splits;
+  for (int s = 0; s < splits; ++s) {
     const fs::path split_dir = root / kSplits[s];
     if (!fs::is_directory(split_dir))
       throw std::runtime_error(
@@ -188,11 +192,12 @@ bool looks_like_imdb(const fs::path& path) {
          fs::is_directory(path / "aclImdb", ec);
 }
 
-ImdbData read_imdb(const fs::path& path) {
+ImdbData read_imdb(const fs::path& path, ImdbSplits which) {
+  const int splits = which == ImdbSplits::TrainOnly ? 1 : 2;
   std::error_code ec;
-  if (fs::is_directory(path, ec)) return read_folder(path);
+  if (fs::is_directory(path, ec)) return read_folder(path, splits);
   if (!fs::exists(path, ec)) throw std::runtime_error(fmt::format("IMDb data '{}' does not exist", path.string()));
-  return read_archive(path);
+  return read_archive(path, splits);
 }
 
 }  // namespace tapegrad::datasets

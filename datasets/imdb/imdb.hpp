@@ -24,13 +24,18 @@ struct ImdbData {
   std::vector<Review> test;
 };
 
-/// Reads both splits from `path`, which is
+enum class ImdbSplits {
+  Both,       ///< train and test
+  TrainOnly,  ///< test/ is never read (its archive entries are skipped unread): ImdbData::test stays empty
+};
+
+/// Reads both splits (or only train/) from `path`, which is
 ///  - a folder in the aclImdb layout (holding train/ and test/), or a folder holding aclImdb/, or
 ///  - a tar archive (optionally gzip/bzip2/xz-compressed) holding aclImdb/ (read once, with libarchive).
 /// Only {train,test}/{neg,pos}/<digits>_<digits>.txt are reviews; everything else (unsup/, urls_*.txt,
 /// labeledBow.feat, README, imdb.vocab) is skipped. Throws std::runtime_error naming the file or folder
 /// for a missing path, a corrupt archive, a missing split or an empty class.
-ImdbData read_imdb(const std::filesystem::path& path);
+ImdbData read_imdb(const std::filesystem::path& path, ImdbSplits splits = ImdbSplits::Both);
 
 /// True for a path read_imdb would try to read: an existing regular file, or a folder holding train/
 /// and test/ or aclImdb/.

@@ -9,6 +9,7 @@
 #include <xtensor/xview.hpp>
 
 #include "tapegrad/autograd/ops.hpp"
+#include "tapegrad/io/safetensors.hpp"
 #include "tapegrad/models/classifier.hpp"
 #include "tapegrad/models/generate.hpp"
 #include "tapegrad/models/gpt.hpp"
@@ -371,4 +372,58 @@ TEST_CASE("TransformerMaskedLM: gradcheck, and the loss only sees the chosen pos
     auto f = [&](const std::vector<Tensor<double>>&) { return model.loss(ids, pad, targets); };
     CHECK_GRADCHECK(f, model.parameters());
   }
+}
+
+TEST_CASE("load_pretrained_encoder: exactly the pretrained values, a fresh head, every mismatch reported", "[mlm]") {
+  TransformerClassifierOptions o;
+  o.vocab_size = 20;
+  o.max_len = 12;
+  o.d_model = 8;
+  o.nhead = 2;
+  o.num_layers = 2;
+  o.dim_feedforward = 10;
+  o.positional = PositionalKind::Learned;
+  testing::TempDir tmp;
+  Generator gen(1);
+  TransformerMaskedLM<float> mlm(o, gen);
+  io::safetensors::save_state_dict(tmp.file("mlm.safetensors"), mlm.state_dict());
+  TransformerClassifier<float> classifier(o, gen);
+  const xt::xarray<float> head_before = classifier.classifier->weight.data();
+  const auto loaded = load_pretrained_encoder(classifier, io::safetensors::File(tmp.file("mlm.safetensors")));
+  const auto pretrained = mlm.state_dict();
+  std::size_t compared = 0;
+  for (const auto& [name, tensor] : classifier.state_dict()) {
+    INFO(name);
+    if (name.rfind("classifier.", 0) == 0) continue;
+    CHECK(bool(tensor.data() == pretrained.at(name).data()));
+    ++compared;
+  }
+  CHECK(loaded.size() == compared);
+  CHECK(bool(classifier.classifier->weight.data() == head_before));
+
+  // Wider, post-LN vs pre-LN, sinusoidal vs learned: each difference is named, nothing changes.
+  TransformerClassifierOptions other = o;
+  other.d_model = 4;
+  other.norm_first = true;
+  TransformerMaskedLM<float> wrong(other, gen);
+  io::safetensors::save_state_dict(tmp.file("wrong.safetensors"), wrong.state_dict());
+  const xt::xarray<float> embedding_before = classifier.embedding->weight.data();
+  try {
+    load_pretrained_encoder(classifier, io::safetensors::File(tmp.file("wrong.safetensors")));
+    FAIL("no error");
+  } catch (const std::runtime_error& e) {
+    const std::string message = e.what();
+    INFO(message);
+    CHECK_THAT(message, Catch::Contains("wrong.safetensors"));
+    CHECK_THAT(message, Catch::Contains("embedding.weight is [20, 4] in the file but [20, 8] in the classifier"));
+    CHECK_THAT(message, Catch::Contains("encoder.layers.1.linear2.weight is [4, 10] in the file but [8, 10]"));
+    CHECK_THAT(message, Catch::Contains("unexpected encoder.norm.weight [4]"));
+  }
+  CHECK(bool(classifier.embedding->weight.data() == embedding_before));
+  other = o;
+  other.positional = PositionalKind::Sinusoidal;
+  TransformerMaskedLM<float> sinusoidal(other, gen);
+  io::safetensors::save_state_dict(tmp.file("sin.safetensors"), sinusoidal.state_dict());
+  CHECK_THROWS_WITH(load_pretrained_encoder(classifier, io::safetensors::File(tmp.file("sin.safetensors"))),
+                    Catch::Contains("missing pos_encoding.weight [12, 8]"));
 }

@@ -1,11 +1,13 @@
-// Masked-token pretraining data: BERT's 15% / 80-10-10 recipe (proportions, reproducibility, what it
-// never touches) and the vocabulary's optional <mask> token.
+// Language-model data: BERT's 15% / 80-10-10 masking recipe (proportions, reproducibility, what it
+// never touches), the vocabulary's optional <mask> token, next-token batches, reading train/ only.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 
+#include "tapegrad/datasets/imdb/imdb.hpp"
 #include "tapegrad/datasets/text/masking.hpp"
+#include "tapegrad/datasets/text/next_token.hpp"
 #include "tapegrad/datasets/text/vocab.hpp"
 #include "tests/helpers.hpp"
 
@@ -118,4 +120,34 @@ TEST_CASE("vocabulary: <mask> is added last, only when asked, and survives save 
     out << "<pad>\n<unk>\n<mask>\nthe\n";
   }
   CHECK_THROWS_WITH(Vocabulary::load(tmp.path / "bad.txt"), Catch::Contains("<mask> must be the last token"));
+}
+
+TEST_CASE("next-token batches: inputs drop the last position, targets the first, padding ignored", "[datasets]") {
+  Batch batch;
+  batch.ids = {{5, 6, 7, 8}, {9, 4, 0, 0}, {3, 0, 0, 0}};
+  batch.padding_mask = {{false, false, false, false}, {false, false, true, true}, {false, true, true, true}};
+  const NextTokenBatch n = next_token_batch(batch, -1);
+  CHECK(bool(n.inputs == xt::xarray<std::int64_t>{{5, 6, 7}, {9, 4, 0}, {3, 0, 0}}));
+  CHECK(bool(n.targets == xt::xarray<std::int64_t>{{6, 7, 8}, {4, -1, -1}, {-1, -1, -1}}));
+  CHECK(n.count == 4);
+  batch.ids = xt::xarray<std::int64_t>::from_shape({1, 1});
+  batch.padding_mask = xt::xarray<bool>::from_shape({1, 1});
+  CHECK_THROWS_WITH(next_token_batch(batch), "next_token_batch: needs ids [batch, length >= 2], got 2 dims of 1");
+}
+
+TEST_CASE("reading train/ only: the same training reviews, and test/ is never opened", "[datasets]") {
+  const std::filesystem::path archive = std::filesystem::path(TAPEGRAD_TEST_DATA_DIR) / "aclImdb_small.tar.gz";
+  const std::filesystem::path folder = std::filesystem::path(TAPEGRAD_TEST_DATA_DIR) / "aclImdb_small";
+  const ImdbData both = read_imdb(archive);
+  for (const auto& path : {archive, folder}) {
+    const ImdbData train_only = read_imdb(path, ImdbSplits::TrainOnly);
+    CHECK(train_only.test.empty());
+    REQUIRE(train_only.train.size() == both.train.size());
+    for (std::size_t i = 0; i < both.train.size(); ++i) CHECK(train_only.train[i].text == both.train[i].text);
+  }
+  // A copy without test/ reads too (and fails as before when both splits are asked for).
+  testing::TempDir tmp;
+  std::filesystem::copy(folder / "aclImdb" / "train", tmp.path / "train", std::filesystem::copy_options::recursive);
+  CHECK(read_imdb(tmp.path, ImdbSplits::TrainOnly).train.size() == both.train.size());
+  CHECK_THROWS_WITH(read_imdb(tmp.path), Catch::Contains("missing test/ split"));
 }
