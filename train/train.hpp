@@ -4,6 +4,7 @@
 #pragma once
 
 #include "tapegrad/train/allocator.hpp"
+#include "tapegrad/train/calibration.hpp"
 #include "tapegrad/train/checkpoint.hpp"
 #include "tapegrad/train/interrupt.hpp"
 #include "tapegrad/train/metrics.hpp"
