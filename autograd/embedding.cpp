@@ -19,37 +19,47 @@ std::string position_of(std::size_t flat, const Shape& shape) {
   }
   return format_shape(index);
 }
-}  // namespace
 
+// Checks weight [num_embeddings, dim] and every id for `op`, and returns padding_idx normalized to
+// [0, num_embeddings), or -1 for none (a negative padding_idx counts from the end, as in torch).
 template <typename T>
-Tensor<T> embedding(const Tensor<T>& weight, const xt::xarray<std::int64_t>& ids,
-                    std::optional<std::int64_t> padding_idx) {
+std::int64_t check_lookup(const char* op, const Tensor<T>& weight, const xt::xarray<std::int64_t>& ids,
+                          std::optional<std::int64_t> padding_idx) {
   const Shape& ws = weight.shape();
   if (ws.size() != 2) {
-    throw ShapeError(
-        fmt::format("embedding: weight must be [num_embeddings, embedding_dim], got {}", format_shape(ws)));
+    throw ShapeError(fmt::format("{}: weight must be [num_embeddings, embedding_dim], got {}", op, format_shape(ws)));
   }
-  const std::size_t vocab = ws[0], dim = ws[1];
+  const std::size_t vocab = ws[0];
   const auto v = static_cast<std::int64_t>(vocab);
-  // A negative padding_idx counts from the end, as in torch.nn.functional.embedding.
   std::int64_t pad = -1;
   if (padding_idx) {
     if (*padding_idx < -v || *padding_idx >= v) {
-      throw ShapeError(fmt::format("embedding: padding_idx {} is out of range for {} embeddings (expected {} to {})",
+      throw ShapeError(fmt::format("{}: padding_idx {} is out of range for {} embeddings (expected {} to {})", op,
                                    *padding_idx, vocab, -v, v - 1));
     }
     pad = *padding_idx < 0 ? *padding_idx + v : *padding_idx;
   }
   const Shape id_shape(ids.shape().begin(), ids.shape().end());
-  const std::size_t count = ids.size();
   const std::int64_t* pi = ids.data();
-  for (std::size_t i = 0; i < count; ++i) {
+  for (std::size_t i = 0; i < ids.size(); ++i) {
     if (pi[i] < 0 || pi[i] >= v) {
-      throw ShapeError(
-          fmt::format("embedding: id {} at position {} is out of range for {} embeddings (expected 0 to {})", pi[i],
-                      position_of(i, id_shape), vocab, v - 1));
+      throw ShapeError(fmt::format("{}: id {} at position {} is out of range for {} embeddings (expected 0 to {})", op,
+                                   pi[i], position_of(i, id_shape), vocab, v - 1));
     }
   }
+  return pad;
+}
+
+}  // namespace
+
+template <typename T>
+Tensor<T> embedding(const Tensor<T>& weight, const xt::xarray<std::int64_t>& ids,
+                    std::optional<std::int64_t> padding_idx) {
+  const std::int64_t pad = check_lookup("embedding", weight, ids, padding_idx);
+  const std::size_t vocab = weight.shape()[0], dim = weight.shape()[1];
+  const Shape id_shape(ids.shape().begin(), ids.shape().end());
+  const std::size_t count = ids.size();
+  const std::int64_t* pi = ids.data();
   Shape out_shape = id_shape;
   out_shape.push_back(dim);
   xt::xarray<T> out = xt::xarray<T>::from_shape(out_shape);
@@ -78,9 +88,61 @@ Tensor<T> embedding(const Tensor<T>& weight, const xt::xarray<std::int64_t>& ids
   return result;
 }
 
+template <typename T>
+Tensor<T> embedding_bag_sum(const Tensor<T>& weight, const xt::xarray<std::int64_t>& ids,
+                            std::optional<std::int64_t> padding_idx) {
+  if (ids.dimension() == 0) throw ShapeError("embedding_bag_sum: ids must have at least one dimension (the bag)");
+  const std::int64_t pad = check_lookup("embedding_bag_sum", weight, ids, padding_idx);
+  const std::size_t vocab = weight.shape()[0], dim = weight.shape()[1];
+  const std::size_t bag = ids.shape().back(), bags = bag == 0 ? 0 : ids.size() / bag;
+  Shape out_shape(ids.shape().begin(), ids.shape().end() - 1);
+  out_shape.push_back(dim);
+  xt::xarray<T> out = xt::zeros<T>(out_shape);
+  const T* pw = weight.data().data();
+  const std::int64_t* pi = ids.data();
+  T* po = out.data();
+  for (std::size_t b = 0; b < bags; ++b) {
+    T* row_out = po + b * dim;
+    for (std::size_t k = 0; k < bag; ++k) {
+      const std::int64_t id = pi[b * bag + k];
+      if (id == pad) continue;
+      const T* row = pw + id * dim;
+      for (std::size_t j = 0; j < dim; ++j) row_out[j] += row[j];
+    }
+  }
+
+  Tensor<T> result(std::move(out));
+  if (should_record(weight)) {
+    auto saved_ids = std::make_shared<const xt::xarray<std::int64_t>>(ids);
+    record(result, "embedding_bag_sum", {weight},
+           [saved_ids, pad, vocab, dim, bag, bags](const xt::xarray<T>& g, GradInputs<T>& in) {
+             // Every member of a bag receives the bag's gradient; members equal to padding_idx none.
+             xt::xarray<T> dw = xt::zeros<T>({vocab, dim});
+             const std::int64_t* ids = saved_ids->data();
+             const T* pg = g.data();
+             T* pd = dw.data();
+             for (std::size_t b = 0; b < bags; ++b) {
+               const T* gr = pg + b * dim;
+               for (std::size_t k = 0; k < bag; ++k) {
+                 const std::int64_t id = ids[b * bag + k];
+                 if (id == pad) continue;
+                 T* row = pd + id * dim;
+                 for (std::size_t j = 0; j < dim; ++j) row[j] += gr[j];
+               }
+             }
+             in.accumulate(0, std::move(dw));
+           });
+  }
+  return result;
+}
+
 template Tensor<float> embedding<float>(const Tensor<float>&, const xt::xarray<std::int64_t>&,
                                         std::optional<std::int64_t>);
 template Tensor<double> embedding<double>(const Tensor<double>&, const xt::xarray<std::int64_t>&,
                                           std::optional<std::int64_t>);
+template Tensor<float> embedding_bag_sum<float>(const Tensor<float>&, const xt::xarray<std::int64_t>&,
+                                                std::optional<std::int64_t>);
+template Tensor<double> embedding_bag_sum<double>(const Tensor<double>&, const xt::xarray<std::int64_t>&,
+                                                  std::optional<std::int64_t>);
 
 }  // namespace tapegrad

@@ -19,4 +19,12 @@ template <typename T>
 Tensor<T> embedding(const Tensor<T>& weight, const xt::xarray<std::int64_t>& ids,
                     std::optional<std::int64_t> padding_idx = std::nullopt);
 
+/// torch.nn.functional.embedding_bag with mode="sum" where each bag is the last axis of ids:
+/// weight [num_embeddings, dim], ids [..., K] -> [..., dim], the sum of the K rows of each bag. Ids
+/// equal to padding_idx add nothing, not even their row's value (as in torch), and their row gets no
+/// gradient. Ids out of range throw ShapeError as in embedding().
+template <typename T>
+Tensor<T> embedding_bag_sum(const Tensor<T>& weight, const xt::xarray<std::int64_t>& ids,
+                            std::optional<std::int64_t> padding_idx = std::nullopt);
+
 }  // namespace tapegrad

@@ -31,6 +31,10 @@ void TransformerClassifierOptions::validate() const {
   for (auto [field, p] : {std::pair{"dropout", dropout}, std::pair{"attention_dropout", attention_dropout}}) {
     if (!(p >= 0.0 && p < 1.0)) throw std::invalid_argument(fmt::format("{} must be in [0, 1), got {}", field, p));
   }
+  if (ngram_buckets == 1) throw std::invalid_argument("ngram_buckets must be 0 (none) or at least 2, got 1");
+  if (ngram_buckets > 0 && ngram_max < 2) {
+    throw std::invalid_argument(fmt::format("ngram_max must be at least 2, got {}", ngram_max));
+  }
   if (padding_idx < 0 || static_cast<std::size_t>(padding_idx) >= vocab_size) {
     throw std::invalid_argument(
         fmt::format("padding_idx {} is outside the vocabulary of {} tokens", padding_idx, vocab_size));
@@ -60,6 +64,11 @@ TransformerClassifier<T>::TransformerClassifier(const TransformerClassifierOptio
 
   embedding =
       this->register_module("embedding", scaled_normal_embedding<T>(o.vocab_size, o.d_model, o.padding_idx, gen));
+  if (o.ngram_buckets > 0) {
+    ngrams = this->register_module(
+        "ngrams", std::make_shared<nn::HashedNgramEmbedding<T>>(o.ngram_buckets, o.d_model, o.ngram_max, gen,
+                                                                1.0 / std::sqrt(static_cast<double>(o.d_model))));
+  }
   if (o.positional == PositionalKind::Sinusoidal) {
     sinusoidal = this->register_module("pos_encoding", std::make_shared<nn::SinusoidalPositionalEncoding<T>>(
                                                            o.d_model, o.max_len, /*batch_first=*/true));
@@ -104,6 +113,7 @@ Tensor<T> TransformerClassifier<T>::forward(const xt::xarray<std::int64_t>& ids,
     trace->embeddings = embedded;
     trace->attention.clear();
   }
+  if (ngrams) embedded = add(embedded, ngrams->forward(ids, padding_mask));
   Tensor<T> x = mul(embedded, static_cast<T>(std::sqrt(static_cast<double>(d))));
   x = sinusoidal ? sinusoidal->forward(x) : learned->forward(x);
   x = dropout->forward(x);

@@ -12,6 +12,7 @@
 #include "tapegrad/autograd/masking.hpp"
 #include "tapegrad/models/embedding.hpp"
 #include "tapegrad/nn/embedding.hpp"
+#include "tapegrad/nn/hashed_ngram_embedding.hpp"
 #include "tapegrad/nn/positional_encoding.hpp"
 #include "tapegrad/nn/transformer.hpp"
 
@@ -41,6 +42,10 @@ struct TransformerClassifierOptions {
   PositionalKind positional = PositionalKind::Sinusoidal;
   std::size_t num_classes = 2;
   std::int64_t padding_idx = 0;
+  /// Hashed n-gram embeddings added to the token embeddings (nn::HashedNgramEmbedding): 0 = none,
+  /// else the table's rows (at least 2), for the n-grams of n = 2 .. ngram_max.
+  std::size_t ngram_buckets = 0;
+  std::size_t ngram_max = 3;
 
   /// Throws std::invalid_argument naming the offending field and value.
   void validate() const;
@@ -69,7 +74,8 @@ struct ClassifierTrace {
 /// forward(ids [B, L], padding_mask [B, L] with true at padding) -> logits [B, num_classes].
 ///
 /// As in "Attention Is All You Need" (section 3.4), token embeddings are drawn from N(0, d_model^-0.5)
-/// and multiplied by sqrt(d_model), so they start at unit scale, like the positional encoding, while
+/// (plus, with ngram_buckets, the hashed n-gram rows of each position, drawn alike) and multiplied by
+/// sqrt(d_model), so they start at unit scale, like the positional encoding, while
 /// Adam moves them at a rate relative to that scale (torch's N(0, 1) embeddings times sqrt(d_model)
 /// start 8x larger at d_model 64 and learn correspondingly slower). Then dropout, the batch-first
 /// encoder (with a final LayerNorm when pre-LN), pooling and a Linear head.
@@ -90,6 +96,7 @@ class TransformerClassifier : public nn::Module<T> {
 
   TransformerClassifierOptions options;
   std::shared_ptr<nn::Embedding<T>> embedding;
+  std::shared_ptr<nn::HashedNgramEmbedding<T>> ngrams;              ///< set when options.ngram_buckets > 0
   std::shared_ptr<nn::SinusoidalPositionalEncoding<T>> sinusoidal;  ///< one of these two is set
   std::shared_ptr<nn::LearnedPositionalEmbedding<T>> learned;
   std::shared_ptr<nn::Dropout<T>> dropout;

@@ -5,7 +5,6 @@
 #include <stdexcept>
 
 #include "tapegrad/autograd/embedding.hpp"
-#include "tapegrad/autograd/reduce.hpp"
 #include "tapegrad/autograd/shape.hpp"
 
 namespace tapegrad::nn {
@@ -67,8 +66,8 @@ HashedNgramEmbedding<T>::HashedNgramEmbedding(std::size_t num_buckets_, std::siz
 
 template <typename T>
 Tensor<T> HashedNgramEmbedding<T>::forward(const xt::xarray<std::int64_t>& ids, const BoolArray& padding_mask) const {
-  // [B, L, max_n - 1, D] rows, summed over the n-gram orders.
-  return sum(embedding(weight, ngram_buckets(ids, padding_mask, num_buckets, max_n), std::int64_t{0}), {2});
+  // Each position is a bag of its n-grams' buckets; bucket 0 ("no n-gram") adds nothing.
+  return embedding_bag_sum(weight, ngram_buckets(ids, padding_mask, num_buckets, max_n), std::int64_t{0});
 }
 
 template <typename T>

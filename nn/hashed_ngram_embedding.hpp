@@ -27,7 +27,7 @@ xt::xarray<std::int64_t> ngram_buckets(const xt::xarray<std::int64_t>& ids, cons
 
 /// forward(ids [B, L], padding_mask [B, L]) -> [B, L, embedding_dim]: at each position, the sum of the
 /// table rows of the n-grams (n = 2 .. max_n) that end there (see ngram_buckets). Row 0 stands for "no
-/// n-gram": it is zero and receives no gradient. weight [num_buckets, embedding_dim] starts from
+/// n-gram": it adds nothing and receives no gradient. weight [num_buckets, embedding_dim] starts from
 /// N(0, init_std^2) (row 0 zero).
 template <typename T>
 class HashedNgramEmbedding : public Module<T> {

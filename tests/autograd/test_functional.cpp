@@ -537,6 +537,28 @@ TEST_CASE("embedding errors name the id, its position and the table size", "[emb
                     Catch::Contains("embedding") && Catch::Contains("[4]"));
 }
 
+TEST_CASE("embedding_bag_sum sums each bag's rows; padding ids add nothing, not even their row", "[embedding]") {
+  // torch: F.embedding_bag(ids.view(-1, 3), w, mode="sum", padding_idx=0) on the rows below.
+  auto w = Tensor<double>::from_vector({5, 6, 10, 11, 20, 21, 30, 31}, {4, 2}, true);
+  auto y = embedding_bag_sum(w, ids({1, 1, 3, 0, 2, 0}, {2, 3}), 0);
+  CHECK(y.shape() == Shape{2, 2});
+  CHECK(allclose(y.data(), values({50, 53, 20, 21}, {2, 2})));
+  y.backward(xt::xarray<double>(xt::ones<double>({2, 2})));
+  CHECK(allclose(w.grad(), values({0, 0, 2, 2, 1, 1, 1, 1}, {4, 2})));
+  CHECK(y.grad_fn_name() == "embedding_bag_sum");
+  // Without padding_idx row 0 counts like any other; bags of zero members give zeros.
+  CHECK(allclose(embedding_bag_sum(w, ids({0, 1}, {1, 2})).data(), values({15, 17}, {1, 2})));
+  CHECK(embedding_bag_sum(w, ids({}, {3, 0})).data() == xt::xarray<double>(xt::zeros<double>({3, 2})));
+  // Every row, padding included, is checked by gradcheck: padding really does not reach the output.
+  const IndexArray bags = ids({0, 2, 2, 4, 1, 0, 3, 3, 0}, {3, 3});
+  CHECK_GRADCHECK([&](const Inputs& in) { return embedding_bag_sum(in[0], bags, 0); },
+                  (Inputs{rand_input({5, 3}, 74)}));
+  CHECK_GRADCHECK([&](const Inputs& in) { return embedding_bag_sum(in[0], bags); }, (Inputs{rand_input({5, 3}, 75)}));
+  CHECK_THROWS_WITH(embedding_bag_sum(w, ids({0, 9}, {1, 2})),
+                    Catch::Contains("embedding_bag_sum: id 9") && Catch::Contains("position [0, 1]"));
+  CHECK_THROWS_WITH(embedding_bag_sum(w, ids({1}, {})), Catch::Contains("at least one dimension"));
+}
+
 // ---------------------------------------------------------------------------------------------- masking
 
 TEST_CASE("masked_fill fills where a broadcast mask is true and passes no gradient there", "[masking]") {

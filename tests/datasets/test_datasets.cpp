@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "tapegrad/datasets/download.hpp"
+#include "tapegrad/datasets/imdb/contrast_pairs.hpp"
 #include "tapegrad/datasets/imdb/imdb.hpp"
 #include "tapegrad/datasets/imdb/locate.hpp"
 #include "tapegrad/datasets/text/batching.hpp"
@@ -752,4 +753,29 @@ TEST_CASE("the real IMDb archive reads whole and fast", "[datasets]") {
   WARN("real IMDb: read " << read_s << " s; vocabulary + encoding of 47,500 reviews " << encode_s << " s");
   CHECK(read_s < 10.0);
   CHECK(encode_s < 20.0);
+}
+
+TEST_CASE("contrast pairs: the committed set reads, and every malformed file names its line", "[datasets][contrast]") {
+  const auto pairs = read_contrast_pairs(fs::path(TAPEGRAD_TEST_DATA_DIR) / "../../examples/imdb/contrast_pairs.tsv");
+  CHECK(pairs.size() >= 50);
+  CHECK(pairs.front().positive == "Not bad at all, actually quite good.");
+  CHECK(pairs.front().negative == "Not good at all, actually quite bad.");
+  TempDir dir;
+  const auto write = [&](const std::string& body) {
+    const auto path = dir.path / "pairs.tsv";
+    std::ofstream(path) << body;
+    return path;
+  };
+  CHECK_THROWS_WITH(read_contrast_pairs(write("id\tlabel\ttext\n")), Catch::Contains(":1: expected the header line"));
+  CHECK_THROWS_WITH(read_contrast_pairs(write("pair\tlabel\ttext\n1\t1\tgood\n1\t2\tbad\n")),
+                    Catch::Contains(":3: label must be 0 or 1, got '2'"));
+  CHECK_THROWS_WITH(read_contrast_pairs(write("pair\tlabel\ttext\n1\t1\tgood\n1\t1\tfine\n")),
+                    Catch::Contains(":3: pair 1 has a second review labelled 1"));
+  CHECK_THROWS_WITH(read_contrast_pairs(write("pair\tlabel\ttext\n1\t1\tgood\n")),
+                    Catch::Contains("pair 1 lacks its negative review"));
+  CHECK_THROWS_WITH(read_contrast_pairs(write("pair\tlabel\ttext\n1\t1\n")),
+                    Catch::Contains(":2: expected 3 tab-separated columns, got 2"));
+  CHECK_THROWS_WITH(read_contrast_pairs(dir.path / "missing.tsv"), Catch::Contains("cannot open"));
+  CHECK(contrast_pair_accuracy({0.9, 0.9, 0.2}, {0.1, 0.6, 0.1}) == Approx(1.0 / 3));
+  CHECK_THROWS_WITH(contrast_pair_accuracy({0.9}, {}), Catch::Contains("1 positive but 0 negative"));
 }

@@ -125,3 +125,33 @@ TEST_CASE("TransformerClassifier: a trace collects each layer's attention withou
     for (std::size_t k = 0; k < 4; ++k) CHECK(trace.embeddings.data()(0, 1, k) == model.embedding->weight.data()(5, k));
   }
 }
+
+TEST_CASE("TransformerClassifier with hashed n-grams: gradcheck, names, order matters, errors", "[classifier][ngram]") {
+  auto o = tiny(Pooling::Mean, false);
+  o.num_layers = 1;
+  o.ngram_buckets = 13;
+  o.ngram_max = 3;
+  Generator gen(8);
+  TransformerClassifier<double> model(o, gen);
+  const auto f = [&](const std::vector<Tensor<double>>&) { return model.forward(kIds, kPad); };
+  CHECK_GRADCHECK(f, model.parameters());
+  const auto state = model.state_dict();
+  REQUIRE(state.count("ngrams.weight") == 1);
+  CHECK(state.at("ngrams.weight").shape() == Shape{13, 4});
+  // Padding still changes nothing: no n-gram reaches into it.
+  model.eval();
+  auto ids2 = kIds;
+  ids2(1, 2) = 8;
+  CHECK(model.forward(kIds, kPad).data() == model.forward(ids2, kPad).data());
+  // Without the n-grams, mean pooling with one layer and no positions would still see order through
+  // the positional encoding; with them, swapping two tokens changes which n-gram rows are added.
+  const xt::xarray<std::int64_t> ab = {{3, 5, 7}}, ba = {{5, 3, 7}};
+  const BoolArray none = xt::zeros<bool>({1, 3});
+  CHECK(model.ngrams->forward(ab, none).data() != model.ngrams->forward(ba, none).data());
+  o.ngram_buckets = 1;
+  CHECK_THROWS_WITH(TransformerClassifier<double>(o, gen),
+                    Catch::Contains("ngram_buckets must be 0 (none) or at least 2"));
+  o.ngram_buckets = 5;
+  o.ngram_max = 1;
+  CHECK_THROWS_WITH(TransformerClassifier<double>(o, gen), Catch::Contains("ngram_max must be at least 2, got 1"));
+}
