@@ -537,7 +537,7 @@ TEST_CASE("embedding errors name the id, its position and the table size", "[emb
                     Catch::Contains("embedding") && Catch::Contains("[4]"));
 }
 
-TEST_CASE("embedding_bag_sum sums each bag's rows; padding ids add nothing, not even their row", "[embedding]") {
+TEST_CASE("embedding_bag_sum sums each bag's rows, and padding ids add nothing, not even their row", "[embedding]") {
   // torch: F.embedding_bag(ids.view(-1, 3), w, mode="sum", padding_idx=0) on the rows below.
   auto w = Tensor<double>::from_vector({5, 6, 10, 11, 20, 21, 30, 31}, {4, 2}, true);
   auto y = embedding_bag_sum(w, ids({1, 1, 3, 0, 2, 0}, {2, 3}), 0);
