@@ -257,7 +257,7 @@ TEST_CASE("save_model / load_model: a model file that checks itself, without an 
 
   // Non-finite weights are refused even with a valid checksum (a diverged run's model).
   Net diverged(1);
-  diverged.fc2->bias.data()(1) = std::numeric_limits<double>::quiet_NaN();
+  diverged.fc2->bias.mutable_data()(1) = std::numeric_limits<double>::quiet_NaN();
   train::save_model(path, diverged);
   CHECK_THAT(refused(read_bytes(path)), Catch::Contains("\"fc2.bias\" holds 1 non-finite value(s)"));
 
