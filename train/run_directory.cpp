@@ -30,8 +30,11 @@ void RunDirectory::check_new(bool overwrite, const std::string& flag) const {
   if (fs::exists(dir_) && !fs::is_directory(dir_)) {
     throw UsageError(fmt::format("{} {} is a file, not a run folder", flag, dir_.string()));
   }
+  // Only a checkpoint or a model is worth keeping: a run that stopped before its first checkpoint left
+  // nothing to resume, and its settings and log are simply replaced.
+  const bool trained = fs::exists(checkpoint()) || fs::exists(model());
   const auto found = existing_files();
-  if (!found.empty() && !overwrite) {
+  if (trained && !overwrite) {
     throw UsageError(
         fmt::format("{} {} already holds a run ({}): continue it with --resume, or pass --overwrite to replace it",
                     flag, dir_.string(), fmt::join(found, ", ")));

@@ -6,9 +6,9 @@
 ///   model.safetensors       the best model so far (train/model_file.hpp)
 /// plus whatever a program adds (vocab.txt, report.html), named through file().
 ///
-/// Nothing is lost by mistake: a new run refuses a folder that holds another run unless told to
-/// overwrite it (then that run's files are removed before the new one writes anything), and a resumed
-/// run must find its config and checkpoint.
+/// Nothing is lost by mistake: a new run refuses a folder that holds another run's checkpoint or model
+/// unless told to overwrite it (then that run's files are removed before the new one writes anything),
+/// and a resumed run must find its config and checkpoint.
 #pragma once
 
 #include <filesystem>
@@ -40,8 +40,8 @@ class RunDirectory {
   /// The run files present in the folder (config, metrics, checkpoint, model and the program's own).
   std::vector<std::string> existing_files() const;
 
-  /// Throws UsageError if a new run may not start here: the folder holds a run's files and overwrite
-  /// is false ("<flag> DIR already holds a run (config.json, ...): continue it with --resume, or pass
+  /// Throws UsageError if a new run may not start here: the folder holds a checkpoint or a model and
+  /// overwrite is false ("<flag> DIR already holds a run (config.json, ...): continue it with --resume, or pass
   /// --overwrite to replace it"). flag is how the program calls the folder ("--out").
   void check_new(bool overwrite, const std::string& flag = "--out") const;
   /// check_new, then creates the folder and, with overwrite, removes the previous run's files. Call it
