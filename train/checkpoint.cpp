@@ -10,6 +10,8 @@
 #include <variant>
 #include <vector>
 
+#include "tapegrad/train/checksum.hpp"
+
 namespace tapegrad::train {
 
 namespace {
@@ -17,84 +19,10 @@ namespace {
 const char* const kModel = "model.";
 const char* const kOptimizer = "optimizer.";
 const char* const kExtra = "extra.";
-const char* const kChecksum = "tapegrad.checksum";
+const char* const kChecksum = kChecksumKey;
 const char* const kGeneratorFields[] = {".state", ".has_spare_normal", ".spare_normal"};
 
 bool starts_with(const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
-
-// 64-bit FNV-1a: each step h = (h ^ byte) * prime is a bijection of h for a given byte, and a changed
-// byte changes h at its step, so any single changed byte of a fixed-length input changes the hash.
-class Fnv1a {
- public:
-  void bytes(const void* data, std::size_t n) {
-    const auto* p = static_cast<const unsigned char*>(data);
-    for (std::size_t i = 0; i < n; ++i) h_ = (h_ ^ p[i]) * 0x100000001b3ULL;
-  }
-  void text(const std::string& s) { bytes(s.c_str(), s.size() + 1); }  // with its '\0': unambiguous
-  void u64(std::uint64_t v) { bytes(&v, sizeof v); }
-  std::string hex() const { return fmt::format("{:016x}", h_); }
-
- private:
-  std::uint64_t h_ = 0xcbf29ce484222325ULL;
-};
-
-// The checksum of tensors (by name, in the map's order) and of the metadata other than the checksum.
-std::string checksum(const std::map<std::string, io::safetensors::Array>& tensors,
-                     const io::safetensors::Metadata& metadata) {
-  Fnv1a h;
-  for (const auto& [name, value] : tensors) {
-    std::visit(
-        [&h, &name = name](const auto& a) {
-          using V = typename std::decay_t<decltype(a)>::value_type;
-          h.text(name);
-          h.text(io::safetensors::dtype_name(io::safetensors::dtype_of<V>()));
-          h.u64(a.dimension());
-          for (auto d : a.shape()) h.u64(d);
-          if constexpr (std::is_same_v<V, bool>) {
-            for (bool b : a) h.u64(b ? 1 : 0);  // a bool's object bytes are not guaranteed to be 0 / 1
-          } else {
-            h.bytes(a.data(), a.size() * sizeof(V));
-          }
-        },
-        value);
-  }
-  for (const auto& [key, value] : metadata) {
-    if (key == kChecksum) continue;
-    h.text(key);
-    h.text(value);
-  }
-  return h.hex();
-}
-
-// Every tensor of the file as loaded, for the checksum; a dtype a checkpoint never holds is a problem.
-std::map<std::string, io::safetensors::Array> read_all(const io::safetensors::File& file,
-                                                       std::vector<std::string>& problems) {
-  using io::safetensors::Dtype;
-  std::map<std::string, io::safetensors::Array> out;
-  for (const auto& name : file.names()) {
-    switch (file.dtype(name)) {
-      case Dtype::F32:
-        out[name] = file.get<float>(name);
-        break;
-      case Dtype::F64:
-        out[name] = file.get<double>(name);
-        break;
-      case Dtype::I64:
-        out[name] = file.get<std::int64_t>(name);
-        break;
-      case Dtype::U64:
-        out[name] = file.get<std::uint64_t>(name);
-        break;
-      case Dtype::BOOL:
-        out[name] = file.get<bool>(name);
-        break;
-      default:
-        problems.push_back(fmt::format("\"{}\" is {}, a dtype no checkpoint holds", name,
-                                       io::safetensors::dtype_name(file.dtype(name))));
-    }
-  }
-  return out;
-}
 
 // Adds a problem if name is absent or is not a tensor of the given dtype and shape.
 void check_entry(const io::safetensors::File& file, const std::string& name, io::safetensors::Dtype dtype,
@@ -148,25 +76,25 @@ void save(const std::string& path, const StateDict<T>& model, const optim::Optim
   io::safetensors::save_file(path, entries, with_checksum);
 }
 
+// Loads a checkpoint into model, and into optimizer, generators and extra unless they are null
+// (a model-only load: the other entries are covered by the checksum but neither checked nor loaded).
 template <typename T>
-std::int64_t load(const std::string& path, StateDict<T>& model, optim::Optimizer<T>& optimizer,
-                  const Generators<Generator>& generators, StateDict<T>& extra) {
+std::int64_t load(const std::string& path, StateDict<T>& model, optim::Optimizer<T>* optimizer,
+                  const Generators<Generator>& generators, StateDict<T>* extra) {
   const io::safetensors::File file(path);
   std::vector<std::string> problems;
   const auto tensors = read_all(file, problems);
-  const auto stored = file.metadata().find(kChecksum);
-  if (stored == file.metadata().end()) {
-    problems.push_back(
-        fmt::format("no \"{}\" in the metadata: not a tapegrad checkpoint, or a damaged one", kChecksum));
-  } else if (const std::string actual = checksum(tensors, file.metadata()); actual != stored->second) {
-    problems.push_back(
-        fmt::format("checksum mismatch (stored {}, computed {}): the file is corrupted", stored->second, actual));
-  }
+  check_checksum(file, tensors, problems);
+  const bool model_only = optimizer == nullptr;
   // Mismatches found below are reported too: with a damaged name, they say which entry was hit.
   auto model_problems = io::safetensors::detail::state_dict_problems(file, model, true, kModel);
   problems.insert(problems.end(), model_problems.begin(), model_problems.end());
-  auto extra_problems = io::safetensors::detail::state_dict_problems(file, extra, true, kExtra);
-  problems.insert(problems.end(), extra_problems.begin(), extra_problems.end());
+  // A model loaded for use, not for further training, must hold numbers.
+  if (model_only) check_finite(tensors, kModel, problems);
+  if (extra) {
+    auto extra_problems = io::safetensors::detail::state_dict_problems(file, *extra, true, kExtra);
+    problems.insert(problems.end(), extra_problems.begin(), extra_problems.end());
+  }
   check_entry(file, "step", io::safetensors::Dtype::I64, {}, problems);
   std::vector<std::string> expected_generator_entries;
   for (const auto& [key, gen] : generators) {
@@ -178,13 +106,14 @@ std::int64_t load(const std::string& path, StateDict<T>& model, optim::Optimizer
   StateDict<T> opt_state;
   for (const auto& name : file.names()) {
     if (starts_with(name, kOptimizer)) {
+      if (model_only) continue;
       if (file.dtype(name) != io::safetensors::dtype_of<T>()) {
         problems.push_back(fmt::format("\"{}\" is {}, expected {}", name, io::safetensors::dtype_name(file.dtype(name)),
                                        io::safetensors::dtype_name(io::safetensors::dtype_of<T>())));
       } else {
         opt_state[name.substr(std::string(kOptimizer).size())] = Tensor<T>(file.get<T>(name));
       }
-    } else if (!starts_with(name, kModel) && !starts_with(name, kExtra) && name != "step" &&
+    } else if (!model_only && !starts_with(name, kModel) && !starts_with(name, kExtra) && name != "step" &&
                std::find(expected_generator_entries.begin(), expected_generator_entries.end(), name) ==
                    expected_generator_entries.end()) {
       problems.push_back(fmt::format("unexpected \"{}\"", name));
@@ -199,13 +128,15 @@ std::int64_t load(const std::string& path, StateDict<T>& model, optim::Optimizer
 
   // The optimizer checks its state before changing anything; it goes first so that a bad optimizer
   // state leaves the model untouched too.
-  try {
-    optimizer.load_state_dict(opt_state);
-  } catch (const std::invalid_argument& ex) {
-    throw std::runtime_error(fmt::format("{}: load_checkpoint: optimizer state: {}", path, ex.what()));
+  if (optimizer) {
+    try {
+      optimizer->load_state_dict(opt_state);
+    } catch (const std::invalid_argument& ex) {
+      throw std::runtime_error(fmt::format("{}: load_checkpoint: optimizer state: {}", path, ex.what()));
+    }
   }
   io::safetensors::load_state_dict(file, model, true, kModel);
-  io::safetensors::load_state_dict(file, extra, true, kExtra);
+  if (extra) io::safetensors::load_state_dict(file, *extra, true, kExtra);
   for (const auto& [key, gen] : generators) {
     Generator::State g;
     const auto words = file.get<std::uint64_t>(key + ".state");
@@ -217,10 +148,15 @@ std::int64_t load(const std::string& path, StateDict<T>& model, optim::Optimizer
   return step;
 }
 
+// The model's generators, then the run's own under "rng.<name>".
 template <typename G, typename T>
-Generators<G> named(const nn::Module<T>& model) {
+Generators<G> named(const nn::Module<T>& model, const NamedGenerators& others = {}) {
   Generators<G> out;
   for (const auto& [name, gen] : model.named_generators()) out.emplace_back("generator." + name, gen.get());
+  for (const auto& [name, gen] : others) {
+    if (gen == nullptr) throw std::invalid_argument(fmt::format("checkpoint generator \"{}\" is null", name));
+    out.emplace_back("rng." + name, gen);
+  }
   return out;
 }
 
@@ -228,8 +164,9 @@ Generators<G> named(const nn::Module<T>& model) {
 
 template <typename T>
 void save_checkpoint(const std::string& path, const nn::Module<T>& model, const optim::Optimizer<T>& optimizer,
-                     std::int64_t step, const io::safetensors::Metadata& metadata, const StateDict<T>& extra) {
-  save(path, model.state_dict(), optimizer, step, named<const Generator>(model), metadata, extra);
+                     std::int64_t step, const io::safetensors::Metadata& metadata, const StateDict<T>& extra,
+                     const NamedGenerators& generators) {
+  save(path, model.state_dict(), optimizer, step, named<const Generator>(model, generators), metadata, extra);
 }
 
 template <typename T>
@@ -240,9 +177,15 @@ std::int64_t load_checkpoint(const std::string& path, nn::Module<T>& model, opti
 
 template <typename T>
 std::int64_t load_checkpoint(const std::string& path, nn::Module<T>& model, optim::Optimizer<T>& optimizer,
-                             StateDict<T>& extra) {
+                             StateDict<T>& extra, const NamedGenerators& generators) {
   StateDict<T> state = model.state_dict();  // aliases the model's tensors: loading it loads the model
-  return load(path, state, optimizer, named<Generator>(model), extra);
+  return load(path, state, &optimizer, named<Generator>(model, generators), &extra);
+}
+
+template <typename T>
+std::int64_t load_checkpoint(const std::string& path, nn::Module<T>& model) {
+  StateDict<T> state = model.state_dict();
+  return load(path, state, static_cast<optim::Optimizer<T>*>(nullptr), {}, static_cast<StateDict<T>*>(nullptr));
 }
 
 template <typename T>
@@ -255,19 +198,23 @@ template <typename T>
 std::int64_t load_checkpoint(const std::string& path, StateDict<T>& model, optim::Optimizer<T>& optimizer,
                              Generator& generator) {
   StateDict<T> no_extra;
-  return load(path, model, optimizer, {{"generator", &generator}}, no_extra);
+  return load(path, model, &optimizer, {{"generator", &generator}}, &no_extra);
 }
 
 template void save_checkpoint<float>(const std::string&, const nn::Module<float>&, const optim::Optimizer<float>&,
-                                     std::int64_t, const io::safetensors::Metadata&, const StateDict<float>&);
+                                     std::int64_t, const io::safetensors::Metadata&, const StateDict<float>&,
+                                     const NamedGenerators&);
 template void save_checkpoint<double>(const std::string&, const nn::Module<double>&, const optim::Optimizer<double>&,
-                                      std::int64_t, const io::safetensors::Metadata&, const StateDict<double>&);
+                                      std::int64_t, const io::safetensors::Metadata&, const StateDict<double>&,
+                                      const NamedGenerators&);
+template std::int64_t load_checkpoint<float>(const std::string&, nn::Module<float>&);
+template std::int64_t load_checkpoint<double>(const std::string&, nn::Module<double>&);
 template std::int64_t load_checkpoint<float>(const std::string&, nn::Module<float>&, optim::Optimizer<float>&);
 template std::int64_t load_checkpoint<double>(const std::string&, nn::Module<double>&, optim::Optimizer<double>&);
 template std::int64_t load_checkpoint<float>(const std::string&, nn::Module<float>&, optim::Optimizer<float>&,
-                                             StateDict<float>&);
+                                             StateDict<float>&, const NamedGenerators&);
 template std::int64_t load_checkpoint<double>(const std::string&, nn::Module<double>&, optim::Optimizer<double>&,
-                                              StateDict<double>&);
+                                              StateDict<double>&, const NamedGenerators&);
 template void save_checkpoint<float>(const std::string&, const StateDict<float>&, const optim::Optimizer<float>&,
                                      std::int64_t, const Generator&, const io::safetensors::Metadata&);
 template void save_checkpoint<double>(const std::string&, const StateDict<double>&, const optim::Optimizer<double>&,

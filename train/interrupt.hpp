@@ -3,6 +3,8 @@
 /// last complete checkpoint stays as it is); a second one kills the process as usual.
 #pragma once
 
+#include "tapegrad/train/errors.hpp"  // kInterruptedExitCode
+
 namespace tapegrad::train {
 
 /// Installs the handler; the request flag starts cleared.
@@ -12,8 +14,5 @@ void remove_interrupt_handler();
 bool interrupt_requested();
 /// For tests: behave as if Ctrl-C had been pressed (or clear that).
 void set_interrupt_requested(bool requested);
-
-/// The exit code of a program stopped by SIGINT, as shells report it (128 + 2).
-inline constexpr int kInterruptedExitCode = 130;
 
 }  // namespace tapegrad::train

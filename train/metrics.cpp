@@ -2,29 +2,38 @@
 
 #include <fmt/format.h>
 
-#include <sstream>
 #include <stdexcept>
 #include <string>
 
+#include "tapegrad/train/files.hpp"
+
 namespace tapegrad::train {
 
+std::vector<nlohmann::json> read_metrics(const std::filesystem::path& path) {
+  std::vector<nlohmann::json> lines;
+  std::ifstream in(path);
+  for (std::string text; std::getline(in, text);) {
+    if (text.empty()) continue;
+    auto json = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (json.is_discarded() || !json.is_object()) continue;
+    lines.push_back(std::move(json));
+  }
+  return lines;
+}
+
 MetricsLog::MetricsLog(const std::filesystem::path& path, std::optional<std::int64_t> resume_step) : path_(path) {
-  std::string kept;
   if (resume_step) {
-    std::ifstream in(path);
-    std::string line;
-    while (std::getline(in, line)) {
-      if (line.empty()) continue;
-      const auto json = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-      // A line cut short by a crash does not parse; it goes too.
-      if (json.is_discarded() || !json.is_object()) continue;
+    std::string kept;
+    for (const auto& json : read_metrics(path)) {
       const auto step = json.find("step");
       if (step != json.end() && step->is_number_integer() && step->get<std::int64_t>() > *resume_step) continue;
-      kept += line + '\n';
+      kept += json.dump() + '\n';
     }
+    write_file_atomically(path, kept);
+    out_.open(path, std::ios::app);
+  } else {
+    out_.open(path, std::ios::trunc);
   }
-  out_.open(path, std::ios::trunc);
-  out_ << kept << std::flush;
   if (!out_) throw std::runtime_error(fmt::format("{}: cannot write", path.string()));
 }
 

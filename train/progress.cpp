@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 
 namespace tapegrad::train {
@@ -16,19 +15,6 @@ constexpr int kBarCells = 24;
 constexpr auto kRedrawInterval = std::chrono::milliseconds(100);
 
 }  // namespace
-
-std::string format_duration(double seconds) {
-  if (!std::isfinite(seconds) || seconds < 0) return "?";
-  const auto total = static_cast<long long>(std::llround(seconds));
-  const long long h = total / 3600, m = total / 60 % 60, s = total % 60;
-  return h > 0 ? fmt::format("{}:{:02}:{:02}", h, m, s) : fmt::format("{}:{:02}", m, s);
-}
-
-std::string format_rate(double per_second) {
-  if (per_second >= 1e6) return fmt::format("{:.2f}M", per_second / 1e6);
-  if (per_second >= 1e4) return fmt::format("{:.1f}k", per_second / 1e3);
-  return fmt::format("{:.0f}", per_second);
-}
 
 bool Progress::stderr_is_terminal() { return ::isatty(STDERR_FILENO) == 1; }
 

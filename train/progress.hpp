@@ -8,6 +8,8 @@
 #include <ostream>
 #include <string>
 
+#include "tapegrad/train/timing.hpp"
+
 namespace tapegrad::train {
 
 struct StepStats {
@@ -48,10 +50,5 @@ class Progress {
   std::size_t bar_width_ = 0;  ///< characters of the bar line drawn last
   std::chrono::steady_clock::time_point last_draw_{};
 };
-
-/// "0:07", "12:34", "1:02:03".
-std::string format_duration(double seconds);
-/// "950", "21.3k", "1.25M".
-std::string format_rate(double per_second);
 
 }  // namespace tapegrad::train

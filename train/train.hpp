@@ -1,11 +1,18 @@
 /// @file
-/// The train layer: checkpoints, the run folder, metrics, progress, Ctrl-C and timing
-/// (namespace tapegrad::train).
+/// The train layer: checkpoints, model files, the run folder, the training loop, metrics, progress,
+/// Ctrl-C, exit codes and timing (namespace tapegrad::train).
 #pragma once
 
 #include "tapegrad/train/allocator.hpp"
 #include "tapegrad/train/calibration.hpp"
 #include "tapegrad/train/checkpoint.hpp"
+#include "tapegrad/train/checksum.hpp"
+#include "tapegrad/train/errors.hpp"
+#include "tapegrad/train/files.hpp"
 #include "tapegrad/train/interrupt.hpp"
+#include "tapegrad/train/loop.hpp"
 #include "tapegrad/train/metrics.hpp"
+#include "tapegrad/train/model_file.hpp"
 #include "tapegrad/train/progress.hpp"
+#include "tapegrad/train/run_directory.hpp"
+#include "tapegrad/train/timing.hpp"

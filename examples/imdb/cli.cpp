@@ -19,6 +19,8 @@
 #include "examples/imdb/model.hpp"
 #include "examples/imdb/train.hpp"
 #include "tapegrad/autograd/matmul.hpp"
+#include "tapegrad/train/errors.hpp"
+#include "tapegrad/train/files.hpp"
 #include "tapegrad/train/interrupt.hpp"
 #include "tapegrad/train/progress.hpp"
 
@@ -29,7 +31,6 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kProgram = "train_imdb";
-constexpr int kUsageExit = 2;
 
 // Binds every training flag to its field of config; the defaults shown are the struct's.
 void add_training_flags(CLI::App& app, Config& c) {
@@ -86,6 +87,9 @@ void add_training_flags(CLI::App& app, Config& c) {
       ->capture_default_str();
   run->add_option("--out", c.out, "run folder")->capture_default_str();
   run->add_flag("--resume", c.resume, "continue the run in --out from its last checkpoint");
+  run->add_flag("--overwrite", c.overwrite,
+                "start a new run in --out even if it holds one (whose files are then removed); without it a "
+                "folder with a checkpoint or a model is refused");
 }
 
 bool given(const CLI::App& app, const std::string& flag) {
@@ -95,13 +99,11 @@ bool given(const CLI::App& app, const std::string& flag) {
 
 // --resume: the saved config.json supplies every setting not given on the command line.
 Config with_saved_settings(const CLI::App& app, const Config& config) {
-  const fs::path saved_path = fs::path(config.out) / kConfigFile;
-  if (!fs::exists(saved_path)) {
-    throw UsageError(fmt::format("--resume: {} does not exist, so there is no run to continue", saved_path.string()));
-  }
+  const auto run = run_directory(config.out);
+  run.check_resumable({tapegrad::train::RunDirectory::kConfig});
   nlohmann::json merged = to_json(config);
   // Named: items() of a temporary would outlive it in the range-for.
-  const nlohmann::json saved = to_json(read_config(saved_path));
+  const nlohmann::json saved = to_json(read_config(run));
   for (const auto& [key, value] : saved.items()) {
     if (!given(app, "--" + key)) merged[key] = value;
   }
@@ -120,16 +122,15 @@ void check_positive(const char* flag, std::int64_t value) {
 
 // A run folder for evaluate/predict: it must hold the files load_run reads.
 void check_run_folder(const std::string& dir) {
-  for (const char* name : {kConfigFile, kVocabFile, kModelFile}) {
-    if (!fs::exists(fs::path(dir) / name)) {
-      throw UsageError(fmt::format("--run {} has no {}", dir, name));
-    }
-  }
+  run_directory(dir).check_has(
+      {tapegrad::train::RunDirectory::kConfig, kVocabFile, tapegrad::train::RunDirectory::kModel});
 }
 
 int train_command(const CLI::App& app, Config config, std::ostream& out, std::ostream& err, bool interactive) {
+  if (config.resume && config.overwrite) throw UsageError("--resume and --overwrite exclude each other");
   if (config.resume) config = with_saved_settings(app, config);
   if (const auto problem = validate(config)) throw UsageError(*problem);
+  if (!config.resume) run_directory(config.out).check_new(config.overwrite);
   if (!config.data.empty() && !fs::exists(config.data)) {
     throw UsageError(fmt::format("--data {} does not exist", config.data));
   }
@@ -143,7 +144,7 @@ int train_command(const CLI::App& app, Config config, std::ostream& out, std::os
   }
   tapegrad::train::remove_interrupt_handler();
   // Once config.json exists the run has a report, even an interrupted one.
-  if (fs::exists(fs::path(config.out) / kConfigFile)) {
+  if (fs::exists(run_directory(config.out).config())) {
     out << fmt::format("report: {}\n", write_report(config.out).string()) << std::flush;
   }
   return result.interrupted ? tapegrad::train::kInterruptedExitCode : 0;
@@ -232,13 +233,13 @@ int explain_command(const ExplainArgs& a, std::istream& in, std::ostream& out) {
     throw UsageError(error.what());
   }
   const fs::path output = a.output.empty() ? fs::path(a.run) / "explain.html" : fs::path(a.output);
-  html::write_file(output, explain_html(e, text, a.run));
+  tapegrad::train::write_file_atomically(output, explain_html(e, text, a.run));
   out << fmt::format("P(positive) = {:.6f} ({} tokens); wrote {}\n", e.p_positive, e.tokens.size(), output.string());
   return 0;
 }
 
 int report_command(const std::string& run, std::ostream& out) {
-  if (!fs::exists(fs::path(run) / kConfigFile)) throw UsageError(fmt::format("--run {} has no {}", run, kConfigFile));
+  run_directory(run).check_has({tapegrad::train::RunDirectory::kConfig});
   out << fmt::format("report: {}\n", write_report(run).string());
   return 0;
 }
@@ -296,10 +297,10 @@ int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& o
   } catch (const CLI::ParseError& e) {
     // CLI11's own messages (an unknown flag, a value that is not a number) as one line too.
     err << fmt::format("{}: {} (see {} --help)\n", kProgram, e.what(), kProgram);
-    return kUsageExit;
+    return tapegrad::train::kUsageExitCode;
   }
 
-  try {
+  return tapegrad::train::exit_code_of(kProgram, err, [&] {
     CLI::App* command = nullptr;
     for (CLI::App* sub : {evaluate_app, predict_app, explain_app, report_app})
       if (sub->parsed()) command = sub;
@@ -318,13 +319,7 @@ int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& o
       return report_command(report_run, out);
     }
     return train_command(app, config, out, err, interactive);
-  } catch (const UsageError& e) {
-    err << fmt::format("{}: {}\n", kProgram, e.what());
-    return kUsageExit;
-  } catch (const std::exception& e) {
-    err << fmt::format("{}: {}\n", kProgram, e.what());
-    return 1;
-  }
+  });
 }
 
 }  // namespace imdb

@@ -11,6 +11,7 @@
 
 #include "tapegrad/datasets/text/encode.hpp"
 #include "tapegrad/models/classifier.hpp"
+#include "tapegrad/train/errors.hpp"
 
 namespace imdb {
 
@@ -57,13 +58,12 @@ struct Config {
   std::int64_t log_every = 50;  // steps between metrics.jsonl lines and plain progress lines
   std::string out = "runs/imdb";
   bool resume = false;
+  bool overwrite = false;  // a new run may replace the run already in --out
 };
 
-// A bad setting found only once the data is known (e.g. more warmup steps than training steps) or a
-// --resume that contradicts the saved run: train_imdb prints its message and exits 2.
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+// A bad setting, also one found only once the data is known (e.g. more warmup steps than training
+// steps) or a --resume that contradicts the saved run: train_imdb prints its message and exits 2.
+using tapegrad::train::UsageError;
 
 // The first bad setting as one line naming the flag and the value ("--d-model 63 is not divisible by
 // --heads 4"), or nothing when all are valid. Files are not looked at here.

@@ -6,7 +6,7 @@
 #include <stdexcept>
 
 #include "tapegrad/autograd/generator.hpp"
-#include "tapegrad/io/safetensors.hpp"
+#include "tapegrad/train/model_file.hpp"
 
 namespace imdb {
 
@@ -17,42 +17,32 @@ std::unique_ptr<Model> make_model(const Config& config, std::size_t vocab_size) 
   return std::make_unique<Model>(model_options(config, vocab_size), gen);
 }
 
-Config read_config(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error(fmt::format("{}: cannot open", path.string()));
+tapegrad::train::RunDirectory run_directory(const fs::path& dir) {
+  return tapegrad::train::RunDirectory(dir, {kVocabFile});
+}
+
+Config read_config(const tapegrad::train::RunDirectory& run) {
   Config config;
   try {
-    config = config_from_json(nlohmann::json::parse(in));
+    config = config_from_json(run.read_config());
   } catch (const std::exception& e) {
-    throw std::runtime_error(fmt::format("{}: {}", path.string(), e.what()));
+    // read_config names the file already; config_from_json names only the key.
+    const std::string message = e.what();
+    throw std::runtime_error(
+        message.rfind(run.config().string(), 0) == 0 ? message : fmt::format("{}: {}", run.config().string(), message));
   }
   if (const auto problem = validate(config)) {
-    throw std::runtime_error(fmt::format("{}: {}", path.string(), *problem));
+    throw std::runtime_error(fmt::format("{}: {}", run.config().string(), *problem));
   }
   return config;
 }
 
-void write_config(const fs::path& path, const Config& config) {
-  // Written next to the target and renamed over it, like the safetensors files.
-  const fs::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << to_json(config).dump(2) << '\n';
-    out.flush();
-    if (!out) throw std::runtime_error(fmt::format("{}: cannot write", tmp.string()));
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec)
-    throw std::runtime_error(fmt::format("{}: cannot rename to {}: {}", tmp.string(), path.string(), ec.message()));
-}
-
 LoadedRun load_run(const fs::path& dir) {
   if (!fs::is_directory(dir)) throw std::runtime_error(fmt::format("{}: no such run folder", dir.string()));
-  LoadedRun run{read_config(dir / kConfigFile), tapegrad::datasets::Vocabulary::load(dir / kVocabFile), nullptr};
+  const auto run_dir = run_directory(dir);
+  LoadedRun run{read_config(run_dir), tapegrad::datasets::Vocabulary::load(run_dir.file(kVocabFile)), nullptr};
   run.model = make_model(run.config, run.vocab.size());
-  auto state = run.model->state_dict();
-  tapegrad::io::safetensors::load_state_dict((dir / kModelFile).string(), state);
+  tapegrad::train::load_model(run_dir.model(), *run.model);
   run.model->eval();
   return run;
 }

@@ -8,25 +8,23 @@
 #include "examples/imdb/config.hpp"
 #include "tapegrad/datasets/text/vocab.hpp"
 #include "tapegrad/models/classifier.hpp"
+#include "tapegrad/train/run_directory.hpp"
 
 namespace imdb {
 
 using Model = tapegrad::models::TransformerClassifier<float>;
 
-// The files of a run folder.
-inline constexpr const char* kModelFile = "model.safetensors";
-inline constexpr const char* kCheckpointFile = "last.ckpt.safetensors";
+// train_imdb's own file of a run folder, besides train::RunDirectory's config, metrics, checkpoint and model.
 inline constexpr const char* kVocabFile = "vocab.txt";
-inline constexpr const char* kConfigFile = "config.json";
-inline constexpr const char* kMetricsFile = "metrics.jsonl";
+
+// The run folder at dir, knowing vocab.txt as one of the run's files.
+tapegrad::train::RunDirectory run_directory(const std::filesystem::path& dir);
 
 // A freshly initialized model, seeded with config.seed.
 std::unique_ptr<Model> make_model(const Config& config, std::size_t vocab_size);
 
-// Reads and validates config.json (throws std::runtime_error naming the file and the problem).
-Config read_config(const std::filesystem::path& path);
-// Writes config.json atomically.
-void write_config(const std::filesystem::path& path, const Config& config);
+// Reads and validates the run's config.json (throws std::runtime_error naming the file and the problem).
+Config read_config(const tapegrad::train::RunDirectory& run);
 
 struct LoadedRun {
   Config config;

@@ -75,7 +75,7 @@ Config Config::from_json(const std::string& text) {
     TRANSLATE_CONFIG_FIELDS(TRANSLATE_FROM_JSON)
 #undef TRANSLATE_FROM_JSON
   } catch (const nlohmann::json::exception& e) {
-    throw std::runtime_error(fmt::format("bad configuration in the checkpoint: {}", e.what()));
+    throw std::runtime_error(fmt::format("bad configuration: {}", e.what()));
   }
   return c;
 }

@@ -1,5 +1,5 @@
 // train_translate's settings: one struct with the defaults of the measured run (README.md), saved as
-// JSON in the checkpoint's metadata so that `evaluate` and `translate` rebuild the same model.
+// the run's config.json so that `evaluate`, `translate` and --resume rebuild the same model.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +39,9 @@ struct Config {
   std::int64_t log_every = 100, eval_every = 500;
   std::size_t beam = 1;
   std::string out = "runs/translate";
+  // How the run starts (not saved: config.json describes the run, not one invocation).
+  bool resume = false;     // continue the run in out from its checkpoint
+  bool overwrite = false;  // a new run may replace the run already in out
 
   // Throws std::invalid_argument naming a bad field.
   void validate() const;

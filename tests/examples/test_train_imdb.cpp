@@ -283,8 +283,22 @@ TEST_CASE("train_imdb trains a tiny model on the fixture and predict agrees with
   CHECK(eval_code == 0);
   CHECK(eval_out.rfind(fmt::format("test: accuracy {:.2f}% ({}/6)", 100.0 * test.accuracy, test.correct), 0) == 0);
 
-  // A new run in the same folder, stopped before its first checkpoint, leaves none of the old run's.
-  const auto stopped = imdb::train(config, out, log, false, [](std::int64_t) { return true; });
+  // A new run in the same folder is refused, and the finished run stays as it was.
+  const std::string model_bytes = read_bytes(tmp.path / "model.safetensors");
+  CHECK_THROWS_MATCHES(imdb::train(config, out, log, false), imdb::UsageError,
+                       Catch::Message(fmt::format("--out {} already holds a run (config.json, metrics.jsonl, "
+                                                  "last.ckpt.safetensors, model.safetensors, vocab.txt): continue "
+                                                  "it with --resume, or pass --overwrite to replace it",
+                                                  tmp.path.string())));
+  const CliResult refused = run_in_process({"--out", tmp.path.string(), "--data", kFixture.string()});
+  CHECK(refused.code == 2);
+  CHECK(refused.err.find("already holds a run") != std::string::npos);
+  CHECK(read_bytes(tmp.path / "model.safetensors") == model_bytes);
+
+  // With --overwrite it starts, and stopped before its first checkpoint it leaves none of the old run's.
+  imdb::Config overwriting = config;
+  overwriting.overwrite = true;
+  const auto stopped = imdb::train(overwriting, out, log, false, [](std::int64_t) { return true; });
   CHECK(stopped.interrupted);
   CHECK_FALSE(fs::exists(tmp.path / "model.safetensors"));
   CHECK_FALSE(fs::exists(tmp.path / "last.ckpt.safetensors"));

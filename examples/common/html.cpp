@@ -1,4 +1,4 @@
-#include "examples/imdb/html.hpp"
+#include "examples/common/html.hpp"
 
 #include <fmt/format.h>
 
@@ -9,7 +9,7 @@
 #include <fstream>
 #include <stdexcept>
 
-namespace imdb::html {
+namespace examples::html {
 
 std::string script_json(const nlohmann::json& data) {
   const std::string dumped = data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -89,19 +89,4 @@ code { font-size: .92em; }
       escape(title), kErrorHandler, kBaseStyle, style, body, script);
 }
 
-void write_file(const std::filesystem::path& path, const std::string& content) {
-  const std::filesystem::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << content;
-    out.flush();
-    if (!out) throw std::runtime_error(fmt::format("{}: cannot write", tmp.string()));
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    throw std::runtime_error(fmt::format("{}: cannot rename to {}: {}", tmp.string(), path.string(), ec.message()));
-  }
-}
-
-}  // namespace imdb::html
+}  // namespace examples::html

@@ -1,0 +1,32 @@
+// Line charts as inline SVG for the example programs' report pages (train_imdb's and
+// train_translate's curves), and durations as those pages print them.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace examples::charts {
+
+// One curve: its points (x, y) in order.
+struct Series {
+  std::string id, label, color;
+  std::vector<std::pair<double, double>> points;
+  bool markers = true;  // a circle per point (class "pt") with the value as its tooltip
+};
+
+// A line chart with axes, about five round ticks on each, axis labels and a legend below. Each series
+// is a <g class="series" data-series=id data-points=n> (what the browser tests count); with no point
+// at all the chart says "no data yet".
+std::string line_chart(const std::string& id, const std::string& x_label, const std::string& y_label,
+                       const std::vector<Series>& series);
+
+// The number under key in a metrics.jsonl line; none if absent or null (how JSON writes NaN).
+std::optional<double> number(const nlohmann::json& line, const char* key);
+
+// "4.21 s", "37.5 s", "12:34", "1:02:03".
+std::string duration(double seconds);
+
+}  // namespace examples::charts

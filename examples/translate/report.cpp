@@ -1,0 +1,149 @@
+#include "examples/translate/report.hpp"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <vector>
+
+#include "examples/common/charts.hpp"
+#include "examples/common/html.hpp"
+#include "examples/translate/config.hpp"
+#include "examples/translate/training.hpp"
+#include "tapegrad/train/files.hpp"
+#include "tapegrad/train/metrics.hpp"
+
+namespace translate {
+
+namespace fs = std::filesystem;
+namespace html = examples::html;
+using examples::charts::line_chart;
+using examples::charts::number;
+using examples::charts::Series;
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kStyle = R"(
+.charts { display: flex; flex-wrap: wrap; gap: 1.5em; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+)";
+
+constexpr const char* kScript = R"JS(
+(function () {
+  var D = JSON.parse(document.getElementById('report-data').textContent);
+  document.body.dataset.validations = String(D.validations);
+  document.body.dataset.ok = '1';
+})();
+)JS";
+
+std::string percent_cell(const json& line, const char* key) {
+  const auto v = number(line, key);
+  return v ? fmt::format("{:.2f}%", 100.0 * *v) : std::string("&ndash;");
+}
+
+}  // namespace
+
+std::string report_html(const fs::path& run_dir) {
+  const auto run = run_directory(run_dir);
+  const json config_json = run.read_config();
+  const Config config = Config::from_json(config_json.dump());
+
+  Series loss_train{"train_loss", "train (per log window)", "#1565c0", {}, false};
+  Series acc_train{"train_acc", "train tokens (per log window)", "#1565c0", {}, false};
+  Series loss_valid{"valid_loss", "validation", "#e65100", {}, true};
+  Series acc_valid{"valid_acc", "validation tokens", "#e65100", {}, true};
+  Series exact_valid{"valid_exact", "validation exact match", "#2e7d32", {}, true};
+  std::vector<json> validations;
+  std::optional<json> test;
+  for (const json& line : tapegrad::train::read_metrics(run.metrics())) {
+    if (line.value("split", "") == "test") {
+      test = line;
+      continue;
+    }
+    const auto step = number(line, "step");
+    if (!step) continue;
+    if (!line.contains("valid_exact")) {
+      if (const auto v = number(line, "loss")) loss_train.points.emplace_back(*step, *v);
+      if (const auto v = number(line, "acc")) acc_train.points.emplace_back(*step, 100.0 * *v);
+      continue;
+    }
+    validations.push_back(line);
+    if (const auto v = number(line, "valid_loss")) loss_valid.points.emplace_back(*step, *v);
+    if (const auto v = number(line, "valid_acc")) acc_valid.points.emplace_back(*step, 100.0 * *v);
+    if (const auto v = number(line, "valid_exact")) exact_valid.points.emplace_back(*step, 100.0 * *v);
+  }
+
+  std::string rows;
+  double previous_elapsed = 0.0;
+  for (const auto& v : validations) {
+    const double elapsed = number(v, "elapsed").value_or(previous_elapsed);
+    const auto loss = number(v, "loss"), valid_loss = number(v, "valid_loss");
+    rows += fmt::format(
+        "<tr class=\"validation-row\"><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+        "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+        "<td class=\"num\">{:.0f}</td></tr>\n",
+        v.value("step", 0), loss ? fmt::format("{:.4f}", *loss) : "&ndash;", percent_cell(v, "acc"),
+        valid_loss ? fmt::format("{:.4f}", *valid_loss) : "&ndash;", percent_cell(v, "valid_acc"),
+        percent_cell(v, "valid_exact"), examples::charts::duration(elapsed - previous_elapsed),
+        number(v, "tokens_per_s").value_or(0.0));
+    previous_elapsed = elapsed;
+  }
+  std::string summary =
+      fmt::format("<tr><th>validations</th><td>{} (every {} steps)</td></tr>", validations.size(), config.eval_every);
+  if (!validations.empty()) {
+    summary +=
+        fmt::format("<tr><th>steps</th><td>{} of {}</td></tr>", validations.back().value("step", 0), config.steps);
+    summary += fmt::format("<tr><th>training time</th><td>{} (validation not included)</td></tr>",
+                           examples::charts::duration(number(validations.back(), "elapsed").value_or(0.0)));
+  }
+  if (test) {
+    std::string beam;
+    if (const auto b = number(*test, "test_exact_beam")) {
+      beam = fmt::format("; beam {}: {:.2f}%", test->value("beam", 0), 100.0 * *b);
+    }
+    summary += fmt::format(
+        "<tr><th>test</th><td id=\"test-score\">exact match {} (greedy){} with the model of step {}</td></tr>",
+        percent_cell(*test, "test_exact"), beam, test->value("best_step", 0));
+  } else {
+    summary += "<tr><th>test</th><td>not evaluated (the run did not finish)</td></tr>";
+  }
+  std::string config_rows;
+  for (const auto& [key, value] : config_json.items()) {
+    config_rows += fmt::format("<tr><th><code>{}</code></th><td>{}</td></tr>\n", html::escape(key),
+                               html::escape(value.is_string() ? value.get<std::string>() : value.dump()));
+  }
+
+  const json data = {{"validations", validations.size()}};
+  const std::string body = fmt::format(
+      R"(<h1>Training report</h1>
+<p class="note">run <code>{run}</code> &middot; {direction} &middot; d_model {d}, {heads} heads, {enc}+{dec} layers
+&middot; from <code>metrics.jsonl</code> and <code>config.json</code></p>
+<h2>Curves</h2>
+<div class="charts"><div><b>Loss</b> (cross-entropy per target token, label smoothing included)<br>{loss_chart}</div>
+<div><b>Accuracy</b> (%)<br>{acc_chart}</div></div>
+<p class="note">Lines: the training windows of <code>--log-every</code> steps (dropout on, teacher forcing); points:
+each validation (eval mode): teacher-forced loss and token accuracy, and the share of numbers whose whole greedy
+translation is right (exact match).</p>
+<h2>Validations</h2><table>{summary}</table>
+<table style="margin-top:1em"><thead><tr><th>step</th><th>train loss</th><th>train acc</th><th>valid loss</th>
+<th>valid acc</th><th>exact match</th><th>time</th><th>tokens/s</th></tr></thead><tbody>{rows}</tbody></table>
+<h2>Configuration</h2><table id="config">{config_rows}</table>
+<script type="application/json" id="report-data">{data}</script>)",
+      fmt::arg("run", html::escape(run_dir.string())), fmt::arg("direction", html::escape(config.direction)),
+      fmt::arg("d", config.d_model), fmt::arg("heads", config.nhead), fmt::arg("enc", config.num_encoder_layers),
+      fmt::arg("dec", config.num_decoder_layers),
+      fmt::arg("loss_chart", line_chart("loss-chart", "step", "loss", {loss_train, loss_valid})),
+      fmt::arg("acc_chart", line_chart("acc-chart", "step", "accuracy (%)", {acc_train, acc_valid, exact_valid})),
+      fmt::arg("summary", summary), fmt::arg("rows", rows), fmt::arg("config_rows", config_rows),
+      fmt::arg("data", html::script_json(data)));
+  return html::page("train_translate report", kStyle, body, kScript);
+}
+
+fs::path write_report(const fs::path& run_dir) {
+  const fs::path path = run_directory(run_dir).file(kReportFile);
+  tapegrad::train::write_file_atomically(path, report_html(run_dir));
+  return path;
+}
+
+}  // namespace translate

@@ -1,0 +1,311 @@
+#include "examples/translate/training.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <xtensor/xadapt.hpp>
+#include <xtensor/xview.hpp>
+
+#include "examples/translate/attention_svg.hpp"
+#include "tapegrad/autograd/loss.hpp"
+#include "tapegrad/autograd/matmul.hpp"
+#include "tapegrad/autograd/shape_ops.hpp"
+#include "tapegrad/autograd/tape.hpp"
+#include "tapegrad/datasets/numbers/numbers.hpp"
+#include "tapegrad/models/seq2seq_search.hpp"
+#include "tapegrad/optim/adam.hpp"
+#include "tapegrad/optim/schedule.hpp"
+#include "tapegrad/train/errors.hpp"
+#include "tapegrad/train/interrupt.hpp"
+#include "tapegrad/train/loop.hpp"
+#include "tapegrad/train/model_file.hpp"
+#include "tapegrad/train/progress.hpp"
+#include "tapegrad/train/timing.hpp"
+
+namespace translate {
+
+namespace fs = std::filesystem;
+namespace ds = tapegrad::datasets;
+namespace tr = tapegrad::train;
+using tapegrad::Tensor;
+
+namespace {
+
+constexpr std::size_t kEvalBatch = 250;
+constexpr std::size_t kMaxOutput = 24;  // 20 word tokens + eos at most, with room to spare
+
+std::vector<Ids> sources_of(const std::vector<std::uint64_t>& values, Direction d) {
+  std::vector<Ids> out;
+  for (auto v : values) out.push_back(encode_source(source_text(v, d), d));
+  return out;
+}
+std::vector<Ids> targets_of(const std::vector<std::uint64_t>& values, Direction d) {
+  std::vector<Ids> out;
+  for (auto v : values) out.push_back(encode_target(target_text(v, d), d));
+  return out;
+}
+
+// The fixed validation and test sets of a run; training numbers are drawn afresh for every batch.
+ds::NumbersDataset evaluation_sets(const Config& c) {
+  return ds::make_numbers_dataset(0, c.valid_size, c.test_size, c.seed);
+}
+
+tapegrad::CrossEntropyOptions loss_options(const Config& c) {
+  tapegrad::CrossEntropyOptions o;
+  o.ignore_index = ds::kNumberPad;
+  o.label_smoothing = c.label_smoothing;
+  return o;
+}
+
+// The teacher-forced loss of a batch and how many of its target tokens the model ranks first.
+struct Forced {
+  Tensor<float> loss;
+  std::size_t correct = 0;
+};
+Forced teacher_forced(Model& model, const Batch& b, const tapegrad::CrossEntropyOptions& options) {
+  const Tensor<float> logits = model.forward(b.src, b.tgt_in, b.src_padding, b.tgt_padding);
+  const auto vocab = logits.size(2);
+  const auto flat_targets = xt::xarray<std::int64_t>(xt::flatten(b.tgt_out));
+  Forced f;
+  f.loss =
+      tapegrad::cross_entropy(tapegrad::reshape(logits, {-1, static_cast<std::int64_t>(vocab)}), flat_targets, options);
+  const float* l = logits.data().data();
+  for (std::size_t i = 0; i < flat_targets.size(); ++i) {
+    if (flat_targets(i) == ds::kNumberPad) continue;
+    const float* row = l + i * vocab;
+    f.correct += static_cast<std::int64_t>(std::max_element(row, row + vocab) - row) == flat_targets(i) ? 1 : 0;
+  }
+  return f;
+}
+
+}  // namespace
+
+tr::RunDirectory run_directory(const fs::path& dir) { return tr::RunDirectory(dir); }
+
+std::vector<Ids> translate_all(Model& model, const std::vector<Ids>& sources, std::size_t beam) {
+  model.eval();
+  tapegrad::models::SearchOptions search;
+  search.bos = ds::kNumberBos;
+  search.eos = ds::kNumberEos;
+  search.max_len = kMaxOutput;
+  search.beam_size = beam;
+  std::vector<Ids> out;
+  for (std::size_t i = 0; i < sources.size(); i += kEvalBatch) {
+    const std::vector<Ids> chunk(sources.begin() + i, sources.begin() + std::min(sources.size(), i + kEvalBatch));
+    const Batch b = make_batch(chunk, {});
+    auto predicted = beam == 1 ? tapegrad::models::greedy_decode(model, b.src, b.src_padding, search)
+                               : tapegrad::models::beam_search(model, b.src, b.src_padding, search);
+    for (auto& p : predicted) out.push_back(std::move(p));
+  }
+  return out;
+}
+
+Score exact_match(Model& model, const std::vector<std::uint64_t>& values, Direction d, std::size_t beam) {
+  const auto sources = sources_of(values, d);
+  const auto targets = targets_of(values, d);
+  const auto predicted = translate_all(model, sources, beam);
+  Score s;
+  s.total = values.size();
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (predicted[i] == targets[i]) {
+      ++s.correct;
+    } else if (s.mistakes.size() < 5) {
+      s.mistakes.push_back(fmt::format("{} -> {} (expected {})", source_text(values[i], d),
+                                       decode_target(predicted[i], d), target_text(values[i], d)));
+    }
+  }
+  return s;
+}
+
+void write_attention(Model& model, const Ids& source, const Ids& output, Direction d, const std::string& path) {
+  model.eval();
+  tapegrad::NoGradGuard no_grad;
+  const Batch b = make_batch({source}, {});
+  const Tensor<float> memory = model.encode(b.src, b.src_padding);
+  xt::xarray<std::int64_t> tgt = xt::xarray<std::int64_t>::from_shape({std::size_t{1}, output.size() + 1});
+  tgt(0, 0) = ds::kNumberBos;
+  for (std::size_t i = 0; i < output.size(); ++i) tgt(0, i + 1) = output[i];
+  std::vector<xt::xarray<float>> maps;
+  for (const auto& m : model.cross_attention(tgt, memory, b.src_padding)) maps.push_back(xt::view(m, 0));
+  const auto& tokens = ds::number_tokens();
+  std::vector<std::string> src_labels, out_labels;
+  for (auto id : source) src_labels.push_back(tokens.at(id));
+  for (auto id : output) out_labels.push_back(tokens.at(id));
+  out_labels.push_back("<eos>");
+  write_attention_svg(
+      path, fmt::format("{}: \"{}\" -> \"{}\"", direction_name(d), decode_source(source, d), decode_target(output, d)),
+      src_labels, out_labels, maps);
+}
+
+LoadedRun load_run(const fs::path& dir) {
+  const auto run = run_directory(dir);
+  if (!fs::exists(run.model())) {
+    throw std::runtime_error(
+        fmt::format("{}: no model (train with --out {} first)", run.model().string(), dir.string()));
+  }
+  LoadedRun loaded{Config::from_json(run.read_config().dump()), nullptr, 0};
+  try {
+    loaded.config.validate();
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(fmt::format("{}: {}", run.config().string(), e.what()));
+  }
+  tapegrad::Generator gen(loaded.config.seed);
+  loaded.model = std::make_unique<Model>(loaded.config.model_options(), gen);
+  const auto metadata = tr::load_model(run.model(), *loaded.model);
+  const auto step = metadata.find("step");
+  loaded.step = step == metadata.end() ? 0 : std::stoll(step->second);
+  loaded.model->eval();
+  return loaded;
+}
+
+TrainResult train(const Config& c, std::ostream& out, std::ostream& log, bool interactive,
+                  const std::function<bool(std::int64_t step)>& stop_after_step) {
+  const tr::Stopwatch wall;
+  try {
+    c.validate();
+  } catch (const std::invalid_argument& e) {
+    throw tr::UsageError(e.what());
+  }
+  const Direction dir = parse_direction(c.direction);
+  tapegrad::set_num_threads(c.threads);
+  const tr::RunDirectory run = run_directory(c.out);
+  if (c.resume) {
+    run.check_resumable();
+  } else {
+    run.check_new(c.overwrite);
+  }
+  tr::Progress progress(log, interactive, static_cast<std::size_t>(c.log_every));
+
+  const auto data = evaluation_sets(c);
+  tapegrad::Generator gen(c.seed);
+  Model model(c.model_options(), gen);
+  tapegrad::optim::AdamOptions adam;
+  adam.betas = {c.beta1, c.beta2};
+  adam.eps = c.eps;
+  tapegrad::optim::Adam<float> optimizer(model.parameters(), adam);
+  const auto options_for_loss = loss_options(c);
+  // Training numbers are drawn afresh for every batch from the training split.
+  tapegrad::Generator sampler(c.seed ^ 0x5eedULL);
+
+  if (!c.resume) {
+    for (const auto& name : run.start_new(c.overwrite)) {
+      progress.message(fmt::format("--overwrite: removed the previous run's {} from {}", name, run.dir().string()));
+    }
+    run.write_config(nlohmann::json::parse(c.to_json()));
+  }
+  progress.message(fmt::format(
+      "train_translate: {} | training numbers drawn afresh for every batch from the training split | valid {} test "
+      "{} | {} parameters | {} thread(s)",
+      direction_name(dir), data.valid.size(), data.test.size(), model.num_parameters(), c.threads));
+
+  tr::TrainerOptions options;
+  options.epochs = 1;  // no epochs: every batch is new
+  options.steps_per_epoch = c.steps;
+  options.schedule = tapegrad::optim::Noam(static_cast<std::int64_t>(c.d_model), c.warmup, c.lr_factor);
+  options.log_every = c.log_every;
+  options.eval_every = c.eval_every;
+  options.clip_norm = c.clip_norm;
+  options.time_limit = c.time_limit;
+  options.ties_improve = true;  // on a tie the later model, trained longer
+  options.resume = c.resume;
+  options.stop_after_step = stop_after_step;
+
+  tr::TrainerHooks<float> hooks;
+  hooks.forward = [&](std::int64_t, std::int64_t) {
+    std::vector<Ids> src, tgt;
+    for (std::size_t i = 0; i < c.batch_size; ++i) {
+      const std::uint64_t value = ds::draw_number(sampler, ds::NumberSplit::Train, c.seed);
+      src.push_back(encode_source(source_text(value, dir), dir));
+      tgt.push_back(encode_target(target_text(value, dir), dir));
+    }
+    const Batch b = make_batch(src, tgt);
+    Forced f = teacher_forced(model, b, options_for_loss);
+    tr::StepOutput<float> output;
+    output.loss = f.loss;
+    output.count = static_cast<double>(b.target_tokens);
+    output.correct = static_cast<double>(f.correct);
+    output.tokens = static_cast<double>(b.target_tokens);
+    return output;
+  };
+  const auto valid_sources = sources_of(data.valid, dir), valid_targets = targets_of(data.valid, dir);
+  hooks.validate = [&] {
+    // Teacher-forced loss and token accuracy, then the exact match of greedy decoding.
+    model.eval();
+    double loss_sum = 0, tokens = 0, correct = 0;
+    {
+      tapegrad::NoGradGuard no_grad;
+      for (std::size_t i = 0; i < valid_sources.size(); i += kEvalBatch) {
+        const std::size_t end = std::min(valid_sources.size(), i + kEvalBatch);
+        const Batch b = make_batch({valid_sources.begin() + i, valid_sources.begin() + end},
+                                   {valid_targets.begin() + i, valid_targets.begin() + end});
+        const Forced f = teacher_forced(model, b, options_for_loss);
+        loss_sum += static_cast<double>(f.loss.item()) * double(b.target_tokens);
+        tokens += double(b.target_tokens);
+        correct += double(f.correct);
+      }
+    }
+    const Score v = exact_match(model, data.valid, dir, 1);
+    tr::Evaluation e;
+    e.score = v.fraction();
+    const double loss = tokens > 0 ? loss_sum / tokens : std::nan("");
+    const double accuracy = tokens > 0 ? correct / tokens : std::nan("");
+    e.metrics = {{"valid_loss", loss}, {"valid_acc", accuracy}, {"valid_exact", v.fraction()}};
+    e.summary = fmt::format("valid loss {:.4f} acc {:.2f}% exact match {:.2f}% ({}/{})", loss, 100.0 * accuracy,
+                            v.percent(), v.correct, v.total);
+    e.stopped = tr::interrupt_requested();
+    return e;
+  };
+  hooks.generators = {{"sampler", &sampler}};
+  tr::Trainer<float> trainer(run, model, optimizer, options, hooks, progress);
+  const tr::TrainerResult trained = trainer.run();
+
+  TrainResult result;
+  result.interrupted = trained.interrupted;
+  result.steps = trained.step;
+  result.best_step = trained.best_step;
+  result.best_valid = trained.best_score;
+  result.validations = trained.validations.size();
+  result.train_seconds = trained.train_seconds;
+  if (result.interrupted) {
+    result.wall_seconds = wall.seconds();
+    return result;
+  }
+
+  // The test set, once, with the model of the best validation score.
+  tr::load_model(run.model(), model);
+  result.test = exact_match(model, data.test, dir, 1);
+  nlohmann::json line = {{"step", trained.step},
+                         {"split", "test"},
+                         {"best_step", trained.best_step},
+                         {"test_exact", result.test.fraction()},
+                         {"elapsed", trained.train_seconds}};
+  out << fmt::format(
+      "test exact match (greedy): {:.2f}% ({}/{}) with the step {} model (valid {:.2f}%); {} steps, {:.0f} s of "
+      "training, {} in all\n",
+      result.test.percent(), result.test.correct, result.test.total, trained.best_step, 100.0 * trained.best_score,
+      trained.step, trained.train_seconds, tr::format_duration(wall.seconds()));
+  if (c.beam > 1) {
+    result.test_beam = exact_match(model, data.test, dir, c.beam);
+    line["beam"] = c.beam;
+    line["test_exact_beam"] = result.test_beam.fraction();
+    out << fmt::format("test exact match (beam {}): {:.2f}% ({}/{})\n", c.beam, result.test_beam.percent(),
+                       result.test_beam.correct, result.test_beam.total);
+  }
+  trainer.metrics().write(line);
+  for (const auto& m : result.test.mistakes) out << "  mistake: " << m << "\n";
+  if (!data.test.empty()) {
+    // The first test number of seven digits or more: its map shows the reordering best.
+    const auto long_one = std::find_if(data.test.begin(), data.test.end(), [](auto v) { return v >= 1'000'000; });
+    const std::uint64_t shown = long_one == data.test.end() ? data.test.front() : *long_one;
+    const Ids example = encode_source(source_text(shown, dir), dir);
+    const std::string svg = run.file(kAttentionFile).string();
+    write_attention(model, example, translate_all(model, {example}, 1).front(), dir, svg);
+    out << fmt::format("model {}, cross-attention of test example {} in {}\n", run.model().string(), shown, svg);
+  }
+  result.wall_seconds = wall.seconds();
+  return result;
+}
+
+}  // namespace translate

@@ -1,0 +1,256 @@
+// The translation program (examples/translate) on the train/ layer: a tiny run writes metrics.jsonl,
+// the best model, the checkpoint and the report page; Ctrl-C stops it with the last checkpoint intact
+// (exit 130 from the built program); --resume ends exactly where an uninterrupted run does.
+#include <fmt/format.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#include <catch2/catch.hpp>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "examples/translate/cli.hpp"
+#include "examples/translate/report.hpp"
+#include "examples/translate/training.hpp"
+#include "tapegrad/io/safetensors.hpp"
+#include "tapegrad/train/checkpoint.hpp"
+#include "tapegrad/train/interrupt.hpp"
+#include "tapegrad/train/metrics.hpp"
+#include "tests/helpers.hpp"
+
+namespace fs = std::filesystem;
+using tapegrad::testing::TempDir;
+
+namespace {
+
+struct CliResult {
+  int code;
+  std::string out, err;
+};
+
+CliResult run_in_process(std::vector<std::string> args, const std::string& input = "") {
+  args.insert(args.begin(), "train_translate");
+  std::vector<const char*> argv;
+  for (const auto& a : args) argv.push_back(a.c_str());
+  std::istringstream in(input);
+  std::ostringstream out, err;
+  const int code = translate::run_cli(static_cast<int>(argv.size()), argv.data(), in, out, err, false);
+  return {code, out.str(), err.str()};
+}
+
+// A tiny model: 6 steps of 8 numbers, validation after steps 3 and 6.
+std::vector<std::string> tiny_args(const fs::path& out, const std::string& steps = "6",
+                                   const std::string& eval_every = "3") {
+  return {"--d-model",
+          "16",
+          "--nhead",
+          "2",
+          "--num-encoder-layers",
+          "1",
+          "--num-decoder-layers",
+          "1",
+          "--dim-feedforward",
+          "32",
+          "--batch-size",
+          "8",
+          "--steps",
+          steps,
+          "--warmup",
+          "2",
+          "--eval-every",
+          eval_every,
+          "--log-every",
+          "1",
+          "--valid-size",
+          "20",
+          "--test-size",
+          "10",
+          "--threads",
+          "1",
+          "--out",
+          out.string()};
+}
+
+translate::Config tiny_config(const fs::path& out) {
+  translate::Config c;
+  c.d_model = 16;
+  c.nhead = 2;
+  c.num_encoder_layers = c.num_decoder_layers = 1;
+  c.dim_feedforward = 32;
+  c.batch_size = 8;
+  c.steps = 6;
+  c.warmup = 2;
+  c.eval_every = 3;
+  c.log_every = 1;
+  c.valid_size = 20;
+  c.test_size = 10;
+  c.threads = 1;
+  c.out = out.string();
+  return c;
+}
+
+std::string read_bytes(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::vector<nlohmann::json> metrics_without_timing(const fs::path& path) {
+  auto lines = tapegrad::train::read_metrics(path);
+  for (auto& line : lines) {
+    line.erase("elapsed");
+    line.erase("tokens_per_s");
+  }
+  return lines;
+}
+
+// Every float tensor of a safetensors file, by name.
+std::map<std::string, std::vector<float>> floats_of(const fs::path& path) {
+  const tapegrad::io::safetensors::File file(path.string());
+  std::map<std::string, std::vector<float>> out;
+  for (const auto& name : file.names()) {
+    if (file.dtype(name) != tapegrad::io::safetensors::Dtype::F32) continue;
+    const auto values = file.get<float>(name);
+    out[name].assign(values.begin(), values.end());
+  }
+  return out;
+}
+
+std::pair<int, std::string> shell(const std::string& command) {
+  FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string out;
+  char buffer[4096];
+  for (std::size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) out.append(buffer, n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+}  // namespace
+
+TEST_CASE("train_translate: a tiny run writes metrics.jsonl, the model, the checkpoint and the report page",
+          "[translate]") {
+  TempDir tmp;
+  const CliResult r = run_in_process(tiny_args(tmp.path));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("test exact match (greedy): ") != std::string::npos);
+  CHECK(r.out.find(fmt::format("report: {}", (tmp.path / "report.html").string())) != std::string::npos);
+  for (const char* name :
+       {"config.json", "metrics.jsonl", "last.ckpt.safetensors", "model.safetensors", "attention.svg", "report.html"}) {
+    CHECK(fs::exists(tmp.path / name));
+  }
+  // One line per step (--log-every 1), one per validation (steps 3 and 6), and the test score.
+  const auto lines = tapegrad::train::read_metrics(tmp.path / "metrics.jsonl");
+  REQUIRE(lines.size() == 6 + 2 + 1);
+  CHECK(lines[0].contains("loss"));
+  CHECK(lines[0].contains("acc"));
+  CHECK(lines[3]["step"] == 3);
+  for (const char* key : {"valid_loss", "valid_acc", "valid_exact"}) CHECK(lines[3].contains(key));
+  CHECK(lines.back()["split"] == "test");
+  const double test_exact = lines.back()["test_exact"].get<double>();
+
+  // The page: both curves, a point per validation, the test score.
+  const std::string page = read_bytes(tmp.path / "report.html");
+  CHECK(page.find("<title>train_translate report</title>") != std::string::npos);
+  CHECK(page.find(R"(data-series="train_loss" data-points="6")") != std::string::npos);
+  CHECK(page.find(R"(data-series="valid_exact" data-points="2")") != std::string::npos);
+  CHECK(page.find("id=\"test-score\"") != std::string::npos);
+  CHECK(std::count(page.begin(), page.end() - 1, '\n') > 10);
+
+  // evaluate reads the best model without an optimizer and gets the score training printed.
+  const CliResult eval = run_in_process({"evaluate", "--out", tmp.path.string()});
+  REQUIRE(eval.code == 0);
+  CHECK(eval.out.rfind(fmt::format("words2digits test exact match (greedy): {:.2f}%", 100.0 * test_exact), 0) == 0);
+  const CliResult tr = run_in_process({"translate", "--out", tmp.path.string()}, "one\n");
+  CHECK(tr.code == 0);
+
+  // A second run into the same folder is refused and leaves it as it was.
+  const std::string model = read_bytes(tmp.path / "model.safetensors");
+  const CliResult again = run_in_process(tiny_args(tmp.path));
+  CHECK(again.code == 2);
+  CHECK(again.err == fmt::format("train_translate: --out {} already holds a run (config.json, metrics.jsonl, "
+                                 "last.ckpt.safetensors, model.safetensors): continue it with --resume, or pass "
+                                 "--overwrite to replace it\n",
+                                 tmp.path.string()));
+  CHECK(read_bytes(tmp.path / "model.safetensors") == model);
+
+  // A damaged model is refused with a message naming it.
+  std::string damaged = model;
+  damaged[damaged.size() - 3] ^= 0x04;
+  std::ofstream(tmp.path / "model.safetensors", std::ios::binary) << damaged;
+  const CliResult refused = run_in_process({"evaluate", "--out", tmp.path.string()});
+  CHECK(refused.code == 1);
+  CHECK(refused.err.find((tmp.path / "model.safetensors").string()) != std::string::npos);
+  CHECK(refused.err.find("checksum mismatch") != std::string::npos);
+}
+
+TEST_CASE("train_translate: Ctrl-C keeps the last complete checkpoint, and --resume ends as an uninterrupted run",
+          "[translate]") {
+  TempDir whole, cut;
+  std::ostringstream out, log;
+  const auto full = translate::train(tiny_config(whole.path), out, log, false);
+  REQUIRE_FALSE(full.interrupted);
+  CHECK(full.steps == 6);
+  CHECK(full.validations == 2);
+
+  // SIGINT once step 4 is done (it arrives while the trainer is on step 5): the run stops after step 5;
+  // the checkpoint of step 3 is what stays.
+  tapegrad::train::install_interrupt_handler();
+  const auto first = translate::train(tiny_config(cut.path), out, log, false, [](std::int64_t step) {
+    if (step == 4) std::raise(SIGINT);
+    return false;
+  });
+  tapegrad::train::remove_interrupt_handler();
+  CHECK(first.interrupted);
+  CHECK(first.steps == 5);
+  translate::Config probe_config = tiny_config(cut.path);
+  tapegrad::Generator gen(5);
+  translate::Model probe(probe_config.model_options(), gen);
+  CHECK(tapegrad::train::load_checkpoint((cut.path / "last.ckpt.safetensors").string(), probe) == 3);
+  CHECK(log.str().find("interrupted: stopped after step 5; the last complete checkpoint is") != std::string::npos);
+
+  const CliResult resumed = run_in_process({"--out", cut.path.string(), "--resume", "--threads", "1"});
+  INFO(resumed.err);
+  REQUIRE(resumed.code == 0);
+  CHECK(floats_of(cut.path / "last.ckpt.safetensors") == floats_of(whole.path / "last.ckpt.safetensors"));
+  CHECK(read_bytes(cut.path / "model.safetensors") == read_bytes(whole.path / "model.safetensors"));
+  CHECK(metrics_without_timing(cut.path / "metrics.jsonl") == metrics_without_timing(whole.path / "metrics.jsonl"));
+
+  // --resume takes the run as saved: a flag that would change it is refused.
+  const CliResult changed = run_in_process({"--out", cut.path.string(), "--resume", "--steps", "9"});
+  CHECK(changed.code == 2);
+  CHECK(changed.err == fmt::format("train_translate: --resume continues the run as saved in {}: --steps cannot be "
+                                   "given with it\n",
+                                   (cut.path / "config.json").string()));
+}
+
+TEST_CASE("train_translate: SIGINT to the running program exits 130 with a loadable checkpoint", "[translate]") {
+  TempDir tmp;
+  std::string args;
+  for (const auto& a : tiny_args(tmp.path / "run", "100000", "2")) args += " '" + a + "'";
+  // Many steps, a checkpoint every 2; SIGINT once the first checkpoint exists (waiting at most 120 s).
+  const std::string script = fmt::format(
+      "'{}' {} > '{}' 2>&1 & pid=$!; "
+      "for i in $(seq 1200); do [ -f '{}' ] && break; sleep 0.1; done; kill -INT $pid; wait $pid; echo $?",
+      TRAIN_TRANSLATE_PROGRAM, args, (tmp.path / "log.txt").string(),
+      (tmp.path / "run" / "last.ckpt.safetensors").string());
+  const auto [code, printed] = shell(script);
+  REQUIRE(code == 0);
+  INFO(read_bytes(tmp.path / "log.txt"));
+  CHECK(printed == "130\n");
+  translate::Config c = tiny_config(tmp.path / "run");
+  tapegrad::Generator gen(5);
+  translate::Model model(c.model_options(), gen);
+  const std::int64_t step =
+      tapegrad::train::load_checkpoint((tmp.path / "run" / "last.ckpt.safetensors").string(), model);
+  CHECK(step >= 2);
+  CHECK(step % 2 == 0);
+  CHECK(read_bytes(tmp.path / "log.txt").find("interrupted: stopped after step") != std::string::npos);
+  CHECK(fs::exists(tmp.path / "run" / "report.html"));
+}

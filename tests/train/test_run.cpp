@@ -1,0 +1,440 @@
+// The pieces a training program is built on: the run folder, the model file, a model-only load of a
+// checkpoint, metrics.jsonl on --resume, exit codes, and the Trainer's loop (interrupted and resumed
+// bit for bit, best model and checkpoint, metrics lines).
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tapegrad/autograd/elementwise.hpp"
+#include "tapegrad/autograd/loss.hpp"
+#include "tapegrad/nn/dropout.hpp"
+#include "tapegrad/nn/linear.hpp"
+#include "tapegrad/optim/adam.hpp"
+#include "tapegrad/train/train.hpp"
+#include "tests/helpers.hpp"
+
+using namespace tapegrad;
+namespace fs = std::filesystem;
+namespace st = tapegrad::io::safetensors;
+using tapegrad::testing::TempDir;
+
+namespace {
+
+// A two-layer network with dropout, so that a run has a model generator to checkpoint.
+struct Net : nn::Module<double> {
+  explicit Net(std::uint64_t seed) {
+    Generator gen(seed);
+    fc1 = register_module("fc1", std::make_shared<nn::Linear<double>>(4, 8, gen));
+    drop = register_module("drop", std::make_shared<nn::Dropout<double>>(0.2, seed + 1));
+    fc2 = register_module("fc2", std::make_shared<nn::Linear<double>>(8, 3, gen));
+  }
+  Tensor<double> forward(const Tensor<double>& x) const { return fc2->forward(drop->forward(relu(fc1->forward(x)))); }
+  std::string name() const override { return "Net"; }
+  std::shared_ptr<nn::Linear<double>> fc1, fc2;
+  std::shared_ptr<nn::Dropout<double>> drop;
+};
+
+// n examples drawn from gen: 4 features in [-1, 1), labelled by which of the first three is largest.
+std::pair<Tensor<double>, IndexArray> draw(Generator& gen, std::size_t n) {
+  Tensor<double> x = Tensor<double>::uniform({n, 4}, -1.0, 1.0, gen);
+  IndexArray labels = xt::zeros<std::int64_t>({n});
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::int64_t c = 1; c < 3; ++c) {
+      if (x.data()(i, c) > x.data()(i, labels(i))) labels(i) = c;
+    }
+  }
+  return {x, labels};
+}
+
+std::size_t correct_of(const Tensor<double>& logits, const IndexArray& labels) {
+  std::size_t correct = 0;
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    std::int64_t best = 0;
+    for (std::int64_t c = 1; c < 3; ++c) {
+      if (logits.data()(i, c) > logits.data()(i, best)) best = c;
+    }
+    correct += best == labels(i) ? 1 : 0;
+  }
+  return correct;
+}
+
+std::string read_bytes(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void write_bytes(const fs::path& p, const std::string& bytes) { std::ofstream(p, std::ios::binary) << bytes; }
+
+// Every tensor of a safetensors file as doubles, by name (the checkpoints here hold F64, I64, U64, BOOL).
+std::map<std::string, std::vector<double>> values_of(const fs::path& path) {
+  const st::File file(path.string());
+  std::map<std::string, std::vector<double>> out;
+  for (const auto& name : file.names()) {
+    auto& v = out[name];
+    switch (file.dtype(name)) {
+      case st::Dtype::F64:
+        for (double x : file.get<double>(name)) v.push_back(x);
+        break;
+      case st::Dtype::I64:
+        for (auto x : file.get<std::int64_t>(name)) v.push_back(static_cast<double>(x));
+        break;
+      case st::Dtype::U64:
+        // The generator words: compared through their bit patterns split in halves, exactly.
+        for (auto x : file.get<std::uint64_t>(name)) {
+          v.push_back(static_cast<double>(x >> 32));
+          v.push_back(static_cast<double>(x & 0xffffffffULL));
+        }
+        break;
+      case st::Dtype::BOOL:
+        for (bool x : file.get<bool>(name)) v.push_back(x ? 1 : 0);
+        break;
+      default:
+        FAIL("unexpected dtype of " << name);
+    }
+  }
+  return out;
+}
+
+std::vector<nlohmann::json> metrics_without_timing(const fs::path& path) {
+  auto lines = train::read_metrics(path);
+  for (auto& line : lines) {
+    line.erase("elapsed");
+    line.erase("tokens_per_s");
+  }
+  return lines;
+}
+
+optim::AdamOptions adam_options() {
+  optim::AdamOptions o;
+  o.lr = 0.05;
+  return o;
+}
+
+// One training run of Net in dir: 3 epochs of 4 steps, validation every 3 steps and at each epoch's end.
+struct Run {
+  Net model;
+  optim::Adam<double> optimizer;
+  Generator sampler;
+  std::ostringstream log;
+  train::Progress progress{log, false, 2};
+  std::pair<Tensor<double>, IndexArray> valid;
+
+  Run(std::uint64_t seed)
+      : model(seed), optimizer(model.parameters(), adam_options()), sampler(seed + 7), valid([] {
+          Generator g(99);
+          return draw(g, 30);
+        }()) {}
+
+  train::TrainerResult train(const train::RunDirectory& dir, bool resume, std::function<bool(std::int64_t)> stop = {}) {
+    train::TrainerOptions options;
+    options.epochs = 3;
+    options.steps_per_epoch = 4;
+    options.schedule = [](std::int64_t step) { return 0.05 * std::min(1.0, double(step) / 3.0); };
+    options.log_every = 2;
+    options.eval_every = 3;
+    options.clip_norm = 1.0;
+    options.resume = resume;
+    options.stop_after_step = std::move(stop);
+    train::TrainerHooks<double> hooks;
+    hooks.forward = [this](std::int64_t, std::int64_t) {
+      const auto [x, labels] = draw(sampler, 8);
+      const Tensor<double> logits = model.forward(x);
+      train::StepOutput<double> out;
+      out.loss = cross_entropy(logits, labels);
+      out.count = 8;
+      out.correct = static_cast<double>(correct_of(logits, labels));
+      out.tokens = 8;
+      return out;
+    };
+    hooks.validate = [this] {
+      model.eval();
+      const Tensor<double> logits = model.forward(valid.first);
+      train::Evaluation e;
+      e.score = double(correct_of(logits, valid.second)) / 30.0;
+      e.metrics = {{"valid_acc", e.score}};
+      e.summary = fmt::format("valid acc {:.2f}", e.score);
+      return e;
+    };
+    hooks.generators = {{"sampler", &sampler}};
+    train::Trainer<double> trainer(dir, model, optimizer, options, hooks, progress);
+    return trainer.run();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("RunDirectory: a new run never replaces a finished one unless told to", "[train]") {
+  TempDir tmp;
+  const train::RunDirectory run(tmp.path / "run", {"vocab.txt"});
+  CHECK(run.checkpoint() == tmp.path / "run" / "last.ckpt.safetensors");
+  CHECK(run.model() == tmp.path / "run" / "model.safetensors");
+  CHECK(run.metrics() == tmp.path / "run" / "metrics.jsonl");
+  CHECK(run.file("vocab.txt") == tmp.path / "run" / "vocab.txt");
+
+  // A folder that does not exist yet is fine, and so is one a run left without a checkpoint or a model.
+  CHECK_NOTHROW(run.check_new(false));
+  CHECK(run.start_new(false).empty());
+  run.write_config({{"lr", 0.5}, {"name", "a"}});
+  CHECK(run.read_config() == nlohmann::json({{"lr", 0.5}, {"name", "a"}}));
+  CHECK(fs::directory_iterator(run.dir()) != fs::directory_iterator());
+  for (const auto& entry : fs::directory_iterator(run.dir())) {
+    CHECK(entry.path().filename() == "config.json");  // no temporary left behind
+  }
+  std::ofstream(run.file("vocab.txt")) << "a\n";
+  CHECK_NOTHROW(run.check_new(false));
+
+  // With a model or a checkpoint, only --overwrite may start again; then every file of the run goes.
+  std::ofstream(run.model()) << "weights";
+  CHECK_THROWS_MATCHES(run.start_new(false), train::UsageError,
+                       Catch::Message(fmt::format("--out {} already holds a run (config.json, model.safetensors, "
+                                                  "vocab.txt): continue it with --resume, or pass --overwrite to "
+                                                  "replace it",
+                                                  run.dir().string())));
+  CHECK(read_bytes(run.model()) == "weights");
+  const auto removed = run.start_new(true);
+  CHECK(removed == std::vector<std::string>{"config.json", "model.safetensors", "vocab.txt"});
+  CHECK(fs::is_empty(run.dir()));
+
+  CHECK_THROWS_MATCHES(run.check_resumable(), train::UsageError,
+                       Catch::Message(fmt::format("--resume: {} does not exist, so there is no run to continue",
+                                                  run.config().string())));
+  CHECK_THROWS_MATCHES(run.check_has({"config.json"}), train::UsageError,
+                       Catch::Message(fmt::format("--run {} has no config.json", run.dir().string())));
+  std::ofstream(run.config()) << "{ not json";
+  CHECK_THROWS_WITH(run.read_config(), Catch::StartsWith(run.config().string() + ": "));
+  const train::RunDirectory file_not_folder(run.config());
+  CHECK_THROWS_WITH(file_not_folder.check_new(false), Catch::Contains("is a file, not a run folder"));
+}
+
+TEST_CASE("save_model / load_model: a model file that checks itself, without an optimizer", "[train]") {
+  TempDir tmp;
+  const fs::path path = tmp.path / "model.safetensors";
+  Net trained(1);
+  train::save_model(path, trained, {{"step", "12"}});
+  CHECK_THROWS_AS(train::save_model(path, trained, {{"tapegrad.checksum", "x"}}), std::invalid_argument);
+
+  Net fresh(2);
+  const auto metadata = train::load_model(path, fresh);
+  CHECK(metadata == st::Metadata{{"step", "12"}});
+  for (const auto& [name, tensor] : trained.state_dict()) {
+    CHECK(xt::all(xt::equal(fresh.state_dict().at(name).data(), tensor.data())));
+  }
+  // A plain safetensors reader (torch's, or io::safetensors) loads it too.
+  auto state = Net(3).state_dict();
+  CHECK_NOTHROW(st::load_state_dict(path.string(), state));
+
+  const std::string bytes = read_bytes(path);
+  const auto refused = [&](const std::string& damaged) {
+    write_bytes(path, damaged);
+    Net target(4);
+    const auto before = target.fc1->weight.data();
+    std::string message;
+    try {
+      train::load_model(path, target);
+    } catch (const std::runtime_error& e) {
+      message = e.what();
+    }
+    CHECK(xt::all(xt::equal(target.fc1->weight.data(), before)));  // untouched
+    CHECK_THAT(message, Catch::StartsWith(path.string()));
+    return message;
+  };
+  // A flipped bit in the last value (fc2.weight's): the checksum finds it.
+  std::string flipped = bytes;
+  flipped[flipped.size() - 2] ^= 0x01;
+  CHECK_THAT(refused(flipped), Catch::Contains("checksum mismatch"));
+  CHECK_THAT(refused(bytes.substr(0, bytes.size() - 5)), Catch::Contains(path.string()));
+
+  // Non-finite weights are refused even with a valid checksum (a diverged run's model).
+  Net diverged(1);
+  diverged.fc2->bias.mutable_data()(1) = std::numeric_limits<double>::quiet_NaN();
+  train::save_model(path, diverged);
+  CHECK_THAT(refused(read_bytes(path)), Catch::Contains("\"fc2.bias\" holds 1 non-finite value(s)"));
+
+  // A file without the checksum (written by another tool) is not taken for a checked one.
+  st::save_state_dict(path.string(), trained.state_dict());
+  CHECK_THAT(refused(read_bytes(path)), Catch::Contains("no \"tapegrad.checksum\""));
+  // Another model's file: every mismatch named.
+  Generator gen(5);
+  nn::Linear<double> other(4, 2, gen);
+  train::save_model(path, other);
+  CHECK_THAT(refused(read_bytes(path)), Catch::Contains("fc1.weight"));
+}
+
+TEST_CASE("load_checkpoint(path, model) loads the model of a training checkpoint without an optimizer", "[train]") {
+  TempDir tmp;
+  const std::string path = tmp.file("last.ckpt.safetensors");
+  Net trained(1);
+  optim::Adam<double> adam(trained.parameters());
+  Generator sampler(3);
+  {
+    const auto [x, labels] = draw(sampler, 8);
+    cross_entropy(trained.forward(x), labels).backward();
+    adam.step();
+  }
+  train::save_checkpoint(path, trained, adam, 42, {{"note", "x"}}, {}, {{"sampler", &sampler}});
+
+  Net fresh(2);
+  CHECK(train::load_checkpoint(path, fresh) == 42);
+  for (const auto& [name, tensor] : trained.state_dict()) {
+    CHECK(xt::all(xt::equal(fresh.state_dict().at(name).data(), tensor.data())));
+  }
+  // The checksum still covers the optimizer's part of the file, which this load does not use.
+  std::string bytes = read_bytes(path);
+  std::size_t at = std::string::npos;
+  for (const auto& [name, tensor] : adam.state_dict()) {
+    if (tensor.data().size() == 0 || tensor.data().data()[0] == 0.0) continue;
+    const double value = tensor.data().data()[0];
+    at = bytes.find(std::string(reinterpret_cast<const char*>(&value), sizeof value));
+    if (at != std::string::npos) break;
+  }
+  REQUIRE(at != std::string::npos);
+  bytes[at] ^= 0x01;  // the lowest bit of an optimizer value
+  write_bytes(tmp.path / "damaged.safetensors", bytes);
+  Net target(5);
+  CHECK_THROWS_WITH(train::load_checkpoint(tmp.file("damaged.safetensors"), target),
+                    Catch::Contains("checksum mismatch"));
+
+  // A resumed run restores its own generators too; a checkpoint without them is refused.
+  Generator other(9);
+  StateDict<double> no_extra;
+  optim::Adam<double> adam2(fresh.parameters());
+  train::load_checkpoint(path, fresh, adam2, no_extra, {{"sampler", &other}});
+  CHECK(other.state().s[0] == sampler.state().s[0]);
+  CHECK_THROWS_WITH(train::load_checkpoint(path, fresh, adam2, no_extra, {{"loader", &other}}),
+                    Catch::Contains("missing \"rng.loader.state\""));
+}
+
+TEST_CASE("MetricsLog on --resume replaces the log atomically instead of truncating it in place", "[train]") {
+  TempDir tmp;
+  const fs::path path = tmp.path / "metrics.jsonl";
+  {
+    train::MetricsLog log(path, std::nullopt);
+    for (int step = 1; step <= 6; ++step) log.write({{"step", step}, {"loss", 1.0 / step}});
+  }
+  std::ofstream(path, std::ios::app) << "{\"step\": 7, \"lo";  // cut short by a kill
+  const std::string before = read_bytes(path);
+  // A second name for the old file: a rewrite in place would change what it shows.
+  fs::create_hard_link(path, tmp.path / "old.jsonl");
+  {
+    train::MetricsLog log(path, 4);
+    log.write({{"step", 5}, {"loss", 0.5}});
+  }
+  CHECK(read_bytes(tmp.path / "old.jsonl") == before);
+  const auto lines = train::read_metrics(path);
+  REQUIRE(lines.size() == 5);
+  CHECK(lines[3]["step"] == 4);
+  CHECK(lines[4] == nlohmann::json({{"step", 5}, {"loss", 0.5}}));
+  for (const auto& entry : fs::directory_iterator(tmp.path)) {
+    CHECK(entry.path().filename().string().find(".tmp") == std::string::npos);
+  }
+}
+
+TEST_CASE("write_file_atomically and exit codes", "[train]") {
+  TempDir tmp;
+  const fs::path path = tmp.path / "a.json";
+  train::write_file_atomically(path, "first");
+  train::write_file_atomically(path, "second");
+  CHECK(read_bytes(path) == "second");
+  CHECK_THROWS_WITH(train::write_file_atomically(tmp.path / "missing" / "b.json", "x"),
+                    Catch::StartsWith((tmp.path / "missing" / "b.json").string() + ": cannot"));
+
+  std::ostringstream err;
+  CHECK(train::exit_code_of("prog", err, [] { return 0; }) == 0);
+  CHECK(train::exit_code_of("prog", err, []() -> int { throw train::UsageError("--lr -1 must be positive"); }) ==
+        train::kUsageExitCode);
+  CHECK(train::exit_code_of("prog", err, []() -> int { throw std::runtime_error("run/x: cannot open"); }) == 1);
+  CHECK(err.str() == "prog: --lr -1 must be positive\nprog: run/x: cannot open\n");
+  CHECK(train::kUsageExitCode == 2);
+  CHECK(train::kInterruptedExitCode == 130);
+}
+
+TEST_CASE("Trainer: an interrupted run resumed from its checkpoint ends exactly as the uninterrupted one", "[train]") {
+  TempDir whole_dir, cut_dir;
+  const train::RunDirectory whole_run(whole_dir.path), cut_run(cut_dir.path);
+  Run whole(1);
+  const auto full = whole.train(whole_run, false);
+  CHECK_FALSE(full.interrupted);
+  CHECK(full.step == 12);
+  // Validations after steps 3, 4 (epoch end), 6, 8 (epoch end), 9 and 12 (epoch end).
+  std::vector<std::int64_t> steps;
+  for (const auto& v : full.validations) steps.push_back(v.step);
+  CHECK(steps == std::vector<std::int64_t>{3, 4, 6, 8, 9, 12});
+  CHECK(full.logged_losses.size() == 6);  // every 2 steps, windows restarting at each epoch
+  CHECK(full.best_step > 0);
+  const auto lines = train::read_metrics(whole_run.metrics());
+  CHECK(lines.size() == 6 + 6);
+  CHECK(lines.back()["epoch"] == 3);
+  CHECK(lines.back().contains("valid_acc"));
+  CHECK(fs::exists(whole_run.model()));
+  // The best model is the one scored best: its file's metadata names the step.
+  Net best(7);
+  CHECK(train::load_model(whole_run.model(), best).at("step") == std::to_string(full.best_step));
+
+  // Stopped after step 7 (as Ctrl-C would): the checkpoint of step 6 stays; a fresh process resumes it.
+  Run first(1);
+  const auto cut = first.train(cut_run, false, [](std::int64_t step) { return step == 7; });
+  CHECK(cut.interrupted);
+  CHECK(cut.step == 7);
+  CHECK(
+      first.log.str().find(fmt::format("interrupted: stopped after step 7; the last complete checkpoint is {} (step 6)",
+                                       cut_run.checkpoint().string())) != std::string::npos);
+  Net probe(8);
+  CHECK(train::load_checkpoint(cut_run.checkpoint().string(), probe) == 6);
+
+  Run second(50);  // other initial weights and sampler: everything must come from the checkpoint
+  const auto rest = second.train(cut_run, true);
+  CHECK_FALSE(rest.interrupted);
+  CHECK(rest.start_step == 6);
+  CHECK(rest.step == 12);
+  CHECK(rest.best_step == full.best_step);
+  CHECK(values_of(cut_run.checkpoint()) == values_of(whole_run.checkpoint()));
+  CHECK(read_bytes(cut_run.model()) == read_bytes(whole_run.model()));
+  CHECK(metrics_without_timing(cut_run.metrics()) == metrics_without_timing(whole_run.metrics()));
+}
+
+TEST_CASE("Trainer: bad options are refused, and without validation every checkpoint keeps the latest model",
+          "[train]") {
+  TempDir tmp;
+  const train::RunDirectory run(tmp.path);
+  Net model(1);
+  optim::Adam<double> adam(model.parameters());
+  std::ostringstream log;
+  train::Progress progress(log, false, 1);
+  train::TrainerOptions options;
+  options.schedule = [](std::int64_t) { return 0.01; };
+  train::TrainerHooks<double> hooks;
+  Generator data(4);
+  hooks.forward = [&](std::int64_t, std::int64_t) {
+    const auto [x, labels] = draw(data, 4);
+    train::StepOutput<double> out;
+    out.loss = cross_entropy(model.forward(x), labels);
+    out.count = 4;
+    return out;
+  };
+  CHECK_THROWS_AS(train::Trainer<double>(run, model, adam, options, hooks, progress), std::invalid_argument);
+  options.steps_per_epoch = 2;
+  options.epochs = 2;
+  options.log_every = 1;
+  train::Trainer<double> trainer(run, model, adam, options, hooks, progress);
+  const auto result = trainer.run();
+  REQUIRE(result.validations.size() == 2);
+  CHECK(result.validations[0].best);
+  CHECK(result.validations[1].best);
+  CHECK(std::isnan(result.best_score));
+  CHECK(result.best_step == 4);
+  Net saved(2);
+  train::load_model(run.model(), saved);
+  CHECK(xt::all(xt::equal(saved.fc2->weight.data(), model.fc2->weight.data())));
+  CHECK(train::read_metrics(run.metrics()).size() == 4 + 2);
+}

@@ -1,0 +1,262 @@
+#include "tapegrad/train/loop.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include "tapegrad/optim/clip_grad.hpp"
+#include "tapegrad/train/interrupt.hpp"
+#include "tapegrad/train/model_file.hpp"
+#include "tapegrad/train/timing.hpp"
+
+namespace tapegrad::train {
+
+namespace {
+
+// The trainer's own entries of the checkpoint's metadata.
+const char* const kBestStep = "trainer.best_step";
+const char* const kBestScore = "trainer.best_score";
+const char* const kBestMetrics = "trainer.best_metrics";
+const char* const kTrainSeconds = "trainer.train_seconds";
+const char* const kTrainTokens = "trainer.train_tokens";
+
+double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
+
+}  // namespace
+
+template <typename T>
+Trainer<T>::Trainer(const RunDirectory& run, nn::Module<T>& model, optim::Optimizer<T>& optimizer,
+                    TrainerOptions options, TrainerHooks<T> hooks, Progress& progress)
+    : run_(run),
+      model_(model),
+      optimizer_(optimizer),
+      options_(std::move(options)),
+      hooks_(std::move(hooks)),
+      progress_(progress),
+      best_score_(-std::numeric_limits<double>::infinity()) {
+  if (options_.epochs <= 0 || options_.steps_per_epoch <= 0) {
+    throw std::invalid_argument(fmt::format("Trainer: epochs ({}) and steps_per_epoch ({}) must be positive",
+                                            options_.epochs, options_.steps_per_epoch));
+  }
+  if (options_.log_every <= 0) {
+    throw std::invalid_argument(fmt::format("Trainer: log_every ({}) must be positive", options_.log_every));
+  }
+  if (options_.eval_every < 0) {
+    throw std::invalid_argument(fmt::format("Trainer: eval_every ({}) must not be negative", options_.eval_every));
+  }
+  if (!options_.schedule || !hooks_.forward)
+    throw std::invalid_argument("Trainer: a schedule and a forward are required");
+  if (options_.resume) {
+    const std::string path = run_.checkpoint().string();
+    StateDict<T> extra = hooks_.extra_state ? hooks_.extra_state() : StateDict<T>{};
+    step_ = load_checkpoint(path, model_, optimizer_, extra, hooks_.generators);
+    if (hooks_.load_extra_state) hooks_.load_extra_state(extra);
+    const io::safetensors::Metadata metadata = io::safetensors::File(path).metadata();
+    try {
+      best_step_ = std::stoll(metadata.at(kBestStep));
+      best_score_ = std::stod(metadata.at(kBestScore));
+      best_metrics_ = nlohmann::json::parse(metadata.at(kBestMetrics));
+      train_seconds_ = std::stod(metadata.at(kTrainSeconds));
+      train_tokens_ = std::stod(metadata.at(kTrainTokens));
+    } catch (const std::exception&) {
+      throw std::runtime_error(
+          fmt::format("{}: not a checkpoint of train::Trainer (its metadata lacks the trainer's state)", path));
+    }
+    if (step_ > total_steps()) {
+      throw std::runtime_error(fmt::format("{}: step {} is past the run's {} steps", path, step_, total_steps()));
+    }
+    checkpoint_step_ = step_;
+    progress_.message(fmt::format("resuming {} at step {} of {} (epoch {:.4g})", path, step_, total_steps(),
+                                  double(step_) / double(options_.steps_per_epoch)));
+  }
+  metrics_.emplace(run_.metrics(), options_.resume ? std::optional<std::int64_t>(step_) : std::nullopt);
+}
+
+template <typename T>
+io::safetensors::Metadata Trainer<T>::checkpoint_metadata() const {
+  return {{kBestStep, std::to_string(best_step_)},
+          {kBestScore, fmt::format("{}", best_score_)},
+          {kBestMetrics, best_metrics_.dump()},
+          {kTrainSeconds, fmt::format("{}", train_seconds_)},
+          {kTrainTokens, fmt::format("{}", train_tokens_)}};
+}
+
+template <typename T>
+TrainerResult Trainer<T>::run() {
+  TrainerResult result;
+  result.start_step = step_;
+  const std::int64_t per_epoch = options_.steps_per_epoch;
+  bool stop = false;
+  for (std::int64_t epoch = step_ / per_epoch; epoch < options_.epochs && !stop; ++epoch) {
+    if (hooks_.begin_epoch) hooks_.begin_epoch(epoch);
+    model_.train();
+    progress_.begin_epoch(epoch + 1, options_.epochs);
+    const Stopwatch epoch_clock;
+    double loss_sum = 0, count = 0, correct = 0, tokens = 0;
+    double window_loss = 0, window_count = 0, window_correct = 0;
+    std::int64_t window_steps = 0;
+    bool bar_open = true;
+    for (std::int64_t index = step_ % per_epoch; index < per_epoch; ++index) {
+      const Stopwatch step_clock;
+      const double lr = options_.schedule(step_ + 1);
+      optimizer_.set_lr(lr);
+      optimizer_.zero_grad();
+      const StepOutput<T> out = hooks_.forward(step_, index);
+      out.loss.backward();
+      if (options_.clip_norm > 0) optim::clip_grad_norm_(optimizer_.params(), options_.clip_norm);
+      optimizer_.step();
+      if (hooks_.after_step) hooks_.after_step();
+      ++step_;
+
+      const double batch_loss = static_cast<double>(out.loss.item());
+      loss_sum += batch_loss * out.count;
+      count += out.count;
+      correct += out.correct;
+      tokens += out.tokens;
+      window_loss += batch_loss * out.count;
+      window_count += out.count;
+      window_correct += out.correct;
+      ++window_steps;
+      since_loss_ += batch_loss * out.count;
+      since_count_ += out.count;
+      since_correct_ += out.correct;
+      since_tokens_ += out.tokens;
+      train_tokens_ += out.tokens;
+
+      StepStats stats;
+      stats.step_in_epoch = static_cast<std::size_t>(index + 1);
+      stats.steps_in_epoch = static_cast<std::size_t>(per_epoch);
+      stats.global_step = step_;
+      stats.loss = ratio(loss_sum, count);
+      stats.accuracy = ratio(correct, count);
+      stats.epoch_seconds = epoch_clock.seconds();
+      stats.tokens_per_second = tokens / std::max(stats.epoch_seconds, 1e-9);
+      stats.lr = lr;
+      progress_.update(stats);
+      if (window_steps == options_.log_every) {
+        const double window_mean = ratio(window_loss, window_count);
+        result.logged_losses.push_back(window_mean);
+        metrics_->write({{"step", step_},
+                         {"epoch", double(epoch) + double(index + 1) / double(per_epoch)},
+                         {"loss", window_mean},
+                         {"acc", ratio(window_correct, window_count)},
+                         {"lr", lr},
+                         {"tokens_per_s", stats.tokens_per_second},
+                         {"elapsed", train_seconds_ + step_clock.seconds()}});
+        window_loss = window_count = window_correct = 0;
+        window_steps = 0;
+      }
+      const double step_seconds = step_clock.seconds();
+      train_seconds_ += step_seconds;
+      since_seconds_ += step_seconds;
+
+      if (interrupt_requested() || (options_.stop_after_step && options_.stop_after_step(step_))) {
+        result.interrupted = true;
+        break;
+      }
+      result.out_of_time = options_.time_limit > 0 && train_seconds_ >= options_.time_limit;
+      const bool epoch_end = index + 1 == per_epoch;
+      if (epoch_end) {
+        progress_.end_epoch();
+        bar_open = false;
+      }
+      if (epoch_end || result.out_of_time || (options_.eval_every > 0 && step_ % options_.eval_every == 0)) {
+        if (!validate_and_save(epoch, index, result)) {
+          result.interrupted = true;
+          break;
+        }
+      }
+      if (result.out_of_time) break;
+    }
+    if (bar_open) progress_.end_epoch();
+    stop = result.interrupted || result.out_of_time;
+  }
+
+  result.step = step_;
+  result.best_step = best_step_;
+  result.best_score = best_score_;
+  result.best_metrics = best_metrics_;
+  result.train_seconds = train_seconds_;
+  result.train_tokens = train_tokens_;
+  if (result.interrupted) {
+    progress_.message(checkpoint_step_
+                          ? fmt::format("interrupted: stopped after step {}; the last complete checkpoint is {} (step "
+                                        "{}); continue with --resume",
+                                        step_, run_.checkpoint().string(), *checkpoint_step_)
+                          : fmt::format("interrupted: stopped after step {}, before the first checkpoint: there is "
+                                        "nothing to resume",
+                                        step_));
+  } else if (result.out_of_time) {
+    progress_.message(fmt::format("time limit of {} s of training reached at step {} of {}", options_.time_limit, step_,
+                                  total_steps()));
+  }
+  return result;
+}
+
+template <typename T>
+bool Trainer<T>::validate_and_save(std::int64_t epoch, std::int64_t index, TrainerResult& result) {
+  const std::int64_t per_epoch = options_.steps_per_epoch;
+  ValidationRecord record;
+  record.step = step_;
+  record.epoch_end = index + 1 == per_epoch;
+  record.epoch = double(epoch) + double(index + 1) / double(per_epoch);
+  record.train_loss = ratio(since_loss_, since_count_);
+  record.train_accuracy = ratio(since_correct_, since_count_);
+  record.train_seconds = since_seconds_;
+  record.tokens_per_second = since_tokens_ / std::max(since_seconds_, 1e-9);
+
+  const Stopwatch valid_clock;
+  {
+    // The scope (e.g. the parameters' averages swapped in) covers the validation and the best model.
+    const std::shared_ptr<void> scope = hooks_.evaluation_scope ? hooks_.evaluation_scope() : nullptr;
+    if (hooks_.validate) {
+      record.evaluation = hooks_.validate();
+    } else {
+      record.evaluation.score = std::numeric_limits<double>::quiet_NaN();
+    }
+    model_.train();
+    if (record.evaluation.stopped) return false;
+    const double score = record.evaluation.score;
+    record.best = std::isnan(score) || score > best_score_ || (options_.ties_improve && score == best_score_);
+    if (record.best) {
+      best_step_ = step_;
+      best_score_ = score;
+      best_metrics_ = record.evaluation.metrics;
+      save_model(run_.model(), model_,
+                 {{"step", std::to_string(step_)},
+                  {"epoch", fmt::format("{}", record.epoch)},
+                  {"score", fmt::format("{}", score)}});
+    }
+  }
+  record.valid_seconds = valid_clock.seconds();
+  // After model.safetensors, so the checkpoint never names a best model that is not on disk.
+  save_checkpoint(run_.checkpoint().string(), model_, optimizer_, step_, checkpoint_metadata(),
+                  hooks_.extra_state ? hooks_.extra_state() : StateDict<T>{}, hooks_.generators);
+  checkpoint_step_ = step_;
+
+  nlohmann::json line = {{"step", step_},
+                         {"epoch", record.epoch_end ? nlohmann::json(epoch + 1) : nlohmann::json(record.epoch)},
+                         {"loss", record.train_loss},
+                         {"acc", record.train_accuracy},
+                         {"lr", optimizer_.lr()},
+                         {"tokens_per_s", record.tokens_per_second},
+                         {"elapsed", train_seconds_}};
+  line.update(record.evaluation.metrics);
+  metrics_->write(line);
+  const std::string where = record.epoch_end ? fmt::format("epoch {}/{}", epoch + 1, options_.epochs)
+                                             : fmt::format("step {}/{}", step_, total_steps());
+  progress_.message(fmt::format("{}: train loss {:.4f} acc {:.2f}% | {}{} | {} train ({} tok/s) + {:.1f} s valid",
+                                where, record.train_loss, 100.0 * record.train_accuracy, record.evaluation.summary,
+                                record.best ? " (best)" : "", format_duration(record.train_seconds),
+                                format_rate(record.tokens_per_second), record.valid_seconds));
+  result.validations.push_back(record);
+  since_loss_ = since_count_ = since_correct_ = since_tokens_ = since_seconds_ = 0;
+  return true;
+}
+
+template class Trainer<float>;
+template class Trainer<double>;
+
+}  // namespace tapegrad::train

@@ -1,0 +1,146 @@
+/// @file
+/// The training loop every program shares. A program supplies the forward pass and the loss of one
+/// batch (and, if it validates, a score); the Trainer does the rest, the same way for every program:
+///   lr from the schedule -> zero_grad -> forward + loss (the program's) -> backward -> gradient
+///   clipping -> optimizer step -> progress bar or lines -> a metrics.jsonl line every log_every steps
+///   -> validation every eval_every steps and at each epoch's end, the best model saved as
+///   model.safetensors and the training checkpoint as last.ckpt.safetensors -> Ctrl-C and time limit.
+/// With resume it continues from the run folder's checkpoint exactly (model, optimizer, generators,
+/// the program's extra state, the best score so far), dropping later metrics lines.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tapegrad/autograd/tensor.hpp"
+#include "tapegrad/nn/module.hpp"
+#include "tapegrad/optim/optimizer.hpp"
+#include "tapegrad/optim/schedule.hpp"
+#include "tapegrad/train/checkpoint.hpp"
+#include "tapegrad/train/metrics.hpp"
+#include "tapegrad/train/progress.hpp"
+#include "tapegrad/train/run_directory.hpp"
+
+namespace tapegrad::train {
+
+/// What the program's forward computes for one batch.
+template <typename T>
+struct StepOutput {
+  Tensor<T> loss;      ///< the scalar loss to backpropagate, a mean over `count`
+  double count = 1;    ///< examples (or target tokens) the loss averages over: weights the running means
+  double correct = 0;  ///< of those, predicted correctly (accuracy = correct / count)
+  double tokens = 0;   ///< tokens processed, for tokens/s
+};
+
+/// The result of one validation.
+struct Evaluation {
+  /// Higher is better (accuracy, exact match). NaN: nothing to validate on; every validation then
+  /// counts as the best, so the latest model is kept.
+  double score = 0;
+  nlohmann::json metrics = nlohmann::json::object();  ///< added to the metrics.jsonl line ("valid_acc": ...)
+  std::string summary;                                ///< for the progress message, e.g. "valid loss 0.4120 acc 81.20%"
+  bool stopped = false;  ///< interrupted before the end: the trainer stops without saving anything
+};
+
+struct TrainerOptions {
+  std::int64_t epochs = 1;
+  std::int64_t steps_per_epoch = 0;  ///< > 0
+  optim::Schedule schedule;          ///< lr of step s (from 1); required
+  std::int64_t log_every = 50;       ///< steps between metrics.jsonl lines (and plain progress lines)
+  std::int64_t eval_every = 0;       ///< steps between validations; 0: only at each epoch's end (always)
+  double clip_norm = 0;              ///< clip_grad_norm_ of the optimizer's parameters; 0 disables
+  double time_limit = 0;             ///< seconds of training (validation excluded); 0: none
+  bool ties_improve = false;         ///< a score equal to the best is a new best (a later, longer-trained model)
+  bool resume = false;               ///< continue from the run folder's checkpoint
+  /// Asked after every step (besides Ctrl-C): true stops training as Ctrl-C does. For tests.
+  std::function<bool(std::int64_t step)> stop_after_step;
+};
+
+/// The program's part; only forward is required.
+template <typename T>
+struct TrainerHooks {
+  /// Before the first step of each epoch (counted from 0), e.g. DataLoader::set_epoch.
+  std::function<void(std::int64_t epoch)> begin_epoch;
+  /// The forward pass and loss of global step `step` (from 0), batch `index` of its epoch, in train mode.
+  std::function<StepOutput<T>(std::int64_t step, std::int64_t index)> forward;
+  /// After each optimizer step, e.g. ExponentialMovingAverage::update.
+  std::function<void()> after_step;
+  /// Scores the model (the trainer restores train mode afterwards). None: every validation is the best.
+  std::function<Evaluation()> validate;
+  /// Held while validating and saving the best model, e.g. ExponentialMovingAverage::AveragedParameters
+  /// so that the averages are what is scored and saved.
+  std::function<std::shared_ptr<void>()> evaluation_scope;
+  /// State saved in the checkpoint besides model and optimizer (as "extra."), and restored on resume.
+  std::function<StateDict<T>()> extra_state;
+  std::function<void(const StateDict<T>&)> load_extra_state;
+  /// The run's own generators (e.g. the one that draws training examples), saved and restored.
+  NamedGenerators generators;
+};
+
+/// One validation as the trainer saw it.
+struct ValidationRecord {
+  std::int64_t step = 0;
+  double epoch = 0;  ///< fractional: 2.5 is half way through the third epoch
+  bool epoch_end = false;
+  double train_loss = 0, train_accuracy = 0;  ///< means over the steps since the previous validation
+  double train_seconds = 0, tokens_per_second = 0, valid_seconds = 0;
+  Evaluation evaluation;
+  bool best = false;
+};
+
+struct TrainerResult {
+  bool interrupted = false;  ///< Ctrl-C or stop_after_step: stopped early
+  bool out_of_time = false;  ///< the time limit ended training (a validation and checkpoint were made)
+  std::int64_t start_step = 0, step = 0;
+  std::vector<ValidationRecord> validations;  ///< those of this call
+  std::vector<double> logged_losses;          ///< the loss of every metrics window, in order
+  std::int64_t best_step = 0;                 ///< 0: no validation yet
+  double best_score = 0;
+  nlohmann::json best_metrics;                 ///< Evaluation::metrics of the best validation
+  double train_seconds = 0, train_tokens = 0;  ///< of the whole run, resumed parts included
+};
+
+template <typename T>
+class Trainer {
+ public:
+  /// With options.resume, loads the checkpoint of `run` (model, optimizer, generators, extra state)
+  /// and its place in training; then opens the run's metrics.jsonl. Throws std::invalid_argument for
+  /// bad options, std::runtime_error for an unreadable checkpoint.
+  Trainer(const RunDirectory& run, nn::Module<T>& model, optim::Optimizer<T>& optimizer, TrainerOptions options,
+          TrainerHooks<T> hooks, Progress& progress);
+
+  /// Trains until the last step, the time limit or an interruption.
+  TrainerResult run();
+
+  std::int64_t step() const { return step_; }  ///< steps done so far
+  std::int64_t total_steps() const { return options_.epochs * options_.steps_per_epoch; }
+  /// The run's log, for lines of the program's own (e.g. the test score at the end).
+  MetricsLog& metrics() { return *metrics_; }
+
+ private:
+  bool validate_and_save(std::int64_t epoch, std::int64_t index, TrainerResult& result);
+  io::safetensors::Metadata checkpoint_metadata() const;
+
+  const RunDirectory& run_;
+  nn::Module<T>& model_;
+  optim::Optimizer<T>& optimizer_;
+  TrainerOptions options_;
+  TrainerHooks<T> hooks_;
+  Progress& progress_;
+  std::optional<MetricsLog> metrics_;
+  std::int64_t step_ = 0;
+  std::optional<std::int64_t> checkpoint_step_;  ///< of the last complete checkpoint
+  std::int64_t best_step_ = 0;
+  double best_score_;
+  nlohmann::json best_metrics_;
+  double train_seconds_ = 0, train_tokens_ = 0;
+  // Since the previous validation.
+  double since_loss_ = 0, since_count_ = 0, since_correct_ = 0, since_tokens_ = 0, since_seconds_ = 0;
+};
+
+}  // namespace tapegrad::train

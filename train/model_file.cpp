@@ -1,0 +1,73 @@
+#include "tapegrad/train/model_file.hpp"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "tapegrad/train/checksum.hpp"
+
+namespace tapegrad::train {
+
+template <typename T>
+void save_model(const std::filesystem::path& path, const StateDict<T>& state,
+                const io::safetensors::Metadata& metadata) {
+  if (metadata.count(kChecksumKey)) {
+    throw std::invalid_argument(
+        fmt::format("{}: metadata key \"{}\" is reserved for the model file's checksum", path.string(), kChecksumKey));
+  }
+  std::map<std::string, io::safetensors::Array> tensors;
+  for (const auto& [name, tensor] : state) {
+    if (!tensor.defined()) {
+      throw std::invalid_argument(fmt::format("{}: model tensor \"{}\" is undefined", path.string(), name));
+    }
+    tensors[name] = tensor.data();
+  }
+  io::safetensors::Metadata with_checksum = metadata;
+  with_checksum[kChecksumKey] = checksum(tensors, metadata);
+  io::safetensors::save_file(path.string(), tensors, with_checksum);
+}
+
+template <typename T>
+void save_model(const std::filesystem::path& path, const nn::Module<T>& model,
+                const io::safetensors::Metadata& metadata) {
+  save_model(path, model.state_dict(), metadata);
+}
+
+template <typename T>
+io::safetensors::Metadata load_model(const std::filesystem::path& path, StateDict<T>& state) {
+  const io::safetensors::File file(path.string());
+  std::vector<std::string> problems;
+  const auto tensors = read_all(file, problems);
+  check_checksum(file, tensors, problems);
+  auto mismatches = io::safetensors::detail::state_dict_problems(file, state, true, "");
+  problems.insert(problems.end(), mismatches.begin(), mismatches.end());
+  check_finite(tensors, "", problems);
+  io::safetensors::detail::throw_problems(path.string(), "load_model", problems);
+  io::safetensors::load_state_dict(file, state, true);
+  io::safetensors::Metadata metadata = file.metadata();
+  metadata.erase(kChecksumKey);
+  return metadata;
+}
+
+template <typename T>
+io::safetensors::Metadata load_model(const std::filesystem::path& path, nn::Module<T>& model) {
+  StateDict<T> state = model.state_dict();  // aliases the model's tensors: loading it loads the model
+  return load_model(path, state);
+}
+
+template void save_model<float>(const std::filesystem::path&, const StateDict<float>&,
+                                const io::safetensors::Metadata&);
+template void save_model<double>(const std::filesystem::path&, const StateDict<double>&,
+                                 const io::safetensors::Metadata&);
+template void save_model<float>(const std::filesystem::path&, const nn::Module<float>&,
+                                const io::safetensors::Metadata&);
+template void save_model<double>(const std::filesystem::path&, const nn::Module<double>&,
+                                 const io::safetensors::Metadata&);
+template io::safetensors::Metadata load_model<float>(const std::filesystem::path&, StateDict<float>&);
+template io::safetensors::Metadata load_model<double>(const std::filesystem::path&, StateDict<double>&);
+template io::safetensors::Metadata load_model<float>(const std::filesystem::path&, nn::Module<float>&);
+template io::safetensors::Metadata load_model<double>(const std::filesystem::path&, nn::Module<double>&);
+
+}  // namespace tapegrad::train

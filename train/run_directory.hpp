@@ -1,0 +1,68 @@
+/// @file
+/// A run folder: the files one training run writes, under one name each, shared by every program.
+///   config.json             the run's settings (written atomically)
+///   metrics.jsonl           train/metrics.hpp
+///   last.ckpt.safetensors   the latest training checkpoint, for --resume (train/checkpoint.hpp)
+///   model.safetensors       the best model so far (train/model_file.hpp)
+/// plus whatever a program adds (vocab.txt, report.html), named through file().
+///
+/// Nothing is lost by mistake: a new run refuses a folder that holds another run's checkpoint or model
+/// unless told to overwrite it (then that run's files are removed before the new one writes anything),
+/// and a resumed run must find its config and checkpoint.
+#pragma once
+
+#include <filesystem>
+#include <initializer_list>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace tapegrad::train {
+
+class RunDirectory {
+ public:
+  static constexpr const char* kConfig = "config.json";
+  static constexpr const char* kMetrics = "metrics.jsonl";
+  static constexpr const char* kCheckpoint = "last.ckpt.safetensors";
+  static constexpr const char* kModel = "model.safetensors";
+
+  /// The folder need not exist yet. `own_files` names the program's other files of a run (vocab.txt):
+  /// they count as a run's too and --overwrite removes them.
+  explicit RunDirectory(std::filesystem::path dir, std::vector<std::string> own_files = {});
+
+  const std::filesystem::path& dir() const { return dir_; }
+  std::filesystem::path config() const { return dir_ / kConfig; }
+  std::filesystem::path metrics() const { return dir_ / kMetrics; }
+  std::filesystem::path checkpoint() const { return dir_ / kCheckpoint; }
+  std::filesystem::path model() const { return dir_ / kModel; }
+  std::filesystem::path file(const std::string& name) const { return dir_ / name; }
+
+  /// The run files present in the folder (config, metrics, checkpoint, model and the program's own).
+  std::vector<std::string> existing_files() const;
+
+  /// Throws UsageError if a new run may not start here: the folder holds a checkpoint or a model and
+  /// overwrite is false ("<flag> DIR already holds a run (config.json, ...): continue it with --resume, or pass
+  /// --overwrite to replace it"). flag is how the program calls the folder ("--out").
+  void check_new(bool overwrite, const std::string& flag = "--out") const;
+  /// check_new, then creates the folder and, with overwrite, removes the previous run's files. Call it
+  /// once the settings and the data are known to work, right before the run writes its first file.
+  /// Returns the names removed.
+  std::vector<std::string> start_new(bool overwrite, const std::string& flag = "--out") const;
+  /// Throws UsageError naming the first of `names` (default: config and checkpoint) that is missing:
+  /// "--resume: DIR/last.ckpt.safetensors does not exist, so there is no run to continue".
+  void check_resumable(std::initializer_list<const char*> names = {kConfig, kCheckpoint}) const;
+  /// Throws UsageError "<flag> DIR has no <name>" for the first of names that is missing: a run folder
+  /// that evaluate or predict cannot use.
+  void check_has(std::initializer_list<const char*> names, const std::string& flag = "--run") const;
+
+  /// config.json, written atomically (pretty-printed, one key per line).
+  void write_config(const nlohmann::json& config) const;
+  /// config.json as JSON; throws std::runtime_error naming the file if it is missing or malformed.
+  nlohmann::json read_config() const;
+
+ private:
+  std::filesystem::path dir_;
+  std::vector<std::string> own_files_;
+};
+
+}  // namespace tapegrad::train
