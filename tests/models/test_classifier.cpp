@@ -125,3 +125,13 @@ TEST_CASE("TransformerClassifier: a trace collects each layer's attention withou
     for (std::size_t k = 0; k < 4; ++k) CHECK(trace.embeddings.data()(0, 1, k) == model.embedding->weight.data()(5, k));
   }
 }
+
+TEST_CASE("TransformerClassifier: calling the model runs forward", "[classifier][call]") {
+  Generator gen(4);
+  TransformerClassifier<double> model(tiny(Pooling::Mean, false), gen);
+  const Tensor<double> logits = model(kIds, kPad);
+  CHECK(logits.shape() == Shape{2, model.options.num_classes});
+  CHECK(logits.data() == model.forward(kIds, kPad).data());
+  auto ptr = std::make_shared<TransformerClassifier<float>>(tiny(Pooling::Cls, true), gen);
+  CHECK((*ptr)(kIds, kPad).data() == ptr->forward(kIds, kPad).data());
+}
