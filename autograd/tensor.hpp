@@ -185,6 +185,17 @@ class Tensor {
   std::shared_ptr<Impl> impl_;
 };
 
+/// Prints the tensor as torch's repr does: `tensor([[1.0000, 2.0000]], dtype=float64,
+/// grad_fn=<AddBackward>)`. Values use torch's formatter (4 decimals, or scientific notation or
+/// whole numbers when torch would choose them, one width for all), more than 1000 elements are
+/// summarised with the first and last 3 of each dim around `...`, lines wrap at 80 characters, and
+/// the suffixes follow: `dtype=float64` for double (float32 is the default dtype and not shown, as in
+/// torch), `grad_fn=<NameBackward>` for an op's output (the op's name in CamelCase) or
+/// `requires_grad=True` for a leaf that requires grad. An empty tensor prints `tensor([])`, with
+/// `size=(0, 3)` when it is not 1-D. An undefined tensor prints `tensor(undefined)`.
+template <typename T>
+std::ostream& operator<<(std::ostream& os, const Tensor<T>& tensor);
+
 using TensorF = Tensor<float>;
 using TensorD = Tensor<double>;
 
