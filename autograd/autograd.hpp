@@ -3,6 +3,8 @@
 /// writing ops of your own.
 #pragma once
 
+#include "tapegrad/autograd/broadcast.hpp"
+#include "tapegrad/autograd/elementwise_kernels.hpp"
 #include "tapegrad/autograd/gradcheck.hpp"
 #include "tapegrad/autograd/ops.hpp"
 #include "tapegrad/autograd/parallel.hpp"

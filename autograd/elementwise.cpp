@@ -3,33 +3,10 @@
 #include <cmath>
 
 #include "tapegrad/autograd/broadcast.hpp"
+#include "tapegrad/autograd/elementwise_kernels.hpp"
 #include "tapegrad/autograd/tape.hpp"
 
 namespace tapegrad {
-
-namespace {
-// out[i] = f(x[i]) in one pass over contiguous memory.
-template <typename T, typename F>
-xt::xarray<T> map(const xt::xarray<T>& x, F f) {
-  xt::xarray<T> out = xt::xarray<T>::from_shape(x.shape());
-  const T* px = x.data();
-  T* po = out.data();
-  const std::size_t n = x.size();
-  for (std::size_t i = 0; i < n; ++i) po[i] = f(px[i]);
-  return out;
-}
-// out[i] = f(x[i], y[i]) for two arrays of one shape.
-template <typename T, typename F>
-xt::xarray<T> zip(const xt::xarray<T>& x, const xt::xarray<T>& y, F f) {
-  xt::xarray<T> out = xt::xarray<T>::from_shape(x.shape());
-  const T* px = x.data();
-  const T* py = y.data();
-  T* po = out.data();
-  const std::size_t n = x.size();
-  for (std::size_t i = 0; i < n; ++i) po[i] = f(px[i], py[i]);
-  return out;
-}
-}  // namespace
 
 template <typename T>
 Tensor<T> add(const Tensor<T>& a, const Tensor<T>& b) {

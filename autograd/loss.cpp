@@ -2,10 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <vector>
 
+#include "tapegrad/autograd/broadcast.hpp"
+#include "tapegrad/autograd/elementwise_kernels.hpp"
 #include "tapegrad/autograd/tape.hpp"
 
 namespace tapegrad {
@@ -82,6 +85,55 @@ T row_scale(const xt::xarray<T>& g, std::size_t i, const Targets& t, Reduction r
   if (reduction == Reduction::None) return g.data()[i];
   if (reduction == Reduction::Sum) return g.data()[0];
   return g.data()[0] / static_cast<T>(t.counted);
+}
+
+// The elementwise losses (mse, l1, binary cross-entropy): the losses themselves for None, else their
+// sum or mean accumulated in double (the mean of no elements is 0/0 = NaN, as in torch).
+template <typename T>
+xt::xarray<T> reduce_elementwise(xt::xarray<T>&& losses, Reduction reduction) {
+  if (reduction == Reduction::None) return std::move(losses);
+  double total = 0;
+  const T* p = losses.data();
+  for (std::size_t i = 0; i < losses.size(); ++i) total += static_cast<double>(p[i]);
+  if (reduction == Reduction::Mean) total /= static_cast<double>(losses.size());
+  xt::xarray<T> out = xt::xarray<T>::from_shape(Shape{});
+  out() = static_cast<T>(total);
+  return out;
+}
+
+// The gradient reaching each element's loss: g itself for None, else g (Sum) or g / numel (Mean)
+// spread over `shape`.
+template <typename T>
+xt::xarray<T> elementwise_upstream(const xt::xarray<T>& g, const Shape& shape, Reduction reduction) {
+  if (reduction == Reduction::None) return g;
+  xt::xarray<T> out = xt::xarray<T>::from_shape(shape);
+  const T v = reduction == Reduction::Sum ? g() : g() / static_cast<T>(numel(shape));
+  std::fill(out.begin(), out.end(), v);
+  return out;
+}
+
+// A weight of a binary cross-entropy, expanded to the input's shape (null when undefined). Like torch,
+// these losses are not differentiable in their weights, so one that requires grad is refused.
+template <typename T>
+std::shared_ptr<const xt::xarray<T>> expand_weight(const char* op, const char* what, const Tensor<T>& w,
+                                                   const Shape& shape) {
+  if (!w.defined()) return nullptr;
+  if (w.requires_grad() && is_grad_enabled())
+    throw ShapeError(
+        fmt::format("{}: not differentiable with respect to {}, which requires grad (detach() it)", op, what));
+  if (broadcast_shapes(op, w.shape(), shape) != shape)
+    throw ShapeError(fmt::format("{}: {} of shape {} does not broadcast to the input's shape {}", op, what,
+                                 format_shape(w.shape()), format_shape(shape)));
+  if (w.shape() == shape) return w.saved();
+  return std::make_shared<const xt::xarray<T>>(
+      broadcast_apply(op, w.data(), xt::xarray<T>(xt::zeros<T>(shape)), [](T a, T) { return a; }));
+}
+
+template <typename T>
+void check_same_shape(const char* op, const Tensor<T>& input, const Tensor<T>& target) {
+  if (input.shape() != target.shape())
+    throw ShapeError(fmt::format("{}: target of shape {} does not match input {} (they must be equal)", op,
+                                 format_shape(target.shape()), format_shape(input.shape())));
 }
 
 }  // namespace
@@ -171,9 +223,162 @@ Tensor<T> nll_loss(const Tensor<T>& input, const IndexArray& target, Reduction r
   return out;
 }
 
+template <typename T>
+Tensor<T> mse_loss(const Tensor<T>& input, const Tensor<T>& target, Reduction reduction) {
+  auto diff = std::make_shared<const xt::xarray<T>>(
+      broadcast_apply("mse_loss", input.data(), target.data(), [](T a, T b) { return a - b; }));
+  Tensor<T> out(reduce_elementwise(map(*diff, [](T d) { return d * d; }), reduction));
+  if (should_record(input, target))
+    record(out, "mse_loss", {input, target},
+           [diff, reduction, sa = input.shape(), sb = target.shape()](const xt::xarray<T>& g, GradInputs<T>& in) {
+             // d/d input (x - y)^2 = 2 (x - y), and the negative of it for the target.
+             xt::xarray<T> d = zip(elementwise_upstream(g, shape_of(*diff), reduction), *diff,
+                                   [](T gv, T dv) { return T(2) * dv * gv; });
+             if (in.needs(1)) in.accumulate(1, unbroadcast(map(d, [](T v) { return -v; }), sb));
+             if (in.needs(0)) in.accumulate(0, unbroadcast(std::move(d), sa));
+           });
+  return out;
+}
+
+template <typename T>
+Tensor<T> l1_loss(const Tensor<T>& input, const Tensor<T>& target, Reduction reduction) {
+  auto diff = std::make_shared<const xt::xarray<T>>(
+      broadcast_apply("l1_loss", input.data(), target.data(), [](T a, T b) { return a - b; }));
+  Tensor<T> out(reduce_elementwise(map(*diff, [](T d) { return std::abs(d); }), reduction));
+  if (should_record(input, target))
+    record(out, "l1_loss", {input, target},
+           [diff, reduction, sa = input.shape(), sb = target.shape()](const xt::xarray<T>& g, GradInputs<T>& in) {
+             xt::xarray<T> d = zip(elementwise_upstream(g, shape_of(*diff), reduction), *diff, [](T gv, T dv) {
+               return dv > 0 ? gv : dv < 0 ? -gv : T(0);
+             });
+             if (in.needs(1)) in.accumulate(1, unbroadcast(map(d, [](T v) { return -v; }), sb));
+             if (in.needs(0)) in.accumulate(0, unbroadcast(std::move(d), sa));
+           });
+  return out;
+}
+
+template <typename T>
+Tensor<T> binary_cross_entropy(const Tensor<T>& input, const Tensor<T>& target,
+                               const BinaryCrossEntropyOptions<T>& options) {
+  const char* op = "binary_cross_entropy";
+  check_same_shape(op, input, target);
+  const auto weight = expand_weight(op, "weight", options.weight, input.shape());
+  const std::size_t n = input.numel();
+  const T* x = input.data().data();
+  const T* y = target.data().data();
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!(x[i] >= T(0) && x[i] <= T(1)))
+      throw ShapeError(
+          fmt::format("{}: input {} at position {} is outside [0, 1] (it takes probabilities; use "
+                      "binary_cross_entropy_with_logits for logits)",
+                      op, x[i], i));
+  }
+  // Both logs clamped at -100, as torch: log(0) would make the loss infinite and 0 * log(0) NaN.
+  // log(1 - x) rather than log1p(-x), to round as torch 1.13 does.
+  const auto log_x = [](T v) { return std::max(std::log(v), T(-100)); };
+  const auto log_1mx = [](T v) { return std::max(std::log(T(1) - v), T(-100)); };
+  xt::xarray<T> losses = xt::xarray<T>::from_shape(input.shape());
+  for (std::size_t i = 0; i < n; ++i) {
+    const T l = (y[i] - T(1)) * log_1mx(x[i]) - y[i] * log_x(x[i]);
+    losses.data()[i] = weight ? (*weight).data()[i] * l : l;
+  }
+  Tensor<T> out(reduce_elementwise(std::move(losses), options.reduction));
+  if (should_record(input, target))
+    record(out, op, {input, target},
+           [x_val = input.saved(), y_val = target.saved(), weight, reduction = options.reduction, log_x, log_1mx](
+               const xt::xarray<T>& g, GradInputs<T>& in) {
+             const xt::xarray<T> up = elementwise_upstream(g, shape_of(*x_val), reduction);
+             const std::size_t n = x_val->size();
+             const T* x = x_val->data();
+             const T* y = y_val->data();
+             const auto w = [&](std::size_t i) { return weight ? (*weight).data()[i] : T(1); };
+             if (in.needs(0)) {
+               // torch's (x - y) / max(x (1 - x), eps): finite where the clamped logs are flat. eps is
+               // 1e-12 rounded to float, as in torch 1.13 (in double too), so the gradients there agree.
+               const T eps = static_cast<T>(1e-12f);
+               xt::xarray<T> dx = xt::xarray<T>::from_shape(x_val->shape());
+               for (std::size_t i = 0; i < n; ++i)
+                 dx.data()[i] = up.data()[i] * w(i) * (x[i] - y[i]) / std::max((T(1) - x[i]) * x[i], eps);
+               in.accumulate(0, std::move(dx));
+             }
+             if (in.needs(1)) {  // the loss is linear in the target
+               xt::xarray<T> dy = xt::xarray<T>::from_shape(x_val->shape());
+               for (std::size_t i = 0; i < n; ++i) dy.data()[i] = up.data()[i] * w(i) * (log_1mx(x[i]) - log_x(x[i]));
+               in.accumulate(1, std::move(dy));
+             }
+           });
+  return out;
+}
+
+template <typename T>
+Tensor<T> binary_cross_entropy_with_logits(const Tensor<T>& input, const Tensor<T>& target,
+                                           const BinaryCrossEntropyWithLogitsOptions<T>& options) {
+  const char* op = "binary_cross_entropy_with_logits";
+  check_same_shape(op, input, target);
+  const auto weight = expand_weight(op, "weight", options.weight, input.shape());
+  const auto pos_weight = expand_weight(op, "pos_weight", options.pos_weight, input.shape());
+  // softplus(-x) = log(1 + exp(-x)) as torch writes it: m + log(exp(-m) + exp(-x - m)) with
+  // m = max(-x, 0), so no exponent is positive and nothing overflows.
+  const auto softplus_neg = [](T v) {
+    const T m = std::max(-v, T(0));
+    return std::log(std::exp(-m) + std::exp(-v - m)) + m;
+  };
+  const std::size_t n = input.numel();
+  const T* x = input.data().data();
+  const T* y = target.data().data();
+  xt::xarray<T> losses = xt::xarray<T>::from_shape(input.shape());
+  for (std::size_t i = 0; i < n; ++i) {
+    const T log_weight = pos_weight ? (pos_weight->data()[i] - T(1)) * y[i] + T(1) : T(1);
+    const T l = (T(1) - y[i]) * x[i] + log_weight * softplus_neg(x[i]);
+    losses.data()[i] = weight ? weight->data()[i] * l : l;
+  }
+  Tensor<T> out(reduce_elementwise(std::move(losses), options.reduction));
+  if (should_record(input, target))
+    record(out, op, {input, target},
+           [x_val = input.saved(), y_val = target.saved(), weight, pos_weight, reduction = options.reduction,
+            softplus_neg](const xt::xarray<T>& g, GradInputs<T>& in) {
+             const xt::xarray<T> up = elementwise_upstream(g, shape_of(*x_val), reduction);
+             const std::size_t n = x_val->size();
+             const T* x = x_val->data();
+             const T* y = y_val->data();
+             const auto w = [&](std::size_t i) { return weight ? weight->data()[i] : T(1); };
+             const auto pw = [&](std::size_t i) { return pos_weight ? pos_weight->data()[i] : T(1); };
+             if (in.needs(0)) {
+               // d/dx = (pw y + 1 - y) sigmoid(x) - pw y, with sigmoid written so exp never overflows.
+               xt::xarray<T> dx = xt::xarray<T>::from_shape(x_val->shape());
+               for (std::size_t i = 0; i < n; ++i) {
+                 const T e = std::exp(-std::abs(x[i]));
+                 const T s = x[i] >= 0 ? T(1) / (T(1) + e) : e / (T(1) + e);
+                 const T py = pw(i) * y[i];
+                 dx.data()[i] = up.data()[i] * w(i) * ((py + T(1) - y[i]) * s - py);
+               }
+               in.accumulate(0, std::move(dx));
+             }
+             if (in.needs(1)) {  // d/dy = -x + (pw - 1) softplus(-x)
+               xt::xarray<T> dy = xt::xarray<T>::from_shape(x_val->shape());
+               for (std::size_t i = 0; i < n; ++i)
+                 dy.data()[i] = up.data()[i] * w(i) * ((pw(i) - T(1)) * softplus_neg(x[i]) - x[i]);
+               in.accumulate(1, std::move(dy));
+             }
+           });
+  return out;
+}
+
 template Tensor<float> cross_entropy<float>(const Tensor<float>&, const IndexArray&, const CrossEntropyOptions&);
 template Tensor<double> cross_entropy<double>(const Tensor<double>&, const IndexArray&, const CrossEntropyOptions&);
 template Tensor<float> nll_loss<float>(const Tensor<float>&, const IndexArray&, Reduction, std::int64_t);
 template Tensor<double> nll_loss<double>(const Tensor<double>&, const IndexArray&, Reduction, std::int64_t);
+template Tensor<float> mse_loss<float>(const Tensor<float>&, const Tensor<float>&, Reduction);
+template Tensor<double> mse_loss<double>(const Tensor<double>&, const Tensor<double>&, Reduction);
+template Tensor<float> l1_loss<float>(const Tensor<float>&, const Tensor<float>&, Reduction);
+template Tensor<double> l1_loss<double>(const Tensor<double>&, const Tensor<double>&, Reduction);
+template Tensor<float> binary_cross_entropy<float>(const Tensor<float>&, const Tensor<float>&,
+                                                   const BinaryCrossEntropyOptions<float>&);
+template Tensor<double> binary_cross_entropy<double>(const Tensor<double>&, const Tensor<double>&,
+                                                     const BinaryCrossEntropyOptions<double>&);
+template Tensor<float> binary_cross_entropy_with_logits<float>(const Tensor<float>&, const Tensor<float>&,
+                                                               const BinaryCrossEntropyWithLogitsOptions<float>&);
+template Tensor<double> binary_cross_entropy_with_logits<double>(const Tensor<double>&, const Tensor<double>&,
+                                                                 const BinaryCrossEntropyWithLogitsOptions<double>&);
 
 }  // namespace tapegrad

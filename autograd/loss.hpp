@@ -1,5 +1,7 @@
 /// @file
-/// Classification losses with torch's semantics: cross_entropy from logits and nll_loss.
+/// Losses with torch.nn.functional's semantics: cross_entropy from logits and nll_loss for classes;
+/// mse_loss and l1_loss for regression; binary_cross_entropy and binary_cross_entropy_with_logits for
+/// binary (or multi-label) targets.
 #pragma once
 
 #include <cstdint>
@@ -34,5 +36,57 @@ Tensor<T> cross_entropy(const Tensor<T>& input, const IndexArray& target, const 
 template <typename T>
 Tensor<T> nll_loss(const Tensor<T>& input, const IndexArray& target, Reduction reduction = Reduction::Mean,
                    std::int64_t ignore_index = -100);
+
+/// ((input - target)^2), reduced as torch's `reduction` ('mean' by default). input and target broadcast
+/// as torch does (which warns when their shapes differ); Reduction::None gives the broadcast shape, and
+/// the mean of no elements is NaN. Both input and target get gradients when they require them.
+template <typename T>
+Tensor<T> mse_loss(const Tensor<T>& input, const Tensor<T>& target, Reduction reduction = Reduction::Mean);
+
+/// |input - target| with the same broadcasting and reductions as mse_loss; the gradient at
+/// input == target is 0 (torch's sign(0)).
+template <typename T>
+Tensor<T> l1_loss(const Tensor<T>& input, const Tensor<T>& target, Reduction reduction = Reduction::Mean);
+
+/// Options of binary_cross_entropy (torch's weight and reduction arguments).
+template <typename T>
+struct BinaryCrossEntropyOptions {
+  /// Multiplies each element's loss; broadcasts to the input's shape; undefined means 1. A constant:
+  /// like torch, a weight that requires grad is refused while grad mode is on.
+  Tensor<T> weight;
+  Reduction reduction = Reduction::Mean;
+};
+
+/// -weight * (target * log(input) + (1 - target) * log(1 - input)) for probabilities input in [0, 1]
+/// and a target of input's shape. Each log is clamped at -100, as torch does, so an input of exactly
+/// 0 or 1 gives a finite loss (100 per element at worst); the input gradient
+/// weight * (input - target) / max(input * (1 - input), 1e-12) is torch's too (with 1e-12 rounded to
+/// float, as torch 1.13 does). Mean divides by the
+/// number of elements. Throws ShapeError for an input outside [0, 1] (naming the value and its
+/// position), a target or weight whose shape does not fit, or a weight that requires grad.
+template <typename T>
+Tensor<T> binary_cross_entropy(const Tensor<T>& input, const Tensor<T>& target,
+                               const BinaryCrossEntropyOptions<T>& options = {});
+
+/// Options of binary_cross_entropy_with_logits (torch's weight, pos_weight and reduction arguments).
+template <typename T>
+struct BinaryCrossEntropyWithLogitsOptions {
+  /// As in BinaryCrossEntropyOptions: a constant factor per element, broadcast to the input's shape.
+  Tensor<T> weight;
+  /// The weight of the positive term, broadcast to the input's shape: for multi-label targets [N, C]
+  /// a [C] tensor weighs each class's positives (> 1 raises recall). Undefined means 1. A constant, as
+  /// weight.
+  Tensor<T> pos_weight;
+  Reduction reduction = Reduction::Mean;
+};
+
+/// binary_cross_entropy(sigmoid(input), target) computed from the logits without forming the
+/// sigmoid: weight * ((1 - target) * x + (1 + (pos_weight - 1) * target) * softplus(-x)), with
+/// softplus(-x) = log(1 + exp(-x)) evaluated as max(-x, 0) + log(exp(-max(-x, 0)) + exp(-x - max(-x, 0)))
+/// (torch's log-sum-exp form), finite for any finite logit. Same shape rules and errors as
+/// binary_cross_entropy, except that input is any real number.
+template <typename T>
+Tensor<T> binary_cross_entropy_with_logits(const Tensor<T>& input, const Tensor<T>& target,
+                                           const BinaryCrossEntropyWithLogitsOptions<T>& options = {});
 
 }  // namespace tapegrad

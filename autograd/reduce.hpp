@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "tapegrad/autograd/tensor.hpp"
@@ -24,6 +25,19 @@ Tensor<T> mean(const Tensor<T>& x, const std::vector<std::int64_t>& dims, bool k
 template <typename T>
 Tensor<T> var(const Tensor<T>& x, const std::vector<std::int64_t>& dims, std::int64_t correction = 1,
               bool keepdim = false);
+/// One dim given as an integer, as torch accepts (`sum(x, 1)`, `mean(x, -1, true)`, `var(x, 0)`).
+template <typename T, typename I, std::enable_if_t<detail::is_dim_v<I>, int> = 0>
+Tensor<T> sum(const Tensor<T>& x, I dim, bool keepdim = false) {
+  return sum(x, std::vector<std::int64_t>{static_cast<std::int64_t>(dim)}, keepdim);
+}
+template <typename T, typename I, std::enable_if_t<detail::is_dim_v<I>, int> = 0>
+Tensor<T> mean(const Tensor<T>& x, I dim, bool keepdim = false) {
+  return mean(x, std::vector<std::int64_t>{static_cast<std::int64_t>(dim)}, keepdim);
+}
+template <typename T, typename I, std::enable_if_t<detail::is_dim_v<I>, int> = 0>
+Tensor<T> var(const Tensor<T>& x, I dim, std::int64_t correction = 1, bool keepdim = false) {
+  return var(x, std::vector<std::int64_t>{static_cast<std::int64_t>(dim)}, correction, keepdim);
+}
 /// torch.max(x, dim).values: the gradient goes to the first arg-max of each slice; NaN counts as the
 /// max, as in torch. An empty dim throws.
 template <typename T>

@@ -2,20 +2,25 @@
 /// The tape: every differentiable op appends a Node holding its backward closure; backward() replays
 /// the nodes reachable from the loss in reverse order of creation (a Wengert list read backwards).
 ///
-/// Writing an op (forward and backward stand together in one function):
+/// Writing an op (forward and backward stand together in one function; docs/design.md has the full
+/// recipe, compiled by tests/autograd/test_custom_op.cpp):
 ///
+/// @code{.cpp}
 ///   template <typename T>
-///   Tensor<T> exp(const Tensor<T>& x) {
-///     Tensor<T> y(xt::eval(xt::exp(x.data())));
-///     if (should_record(x))
-///       record(y, "exp", {x}, [y_val = y.saved()](const xt::xarray<T>& g, GradInputs<T>& in) {
-///         in.accumulate(0, g * *y_val);
+///   Tensor<T> my_exp(const Tensor<T>& x) {
+///     Tensor<T> out(map(x.data(), [](T v) { return std::exp(v); }));        // the forward
+///     if (should_record(x))                                                   // only if a gradient is wanted
+///       record(out, "my_exp", {x}, [y = out.saved()](const xt::xarray<T>& g, GradInputs<T>& in) {
+///         in.accumulate(0, zip(g, *y, [](T gv, T yv) { return gv * yv; }));  // d loss / d x
 ///       });
-///     return y;
+///     return out;
 ///   }
+/// @endcode
 ///
-/// A closure captures only the values its backward reads (saved() shares them without a copy), never
-/// a Tensor: capturing the output would make a reference cycle.
+/// map and zip are in autograd/elementwise_kernels.hpp; for operands that broadcast, broadcast_apply
+/// computes the forward and unbroadcast sums each gradient back to its operand's shape
+/// (autograd/broadcast.hpp). A closure captures only the values its backward reads (saved() shares
+/// them without a copy), never a Tensor: capturing the output would make a reference cycle.
 #pragma once
 
 #include <atomic>
@@ -46,7 +51,9 @@ class NoGradGuard {
   bool previous_;
 };
 
-/// Handed to a backward closure: which inputs want a gradient, and where to put it.
+/// Handed to a backward closure: which inputs want a gradient (needs(i), in the order of record()'s
+/// inputs), and where to put it (accumulate(i, gradient)). Accumulating adds to what other uses of the
+/// input contributed, so a closure never reads or overwrites another's gradient.
 template <typename T>
 class GradInputs {
  public:
@@ -78,7 +85,8 @@ struct Node {
   bool has_pending_grad = false;
 };
 
-/// True when grad mode is on and any input requires grad: only then does an op build its closure.
+/// True when grad mode is on and any input requires grad: only then does an op build its closure
+/// (undefined tensors, such as an absent bias, count as not requiring grad).
 template <typename T, typename... Rest>
 bool should_record(const Tensor<T>& first, const Rest&... rest) {
   if (!is_grad_enabled()) return false;
@@ -96,10 +104,15 @@ bool should_record(const std::vector<Tensor<T>>& inputs) {
 template <typename T>
 void attach_node(Tensor<T>& output, const char* name, const std::vector<Tensor<T>>& inputs, BackwardFn<T> backward);
 
+/// Puts `output` on the tape as the result of op `name` (a string literal; it is shown as grad_fn, see
+/// Tensor's operator<<) applied to `inputs`. backward(g, in) runs once per backward pass with g, the
+/// gradient of the loss with respect to output (output's shape), and gives input i its gradient with
+/// in.accumulate(i, ...) where in.needs(i). Call it only when should_record(inputs...) is true.
 template <typename T, typename F>
 void record(Tensor<T>& output, const char* name, std::initializer_list<Tensor<T>> inputs, F&& backward) {
   attach_node<T>(output, name, std::vector<Tensor<T>>(inputs), BackwardFn<T>(std::forward<F>(backward)));
 }
+/// record() for a number of inputs known only at run time (cat, stack).
 template <typename T, typename F>
 void record(Tensor<T>& output, const char* name, const std::vector<Tensor<T>>& inputs, F&& backward) {
   attach_node<T>(output, name, inputs, BackwardFn<T>(std::forward<F>(backward)));

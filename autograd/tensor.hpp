@@ -4,8 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 #include <xtensor/xarray.hpp>
 
@@ -25,6 +27,10 @@ struct identity {
 };
 template <typename T>
 using scalar_t = typename identity<T>::type;
+/// True for the integer types that may stand for one dim (`sum(x, 1)`), but not for bool, so that a
+/// keepdim flag is never read as a dim.
+template <typename I>
+constexpr bool is_dim_v = std::is_integral_v<I> && !std::is_same_v<I, bool>;
 }  // namespace detail
 
 /// What autograd knows about one tensor. Backward closures never hold it (they hold values only), and
@@ -103,6 +109,69 @@ class Tensor {
   void backward(bool retain_graph = false) const;
   void backward(const xt::xarray<T>& gradient, bool retain_graph = false) const;
 
+  /// @name Method forms of the common ops, as in torch (`x.sum({1}, true)`, `x.matmul(w).relu()`)
+  /// Each is exactly the free function of the same name (autograd/reduce.hpp, shape_ops.hpp,
+  /// elementwise.hpp, matmul.hpp, softmax.hpp) applied to *this, so it records the same node.
+  /// A single integer dim is accepted wherever a list of dims is (`x.sum(1)`, `x.mean(-1, true)`).
+  ///@{
+  Tensor sum() const;
+  Tensor sum(const std::vector<std::int64_t>& dims, bool keepdim = false) const;
+  template <typename I, std::enable_if_t<detail::is_dim_v<I>, int> = 0>
+  Tensor sum(I dim, bool keepdim = false) const {
+    return sum(std::vector<std::int64_t>{static_cast<std::int64_t>(dim)}, keepdim);
+  }
+  Tensor mean() const;
+  Tensor mean(const std::vector<std::int64_t>& dims, bool keepdim = false) const;
+  template <typename I, std::enable_if_t<detail::is_dim_v<I>, int> = 0>
+  Tensor mean(I dim, bool keepdim = false) const {
+    return mean(std::vector<std::int64_t>{static_cast<std::int64_t>(dim)}, keepdim);
+  }
+  /// torch.var with `correction` (1 = unbiased).
+  Tensor var(const std::vector<std::int64_t>& dims, std::int64_t correction = 1, bool keepdim = false) const;
+  template <typename I, std::enable_if_t<detail::is_dim_v<I>, int> = 0>
+  Tensor var(I dim, std::int64_t correction = 1, bool keepdim = false) const {
+    return var(std::vector<std::int64_t>{static_cast<std::int64_t>(dim)}, correction, keepdim);
+  }
+  /// torch.max(x) over every element, and torch.max(x, dim).values.
+  Tensor max() const;
+  Tensor max(std::int64_t dim, bool keepdim = false) const;
+
+  Tensor matmul(const Tensor& other) const;
+  /// torch's t(): a 2-D tensor transposed; a 0-D or 1-D tensor as it is (the same handle); more
+  /// dims throw ShapeError.
+  Tensor t() const;
+  Tensor transpose(std::int64_t dim0, std::int64_t dim1) const;
+  Tensor permute(const std::vector<std::int64_t>& dims) const;
+  /// One size may be -1 (inferred). Also as a list of integers: `x.reshape(2, -1)`.
+  Tensor reshape(const std::vector<std::int64_t>& shape) const;
+  template <typename... I, std::enable_if_t<(sizeof...(I) > 0) && (detail::is_dim_v<I> && ...), int> = 0>
+  Tensor reshape(I... sizes) const {
+    return reshape(std::vector<std::int64_t>{static_cast<std::int64_t>(sizes)...});
+  }
+  /// reshape under torch's other name (values are always contiguous here, so every view is valid).
+  Tensor view(const std::vector<std::int64_t>& shape) const;
+  template <typename... I, std::enable_if_t<(sizeof...(I) > 0) && (detail::is_dim_v<I> && ...), int> = 0>
+  Tensor view(I... sizes) const {
+    return view(std::vector<std::int64_t>{static_cast<std::int64_t>(sizes)...});
+  }
+  Tensor flatten(std::int64_t start_dim = 0, std::int64_t end_dim = -1) const;
+  Tensor squeeze() const;
+  Tensor squeeze(std::int64_t dim) const;
+  Tensor unsqueeze(std::int64_t dim) const;
+
+  Tensor softmax(std::int64_t dim) const;
+  Tensor log_softmax(std::int64_t dim) const;
+  Tensor exp() const;
+  Tensor log() const;
+  Tensor sqrt() const;
+  Tensor tanh() const;
+  Tensor sigmoid() const;
+  Tensor relu() const;
+  Tensor neg() const;
+  Tensor pow(T exponent) const;
+  Tensor pow(const Tensor& exponent) const;
+  ///@}
+
   /// For op implementations (autograd/tape.hpp).
   const std::shared_ptr<AutogradMeta<T>>& meta() const;
   bool same_as(const Tensor& other) const { return impl_ == other.impl_; }
@@ -115,6 +184,17 @@ class Tensor {
   const Impl& impl() const;
   std::shared_ptr<Impl> impl_;
 };
+
+/// Prints the tensor as torch's repr does: `tensor([[1.0000, 2.0000]], dtype=float64,
+/// grad_fn=<AddBackward>)`. Values use torch's formatter (4 decimals, or scientific notation or
+/// whole numbers when torch would choose them, one width for all), more than 1000 elements are
+/// summarised with the first and last 3 of each dim around `...`, lines wrap at 80 characters, and
+/// the suffixes follow: `dtype=float64` for double (float32 is the default dtype and not shown, as in
+/// torch), `grad_fn=<NameBackward>` for an op's output (the op's name in CamelCase) or
+/// `requires_grad=True` for a leaf that requires grad. An empty tensor prints `tensor([])`, with
+/// `size=(0, 3)` when it is not 1-D. An undefined tensor prints `tensor(undefined)`.
+template <typename T>
+std::ostream& operator<<(std::ostream& os, const Tensor<T>& tensor);
 
 using TensorF = Tensor<float>;
 using TensorD = Tensor<double>;

@@ -363,6 +363,11 @@ void throw_problems(const std::string& path, const std::string& what, const std:
   throw std::runtime_error(message);
 }
 
+namespace {
+// The floating dtypes a state_dict loads from into a float or double model, converting as needed.
+bool is_float_dtype(Dtype dtype) { return dtype == Dtype::F32 || dtype == Dtype::F64; }
+}  // namespace
+
 template <typename T>
 std::vector<std::string> state_dict_problems(const File& file, const StateDict<T>& target, bool strict,
                                              const std::string& prefix) {
@@ -384,9 +389,9 @@ std::vector<std::string> state_dict_problems(const File& file, const StateDict<T
       problems.push_back(fmt::format("\"{}\" has shape {} in the file, {} in the model", full, format_shape(file_shape),
                                      format_shape(it->second.shape())));
     }
-    if (file.dtype(full) != dtype_of<T>()) {
-      problems.push_back(fmt::format("\"{}\" is {} in the file, {} in the model", full, dtype_name(file.dtype(full)),
-                                     dtype_name(dtype_of<T>())));
+    if (!is_float_dtype(file.dtype(full))) {
+      problems.push_back(fmt::format("\"{}\" is {} in the file, {} in the model (only F32 and F64 convert)", full,
+                                     dtype_name(file.dtype(full)), dtype_name(dtype_of<T>())));
     }
   }
   if (strict) {
@@ -399,14 +404,24 @@ std::vector<std::string> state_dict_problems(const File& file, const StateDict<T
 
 }  // namespace detail
 
+namespace {
+template <typename From, typename To>
+void copy_converted(const xt::xarray<From>& from, xt::xarray<To>& to) {
+  std::transform(from.begin(), from.end(), to.begin(), [](From v) { return static_cast<To>(v); });
+}
+}  // namespace
+
 template <typename T>
 void load_state_dict(const File& file, StateDict<T>& target, bool strict, const std::string& prefix) {
   detail::throw_problems(file.path(), "load_state_dict", detail::state_dict_problems(file, target, strict, prefix));
   for (auto& [name, tensor] : target) {
     if (!file.contains(prefix + name)) continue;
-    const xt::xarray<T> values = file.get<T>(prefix + name);
-    // Copy into the existing storage: the target aliases a module's parameter.
-    std::copy(values.begin(), values.end(), tensor.mutable_data().begin());
+    // Copy into the existing storage (the target aliases a module's parameter), converting F64 to
+    // float or F32 to double as torch's copy_ does.
+    if (file.dtype(prefix + name) == Dtype::F64)
+      copy_converted(file.get<double>(prefix + name), tensor.mutable_data());
+    else
+      copy_converted(file.get<float>(prefix + name), tensor.mutable_data());
   }
 }
 

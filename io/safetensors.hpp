@@ -86,9 +86,11 @@ template <typename T>
 void save_state_dict(const std::string& path, const StateDict<T>& state, const Metadata& metadata = {});
 
 /// Copies the file's tensors into target's tensors (which alias a module's parameters, so this loads
-/// the module). Every problem — missing or unexpected names, wrong shapes, wrong dtypes — is reported
-/// together in one std::runtime_error naming the file, and nothing is changed then. strict = false
-/// ignores missing and unexpected names but still rejects wrong shapes and dtypes.
+/// the module). Like torch's copy_, F64 values load into a float model and F32 values into a double
+/// one, converted (rounded to nearest when narrowing). Every problem — missing or unexpected names,
+/// wrong shapes, a dtype other than F32 or F64 — is reported together in one std::runtime_error naming
+/// the file, and nothing is changed then. strict = false ignores missing and unexpected names but
+/// still rejects wrong shapes and dtypes.
 template <typename T>
 void load_state_dict(const std::string& path, StateDict<T>& target, bool strict = true);
 /// The same from an opened file, matching only its names that start with prefix (stripped before

@@ -83,7 +83,7 @@ struct ClassifierTrace {
 /// A sequence with no real token at all (an empty review) is pooled over its first position, which the
 /// attention may then also see, so no row is fully masked and no NaN can appear.
 template <typename T>
-class TransformerClassifier : public nn::Module<T> {
+class TransformerClassifier : public nn::Module<T, TransformerClassifier<T>> {
  public:
   TransformerClassifier(const TransformerClassifierOptions& options, Generator& gen);
 

@@ -43,7 +43,7 @@ struct GPTOptions {
 /// Every block runs its self-attention with is_causal: position t sees positions 0..t only, so no
 /// output depends on a later token and no [L, L] mask is built. Embeddings as in scaled_normal_embedding.
 template <typename T>
-class GPT : public nn::Module<T> {
+class GPT : public nn::Module<T, GPT<T>> {
  public:
   GPT(const GPTOptions& options, Generator& gen);
 

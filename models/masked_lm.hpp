@@ -22,7 +22,7 @@ namespace tapegrad::models {
 /// loads into the classifier. Then BERT's head (Devlin et al. 2019): mlm_dense (Linear d -> d), GELU,
 /// mlm_norm (LayerNorm), and the output projection tied to embedding.weight with mlm_bias [vocab_size].
 template <typename T>
-class TransformerMaskedLM : public nn::Module<T> {
+class TransformerMaskedLM : public nn::Module<T, TransformerMaskedLM<T>> {
  public:
   TransformerMaskedLM(const TransformerClassifierOptions& options, Generator& gen);
 

@@ -54,7 +54,7 @@ struct TransformerOptions {
 /// self-attention is always causal: position t sees target positions 0..t only, so decode() on a
 /// prefix gives the same outputs for that prefix as on any longer sequence (incremental decoding).
 template <typename T>
-class Transformer : public nn::Module<T> {
+class Transformer : public nn::Module<T, Transformer<T>> {
  public:
   Transformer(const TransformerOptions& options, Generator& gen);
 

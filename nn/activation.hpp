@@ -11,14 +11,14 @@
 namespace tapegrad::nn {
 
 template <typename T>
-class ReLU : public Module<T> {
+class ReLU : public Module<T, ReLU<T>> {
  public:
   Tensor<T> forward(const Tensor<T>& x) const { return relu(x); }
   std::string name() const override { return "ReLU"; }
 };
 
 template <typename T>
-class GELU : public Module<T> {
+class GELU : public Module<T, GELU<T>> {
  public:
   explicit GELU(GeluApproximate approximate = GeluApproximate::None) : approximate(approximate) {}
   Tensor<T> forward(const Tensor<T>& x) const { return gelu(x, approximate); }

@@ -72,7 +72,7 @@ struct MultiheadAttentionOptions {
 };
 
 template <typename T>
-class MultiheadAttention : public Module<T> {
+class MultiheadAttention : public Module<T, MultiheadAttention<T>> {
  public:
   /// Initialization as torch: out_proj is a Linear (its own init, then its bias zeroed), the input
   /// projections xavier_uniform_, in_proj_bias zero. Dropout draws from dropout_gen, or from a

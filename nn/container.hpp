@@ -16,7 +16,7 @@
 namespace tapegrad::nn {
 
 template <typename T>
-class Sequential : public Module<T> {
+class Sequential : public Module<T, Sequential<T>> {
  public:
   Sequential() = default;
   /// Any modules with a `Tensor<T> forward(const Tensor<T>&)` member.

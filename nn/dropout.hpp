@@ -17,7 +17,7 @@
 namespace tapegrad::nn {
 
 template <typename T>
-class Dropout : public Module<T> {
+class Dropout : public Module<T, Dropout<T>> {
  public:
   /// Its own generator, seeded with `seed`.
   explicit Dropout(double p = 0.5, std::uint64_t seed = 0);

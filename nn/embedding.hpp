@@ -13,7 +13,7 @@
 namespace tapegrad::nn {
 
 template <typename T>
-class Embedding : public Module<T> {
+class Embedding : public Module<T, Embedding<T>> {
  public:
   /// weight [num_embeddings, embedding_dim] from N(0, 1) with the padding_idx row zeroed, as torch.
   /// A negative padding_idx counts from the end (torch normalizes it the same way).

@@ -9,7 +9,7 @@
 namespace tapegrad::nn {
 
 template <typename T>
-class LayerNorm : public Module<T> {
+class LayerNorm : public Module<T, LayerNorm<T>> {
  public:
   /// weight ones and bias zeros of normalized_shape when elementwise_affine, as torch.
   explicit LayerNorm(Shape normalized_shape, double eps = 1e-5, bool elementwise_affine = true);

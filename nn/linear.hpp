@@ -10,7 +10,7 @@
 namespace tapegrad::nn {
 
 template <typename T>
-class Linear : public Module<T> {
+class Linear : public Module<T, Linear<T>> {
  public:
   /// weight [out, in] and bias [out] both from U(-1/sqrt(in), 1/sqrt(in)): torch's
   /// kaiming_uniform_(a=sqrt(5)) for the weight and its fan-in bound for the bias.

@@ -1,6 +1,28 @@
 /// @file
 /// Module<T>: the base of every nn layer, holding named parameters, buffers and submodules in
 /// registration order so that names, state_dict() and print(model) match torch.nn.Module.
+///
+/// Calling a module runs its forward, like torch's `__call__`: `linear(x)`, `(*model)(ids, mask)`.
+/// Forward methods are ordinary typed member functions whose signatures differ from module to module,
+/// so the call operator comes from naming your class as the second template argument of its base
+/// (the CRTP), the only boilerplate a module of your own needs:
+///
+/// @code{.cpp}
+///   struct MLP : nn::Module<float, MLP> {
+///     MLP(Generator& gen) { fc = this->register_module("fc", std::make_shared<nn::Linear<float>>(4, 2, gen)); }
+///     Tensor<float> forward(const Tensor<float>& x) const { return (*fc)(x).relu(); }
+///     std::string name() const override { return "MLP"; }
+///     std::shared_ptr<nn::Linear<float>> fc;
+///   };
+///   MLP model(gen);
+///   Tensor<float> y = model(x);  // model.forward(x)
+/// @endcode
+///
+/// `nn::Module<T, Derived>` derives from `nn::Module<T>` (which is `nn::Module<T, void>`), so
+/// pointers and references to `Module<T>` hold any module as before. Its operator() forwards every
+/// argument to `Derived::forward`, so default arguments of forward work (`layer(src)` or
+/// `layer(src, mask)`); a braced list such as `{}` cannot be forwarded and must be spelled as its type.
+/// A class derived from `Module<T>` alone still works, it just is not callable.
 #pragma once
 
 #include <cstddef>
@@ -15,8 +37,13 @@
 
 namespace tapegrad::nn {
 
+/// `Module<T>` is the base holding the registry; `Module<T, Derived>` adds `operator()` (see above).
+template <typename T, typename Derived = void>
+class Module;
+
+/// The base of every module: parameters, buffers, submodules, generators and the printed tree.
 template <typename T>
-class Module {
+class Module<T, void> {
  public:
   Module() = default;
   virtual ~Module() = default;
@@ -92,6 +119,23 @@ class Module {
   std::vector<std::pair<std::string, std::shared_ptr<Generator>>> generators_;
   std::vector<std::pair<std::string, std::shared_ptr<Module<T>>>> children_;
   bool training_ = true;
+};
+
+/// A module whose call operator runs `Derived::forward` with the same arguments (torch's `__call__`).
+template <typename T, typename Derived>
+class Module : public Module<T, void> {
+ public:
+  /// `module(args...)` is `module.forward(args...)`. The trailing return types keep the operator out
+  /// of overload resolution when forward does not accept the arguments (D delays the check until
+  /// Derived is complete).
+  template <typename... Args, typename D = Derived>
+  auto operator()(Args&&... args) const -> decltype(std::declval<const D&>().forward(std::forward<Args>(args)...)) {
+    return static_cast<const D&>(*this).forward(std::forward<Args>(args)...);
+  }
+  template <typename... Args, typename D = Derived>
+  auto operator()(Args&&... args) -> decltype(std::declval<D&>().forward(std::forward<Args>(args)...)) {
+    return static_cast<D&>(*this).forward(std::forward<Args>(args)...);
+  }
 };
 
 /// A double as Python's repr() writes it ("0.1", "1e-05", "0.0"), for extra_repr().

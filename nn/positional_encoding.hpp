@@ -17,7 +17,7 @@ namespace tapegrad::nn {
 /// of state_dict() makes checkpoints smaller, lets a model with a different max_len load them, and
 /// leaves state_dict() with exactly the trained tensors of the equivalent torch model.
 template <typename T>
-class SinusoidalPositionalEncoding : public Module<T> {
+class SinusoidalPositionalEncoding : public Module<T, SinusoidalPositionalEncoding<T>> {
  public:
   SinusoidalPositionalEncoding(std::size_t d_model, std::size_t max_len = 5000, bool batch_first = false);
 
@@ -36,7 +36,7 @@ class SinusoidalPositionalEncoding : public Module<T> {
 /// A trained table "weight" [max_len, d_model] drawn from N(0, 1) like an Embedding's; forward adds
 /// weight[offset : offset + L] the same way as the sinusoidal encoding.
 template <typename T>
-class LearnedPositionalEmbedding : public Module<T> {
+class LearnedPositionalEmbedding : public Module<T, LearnedPositionalEmbedding<T>> {
  public:
   LearnedPositionalEmbedding(std::size_t max_len, std::size_t d_model, Generator& gen, bool batch_first = false);
 

@@ -37,7 +37,7 @@ struct TransformerLayerOptions {
 
 /// linear2(dropout(activation(linear1(x)))).
 template <typename T>
-class FeedForward : public Module<T> {
+class FeedForward : public Module<T, FeedForward<T>> {
  public:
   FeedForward(std::size_t d_model, std::size_t dim_feedforward, Generator& gen, double dropout = 0.1,
               Activation activation = Activation::ReLU, std::shared_ptr<Generator> dropout_gen = nullptr);
@@ -54,7 +54,7 @@ class FeedForward : public Module<T> {
 /// All the layer's dropouts (and its attention dropout) share one generator: dropout_gen, or one
 /// seeded from gen. Save dropout_generator()->state() in a checkpoint to resume the same masks.
 template <typename T>
-class TransformerEncoderLayer : public Module<T> {
+class TransformerEncoderLayer : public Module<T, TransformerEncoderLayer<T>> {
  public:
   TransformerEncoderLayer(const TransformerLayerOptions& options, Generator& gen,
                           std::shared_ptr<Generator> dropout_gen = nullptr);
@@ -93,7 +93,7 @@ class TransformerEncoderLayer : public Module<T> {
 };
 
 template <typename T>
-class TransformerDecoderLayer : public Module<T> {
+class TransformerDecoderLayer : public Module<T, TransformerDecoderLayer<T>> {
  public:
   TransformerDecoderLayer(const TransformerLayerOptions& options, Generator& gen,
                           std::shared_ptr<Generator> dropout_gen = nullptr);
@@ -125,7 +125,7 @@ class TransformerDecoderLayer : public Module<T> {
 /// which deep-copies one layer (so every layer starts with identical weights), each layer here is
 /// built from the options with its own draws from gen. All layers share one dropout generator.
 template <typename T>
-class TransformerEncoder : public Module<T> {
+class TransformerEncoder : public Module<T, TransformerEncoder<T>> {
  public:
   TransformerEncoder(const TransformerLayerOptions& layer, std::size_t num_layers, Generator& gen,
                      std::shared_ptr<LayerNorm<T>> norm = nullptr, std::shared_ptr<Generator> dropout_gen = nullptr);
@@ -150,7 +150,7 @@ class TransformerEncoder : public Module<T> {
 };
 
 template <typename T>
-class TransformerDecoder : public Module<T> {
+class TransformerDecoder : public Module<T, TransformerDecoder<T>> {
  public:
   TransformerDecoder(const TransformerLayerOptions& layer, std::size_t num_layers, Generator& gen,
                      std::shared_ptr<LayerNorm<T>> norm = nullptr, std::shared_ptr<Generator> dropout_gen = nullptr);

@@ -1,4 +1,4 @@
-// The core ops against torch 1.13: outputs and the gradients of every input for a fixed random
+// The core ops and losses against torch 1.13: outputs and the gradients of every input for a fixed random
 // upstream gradient, in float and double, read from tests/fixtures/ops.safetensors (written by
 // tests/fixtures/make_op_fixtures.py, which documents the file's layout; torch is not needed here).
 #include <catch2/catch.hpp>
@@ -39,6 +39,10 @@ class Args : public testing::CaseInputs<T> {
   BoolArray mask(const std::string& name) const {
     return this->file_.template get<bool>(this->prefix_ + ".arg." + name);
   }
+  /// A float argument that gets no gradient (a loss weight, a constant target).
+  Tensor<T> constant(const std::string& name) const {
+    return Tensor<T>(this->file_.template get<T>(this->prefix_ + ".arg." + name));
+  }
 };
 
 template <typename T>
@@ -63,6 +67,24 @@ std::vector<std::pair<std::string, Op<T>>> cases() {
   const auto entropy = [](Reduction reduction, std::int64_t ignore_index = -100, double smoothing = 0.0) {
     return [options = ce(reduction, ignore_index, smoothing)](const Args<T>& a) {
       return cross_entropy(a.in("x"), a.index("target"), options);
+    };
+  };
+  // binary_cross_entropy(_with_logits) of inputs x and target, with the named constant weights.
+  const auto bce = [](Reduction reduction, std::string weight = "") {
+    return [=](const Args<T>& a) {
+      BinaryCrossEntropyOptions<T> o;
+      o.reduction = reduction;
+      if (!weight.empty()) o.weight = a.constant(weight);
+      return binary_cross_entropy(a.in("x"), a.in("target"), o);
+    };
+  };
+  const auto bce_logits = [](Reduction reduction, std::string weight = "", std::string pos_weight = "") {
+    return [=](const Args<T>& a) {
+      BinaryCrossEntropyWithLogitsOptions<T> o;
+      o.reduction = reduction;
+      if (!weight.empty()) o.weight = a.constant(weight);
+      if (!pos_weight.empty()) o.pos_weight = a.constant(pos_weight);
+      return binary_cross_entropy_with_logits(a.in("x"), a.in("target"), o);
     };
   };
   return {
@@ -131,6 +153,37 @@ std::vector<std::pair<std::string, Op<T>>> cases() {
        }},
       {"mean_dim_neg1", [](const Args<T>& a) { return mean(a.in("x"), {-1}); }},
       {"mean_all", [](const Args<T>& a) { return mean(a.in("x")); }},
+      {"mse_loss_mean", [](const Args<T>& a) { return mse_loss(a.in("x"), a.in("target")); }},
+      {"mse_loss_sum", [](const Args<T>& a) { return mse_loss(a.in("x"), a.in("target"), Reduction::Sum); }},
+      {"mse_loss_none", [](const Args<T>& a) { return mse_loss(a.in("x"), a.in("target"), Reduction::None); }},
+      {"mse_loss_broadcast_mean", [](const Args<T>& a) { return mse_loss(a.in("x"), a.in("target")); }},
+      {"l1_loss_mean", [](const Args<T>& a) { return l1_loss(a.in("x"), a.in("target")); }},
+      {"l1_loss_sum", [](const Args<T>& a) { return l1_loss(a.in("x"), a.in("target"), Reduction::Sum); }},
+      {"l1_loss_none_broadcast", [](const Args<T>& a) { return l1_loss(a.in("x"), a.in("target"), Reduction::None); }},
+      {"bce_mean", bce(Reduction::Mean)},
+      {"bce_sum", bce(Reduction::Sum)},
+      {"bce_none", bce(Reduction::None)},
+      {"bce_weight_mean", bce(Reduction::Mean, "weight")},
+      {"bce_weight_none", bce(Reduction::None, "weight")},
+      {"bce_clamped_log_none",
+       [](const Args<T>& a) {
+         BinaryCrossEntropyOptions<T> o;
+         o.reduction = Reduction::None;
+         return binary_cross_entropy(a.in("x"), a.constant("target"), o);
+       }},
+      {"bce_clamped_log_sum",
+       [](const Args<T>& a) {
+         BinaryCrossEntropyOptions<T> o;
+         o.reduction = Reduction::Sum;
+         return binary_cross_entropy(a.in("x"), a.constant("target"), o);
+       }},
+      {"bce_logits_mean", bce_logits(Reduction::Mean)},
+      {"bce_logits_sum", bce_logits(Reduction::Sum)},
+      {"bce_logits_none", bce_logits(Reduction::None)},
+      {"bce_logits_pos_weight_mean", bce_logits(Reduction::Mean, "", "pos_weight")},
+      {"bce_logits_weight_pos_weight_sum", bce_logits(Reduction::Sum, "weight", "pos_weight")},
+      {"bce_logits_pos_weight_none", bce_logits(Reduction::None, "", "pos_weight")},
+      {"bce_logits_large_none", bce_logits(Reduction::None, "", "pos_weight")},
   };
 }
 

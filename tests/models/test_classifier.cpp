@@ -155,3 +155,13 @@ TEST_CASE("TransformerClassifier with hashed n-grams: gradcheck, names, order ma
   o.ngram_max = 1;
   CHECK_THROWS_WITH(TransformerClassifier<double>(o, gen), Catch::Contains("ngram_max must be at least 2, got 1"));
 }
+
+TEST_CASE("TransformerClassifier: calling the model runs forward", "[classifier][call]") {
+  Generator gen(4);
+  TransformerClassifier<double> model(tiny(Pooling::Mean, false), gen);
+  const Tensor<double> logits = model(kIds, kPad);
+  CHECK(logits.shape() == Shape{2, model.options.num_classes});
+  CHECK(logits.data() == model.forward(kIds, kPad).data());
+  auto ptr = std::make_shared<TransformerClassifier<float>>(tiny(Pooling::Cls, true), gen);
+  CHECK((*ptr)(kIds, kPad).data() == ptr->forward(kIds, kPad).data());
+}

@@ -274,3 +274,13 @@ TEST_CASE("Transformer: a smoke training on a tiny set lowers the loss", "[trans
   INFO("loss " << first << " -> " << last);
   CHECK(last < 0.6f * first);
 }
+
+TEST_CASE("Transformer: calling the model runs forward", "[translate][call]") {
+  Generator gen(2);
+  Transformer<double> model(tiny(false, true), gen);
+  const Tensor<double> logits = model(kSrc, kTgt, kSrcPad, kTgtPad);
+  CHECK(logits.shape() == Shape{2, 5, 7});
+  CHECK(logits.data() == model.forward(kSrc, kTgt, kSrcPad, kTgtPad).data());
+  auto ptr = std::make_shared<Transformer<double>>(tiny(true, false), gen);
+  CHECK((*ptr)(kSrc, kTgt, kSrcPad).data() == ptr->forward(kSrc, kTgt, kSrcPad).data());
+}

@@ -1,0 +1,45 @@
+/// @file
+/// The loops an elementwise op is made of, for writing ops of your own (see autograd/tape.hpp and
+/// docs/design.md, "Writing an op"): map applies a function to every element, zip to the elements of
+/// two arrays of one shape, each in one pass over contiguous memory.
+///
+/// For two operands that may broadcast use broadcast_apply, and to give a gradient back to a broadcast
+/// operand unbroadcast (both in autograd/broadcast.hpp).
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <xtensor/xarray.hpp>
+
+#include "tapegrad/autograd/shape.hpp"
+
+namespace tapegrad {
+
+/// out[i] = f(x[i]): a new array of x's shape (`map(x.data(), [](T v) { return std::exp(v); })`).
+template <typename T, typename F>
+xt::xarray<T> map(const xt::xarray<T>& x, F f) {
+  xt::xarray<T> out = xt::xarray<T>::from_shape(x.shape());
+  const T* px = x.data();
+  T* po = out.data();
+  const std::size_t n = x.size();
+  for (std::size_t i = 0; i < n; ++i) po[i] = f(px[i]);
+  return out;
+}
+
+/// out[i] = f(x[i], y[i]) for x and y of one shape (`zip(g, *y, [](T gv, T yv) { return gv * yv; })`);
+/// throws ShapeError naming both shapes when they differ (use broadcast_apply to broadcast).
+template <typename T, typename F>
+xt::xarray<T> zip(const xt::xarray<T>& x, const xt::xarray<T>& y, F f) {
+  if (x.dimension() != y.dimension() || !std::equal(x.shape().begin(), x.shape().end(), y.shape().begin()))
+    throw ShapeError("zip: shapes " + format_shape(shape_of(x)) + " and " + format_shape(shape_of(y)) +
+                     " differ (use broadcast_apply to broadcast)");
+  xt::xarray<T> out = xt::xarray<T>::from_shape(x.shape());
+  const T* px = x.data();
+  const T* py = y.data();
+  T* po = out.data();
+  const std::size_t n = x.size();
+  for (std::size_t i = 0; i < n; ++i) po[i] = f(px[i], py[i]);
+  return out;
+}
+
+}  // namespace tapegrad

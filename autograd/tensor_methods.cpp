@@ -1,0 +1,165 @@
+// The method forms of Tensor (x.sum(), x.matmul(w), ...): each calls the free function of the same
+// name. They live here rather than in tensor.cpp so that tensor.hpp needs none of the op headers.
+#include <fmt/format.h>
+
+#include "tapegrad/autograd/elementwise.hpp"
+#include "tapegrad/autograd/matmul.hpp"
+#include "tapegrad/autograd/reduce.hpp"
+#include "tapegrad/autograd/shape_ops.hpp"
+#include "tapegrad/autograd/softmax.hpp"
+#include "tapegrad/autograd/tensor.hpp"
+
+namespace tapegrad {
+
+template <typename T>
+Tensor<T> Tensor<T>::sum() const {
+  return tapegrad::sum(*this);
+}
+template <typename T>
+Tensor<T> Tensor<T>::sum(const std::vector<std::int64_t>& dims, bool keepdim) const {
+  return tapegrad::sum(*this, dims, keepdim);
+}
+template <typename T>
+Tensor<T> Tensor<T>::mean() const {
+  return tapegrad::mean(*this);
+}
+template <typename T>
+Tensor<T> Tensor<T>::mean(const std::vector<std::int64_t>& dims, bool keepdim) const {
+  return tapegrad::mean(*this, dims, keepdim);
+}
+template <typename T>
+Tensor<T> Tensor<T>::var(const std::vector<std::int64_t>& dims, std::int64_t correction, bool keepdim) const {
+  return tapegrad::var(*this, dims, correction, keepdim);
+}
+template <typename T>
+Tensor<T> Tensor<T>::max() const {
+  return tapegrad::max(*this);
+}
+template <typename T>
+Tensor<T> Tensor<T>::max(std::int64_t dim, bool keepdim) const {
+  return tapegrad::max(*this, dim, keepdim);
+}
+template <typename T>
+Tensor<T> Tensor<T>::matmul(const Tensor& other) const {
+  return tapegrad::matmul(*this, other);
+}
+template <typename T>
+Tensor<T> Tensor<T>::t() const {
+  if (dim() > 2)
+    throw ShapeError(fmt::format("t: expects a tensor with at most 2 dims, got {}-D {}; use transpose(dim0, dim1)",
+                                 dim(), format_shape(shape())));
+  return dim() < 2 ? *this : tapegrad::transpose(*this, 0, 1);
+}
+template <typename T>
+Tensor<T> Tensor<T>::transpose(std::int64_t dim0, std::int64_t dim1) const {
+  return tapegrad::transpose(*this, dim0, dim1);
+}
+template <typename T>
+Tensor<T> Tensor<T>::permute(const std::vector<std::int64_t>& dims) const {
+  return tapegrad::permute(*this, dims);
+}
+template <typename T>
+Tensor<T> Tensor<T>::reshape(const std::vector<std::int64_t>& shape) const {
+  return tapegrad::reshape(*this, shape);
+}
+template <typename T>
+Tensor<T> Tensor<T>::view(const std::vector<std::int64_t>& shape) const {
+  return tapegrad::view(*this, shape);
+}
+template <typename T>
+Tensor<T> Tensor<T>::flatten(std::int64_t start_dim, std::int64_t end_dim) const {
+  return tapegrad::flatten(*this, start_dim, end_dim);
+}
+template <typename T>
+Tensor<T> Tensor<T>::squeeze() const {
+  return tapegrad::squeeze(*this);
+}
+template <typename T>
+Tensor<T> Tensor<T>::squeeze(std::int64_t dim) const {
+  return tapegrad::squeeze(*this, dim);
+}
+template <typename T>
+Tensor<T> Tensor<T>::unsqueeze(std::int64_t dim) const {
+  return tapegrad::unsqueeze(*this, dim);
+}
+template <typename T>
+Tensor<T> Tensor<T>::softmax(std::int64_t dim) const {
+  return tapegrad::softmax(*this, dim);
+}
+template <typename T>
+Tensor<T> Tensor<T>::log_softmax(std::int64_t dim) const {
+  return tapegrad::log_softmax(*this, dim);
+}
+template <typename T>
+Tensor<T> Tensor<T>::exp() const {
+  return tapegrad::exp(*this);
+}
+template <typename T>
+Tensor<T> Tensor<T>::log() const {
+  return tapegrad::log(*this);
+}
+template <typename T>
+Tensor<T> Tensor<T>::sqrt() const {
+  return tapegrad::sqrt(*this);
+}
+template <typename T>
+Tensor<T> Tensor<T>::tanh() const {
+  return tapegrad::tanh(*this);
+}
+template <typename T>
+Tensor<T> Tensor<T>::sigmoid() const {
+  return tapegrad::sigmoid(*this);
+}
+template <typename T>
+Tensor<T> Tensor<T>::relu() const {
+  return tapegrad::relu(*this);
+}
+template <typename T>
+Tensor<T> Tensor<T>::neg() const {
+  return tapegrad::neg(*this);
+}
+template <typename T>
+Tensor<T> Tensor<T>::pow(T exponent) const {
+  return tapegrad::pow(*this, exponent);
+}
+template <typename T>
+Tensor<T> Tensor<T>::pow(const Tensor& exponent) const {
+  return tapegrad::pow(*this, exponent);
+}
+
+// tensor.cpp instantiates the class (and with it only the members it defines), so each method defined
+// here is instantiated here, for float and double.
+#define TAPEGRAD_TENSOR_METHODS(T)                                                               \
+  template Tensor<T> Tensor<T>::sum() const;                                                     \
+  template Tensor<T> Tensor<T>::sum(const std::vector<std::int64_t>&, bool) const;               \
+  template Tensor<T> Tensor<T>::mean() const;                                                    \
+  template Tensor<T> Tensor<T>::mean(const std::vector<std::int64_t>&, bool) const;              \
+  template Tensor<T> Tensor<T>::var(const std::vector<std::int64_t>&, std::int64_t, bool) const; \
+  template Tensor<T> Tensor<T>::max() const;                                                     \
+  template Tensor<T> Tensor<T>::max(std::int64_t, bool) const;                                   \
+  template Tensor<T> Tensor<T>::matmul(const Tensor<T>&) const;                                  \
+  template Tensor<T> Tensor<T>::t() const;                                                       \
+  template Tensor<T> Tensor<T>::transpose(std::int64_t, std::int64_t) const;                     \
+  template Tensor<T> Tensor<T>::permute(const std::vector<std::int64_t>&) const;                 \
+  template Tensor<T> Tensor<T>::reshape(const std::vector<std::int64_t>&) const;                 \
+  template Tensor<T> Tensor<T>::view(const std::vector<std::int64_t>&) const;                    \
+  template Tensor<T> Tensor<T>::flatten(std::int64_t, std::int64_t) const;                       \
+  template Tensor<T> Tensor<T>::squeeze() const;                                                 \
+  template Tensor<T> Tensor<T>::squeeze(std::int64_t) const;                                     \
+  template Tensor<T> Tensor<T>::unsqueeze(std::int64_t) const;                                   \
+  template Tensor<T> Tensor<T>::softmax(std::int64_t) const;                                     \
+  template Tensor<T> Tensor<T>::log_softmax(std::int64_t) const;                                 \
+  template Tensor<T> Tensor<T>::exp() const;                                                     \
+  template Tensor<T> Tensor<T>::log() const;                                                     \
+  template Tensor<T> Tensor<T>::sqrt() const;                                                    \
+  template Tensor<T> Tensor<T>::tanh() const;                                                    \
+  template Tensor<T> Tensor<T>::sigmoid() const;                                                 \
+  template Tensor<T> Tensor<T>::relu() const;                                                    \
+  template Tensor<T> Tensor<T>::neg() const;                                                     \
+  template Tensor<T> Tensor<T>::pow(T) const;                                                    \
+  template Tensor<T> Tensor<T>::pow(const Tensor<T>&) const;
+TAPEGRAD_TENSOR_METHODS(float)
+TAPEGRAD_TENSOR_METHODS(double)
+#undef TAPEGRAD_TENSOR_METHODS
+
+}  // namespace tapegrad

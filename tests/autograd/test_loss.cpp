@@ -1,0 +1,169 @@
+// mse_loss, l1_loss, binary_cross_entropy and binary_cross_entropy_with_logits: gradcheck in double for
+// every reduction (input and target both differentiable), hand-computed values, numerical stability at
+// the edges, and errors. Parity with torch's values is in test_parity_ops.cpp.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <vector>
+
+#include "tapegrad/autograd/ops.hpp"
+#include "tests/helpers.hpp"
+
+using namespace tapegrad;
+using tapegrad::testing::rand_input;
+using TD = Tensor<double>;
+using Inputs = std::vector<TD>;
+
+namespace {
+const Reduction kReductions[] = {Reduction::None, Reduction::Mean, Reduction::Sum};
+TD constant(const Shape& shape, std::uint64_t seed, double low, double high) {
+  Generator gen(seed);
+  return TD::uniform(shape, low, high, gen);
+}
+}  // namespace
+
+TEST_CASE("mse_loss and l1_loss: gradcheck for each reduction, with broadcasting", "[loss][gradcheck]") {
+  for (Reduction r : kReductions) {
+    INFO("reduction " << static_cast<int>(r));
+    CHECK_GRADCHECK([r](const Inputs& in) { return mse_loss(in[0], in[1], r); },
+                    (Inputs{rand_input({3, 4}, 1), rand_input({3, 4}, 2)}));
+    CHECK_GRADCHECK([r](const Inputs& in) { return mse_loss(in[0], in[1], r); },
+                    (Inputs{rand_input({2, 3, 4}, 3), rand_input({3, 1}, 4)}));
+    CHECK_GRADCHECK([r](const Inputs& in) { return l1_loss(in[0], in[1], r); },
+                    (Inputs{rand_input({3, 4}, 5), rand_input({3, 4}, 6)}));
+    CHECK_GRADCHECK([r](const Inputs& in) { return l1_loss(in[0], in[1], r); },
+                    (Inputs{rand_input({4}, 7), rand_input({2, 1}, 8)}));
+  }
+}
+
+TEST_CASE("mse_loss and l1_loss: values, shapes and torch's edge cases", "[loss]") {
+  const TD x = TD::from_vector({1, 2, 3, 4}, {2, 2}, true);
+  const TD y = TD::from_vector({1, 0, 5, 3}, {2, 2});
+  CHECK(mse_loss(x, y).item() == 9.0 / 4);  // (0 + 4 + 4 + 1) / 4
+  CHECK(mse_loss(x, y, Reduction::Sum).item() == 9.0);
+  CHECK(mse_loss(x, y, Reduction::None).to_vector() == std::vector<double>{0, 4, 4, 1});
+  CHECK(l1_loss(x, y).item() == 5.0 / 4);
+  CHECK(l1_loss(x, y, Reduction::None).shape() == Shape{2, 2});
+  // l1's gradient at equal values is 0 (torch's sign(0)).
+  l1_loss(x, y, Reduction::Sum).backward();
+  CHECK(x.grad() == xt::xarray<double>({{0, 1}, {-1, 1}}));
+  // A broadcast target: the broadcast shape for None, and the mean over it.
+  CHECK(mse_loss(TD::zeros({2, 3}), TD::ones({3}), Reduction::None).shape() == Shape{2, 3});
+  CHECK(mse_loss(TD::zeros({2, 3}), TD::ones({3})).item() == 1.0);
+  // The mean of nothing is NaN, the sum 0, as torch.
+  CHECK(std::isnan(mse_loss(TD::zeros({0}), TD::zeros({0})).item()));
+  CHECK(l1_loss(TD::zeros({0}), TD::zeros({0}), Reduction::Sum).item() == 0.0);
+  CHECK(mse_loss(Tensor<float>::ones({2}), Tensor<float>::zeros({2})).item() == 1.0f);
+  CHECK_THROWS_AS(mse_loss(TD::zeros({2, 3}), TD::zeros({4})), ShapeError);
+  CHECK_THROWS_WITH(l1_loss(TD::zeros({2, 3}), TD::zeros({4})),
+                    Catch::Contains("l1_loss") && Catch::Contains("[2, 3]") && Catch::Contains("[4]"));
+}
+
+TEST_CASE("binary_cross_entropy: gradcheck for each reduction, with and without weight", "[loss][gradcheck]") {
+  const TD weight = constant({4}, 9, 0.5, 2.0);
+  for (Reduction r : kReductions) {
+    INFO("reduction " << static_cast<int>(r));
+    BinaryCrossEntropyOptions<double> plain, weighted;
+    plain.reduction = weighted.reduction = r;
+    weighted.weight = weight;
+    for (const auto& o : {plain, weighted}) {
+      CHECK_GRADCHECK([o](const Inputs& in) { return binary_cross_entropy(in[0], in[1], o); },
+                      (Inputs{rand_input({3, 4}, 10, 0.05, 0.95), rand_input({3, 4}, 11, 0.0, 1.0)}));
+    }
+  }
+}
+
+TEST_CASE("binary_cross_entropy: values, the log clamped at -100, and errors", "[loss]") {
+  const TD x = TD::from_vector({0.5, 0.9}, {2}, true);
+  const TD y = TD::from_vector({1.0, 0.0}, {2});
+  CHECK(binary_cross_entropy(x, y).item() == Approx((-std::log(0.5) - std::log(0.1)) / 2).epsilon(1e-14));
+  BinaryCrossEntropyOptions<double> o;
+  o.weight = TD::from_vector({2.0, 3.0}, {2});
+  o.reduction = Reduction::None;
+  const auto weighted = binary_cross_entropy(x, y, o).to_vector();
+  CHECK(weighted[0] == Approx(-2 * std::log(0.5)).epsilon(1e-14));
+  CHECK(weighted[1] == Approx(-3 * std::log(1 - 0.9)).epsilon(1e-14));
+  // Certain and wrong costs 100, certain and right 0; soft targets at the ends stay finite.
+  o.weight = TD();
+  const TD ends = TD::from_vector({0.0, 1.0, 0.0, 1.0}, {4}, true);
+  const TD ends_target = TD::from_vector({1.0, 0.0, 0.0, 0.25}, {4});
+  CHECK(binary_cross_entropy(ends, ends_target, o).to_vector() == std::vector<double>{100, 100, 0, 75});
+  binary_cross_entropy(ends, ends_target, o).sum().backward();
+  // torch's gradient (x - y) / max(x (1 - x), 1e-12 as a float): large but finite.
+  const double eps = 1e-12f;
+  const std::vector<double> want = {-1 / eps, 1 / eps, 0, 0.75 / eps};
+  for (std::size_t i = 0; i < want.size(); ++i) CHECK(ends.grad()(i) == Approx(want[i]).epsilon(1e-15));
+
+  CHECK_THROWS_WITH(binary_cross_entropy(TD::from_vector({0.5, 1.5}, {2}), TD::zeros({2})),
+                    "binary_cross_entropy: input 1.5 at position 1 is outside [0, 1] (it takes probabilities; "
+                    "use binary_cross_entropy_with_logits for logits)");
+  CHECK_THROWS_WITH(binary_cross_entropy(TD::full({2}, std::nan("")), TD::zeros({2})),
+                    Catch::Contains("input nan at position 0"));
+  CHECK_THROWS_WITH(binary_cross_entropy(TD::zeros({2, 3}), TD::zeros({3})),
+                    "binary_cross_entropy: target of shape [3] does not match input [2, 3] (they must be equal)");
+  BinaryCrossEntropyOptions<double> bad;
+  bad.weight = TD::ones({2});
+  CHECK_THROWS_WITH(binary_cross_entropy(TD::zeros({2, 3}), TD::zeros({2, 3}), bad), Catch::Contains("[2, 3]"));
+  bad.weight = TD::ones({2, 1, 3});  // broadcasts, but to a larger shape than the input's
+  CHECK_THROWS_WITH(binary_cross_entropy(TD::zeros({2, 3}), TD::zeros({2, 3}), bad),
+                    "binary_cross_entropy: weight of shape [2, 1, 3] does not broadcast to the input's shape [2, 3]");
+  bad.weight = TD::ones({3}, /*requires_grad=*/true);
+  CHECK_THROWS_WITH(binary_cross_entropy(TD::zeros({2, 3}), TD::zeros({2, 3}), bad),
+                    "binary_cross_entropy: not differentiable with respect to weight, which requires grad "
+                    "(detach() it)");
+  NoGradGuard no_grad;  // without recording, a weight that requires grad is only a value
+  CHECK(binary_cross_entropy(TD::full({2, 3}, 0.5), TD::zeros({2, 3}), bad).item() == Approx(std::log(2.0)));
+}
+
+TEST_CASE("binary_cross_entropy_with_logits: gradcheck with weight and pos_weight", "[loss][gradcheck]") {
+  const TD weight = constant({3, 1}, 12, 0.5, 2.0), pos_weight = constant({4}, 13, 0.5, 3.0);
+  for (Reduction r : kReductions) {
+    INFO("reduction " << static_cast<int>(r));
+    for (int variant = 0; variant < 4; ++variant) {
+      INFO("weight " << (variant & 1) << ", pos_weight " << (variant >> 1));
+      BinaryCrossEntropyWithLogitsOptions<double> o;
+      o.reduction = r;
+      if (variant & 1) o.weight = weight;
+      if (variant & 2) o.pos_weight = pos_weight;
+      CHECK_GRADCHECK([o](const Inputs& in) { return binary_cross_entropy_with_logits(in[0], in[1], o); },
+                      (Inputs{rand_input({3, 4}, 14, -4.0, 4.0), rand_input({3, 4}, 15, 0.0, 1.0)}));
+    }
+  }
+}
+
+TEST_CASE("binary_cross_entropy_with_logits equals BCE of the sigmoid and stays finite for huge logits", "[loss]") {
+  const TD x = rand_input({3, 4}, 16, -4.0, 4.0), y = constant({3, 4}, 17, 0.0, 1.0);
+  BinaryCrossEntropyWithLogitsOptions<double> lo;
+  BinaryCrossEntropyOptions<double> po;
+  lo.reduction = po.reduction = Reduction::None;
+  CHECK(tapegrad::testing::allclose(binary_cross_entropy_with_logits(x, y, lo).data(),
+                                    binary_cross_entropy(sigmoid(x), y, po).data(), 1e-12, 1e-14));
+  // pos_weight p multiplies the positive term: with target 1 the loss is p * softplus(-x).
+  lo.pos_weight = TD::full({4}, 3.0);
+  const auto weighted = binary_cross_entropy_with_logits(x, TD::ones({3, 4}), lo);
+  const auto plain = binary_cross_entropy_with_logits(
+      x, TD::ones({3, 4}), BinaryCrossEntropyWithLogitsOptions<double>{{}, {}, Reduction::None});
+  CHECK(tapegrad::testing::allclose(weighted.data(), xt::xarray<double>(3.0 * plain.data()), 1e-14, 0.0));
+
+  // exp(1000) overflows; the log-sum-exp form does not.
+  for (auto big : {1000.0, 88.0 * 2}) {
+    const Tensor<float> logits =
+        Tensor<float>::from_vector({static_cast<float>(big), static_cast<float>(-big)}, {2}, true);
+    const Tensor<float> target = Tensor<float>::from_vector({0.0f, 1.0f}, {2});
+    BinaryCrossEntropyWithLogitsOptions<float> fo;
+    fo.reduction = Reduction::None;
+    const auto loss = binary_cross_entropy_with_logits(logits, target, fo);
+    CHECK(loss.to_vector() == std::vector<float>{static_cast<float>(big), static_cast<float>(big)});
+    loss.sum().backward();
+    CHECK(logits.grad() == xt::xarray<float>({1.0f, -1.0f}));
+  }
+  CHECK_THROWS_WITH(binary_cross_entropy_with_logits(TD::zeros({2}), TD::zeros({2, 1})),
+                    "binary_cross_entropy_with_logits: target of shape [2, 1] does not match input [2] (they must be "
+                    "equal)");
+  BinaryCrossEntropyWithLogitsOptions<double> bad;
+  bad.pos_weight = TD::ones({2}, true);
+  CHECK_THROWS_WITH(binary_cross_entropy_with_logits(TD::zeros({2}), TD::zeros({2}), bad),
+                    Catch::Contains("not differentiable with respect to pos_weight"));
+  bad.pos_weight = TD::ones({3});
+  CHECK_THROWS_WITH(binary_cross_entropy_with_logits(TD::zeros({2}), TD::zeros({2}), bad),
+                    Catch::Contains("binary_cross_entropy_with_logits") && Catch::Contains("[3]"));
+}

@@ -1,0 +1,132 @@
+// The method forms of Tensor (x.sum(), x.matmul(w), ...) and single-int dims: each equals its free
+// function exactly, records a node so gradients flow, and reports errors as the free function does.
+#include <catch2/catch.hpp>
+#include <functional>
+#include <vector>
+
+#include "tapegrad/autograd/ops.hpp"
+#include "tests/helpers.hpp"
+
+using namespace tapegrad;
+using tapegrad::testing::rand_input;
+
+namespace {
+using TD = Tensor<double>;
+using Inputs = std::vector<TD>;
+
+// method(x) and free(x) give the same values, shape and op name, and the same gradient for x.
+void check_same(const std::function<TD(const TD&)>& method, const std::function<TD(const TD&)>& free_fn,
+                const Shape& shape, double low = -1.0, double high = 1.0) {
+  const TD a = rand_input(shape, 7, low, high), b = rand_input(shape, 7, low, high);
+  const TD ya = method(a), yb = free_fn(b);
+  REQUIRE(ya.shape() == yb.shape());
+  CHECK(ya.to_vector() == yb.to_vector());
+  CHECK(ya.grad_fn_name() == yb.grad_fn_name());
+  CHECK_FALSE(ya.is_leaf());
+  // The same weighted sum of each: the gradients must match exactly.
+  Generator gen(3);
+  const TD w = TD::uniform(ya.shape(), -1.0, 1.0, gen);
+  sum(mul(ya, w)).backward();
+  sum(mul(yb, w)).backward();
+  REQUIRE(a.has_grad());
+  CHECK(a.grad() == b.grad());
+}
+}  // namespace
+
+TEST_CASE("reductions as methods equal sum, mean, var and max", "[tensor][methods]") {
+  check_same([](const TD& x) { return x.sum(); }, [](const TD& x) { return sum(x); }, {3, 4});
+  check_same([](const TD& x) { return x.sum({1}, /*keepdim=*/true); }, [](const TD& x) { return sum(x, {1}, true); },
+             {3, 4});
+  check_same([](const TD& x) { return x.sum({0, 2}); }, [](const TD& x) { return sum(x, {0, 2}); }, {2, 3, 4});
+  check_same([](const TD& x) { return x.sum(-1); }, [](const TD& x) { return sum(x, {-1}); }, {2, 3});
+  check_same([](const TD& x) { return x.mean(); }, [](const TD& x) { return mean(x); }, {3, 4});
+  check_same([](const TD& x) { return x.mean({0}, true); }, [](const TD& x) { return mean(x, {0}, true); }, {3, 4});
+  check_same([](const TD& x) { return x.mean(1, true); }, [](const TD& x) { return mean(x, {1}, true); }, {3, 4});
+  check_same([](const TD& x) { return x.var(1); }, [](const TD& x) { return var(x, {1}); }, {3, 4});
+  check_same([](const TD& x) { return x.var({0}, 0, true); }, [](const TD& x) { return var(x, {0}, 0, true); }, {3, 4});
+  check_same([](const TD& x) { return x.max(); }, [](const TD& x) { return max(x); }, {3, 4});
+  check_same([](const TD& x) { return x.max(0, true); }, [](const TD& x) { return max(x, 0, true); }, {3, 4});
+}
+
+TEST_CASE("a single int dim is accepted where a list is", "[tensor][methods]") {
+  const TD x = rand_input({2, 3, 4}, 1);
+  CHECK(sum(x, 1).to_vector() == sum(x, {1}).to_vector());
+  CHECK(sum(x, -1, true).shape() == Shape{2, 3, 1});
+  CHECK(mean(x, 2).to_vector() == mean(x, {2}).to_vector());
+  CHECK(mean(x, std::int64_t{0}, true).shape() == Shape{1, 3, 4});
+  CHECK(var(x, 1, 0).to_vector() == var(x, {1}, 0).to_vector());
+  CHECK(x.sum(2u).shape() == Shape{2, 3});
+  // An empty list still means every dim (as in torch), not dim 0.
+  CHECK(x.sum({}).shape() == Shape{});
+  CHECK(sum(x, {}, true).shape() == Shape{1, 1, 1});
+  CHECK_THROWS_WITH(x.sum(3), Catch::Contains("dim 3"));
+}
+
+TEST_CASE("shape methods equal transpose, permute, reshape, view, flatten, squeeze, unsqueeze", "[tensor][methods]") {
+  check_same([](const TD& x) { return x.t(); }, [](const TD& x) { return transpose(x, 0, 1); }, {3, 4});
+  check_same([](const TD& x) { return x.transpose(0, 2); }, [](const TD& x) { return transpose(x, 0, 2); }, {2, 3, 4});
+  check_same(
+      [](const TD& x) {
+        return x.permute({2, 0, 1});
+      },
+      [](const TD& x) {
+        return permute(x, {2, 0, 1});
+      },
+      {2, 3, 4});
+  check_same(
+      [](const TD& x) {
+        return x.reshape({4, -1});
+      },
+      [](const TD& x) {
+        return reshape(x, {4, -1});
+      },
+      {2, 3, 4});
+  check_same([](const TD& x) { return x.reshape(6, 4); }, [](const TD& x) { return reshape(x, {6, 4}); }, {2, 3, 4});
+  check_same([](const TD& x) { return x.view({-1}); }, [](const TD& x) { return view(x, {-1}); }, {2, 3});
+  check_same([](const TD& x) { return x.view(3, 2); }, [](const TD& x) { return view(x, {3, 2}); }, {2, 3});
+  check_same([](const TD& x) { return x.flatten(1); }, [](const TD& x) { return flatten(x, 1); }, {2, 3, 4});
+  check_same([](const TD& x) { return x.squeeze(); }, [](const TD& x) { return squeeze(x); }, {2, 1, 3});
+  check_same([](const TD& x) { return x.squeeze(1); }, [](const TD& x) { return squeeze(x, 1); }, {2, 1, 3});
+  check_same([](const TD& x) { return x.unsqueeze(-1); }, [](const TD& x) { return unsqueeze(x, -1); }, {2, 3});
+}
+
+TEST_CASE("t() transposes a matrix, keeps 0-D and 1-D tensors and refuses more dims", "[tensor][methods]") {
+  const TD m = rand_input({2, 3}, 2);
+  CHECK(m.t().shape() == Shape{3, 2});
+  CHECK(m.t().t().to_vector() == m.to_vector());
+  const TD v = rand_input({4}, 3);
+  CHECK(v.t().same_as(v));
+  const TD s = TD::scalar(2.0);
+  CHECK(s.t().same_as(s));
+  CHECK_THROWS_AS(rand_input({2, 3, 4}, 4).t(), ShapeError);
+  CHECK_THROWS_WITH(rand_input({2, 3, 4}, 4).t(),
+                    "t: expects a tensor with at most 2 dims, got 3-D [2, 3, 4]; use transpose(dim0, dim1)");
+}
+
+TEST_CASE("elementwise, softmax and matmul methods equal their free functions", "[tensor][methods]") {
+  check_same([](const TD& x) { return x.exp(); }, [](const TD& x) { return exp(x); }, {3, 4});
+  check_same([](const TD& x) { return x.log(); }, [](const TD& x) { return log(x); }, {3, 4}, 0.5, 2.0);
+  check_same([](const TD& x) { return x.sqrt(); }, [](const TD& x) { return sqrt(x); }, {3, 4}, 0.5, 2.0);
+  check_same([](const TD& x) { return x.tanh(); }, [](const TD& x) { return tanh(x); }, {3, 4});
+  check_same([](const TD& x) { return x.sigmoid(); }, [](const TD& x) { return sigmoid(x); }, {3, 4});
+  check_same([](const TD& x) { return x.relu(); }, [](const TD& x) { return relu(x); }, {3, 4});
+  check_same([](const TD& x) { return x.neg(); }, [](const TD& x) { return neg(x); }, {3, 4});
+  check_same([](const TD& x) { return x.pow(2); }, [](const TD& x) { return pow(x, 2.0); }, {3, 4});
+  check_same([](const TD& x) { return x.pow(x); }, [](const TD& x) { return pow(x, x); }, {3, 4}, 0.5, 2.0);
+  check_same([](const TD& x) { return x.softmax(1); }, [](const TD& x) { return softmax(x, 1); }, {3, 4});
+  check_same([](const TD& x) { return x.log_softmax(-1); }, [](const TD& x) { return log_softmax(x, -1); }, {3, 4});
+  check_same([](const TD& x) { return x.matmul(x.t()); }, [](const TD& x) { return matmul(x, transpose(x, 0, 1)); },
+             {3, 4});
+}
+
+TEST_CASE("method chains read like torch and pass gradcheck", "[tensor][methods]") {
+  // torch: (x.matmul(w) + b).relu().pow(2).sum(1, keepdim=True).mean()
+  CHECK_GRADCHECK([](const Inputs& in) { return (in[0].matmul(in[1]) + in[2]).tanh().pow(2).sum(1, true).mean(); },
+                  (Inputs{rand_input({4, 3}, 5), rand_input({3, 2}, 6), rand_input({2}, 7)}));
+  CHECK_GRADCHECK([](const Inputs& in) { return in[0].log_softmax(1).exp().t().reshape(-1).softmax(0); },
+                  (Inputs{rand_input({2, 3}, 8)}));
+  const Tensor<float> x = Tensor<float>::from_vector({1, 2, 3, 4}, {2, 2});
+  CHECK(x.sum().item() == 10.0f);
+  CHECK(x.t().to_vector() == std::vector<float>{1, 3, 2, 4});
+  CHECK(x.pow(2).sum(0).to_vector() == std::vector<float>{10, 20});
+}
