@@ -4,5 +4,6 @@
 #pragma once
 
 #include "tapegrad/autograd/gradcheck.hpp"
+#include "tapegrad/autograd/jacobian.hpp"
 #include "tapegrad/autograd/ops.hpp"
 #include "tapegrad/autograd/parallel.hpp"
