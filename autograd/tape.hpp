@@ -4,6 +4,7 @@
 ///
 /// Writing an op (forward and backward stand together in one function):
 ///
+/// @code
 ///   template <typename T>
 ///   Tensor<T> exp(const Tensor<T>& x) {
 ///     Tensor<T> y(xt::eval(xt::exp(x.data())));
@@ -13,6 +14,7 @@
 ///       });
 ///     return y;
 ///   }
+/// @endcode
 ///
 /// A closure captures only the values its backward reads (saved() shares them without a copy), never
 /// a Tensor: capturing the output would make a reference cycle.
@@ -31,8 +33,10 @@
 namespace tapegrad {
 
 /// Whether ops record onto the tape in this thread (torch.is_grad_enabled()).
+///@{
 bool is_grad_enabled();
 void set_grad_enabled(bool enabled);
+///@}
 
 /// RAII: records nothing while alive (torch.no_grad()).
 class NoGradGuard {
@@ -62,9 +66,12 @@ class GradInputs {
   const std::vector<std::shared_ptr<AutogradMeta<T>>>& inputs_;
 };
 
+/// A node's backward closure: the gradient of its output in, its inputs' gradients out through
+/// GradInputs::accumulate.
 template <typename T>
 using BackwardFn = std::function<void(const xt::xarray<T>& grad_output, GradInputs<T>& grad_inputs)>;
 
+/// One recorded op on the tape: its inputs' autograd state and its backward closure.
 template <typename T>
 struct Node {
   const char* name = "";
@@ -79,6 +86,7 @@ struct Node {
 };
 
 /// True when grad mode is on and any input requires grad: only then does an op build its closure.
+///@{
 template <typename T, typename... Rest>
 bool should_record(const Tensor<T>& first, const Rest&... rest) {
   if (!is_grad_enabled()) return false;
@@ -91,11 +99,15 @@ bool should_record(const std::vector<Tensor<T>>& inputs) {
     if (t.defined() && t.requires_grad()) return true;
   return false;
 }
+///@}
 
 /// Makes `output` a non-leaf produced by op `name` from `inputs`, with the given backward closure.
 template <typename T>
 void attach_node(Tensor<T>& output, const char* name, const std::vector<Tensor<T>>& inputs, BackwardFn<T> backward);
 
+/// Attaches backward (a callable taking the output's gradient and GradInputs<T>&) to output as
+/// op `name` of `inputs`: the closure idiom every op uses, forward and backward in one function.
+///@{
 template <typename T, typename F>
 void record(Tensor<T>& output, const char* name, std::initializer_list<Tensor<T>> inputs, F&& backward) {
   attach_node<T>(output, name, std::vector<Tensor<T>>(inputs), BackwardFn<T>(std::forward<F>(backward)));
@@ -104,5 +116,6 @@ template <typename T, typename F>
 void record(Tensor<T>& output, const char* name, const std::vector<Tensor<T>>& inputs, F&& backward) {
   attach_node<T>(output, name, inputs, BackwardFn<T>(std::forward<F>(backward)));
 }
+///@}
 
 }  // namespace tapegrad

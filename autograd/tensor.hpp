@@ -40,6 +40,8 @@ struct AutogradMeta {
   std::shared_ptr<Node<T>> grad_fn;  ///< null for leaves
 };
 
+/// A value plus its autograd state, shared by every copy of the handle (like a Python reference to a
+/// torch.Tensor). T is float or double.
 template <typename T>
 class Tensor {
  public:
@@ -116,8 +118,11 @@ class Tensor {
   std::shared_ptr<Impl> impl_;
 };
 
+/// Short names for the two element types.
+///@{
 using TensorF = Tensor<float>;
 using TensorD = Tensor<double>;
+///@}
 
 extern template class Tensor<float>;
 extern template class Tensor<double>;

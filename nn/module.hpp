@@ -15,6 +15,8 @@
 
 namespace tapegrad::nn {
 
+/// The base of every layer and model (torch.nn.Module): a subclass registers its parameters,
+/// buffers and submodules and defines forward().
 template <typename T>
 class Module {
  public:
@@ -97,6 +99,7 @@ class Module {
 /// A double as Python's repr() writes it ("0.1", "1e-05", "0.0"), for extra_repr().
 std::string python_float(double value);
 
+/// Writes module.to_string().
 template <typename T>
 std::ostream& operator<<(std::ostream& os, const Module<T>& module);
 
