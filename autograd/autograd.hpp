@@ -6,5 +6,6 @@
 #include "tapegrad/autograd/broadcast.hpp"
 #include "tapegrad/autograd/elementwise_kernels.hpp"
 #include "tapegrad/autograd/gradcheck.hpp"
+#include "tapegrad/autograd/jacobian.hpp"
 #include "tapegrad/autograd/ops.hpp"
 #include "tapegrad/autograd/parallel.hpp"

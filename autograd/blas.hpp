@@ -14,7 +14,9 @@ void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t 
 
 /// Threads a product may use: tapegrad's workers (autograd/parallel.hpp), each running OpenBLAS on a
 /// block of C; OpenBLAS's own threading stays off. set_num_threads returns the previous value.
+///@{
 int set_num_threads(int threads);
 int get_num_threads();
+///@}
 
 }  // namespace tapegrad::blas

@@ -72,7 +72,9 @@ xt::xarray<T> broadcast_apply(const char* op, const xt::xarray<T>& a, const xt::
 template <typename T>
 xt::xarray<T> unbroadcast(xt::xarray<T> g, const Shape& shape);
 
+/// @cond
 extern template xt::xarray<float> unbroadcast<float>(xt::xarray<float>, const Shape&);
 extern template xt::xarray<double> unbroadcast<double>(xt::xarray<double>, const Shape&);
+/// @endcond
 
 }  // namespace tapegrad

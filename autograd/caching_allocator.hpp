@@ -36,8 +36,11 @@ bool caching_allocator_enabled();
 /// Returns every cached free block to the system (torch.cuda.empty_cache's counterpart).
 void empty_cache();
 /// The most bytes the free lists keep; setting it lower releases what is over it at once.
+///@{
 std::size_t cache_limit();
 void set_cache_limit(std::size_t bytes);
+///@}
+/// The counters now.
 CacheStats cache_stats();
 
 }  // namespace tapegrad

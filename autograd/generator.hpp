@@ -9,6 +9,8 @@
 
 namespace tapegrad {
 
+/// xoshiro256** seeded through splitmix64, with uniform and normal draws (Box-Muller) and a
+/// saveable state.
 class Generator {
  public:
   /// Everything needed to continue the stream exactly (saved in training checkpoints).

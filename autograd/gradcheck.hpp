@@ -11,6 +11,7 @@
 
 namespace tapegrad {
 
+/// Step and tolerances of gradcheck().
 struct GradcheckOptions {
   double eps = 1e-6;   ///< finite-difference step
   double atol = 1e-5;  ///< an element passes if |analytic - numeric| <= atol + rtol * |numeric|
@@ -18,12 +19,14 @@ struct GradcheckOptions {
   std::uint64_t seed = 0;  ///< for the random output weights
 };
 
+/// What gradcheck() found; converts to true when every element passed.
 struct GradcheckResult {
   bool ok = true;
   std::string message;  ///< on failure: the input, the element, the analytic and numeric values
   explicit operator bool() const { return ok; }
 };
 
+/// The function gradcheck() differentiates: double inputs to one double output.
 using GradcheckFunction = std::function<Tensor<double>(const std::vector<Tensor<double>>& inputs)>;
 
 /// Checks every element of every input that requires grad. The output y = f(inputs) is reduced to

@@ -11,10 +11,13 @@
 
 namespace tapegrad {
 
+/// Class indices (targets, token ids).
 using IndexArray = xt::xarray<std::int64_t>;
 
+/// How a loss reduces over the batch (torch's reduction='none' | 'mean' | 'sum').
 enum class Reduction { None, Mean, Sum };
 
+/// torch.nn.functional.cross_entropy's keyword arguments.
 struct CrossEntropyOptions {
   Reduction reduction = Reduction::Mean;
   std::int64_t ignore_index = -100;  ///< targets equal to it contribute nothing (and are not counted)

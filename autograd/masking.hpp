@@ -8,6 +8,7 @@
 
 namespace tapegrad {
 
+/// A mask: true where masked_fill writes, where where() takes its first operand, where a key is padding.
 using BoolArray = xt::xarray<bool>;
 
 /// x with value wherever mask is true; those positions pass no gradient. The mask must broadcast to

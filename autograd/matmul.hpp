@@ -18,7 +18,9 @@ Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& b
 
 /// Number of threads matrix products (OpenBLAS on blocks, see autograd/blas.hpp) and tapegrad's own
 /// parallel kernels (autograd/parallel.hpp) may use; returns the previous value.
+///@{
 int set_num_threads(int threads);
 int get_num_threads();
+///@}
 
 }  // namespace tapegrad

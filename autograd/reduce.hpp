@@ -10,17 +10,21 @@
 
 namespace tapegrad {
 
-/// Over every element: a 0-d tensor.
+/// Sum and mean over every element: a 0-d tensor.
+///@{
 template <typename T>
 Tensor<T> sum(const Tensor<T>& x);
 template <typename T>
 Tensor<T> mean(const Tensor<T>& x);
+///@}
 /// Over the listed dims (negative allowed, each at most once; an empty list means every dim, as in
 /// torch). A 0-d tensor accepts dim 0 or -1. The mean of no elements is NaN, as in torch.
+///@{
 template <typename T>
 Tensor<T> sum(const Tensor<T>& x, const std::vector<std::int64_t>& dims, bool keepdim = false);
 template <typename T>
 Tensor<T> mean(const Tensor<T>& x, const std::vector<std::int64_t>& dims, bool keepdim = false);
+///@}
 /// torch.var with `correction` (1 = unbiased, the default; 0 = population variance).
 template <typename T>
 Tensor<T> var(const Tensor<T>& x, const std::vector<std::int64_t>& dims, std::int64_t correction = 1,

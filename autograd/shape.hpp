@@ -10,6 +10,7 @@
 
 namespace tapegrad {
 
+/// The sizes of a tensor's dims, outermost first ([] for a 0-d tensor).
 using Shape = std::vector<std::size_t>;
 
 /// Thrown for any bad shape, dim or argument; derives from std::invalid_argument so callers can catch
@@ -22,6 +23,7 @@ class ShapeError : public std::invalid_argument {
 /// "[2, 3]" (and "[]" for a scalar).
 std::string format_shape(const Shape& shape);
 
+/// The number of elements of a shape (1 for []).
 std::size_t numel(const Shape& shape);
 
 /// The shape of anything with a shape() range (an xt::xarray of any element type, a Tensor).

@@ -12,24 +12,30 @@
 
 namespace tapegrad {
 
+/// Swaps two dims (torch.transpose).
 template <typename T>
 Tensor<T> transpose(const Tensor<T>& x, std::int64_t dim0, std::int64_t dim1);
+/// Reorders the dims: out dim i is x's dim dims[i] (torch.permute).
 template <typename T>
 Tensor<T> permute(const Tensor<T>& x, const std::vector<std::int64_t>& dims);
 /// One entry of `shape` may be -1 (inferred), as in torch.reshape.
 template <typename T>
 Tensor<T> reshape(const Tensor<T>& x, const std::vector<std::int64_t>& shape);
+/// reshape under torch's other name (values are always contiguous here).
 template <typename T>
 Tensor<T> view(const Tensor<T>& x, const std::vector<std::int64_t>& shape) {
   return reshape(x, shape);
 }
+/// Merges dims start_dim..end_dim into one (torch.flatten).
 template <typename T>
 Tensor<T> flatten(const Tensor<T>& x, std::int64_t start_dim = 0, std::int64_t end_dim = -1);
 /// Removes every size-1 dim, or only `dim` (a no-op when that dim is not 1, as in torch).
+///@{
 template <typename T>
 Tensor<T> squeeze(const Tensor<T>& x);
 template <typename T>
 Tensor<T> squeeze(const Tensor<T>& x, std::int64_t dim);
+///@}
 /// dim in [-rank-1, rank], like stack's.
 template <typename T>
 Tensor<T> unsqueeze(const Tensor<T>& x, std::int64_t dim);
@@ -45,6 +51,7 @@ Tensor<T> select(const Tensor<T>& x, std::int64_t dim, std::int64_t index);
 /// All tensors need one rank and equal sizes except along dim.
 template <typename T>
 Tensor<T> cat(const std::vector<Tensor<T>>& tensors, std::int64_t dim = 0);
+/// Joins equal-shaped tensors along a new dim (torch.stack).
 template <typename T>
 Tensor<T> stack(const std::vector<Tensor<T>>& tensors, std::int64_t dim = 0);
 /// Pieces of split_size along dim (the last may be smaller), as torch.split with an int. Each piece

@@ -36,8 +36,10 @@
 namespace tapegrad {
 
 /// Whether ops record onto the tape in this thread (torch.is_grad_enabled()).
+///@{
 bool is_grad_enabled();
 void set_grad_enabled(bool enabled);
+///@}
 
 /// RAII: records nothing while alive (torch.no_grad()).
 class NoGradGuard {
@@ -69,9 +71,12 @@ class GradInputs {
   const std::vector<std::shared_ptr<AutogradMeta<T>>>& inputs_;
 };
 
+/// A node's backward closure: the gradient of its output in, its inputs' gradients out through
+/// GradInputs::accumulate.
 template <typename T>
 using BackwardFn = std::function<void(const xt::xarray<T>& grad_output, GradInputs<T>& grad_inputs)>;
 
+/// One recorded op on the tape: its inputs' autograd state and its backward closure.
 template <typename T>
 struct Node {
   const char* name = "";
@@ -87,6 +92,7 @@ struct Node {
 
 /// True when grad mode is on and any input requires grad: only then does an op build its closure
 /// (undefined tensors, such as an absent bias, count as not requiring grad).
+///@{
 template <typename T, typename... Rest>
 bool should_record(const Tensor<T>& first, const Rest&... rest) {
   if (!is_grad_enabled()) return false;
@@ -99,6 +105,7 @@ bool should_record(const std::vector<Tensor<T>>& inputs) {
     if (t.defined() && t.requires_grad()) return true;
   return false;
 }
+///@}
 
 /// Makes `output` a non-leaf produced by op `name` from `inputs`, with the given backward closure.
 template <typename T>
@@ -108,6 +115,7 @@ void attach_node(Tensor<T>& output, const char* name, const std::vector<Tensor<T
 /// Tensor's operator<<) applied to `inputs`. backward(g, in) runs once per backward pass with g, the
 /// gradient of the loss with respect to output (output's shape), and gives input i its gradient with
 /// in.accumulate(i, ...) where in.needs(i). Call it only when should_record(inputs...) is true.
+///@{
 template <typename T, typename F>
 void record(Tensor<T>& output, const char* name, std::initializer_list<Tensor<T>> inputs, F&& backward) {
   attach_node<T>(output, name, std::vector<Tensor<T>>(inputs), BackwardFn<T>(std::forward<F>(backward)));
@@ -117,5 +125,6 @@ template <typename T, typename F>
 void record(Tensor<T>& output, const char* name, const std::vector<Tensor<T>>& inputs, F&& backward) {
   attach_node<T>(output, name, inputs, BackwardFn<T>(std::forward<F>(backward)));
 }
+///@}
 
 }  // namespace tapegrad

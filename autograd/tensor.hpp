@@ -46,6 +46,8 @@ struct AutogradMeta {
   std::shared_ptr<Node<T>> grad_fn;  ///< null for leaves
 };
 
+/// A value plus its autograd state, shared by every copy of the handle (like a Python reference to a
+/// torch.Tensor). T is float or double.
 template <typename T>
 class Tensor {
  public:
@@ -196,8 +198,11 @@ class Tensor {
 template <typename T>
 std::ostream& operator<<(std::ostream& os, const Tensor<T>& tensor);
 
+/// Short names for the two element types.
+///@{
 using TensorF = Tensor<float>;
 using TensorD = Tensor<double>;
+///@}
 
 extern template class Tensor<float>;
 extern template class Tensor<double>;

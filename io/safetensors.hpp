@@ -28,6 +28,7 @@ std::size_t dtype_size(Dtype dtype);  ///< bytes per element
 /// The dtype that stores T: F32 for float, F64 for double, I64, U64, BOOL.
 template <typename T>
 Dtype dtype_of();
+/// @cond
 template <>
 Dtype dtype_of<float>();
 template <>
@@ -38,10 +39,12 @@ template <>
 Dtype dtype_of<std::uint64_t>();
 template <>
 Dtype dtype_of<bool>();
+/// @endcond
 
 /// A tensor to save, of any writable element type.
 using Array = std::variant<xt::xarray<float>, xt::xarray<double>, xt::xarray<std::int64_t>, xt::xarray<std::uint64_t>,
                            xt::xarray<bool>>;
+/// The file's optional "__metadata__": string keys to string values.
 using Metadata = std::map<std::string, std::string>;
 
 /// A loaded and validated file; the tensor bytes are held in memory.

@@ -10,6 +10,8 @@
 
 namespace tapegrad {
 
+/// Named tensors, as torch's state_dict(): a module's parameters and buffers under their dotted names
+/// (the tensors alias the module's, so writing into them loads it).
 template <typename T>
 using StateDict = std::map<std::string, Tensor<T>>;
 

@@ -25,8 +25,10 @@ enum class Pooling {
   Cls,   ///< the output at a learned [CLS] vector prepended to every sequence
 };
 
+/// "mean", "max" or "cls".
 std::string pooling_name(Pooling p);
 
+/// The classifier's architecture and head.
 struct TransformerClassifierOptions {
   std::size_t vocab_size = 20000;
   std::size_t max_len = 512;  ///< longest sequence the positional table covers

@@ -12,6 +12,7 @@
 
 namespace tapegrad::models {
 
+/// The special tokens and limits of greedy_decode() and beam_search().
 struct SearchOptions {
   std::int64_t bos = 1;       ///< the token every target starts with
   std::int64_t eos = 2;       ///< ends a hypothesis; not part of the returned tokens

@@ -10,6 +10,7 @@
 
 namespace tapegrad::nn {
 
+/// torch.nn.ReLU as a module, for Sequential.
 template <typename T>
 class ReLU : public Module<T, ReLU<T>> {
  public:
@@ -17,6 +18,7 @@ class ReLU : public Module<T, ReLU<T>> {
   std::string name() const override { return "ReLU"; }
 };
 
+/// torch.nn.GELU as a module, for Sequential.
 template <typename T>
 class GELU : public Module<T, GELU<T>> {
  public:
@@ -33,6 +35,7 @@ class GELU : public Module<T, GELU<T>> {
 /// The activation of the transformer feed-forward blocks (torch's activation="relu" | "gelu").
 enum class Activation { ReLU, GELU };
 
+/// relu(x) or gelu(x).
 template <typename T>
 Tensor<T> apply_activation(Activation activation, const Tensor<T>& x) {
   return activation == Activation::ReLU ? relu(x) : gelu(x);

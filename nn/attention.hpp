@@ -61,6 +61,7 @@ struct KVCache {
   void clear() { key = value = Tensor<T>(); }
 };
 
+/// torch.nn.MultiheadAttention's constructor arguments besides embed_dim and num_heads.
 struct MultiheadAttentionOptions {
   MultiheadAttentionOptions(std::size_t embed_dim, std::size_t num_heads)
       : embed_dim(embed_dim), num_heads(num_heads) {}
@@ -71,6 +72,8 @@ struct MultiheadAttentionOptions {
   bool batch_first = false;        ///< inputs [B, L, E] instead of [L, B, E]
 };
 
+/// torch.nn.MultiheadAttention: packed in_proj_weight / in_proj_bias and out_proj,
+/// with key padding and attention masks.
 template <typename T>
 class MultiheadAttention : public Module<T, MultiheadAttention<T>> {
  public:

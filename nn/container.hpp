@@ -15,6 +15,7 @@
 
 namespace tapegrad::nn {
 
+/// torch.nn.Sequential: children named "0", "1", ..., each forward feeding the next.
 template <typename T>
 class Sequential : public Module<T, Sequential<T>> {
  public:
@@ -51,6 +52,7 @@ class Sequential : public Module<T, Sequential<T>> {
   std::vector<std::function<Tensor<T>(const Tensor<T>&)>> forwards_;
 };
 
+/// torch.nn.ModuleList: children named "0", "1", ..., with no forward of its own.
 template <typename T>
 class ModuleList : public Module<T> {
  public:

@@ -16,6 +16,7 @@
 
 namespace tapegrad::nn {
 
+/// torch.nn.Dropout, drawing its masks from a shared Generator.
 template <typename T>
 class Dropout : public Module<T, Dropout<T>> {
  public:

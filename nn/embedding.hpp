@@ -12,6 +12,7 @@
 
 namespace tapegrad::nn {
 
+/// torch.nn.Embedding: weight [num_embeddings, embedding_dim] looked up by ids.
 template <typename T>
 class Embedding : public Module<T, Embedding<T>> {
  public:

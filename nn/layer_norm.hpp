@@ -8,6 +8,7 @@
 
 namespace tapegrad::nn {
 
+/// torch.nn.LayerNorm: weight and bias of normalized_shape.
 template <typename T>
 class LayerNorm : public Module<T, LayerNorm<T>> {
  public:

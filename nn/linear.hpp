@@ -9,6 +9,7 @@
 
 namespace tapegrad::nn {
 
+/// torch.nn.Linear: weight [out_features, in_features], bias [out_features].
 template <typename T>
 class Linear : public Module<T, Linear<T>> {
  public:

@@ -141,6 +141,7 @@ class Module : public Module<T, void> {
 /// A double as Python's repr() writes it ("0.1", "1e-05", "0.0"), for extra_repr().
 std::string python_float(double value);
 
+/// Writes module.to_string().
 template <typename T>
 std::ostream& operator<<(std::ostream& os, const Module<T>& module);
 

@@ -92,6 +92,8 @@ class TransformerEncoderLayer : public Module<T, TransformerEncoderLayer<T>> {
   std::shared_ptr<Generator> dropout_gen_;
 };
 
+/// torch.nn.TransformerDecoderLayer: self-attention, cross-attention over the
+/// encoder's memory and the feed-forward block, post-LN or pre-LN.
 template <typename T>
 class TransformerDecoderLayer : public Module<T, TransformerDecoderLayer<T>> {
  public:
@@ -149,6 +151,7 @@ class TransformerEncoder : public Module<T, TransformerEncoder<T>> {
   std::shared_ptr<Generator> dropout_gen_;
 };
 
+/// torch.nn.TransformerDecoder: num_layers decoder layers, optionally a final norm.
 template <typename T>
 class TransformerDecoder : public Module<T, TransformerDecoder<T>> {
  public:

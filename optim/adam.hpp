@@ -8,6 +8,7 @@
 
 namespace tapegrad::optim {
 
+/// torch.optim.Adam's arguments besides params, with its defaults.
 struct AdamOptions {
   double lr = 1e-3;
   std::pair<double, double> betas = {0.9, 0.999};

@@ -6,6 +6,7 @@
 
 namespace tapegrad::optim {
 
+/// torch.optim.AdamW's arguments besides params, with its defaults.
 struct AdamWOptions {
   double lr = 1e-3;
   std::pair<double, double> betas = {0.9, 0.999};

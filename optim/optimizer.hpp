@@ -12,6 +12,7 @@
 
 namespace tapegrad::optim {
 
+/// The base of every optimizer (torch.optim.Optimizer).
 template <typename T>
 class Optimizer {
  public:
@@ -47,6 +48,7 @@ class Optimizer {
   void load_state_dict(const StateDict<T>& state);
 
  protected:
+  /// One parameter's optimizer state: its named buffers and step count.
   struct ParamState {
     bool initialized = false;
     std::int64_t step = 0;

@@ -7,6 +7,7 @@
 
 namespace tapegrad::optim {
 
+/// torch.optim.SGD's arguments besides params, with its defaults.
 struct SGDOptions {
   double lr;  ///< required, as in torch
   double momentum = 0.0;

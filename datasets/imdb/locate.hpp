@@ -10,6 +10,7 @@
 
 namespace tapegrad::datasets {
 
+/// Where locate_imdb() looks and whether it may download.
 struct LocateOptions {
   std::optional<std::filesystem::path> explicit_path;  ///< the --data flag
   std::optional<std::filesystem::path> env_path;       ///< TAPEGRAD_DATA
@@ -28,6 +29,7 @@ struct LocateOptions {
 /// relative one), else $HOME/.cache/tapegrad; none when HOME is not set either.
 std::optional<std::filesystem::path> default_cache_dir();
 
+/// The data locate_imdb() found and the rule that found it.
 struct Located {
   std::filesystem::path path;  ///< a folder or an archive, for read_imdb
   std::string source;          ///< which rule found it, e.g. "TAPEGRAD_DATA" or "downloaded to the cache"

@@ -13,7 +13,7 @@
 ///   by "and": 1001 "one thousand and one", 2000042 "two million and forty-two"; but 1100 is "one
 ///   thousand one hundred" and 1000100 "one million one hundred".
 ///
-/// Tokens: one shared vocabulary of 47 tokens (number_tokens()): <pad> 0, <bos> 1, <eos> 2, <unk> 3,
+/// Tokens: one shared vocabulary of 47 tokens (number_tokens()): `<pad>` 0, `<bos>` 1, `<eos>` 2, `<unk>` 3,
 /// the digits "0".."9", the 32 words (zero..nineteen, the eight tens, hundred, thousand, million,
 /// and) and "-". The digit side is tokenized by character, the word side
 /// by word, with the hyphen its own token ("forty-two" -> forty - two): 9 digit tokens and at most 20
@@ -29,11 +29,13 @@
 
 namespace tapegrad::datasets {
 
+/// The largest number of the task.
 inline constexpr std::uint64_t kMaxNumber = 999'999'999;
 
 /// Throws std::invalid_argument for n > kMaxNumber.
 std::string number_to_words(std::uint64_t n);
 
+/// The set a number value belongs to.
 enum class NumberSplit { Train, Valid, Test };
 
 /// Which set a value belongs to: a hash of (value, seed) puts 5% of all values in validation, 5% in
@@ -52,6 +54,7 @@ std::uint64_t draw_number(Generator& gen);
 /// such as 7000000 far more often than any one uniform value.
 std::uint64_t draw_number(Generator& gen, NumberSplit split, std::uint64_t seed);
 
+/// The three sets of distinct numbers make_numbers_dataset() draws.
 struct NumbersDataset {
   std::vector<std::uint64_t> train, valid, test;  ///< distinct values within and across the sets
 };
@@ -63,18 +66,24 @@ struct NumbersDataset {
 NumbersDataset make_numbers_dataset(std::size_t train_size, std::size_t valid_size, std::size_t test_size,
                                     std::uint64_t seed);
 
-/// The shared vocabulary.
+/// The shared vocabulary: its special ids and all of its tokens in id order.
+///@{
 inline constexpr std::int64_t kNumberPad = 0, kNumberBos = 1, kNumberEos = 2, kNumberUnk = 3;
 const std::vector<std::string>& number_tokens();
+///@}
 std::int64_t number_token_id(std::string_view token);  ///< kNumberUnk for an unknown token
 
 /// Text -> ids (no bos/eos). Words: lower-cased, split on whitespace and around '-'. Digits: one id
 /// per character, ignoring whitespace and ',' separators. Anything unknown becomes kNumberUnk.
+///@{
 std::vector<std::int64_t> encode_words(std::string_view text);
 std::vector<std::int64_t> encode_digits(std::string_view text);
+///@}
 /// Ids -> text: words joined by spaces except around "-"; digits concatenated. Special tokens are
-/// skipped except <unk>, written as "<unk>".
+/// skipped except `<unk>`, written as `"<unk>"`.
+///@{
 std::string decode_words(const std::vector<std::int64_t>& ids);
 std::string decode_digits(const std::vector<std::int64_t>& ids);
+///@}
 
 }  // namespace tapegrad::datasets

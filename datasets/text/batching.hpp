@@ -11,6 +11,8 @@
 
 namespace tapegrad::datasets {
 
+/// How a DataLoader cuts an epoch into batches (torch.utils.data.DataLoader's batch_size, shuffle,
+/// drop_last, plus length bucketing).
 struct BatchOptions {
   std::size_t batch_size = 32;
   /// Reorder the reviews every epoch. The order of epoch e comes from a tapegrad::Generator seeded with
@@ -28,6 +30,7 @@ struct BatchOptions {
   bool drop_last = false;
 };
 
+/// One padded batch, ready for the model.
 struct Batch {
   xt::xarray<std::int64_t> ids;      ///< [B, L], Vocabulary::pad_id after each review's tokens
   xt::xarray<bool> padding_mask;     ///< [B, L], true where ids is padding (torch's key_padding_mask)
@@ -49,6 +52,7 @@ struct PaddingStats {
   std::size_t positions = 0;  ///< sum of B * L
   double padding_fraction() const { return positions ? 1.0 - double(tokens) / double(positions) : 0.0; }
 };
+/// The cost of `batches` over `data`, each padded to the dataset's max_len or, with trim, to its longest.
 PaddingStats padding_stats(const EncodedDataset& data, const std::vector<std::vector<std::size_t>>& batches, bool trim);
 
 /// The batches of one epoch at a time, built on demand (like a torch DataLoader with set_epoch).

@@ -22,12 +22,14 @@ enum class Truncation {
 
 /// Parses "head", "tail" or "head_tail" (for a --truncation flag); throws std::invalid_argument otherwise.
 Truncation parse_truncation(std::string_view name);
+/// "head", "tail" or "head_tail".
 const char* truncation_name(Truncation t);
 
 /// The kept positions of a sequence of n tokens: ids[0, first) followed by ids[second, n).
 struct Kept {
   std::size_t first, second;
 };
+/// Which positions of n tokens truncation t keeps within max_len.
 Kept truncation_window(std::size_t n, std::size_t max_len, Truncation t);
 
 /// `ids` truncated to max_len and padded with Vocabulary::pad_id at the end to exactly max_len.

@@ -7,6 +7,7 @@
 
 namespace tapegrad::datasets {
 
+/// Indices into the training reviews: the ones trained on and the held-out validation ones.
 struct TrainValidSplit {
   std::vector<std::size_t> train;  ///< indices into the training reviews, ascending
   std::vector<std::size_t> valid;  ///< the held-out indices, ascending; disjoint from train

@@ -6,7 +6,7 @@
 ///     this runs after lower-casing, "<BR />" and "<Br />" are line breaks too; "<br/>" and "<br>" are
 ///     not (they tokenize as "<", "br", "/", ">").
 ///  3. Then, scanning left to right:
-///     - ASCII whitespace (space, \t, \n, \v, \f, \r) separates tokens and is dropped;
+///     - ASCII whitespace (space, `\t`, `\n`, `\v`, `\f`, `\r`) separates tokens and is dropped;
 ///     - a maximal run of bytes in [a-z0-9'] is one token ("don't", "1950's", "'90s", "''");
 ///     - every other byte is a one-byte token of its own: "great!!" gives "great", "!", "!", and
 ///       each byte of a multi-byte UTF-8 character is a separate token.
@@ -24,6 +24,7 @@ namespace tapegrad::datasets {
 template <typename F>
 void for_each_token(std::string_view text, F&& f);
 
+/// The tokens of `text` as strings (for_each_token collected).
 std::vector<std::string> tokenize(std::string_view text);
 
 /// ---- implementation ----

@@ -1,6 +1,6 @@
 /// @file
-/// The token vocabulary of the IMDb example: <pad> = 0, <unk> = 1, then the most frequent tokens of
-/// the training reviews, and for masked-token pretraining optionally <mask> last. Saved as a text file,
+/// The token vocabulary of the IMDb example: `<pad>` = 0, `<unk>` = 1, then the most frequent tokens of
+/// the training reviews, and for masked-token pretraining optionally `<mask>` last. Saved as a text file,
 /// one token per line in index order.
 #pragma once
 
@@ -14,6 +14,7 @@
 
 namespace tapegrad::datasets {
 
+/// Token <-> id, with the padding and unknown tokens first.
 class Vocabulary {
  public:
   static constexpr std::int64_t pad_id = 0;
@@ -26,19 +27,19 @@ class Vocabulary {
 
   /// Counts the tokens (datasets/tokenizer.hpp) of `texts` and keeps the most frequent ones, ties broken
   /// by ascending byte order (bytes compared as unsigned, a prefix before its extensions).
-  /// vocab_size is the TOTAL size including <pad> and <unk>, so at most vocab_size - 2 counted tokens
+  /// vocab_size is the TOTAL size including `<pad>` and `<unk>`, so at most vocab_size - 2 counted tokens
   /// are kept; fewer when the texts have fewer distinct tokens. vocab_size must be at least 2.
-  /// The tokenizer never produces "<pad>" or "<unk>" (a '<' is a token of its own), so they never clash.
+  /// The tokenizer never produces `"<pad>"` or `"<unk>"` (a '<' is a token of its own), so they never clash.
   static Vocabulary build(const std::vector<std::string_view>& texts, std::size_t vocab_size);
   static Vocabulary build(const std::vector<std::string>& texts, std::size_t vocab_size);
 
-  /// From a list of tokens in index order; the first two must be <pad> and <unk>, none may repeat, and
-  /// <mask> may only be the last. Throws std::invalid_argument otherwise.
+  /// From a list of tokens in index order; the first two must be `<pad>` and `<unk>`, none may repeat, and
+  /// `<mask>` may only be the last. Throws std::invalid_argument otherwise.
   static Vocabulary from_tokens(std::vector<std::string> tokens);
 
   /// Writes one token per line ('\n'-terminated) in index order. Throws std::runtime_error on I/O errors.
   void save(const std::filesystem::path& path) const;
-  /// Reads a file written by save, validating it: <pad> and <unk> first, no empty line, no repeated
+  /// Reads a file written by save, validating it: `<pad>` and `<unk>` first, no empty line, no repeated
   /// token, no token the tokenizer cannot produce (holding whitespace, or a multi-byte token with a byte
   /// outside [a-z0-9']) except <mask> as the last line. Throws std::runtime_error naming the path and the line.
   static Vocabulary load(const std::filesystem::path& path);

@@ -1,5 +1,5 @@
 /// @file
-/// Word dropout for training batches: each real token is replaced by <unk> with probability p, so that
+/// Word dropout for training batches: each real token is replaced by `<unk>` with probability p, so that
 /// a classifier cannot lean on a few rare, memorable words (actor names, titles) of the training set.
 #pragma once
 

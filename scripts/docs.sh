@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The API reference: runs Doxygen (Debian's doxygen) with docs/Doxyfile and writes
+# build/docs/html/index.html. Fails, listing them, on any Doxygen warning: a public class, struct or
+# namespace-level entity without a comment, or a comment Doxygen cannot read. Members of a documented
+# class whose name and signature say everything (size(), shape(), an options field) are not required
+# to carry a comment of their own, so their "is not documented" warnings are set aside.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+command -v doxygen >/dev/null || { echo "docs.sh: doxygen is not installed (apt-get install doxygen)" >&2; exit 1; }
+mkdir -p build/docs
+rm -f build/docs/warnings.log
+doxygen docs/Doxyfile >/dev/null
+warnings=$(grep -v -E 'Member .* of (class|struct|union) .* is not documented' build/docs/warnings.log | sort -u || true)
+if [ -n "$warnings" ]; then
+  echo "$warnings" >&2
+  echo "docs.sh: $(echo "$warnings" | wc -l) Doxygen warning(s) above" >&2
+  exit 1
+fi
+echo "docs.sh: the API reference is in build/docs/html/index.html"

@@ -1,0 +1,208 @@
+// The derivations of docs/gradients.md, each computed directly from its formula and compared with the
+// framework's backward and, where the formula is a Jacobian, with jacobian(). All in double.
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "tapegrad/autograd/jacobian.hpp"
+#include "tapegrad/autograd/ops.hpp"
+#include "tests/helpers.hpp"
+
+using namespace tapegrad;
+using tapegrad::testing::allclose;
+using tapegrad::testing::rand_input;
+
+namespace {
+
+// The gradient backward() leaves on x for y = f(x) and an output gradient g.
+xt::xarray<double> backward_grad(Tensor<double> x, const Tensor<double>& y, const xt::xarray<double>& g) {
+  x.zero_grad();
+  y.backward(g);
+  return x.grad();
+}
+
+// g^T J: the vector-Jacobian product from a full Jacobian J [out..., in...] and g [out...].
+xt::xarray<double> vjp(const Tensor<double>& jac, const xt::xarray<double>& g, const Shape& in_shape) {
+  const std::size_t n_out = g.size(), n_in = numel(in_shape);
+  xt::xarray<double> out = xt::zeros<double>(in_shape);
+  for (std::size_t o = 0; o < n_out; ++o)
+    for (std::size_t i = 0; i < n_in; ++i) out.data()[i] += g.data()[o] * jac.data().data()[o * n_in + i];
+  return out;
+}
+
+xt::xarray<double> random_array(const Shape& shape, std::uint64_t seed) { return rand_input(shape, seed).data(); }
+
+}  // namespace
+
+TEST_CASE("softmax: dx = y * (g - sum(g * y)) is g^T (diag(y) - y y^T)", "[gradients]") {
+  const auto x = rand_input({4, 7}, 11, -3.0, 3.0);
+  const auto y = softmax(x, 1);
+  const auto g = random_array({4, 7}, 12);
+
+  // The derived rule, row by row, without any n x n matrix.
+  xt::xarray<double> derived = xt::zeros<double>({4, 7});
+  for (std::size_t r = 0; r < 4; ++r) {
+    double dot = 0;
+    for (std::size_t j = 0; j < 7; ++j) dot += g(r, j) * y.data()(r, j);
+    for (std::size_t j = 0; j < 7; ++j) derived(r, j) = y.data()(r, j) * (g(r, j) - dot);
+  }
+  CHECK(allclose(backward_grad(x, y, g), derived, 0.0, 1e-15));
+
+  // The same from the materialized Jacobian, whose rows are diag(y) - y y^T.
+  const auto jac = jacobian([](const Tensor<double>& v) { return softmax(v, 1); }, x);
+  CHECK(allclose(vjp(jac, g, x.shape()), derived, 0.0, 1e-14));
+  for (std::size_t r = 0; r < 4; ++r)
+    for (std::size_t a = 0; a < 7; ++a)
+      for (std::size_t b = 0; b < 7; ++b) {
+        const double yr_a = y.data()(r, a), yr_b = y.data()(r, b);
+        CHECK(std::abs(jac.data()(r, a, r, b) - ((a == b ? yr_a : 0.0) - yr_a * yr_b)) <= 1e-12);
+      }
+}
+
+TEST_CASE("log_softmax: dx = g - softmax(x) * sum(g)", "[gradients]") {
+  const auto x = rand_input({3, 5}, 13, -3.0, 3.0);
+  const auto y = log_softmax(x, 1);
+  const auto g = random_array({3, 5}, 14);
+  const xt::xarray<double> p = xt::exp(y.data());
+  xt::xarray<double> derived = xt::zeros<double>({3, 5});
+  for (std::size_t r = 0; r < 3; ++r) {
+    double s = 0;
+    for (std::size_t j = 0; j < 5; ++j) s += g(r, j);
+    for (std::size_t j = 0; j < 5; ++j) derived(r, j) = g(r, j) - p(r, j) * s;
+  }
+  CHECK(allclose(backward_grad(x, y, g), derived, 0.0, 1e-15));
+}
+
+TEST_CASE("matmul with broadcast batch dims: dA and dB sum G B^T and A^T G over the broadcast dims", "[gradients]") {
+  // A [2, 1, 3, 4] @ B [5, 4, 6] -> C [2, 5, 3, 6]: A is repeated over C's dim 1, B over C's dim 0.
+  const auto a = rand_input({2, 1, 3, 4}, 15);
+  const auto b = rand_input({5, 4, 6}, 16);
+  const auto c = matmul(a, b);
+  REQUIRE(c.shape() == Shape{2, 5, 3, 6});
+  const auto g = random_array({2, 5, 3, 6}, 17);
+  c.backward(g);
+
+  // dA[i, 0] = sum_j G[i, j] B[j]^T;   dB[j] = sum_i A[i, 0]^T G[i, j].
+  xt::xarray<double> da = xt::zeros<double>({2, 1, 3, 4});
+  xt::xarray<double> db = xt::zeros<double>({5, 4, 6});
+  for (std::size_t i = 0; i < 2; ++i)
+    for (std::size_t j = 0; j < 5; ++j)
+      for (std::size_t m = 0; m < 3; ++m)
+        for (std::size_t k = 0; k < 4; ++k)
+          for (std::size_t n = 0; n < 6; ++n) {
+            da(i, 0, m, k) += g(i, j, m, n) * b.data()(j, k, n);
+            db(j, k, n) += a.data()(i, 0, m, k) * g(i, j, m, n);
+          }
+  CHECK(allclose(a.grad(), da, 0.0, 1e-13));
+  CHECK(allclose(b.grad(), db, 0.0, 1e-13));
+
+  // And both against the full Jacobians.
+  const auto jac = jacobian<double>([](const std::vector<Tensor<double>>& in) { return matmul(in[0], in[1]); }, {a, b});
+  CHECK(allclose(vjp(jac[0], g, a.shape()), da, 0.0, 1e-13));
+  CHECK(allclose(vjp(jac[1], g, b.shape()), db, 0.0, 1e-13));
+}
+
+TEST_CASE("matmul with a 1-D operand: the promoted dim is added back and removed in the gradient", "[gradients]") {
+  // v [4] @ B [3, 4, 2] -> [3, 2]: v is a row [1, 4], broadcast over the batch of 3.
+  const auto v = rand_input({4}, 18);
+  const auto b = rand_input({3, 4, 2}, 19);
+  const auto c = matmul(v, b);
+  REQUIRE(c.shape() == Shape{3, 2});
+  const auto g = random_array({3, 2}, 20);
+  c.backward(g);
+  xt::xarray<double> dv = xt::zeros<double>({4});
+  xt::xarray<double> db = xt::zeros<double>({3, 4, 2});
+  for (std::size_t j = 0; j < 3; ++j)
+    for (std::size_t k = 0; k < 4; ++k)
+      for (std::size_t n = 0; n < 2; ++n) {
+        dv(k) += g(j, n) * b.data()(j, k, n);
+        db(j, k, n) = v.data()(k) * g(j, n);
+      }
+  CHECK(allclose(v.grad(), dv, 0.0, 1e-14));
+  CHECK(allclose(b.grad(), db, 0.0, 1e-14));
+}
+
+TEST_CASE("layer_norm: the fused backward and its Jacobian", "[gradients]") {
+  const std::size_t rows = 3, d = 8;
+  const double eps = 1e-5;
+  const auto x = rand_input({rows, d}, 21, -2.0, 2.0);
+  const auto w = rand_input({d}, 22);
+  const auto bias = rand_input({d}, 23);
+  const auto y = layer_norm(x, {d}, w, bias, eps);
+  const auto g = random_array({rows, d}, 24);
+  y.backward(g);
+
+  xt::xarray<double> dx = xt::zeros<double>({rows, d}), x_hat = xt::zeros<double>({rows, d});
+  xt::xarray<double> dw = xt::zeros<double>({d}), db = xt::zeros<double>({d});
+  std::vector<double> rstd(rows);
+  for (std::size_t r = 0; r < rows; ++r) {
+    double mean = 0, var = 0;
+    for (std::size_t j = 0; j < d; ++j) mean += x.data()(r, j) / d;
+    for (std::size_t j = 0; j < d; ++j) var += (x.data()(r, j) - mean) * (x.data()(r, j) - mean) / d;
+    rstd[r] = 1 / std::sqrt(var + eps);
+    for (std::size_t j = 0; j < d; ++j) x_hat(r, j) = (x.data()(r, j) - mean) * rstd[r];
+    // dx = rstd * (gh - mean(gh) - x_hat * mean(gh * x_hat)) with gh = g * w.
+    double mean_gh = 0, mean_gh_xhat = 0;
+    for (std::size_t j = 0; j < d; ++j) {
+      mean_gh += g(r, j) * w.data()(j) / d;
+      mean_gh_xhat += g(r, j) * w.data()(j) * x_hat(r, j) / d;
+    }
+    for (std::size_t j = 0; j < d; ++j) {
+      dx(r, j) = rstd[r] * (g(r, j) * w.data()(j) - mean_gh - x_hat(r, j) * mean_gh_xhat);
+      dw(j) += g(r, j) * x_hat(r, j);
+      db(j) += g(r, j);
+    }
+  }
+  CHECK(allclose(x.grad(), dx, 0.0, 1e-13));
+  CHECK(allclose(w.grad(), dw, 0.0, 1e-13));
+  CHECK(allclose(bias.grad(), db, 0.0, 1e-13));
+
+  // dy_i / dx_j = w_i * rstd * (delta_ij - 1/D - x_hat_i x_hat_j / D) within a row, 0 across rows.
+  const auto jac =
+      jacobian([&](const Tensor<double>& v) { return layer_norm(v, {d}, Tensor<double>(w.data()), {}, eps); }, x);
+  REQUIRE(jac.shape() == Shape{rows, d, rows, d});
+  double worst = 0;
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t s = 0; s < rows; ++s)
+      for (std::size_t i = 0; i < d; ++i)
+        for (std::size_t j = 0; j < d; ++j) {
+          const double expected =
+              r != s ? 0.0 : w.data()(i) * rstd[r] * ((i == j ? 1.0 : 0.0) - 1.0 / d - x_hat(r, i) * x_hat(r, j) / d);
+          worst = std::max(worst, std::abs(jac.data()(r, i, s, j) - expected));
+        }
+  CHECK(worst <= 1e-12);
+}
+
+TEST_CASE("cross_entropy with label smoothing: loss -sum(q log p), gradient (p - q) / N", "[gradients]") {
+  const std::size_t n = 5, classes = 4;
+  const double smoothing = 0.1;
+  const auto logits = rand_input({n, classes}, 25, -3.0, 3.0);
+  const IndexArray target = {2, 0, -100, 3, 1};  // one ignored sample
+  CrossEntropyOptions options;
+  options.label_smoothing = smoothing;
+  const auto loss = cross_entropy(logits, target, options);
+  loss.backward();
+
+  const xt::xarray<double> p = softmax(Tensor<double>(logits.data()), 1).data();
+  double total = 0;
+  std::size_t counted = 0;
+  xt::xarray<double> q = xt::zeros<double>({n, classes});
+  for (std::size_t i = 0; i < n; ++i) {
+    if (target(i) == -100) continue;
+    ++counted;
+    for (std::size_t c = 0; c < classes; ++c) {
+      // q: the smoothed one-hot, (1 - eps) on the target plus eps / C everywhere.
+      q(i, c) = (c == static_cast<std::size_t>(target(i)) ? 1 - smoothing : 0.0) + smoothing / classes;
+      total -= q(i, c) * std::log(p(i, c));
+    }
+  }
+  CHECK(std::abs(loss.item() - total / counted) <= 1e-14);
+  xt::xarray<double> derived = xt::zeros<double>({n, classes});
+  for (std::size_t i = 0; i < n; ++i)
+    if (target(i) != -100)
+      for (std::size_t c = 0; c < classes; ++c) derived(i, c) = (p(i, c) - q(i, c)) / counted;
+  CHECK(allclose(logits.grad(), derived, 0.0, 1e-15));
+
+  // The gradient is also the (only) row of the loss's Jacobian.
+  const auto jac = jacobian([&](const Tensor<double>& v) { return cross_entropy(v, target, options); }, logits);
+  CHECK(allclose(jac.data(), derived, 0.0, 1e-15));
+}

@@ -1,0 +1,48 @@
+#!/usr/bin/env python3
+"""The tutorial cannot rot: every C++ block of docs/tutorial.md names its file on its first line
+(`// examples/tutorial/NAME.cpp`) and must equal that file byte for byte, and every program in
+examples/tutorial/ must appear in the tutorial. The programs themselves are built and run as CTest
+tests (tests/CMakeLists.txt). Usage: check_tutorial.py <repository root> [--update]; --update
+copies each file into its block instead of comparing."""
+import pathlib
+import re
+import sys
+
+root = pathlib.Path(sys.argv[1])
+tutorial = root / "docs/tutorial.md"
+markdown = tutorial.read_text()
+if sys.argv[2:] == ["--update"]:
+    def copy_file(match):
+        path = re.fullmatch(r"// (examples/tutorial/[\w.-]+\.cpp)", match.group(1).split("\n", 1)[0])
+        return "```cpp\n" + (root / path.group(1)).read_text() + "```" if path else match.group(0)
+    markdown = re.sub(r"^```cpp\n(.*?)^```$", copy_file, markdown, flags=re.S | re.M)
+    tutorial.write_text(markdown)
+blocks = re.findall(r"^```cpp\n(.*?)^```$", markdown, flags=re.S | re.M)
+problems = []
+shown = set()
+for i, block in enumerate(blocks, 1):
+    first = block.split("\n", 1)[0]
+    match = re.fullmatch(r"// (examples/tutorial/[\w.-]+\.cpp)", first)
+    if not match:
+        problems.append(f"C++ block {i} does not start with '// examples/tutorial/<file>.cpp': {first!r}")
+        continue
+    path = match.group(1)
+    if path in shown:
+        problems.append(f"C++ block {i}: {path} is shown twice")
+    shown.add(path)
+    file = root / path
+    if not file.is_file():
+        problems.append(f"C++ block {i}: {path} does not exist")
+    elif file.read_text() != block:
+        problems.append(f"C++ block {i} differs from {path}: run tests/docs/check_tutorial.py . --update")
+for file in sorted((root / "examples/tutorial").glob("*.cpp")):
+    path = file.relative_to(root).as_posix()
+    if path not in shown:
+        problems.append(f"{path} is not shown in docs/tutorial.md")
+if not blocks:
+    problems.append("docs/tutorial.md has no C++ blocks")
+for p in problems:
+    print(f"check_tutorial: {p}", file=sys.stderr)
+if problems:
+    sys.exit(1)
+print(f"check_tutorial: {len(blocks)} blocks of docs/tutorial.md equal their files in examples/tutorial/")

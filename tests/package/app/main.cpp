@@ -1,0 +1,111 @@
+// A program outside the tapegrad tree, built against an installed tapegrad (tests/package/run.sh):
+// every layer is reached through the one umbrella header, and each result is checked, so a missing
+// header, library or dependency fails to build and a wrong one fails to run.
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <tapegrad/tapegrad.hpp>
+
+namespace fs = std::filesystem;
+using namespace tapegrad;
+
+namespace {
+
+int failures = 0;
+
+void check(bool ok, const std::string& what) {
+  std::cout << (ok ? "ok   " : "FAIL ") << what << "\n";
+  if (!ok) ++failures;
+}
+
+std::shared_ptr<nn::Sequential<float>> make_mlp(std::uint64_t seed) {
+  Generator gen(seed);
+  return std::make_shared<nn::Sequential<float>>(std::make_shared<nn::Linear<float>>(4, 16, gen),
+                                                 std::make_shared<nn::ReLU<float>>(),
+                                                 std::make_shared<nn::Linear<float>>(16, 3, gen));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::cerr << "usage: app <work folder> <aclImdb archive>\n";
+    return 2;
+  }
+  const fs::path work = argv[1];
+  fs::create_directories(work);
+
+  // autograd: a gradient against its closed form, and gradcheck in double.
+  auto x = Tensor<double>::from_vector({1.0, 2.0, 3.0}, {3}, /*requires_grad=*/true);
+  auto y = sum(mul(x, x));
+  y.backward();
+  check(y.item() == 14.0 && x.grad()(0) == 2.0 && x.grad()(2) == 6.0, "d sum(x*x) / dx = 2x");
+  Generator gen(0);
+  auto grad_ok = gradcheck([](const std::vector<Tensor<double>>& in) { return softmax(in[0], 1); },
+                           {Tensor<double>::uniform({2, 5}, -1, 1, gen, true)});
+  check(static_cast<bool>(grad_ok), "gradcheck(softmax)");
+
+  // nn + optim: a small MLP learns three points with Adam.
+  auto model = make_mlp(1);
+  const auto inputs = Tensor<float>::normal({3, 4}, 0.0f, 1.0f, gen);
+  const IndexArray targets = {0, 1, 2};
+  optim::AdamOptions adam_options;
+  adam_options.lr = 0.05;
+  optim::Adam<float> adam(model->parameters(), adam_options);
+  float first_loss = 0, last_loss = 0;
+  for (int step = 0; step < 30; ++step) {
+    adam.zero_grad();
+    auto loss = cross_entropy(model->forward(inputs), targets);
+    loss.backward();
+    adam.step();
+    (step == 0 ? first_loss : last_loss) = loss.item();
+  }
+  std::cout << "loss " << first_loss << " -> " << last_loss << "\n";
+  check(last_loss < 0.1f * first_loss, "Adam brings the loss below a tenth of its start");
+
+  // io: a state dict saved to safetensors loads into a differently initialized model.
+  const std::string weights = (work / "mlp.safetensors").string();
+  io::safetensors::save_state_dict(weights, model->state_dict());
+  auto loaded = make_mlp(2);
+  check(!xt::allclose(loaded->forward(inputs).data(), model->forward(inputs).data()), "a fresh model differs");
+  auto state = loaded->state_dict();
+  io::safetensors::load_state_dict(weights, state);
+  check(loaded->forward(inputs).data() == model->forward(inputs).data(), "the loaded model gives the same outputs");
+
+  // train: a checkpoint of model and optimizer restores the step.
+  const std::string checkpoint = (work / "checkpoint.safetensors").string();
+  train::save_checkpoint(checkpoint, *model, adam, 30);
+  optim::Adam<float> adam2(loaded->parameters(), adam_options);
+  check(train::load_checkpoint(checkpoint, *loaded, adam2) == 30, "load_checkpoint returns the saved step");
+
+  // datasets + models: the first review of a small archive through a Transformer classifier.
+  const auto imdb = datasets::read_imdb(argv[2]);
+  const auto tokens = datasets::tokenize(imdb.train.at(0).text);
+  check(!imdb.train.empty() && !imdb.test.empty() && !tokens.empty(), "read_imdb and tokenize a review");
+  models::TransformerClassifierOptions options;
+  options.vocab_size = 100;
+  options.max_len = 64;
+  options.d_model = 16;
+  options.nhead = 2;
+  options.dim_feedforward = 32;
+  models::TransformerClassifier<float> classifier(options, gen);
+  classifier.eval();
+  const std::size_t length = std::min<std::size_t>(tokens.size(), options.max_len);
+  xt::xarray<std::int64_t> ids = xt::zeros<std::int64_t>({std::size_t{1}, length});
+  for (std::size_t i = 0; i < length; ++i) ids(0, i) = 1 + static_cast<std::int64_t>(tokens[i].size() % 99);
+  const BoolArray padding = xt::zeros<bool>({std::size_t{1}, length});
+  const auto logits = classifier.forward(ids, padding);
+  check(logits.shape() == Shape{1, 2} && std::isfinite(logits.data()(0, 0)) && std::isfinite(logits.data()(0, 1)),
+        "TransformerClassifier gives two finite logits");
+
+  std::cout << model->to_string() << "\n";
+  if (failures) {
+    std::cout << failures << " check(s) failed\n";
+    return 1;
+  }
+  std::cout << "tapegrad package OK\n";
+  return 0;
+}
