@@ -34,10 +34,12 @@ template <typename T, typename I, std::enable_if_t<detail::is_dim_v<I>, int> = 0
 Tensor<T> sum(const Tensor<T>& x, I dim, bool keepdim = false) {
   return sum(x, std::vector<std::int64_t>{static_cast<std::int64_t>(dim)}, keepdim);
 }
+/// mean() over one dim given as a single integer, like torch's x.mean(1).
 template <typename T, typename I, std::enable_if_t<detail::is_dim_v<I>, int> = 0>
 Tensor<T> mean(const Tensor<T>& x, I dim, bool keepdim = false) {
   return mean(x, std::vector<std::int64_t>{static_cast<std::int64_t>(dim)}, keepdim);
 }
+/// var() over one dim given as a single integer, like torch's x.var(1).
 template <typename T, typename I, std::enable_if_t<detail::is_dim_v<I>, int> = 0>
 Tensor<T> var(const Tensor<T>& x, I dim, std::int64_t correction = 1, bool keepdim = false) {
   return var(x, std::vector<std::int64_t>{static_cast<std::int64_t>(dim)}, correction, keepdim);

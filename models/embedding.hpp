@@ -13,7 +13,9 @@
 
 namespace tapegrad::models {
 
+/// Which positional encoding a token model adds: the fixed sinusoids or a learned table.
 enum class PositionalKind { Sinusoidal, Learned };
+/// "sinusoidal" or "learned".
 std::string positional_name(PositionalKind p);
 
 /// nn::Embedding(vocab_size, d_model, gen, padding_idx) whose weights are then redrawn from

@@ -36,6 +36,7 @@ std::vector<std::int64_t> allowed_tokens(const T* logits, std::size_t vocab_size
 template <typename T>
 std::int64_t sample_token(const T* logits, std::size_t vocab_size, const SamplingOptions& options, Generator& gen);
 
+/// What generate() does: how each token is sampled, how many are added, and whether the KV cache is used.
 struct GenerateOptions {
   SamplingOptions sampling;
   std::size_t max_new_tokens = 64;

@@ -17,6 +17,7 @@
 
 namespace tapegrad::models {
 
+/// The sizes and settings of a GPT model; validate() names the first bad field.
 struct GPTOptions {
   std::size_t vocab_size = 0;
   std::size_t max_len = 256;  ///< the context: positions the positional table covers

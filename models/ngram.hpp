@@ -10,10 +10,12 @@
 
 namespace tapegrad::models {
 
+/// How the count-based bigram baseline smooths unseen pairs.
 enum class BigramSmoothing {
   AddOne,     ///< Laplace: P(w | v) = (c(v, w) + 1) / (c(v) + V)
   KneserNey,  ///< interpolated Kneser-Ney with one absolute discount, down to the uniform distribution
 };
+/// "add-one" or "kneser-ney".
 std::string smoothing_name(BigramSmoothing s);
 
 /// P(next | previous) estimated from the pairs of adjacent tokens of training sequences.

@@ -27,6 +27,7 @@ struct ReliabilityBin {
   double accuracy = 0.0;         ///< share of those rows whose most likely class is the label; 0 when empty
 };
 
+/// The expected calibration error and the bins it was computed from.
 struct CalibrationReport {
   /// sum over bins of count / N * |accuracy - mean_confidence| (0 for N = 0).
   double expected_calibration_error = 0.0;

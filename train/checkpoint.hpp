@@ -4,8 +4,8 @@
 ///
 /// Layout: "model.<name>", "optimizer.<name>" and "extra.<name>" (F32 or F64, the state_dicts' own
 /// names; extra holds any other state a run keeps, such as ExponentialMovingAverage's), "step"
-/// (I64, 0-d), and per generator, under a key <g>: "<g>.state" (U64 [4]: the xoshiro256** words),
-/// "<g>.has_spare_normal" (BOOL, 0-d), "<g>.spare_normal" (F64, 0-d). <g> is "generator" when one
+/// (I64, 0-d), and per generator, under a key `<g>`: "`<g>`.state" (U64 [4]: the xoshiro256** words),
+/// "`<g>`.has_spare_normal" (BOOL, 0-d), "`<g>`.spare_normal" (F64, 0-d). `<g>` is "generator" when one
 /// Generator is passed, "generator.<name>" for each of a Module's named_generators() and "rng.<name>"
 /// for each of a run's own generators (e.g. the one that draws its training examples).
 /// The metadata entry "tapegrad.checksum" (train/checksum.hpp) covers every tensor and the other
@@ -63,6 +63,7 @@ std::int64_t load_checkpoint(const std::string& path, nn::Module<T>& model);
 template <typename T>
 void save_checkpoint(const std::string& path, const StateDict<T>& model, const optim::Optimizer<T>& optimizer,
                      std::int64_t step, const Generator& generator, const io::safetensors::Metadata& metadata = {});
+/// Restores what the save_checkpoint above wrote, checked like the Module overload; returns the step.
 template <typename T>
 std::int64_t load_checkpoint(const std::string& path, StateDict<T>& model, optim::Optimizer<T>& optimizer,
                              Generator& generator);

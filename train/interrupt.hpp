@@ -11,6 +11,7 @@ namespace tapegrad::train {
 void install_interrupt_handler();
 /// Puts the default SIGINT action back.
 void remove_interrupt_handler();
+/// True once Ctrl-C has been pressed since install_interrupt_handler().
 bool interrupt_requested();
 /// For tests: behave as if Ctrl-C had been pressed (or clear that).
 void set_interrupt_requested(bool requested);

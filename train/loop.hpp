@@ -47,6 +47,7 @@ struct Evaluation {
   bool stopped = false;  ///< interrupted before the end: the trainer stops without saving anything
 };
 
+/// How long a Trainer runs and how often it logs, validates and checkpoints.
 struct TrainerOptions {
   std::int64_t epochs = 1;
   std::int64_t steps_per_epoch = 0;  ///< > 0
@@ -93,6 +94,7 @@ struct ValidationRecord {
   bool best = false;
 };
 
+/// What Trainer::run() reports when it returns.
 struct TrainerResult {
   bool interrupted = false;  ///< Ctrl-C or stop_after_step: stopped early
   bool out_of_time = false;  ///< the time limit ended training (a validation and checkpoint were made)
@@ -105,6 +107,9 @@ struct TrainerResult {
   double train_seconds = 0, train_tokens = 0;  ///< of the whole run, resumed parts included
 };
 
+/// The training loop every program shares: schedule, zero_grad, the hooks' forward, backward, clipping,
+/// the optimizer step, progress, metrics, validation with the best model saved, checkpoints, Ctrl-C
+/// and --resume (see TrainerOptions and TrainerHooks).
 template <typename T>
 class Trainer {
  public:

@@ -12,6 +12,7 @@
 
 namespace tapegrad::train {
 
+/// metrics.jsonl: one JSON object per line, appended and flushed as training goes.
 class MetricsLog {
  public:
   /// A fresh run starts the file empty. A resumed run passes the step of its checkpoint: lines with a

@@ -12,6 +12,7 @@
 
 namespace tapegrad::train {
 
+/// What the progress display shows after a step.
 struct StepStats {
   std::size_t step_in_epoch = 0;   ///< steps done in this epoch (1 after its first)
   std::size_t steps_in_epoch = 0;  ///< its total
@@ -23,9 +24,10 @@ struct StepStats {
   double epoch_seconds = 0.0;      ///< since the epoch began
 };
 
+/// Training progress on a stream: a bar redrawn in place on a terminal, plain lines otherwise.
 class Progress {
  public:
-  /// interactive: draw a bar with '\r' (a terminal), else write a line every log_every steps.
+  /// interactive: draw a bar redrawn with a carriage return (a terminal), else write a line every log_every steps.
   Progress(std::ostream& out, bool interactive, std::size_t log_every);
 
   void begin_epoch(std::int64_t epoch, std::int64_t epochs);  ///< epoch counts from 1

@@ -19,6 +19,8 @@
 
 namespace tapegrad::train {
 
+/// A run's folder and the files in it (config, metrics, checkpoint, model, and the program's own), with
+/// the rules that protect an earlier run from a new one.
 class RunDirectory {
  public:
   static constexpr const char* kConfig = "config.json";

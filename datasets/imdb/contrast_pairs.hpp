@@ -10,6 +10,7 @@
 
 namespace tapegrad::datasets {
 
+/// One pair: the same words, or nearly, with opposite sentiment.
 struct ContrastPair {
   std::string id;        ///< the "pair" column
   std::string positive;  ///< the review labelled 1

@@ -26,6 +26,7 @@ struct ImdbData {
   std::vector<Review> test;
 };
 
+/// Which splits read_imdb reads.
 enum class ImdbSplits {
   Both,       ///< train and test
   TrainOnly,  ///< test/ is never read (its archive entries are skipped unread): ImdbData::test stays empty

@@ -10,6 +10,7 @@
 
 namespace tapegrad::datasets {
 
+/// A causal language-model batch: inputs and the next-token targets shifted by one position.
 struct NextTokenBatch {
   xt::xarray<std::int64_t> inputs;   ///< [B, L - 1]: ids[:, :-1]
   xt::xarray<std::int64_t> targets;  ///< [B, L - 1]: ids[:, 1:], ignore_index where that is padding
