@@ -4,8 +4,8 @@
 ///
 /// Layout: "model.<name>", "optimizer.<name>" and "extra.<name>" (F32 or F64, the state_dicts' own
 /// names; extra holds any other state a run keeps, such as ExponentialMovingAverage's), "step"
-/// (I64, 0-d), and per generator, under a key `<g>`: "`<g>`.state" (U64 [4]: the xoshiro256** words),
-/// "`<g>`.has_spare_normal" (BOOL, 0-d), "`<g>`.spare_normal" (F64, 0-d). `<g>` is "generator" when one
+/// (I64, 0-d), and per generator, under a key `<g>`: `<g>.state` (U64 [4]: the xoshiro256** words),
+/// `<g>.has_spare_normal` (BOOL, 0-d), `<g>.spare_normal` (F64, 0-d). `<g>` is "generator" when one
 /// Generator is passed, "generator.<name>" for each of a Module's named_generators() and "rng.<name>"
 /// for each of a run's own generators (e.g. the one that draws its training examples).
 /// The metadata entry "tapegrad.checksum" (train/checksum.hpp) covers every tensor and the other

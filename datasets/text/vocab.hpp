@@ -19,17 +19,17 @@ class Vocabulary {
  public:
   static constexpr std::int64_t pad_id = 0;
   static constexpr std::int64_t unk_id = 1;
-  static constexpr std::string_view pad_token = "`<pad>`";
-  static constexpr std::string_view unk_token = "`<unk>`";
+  static constexpr std::string_view pad_token = "<pad>";
+  static constexpr std::string_view unk_token = "<unk>";
   /// Only in a vocabulary made by with_mask_token(), as its last id, so that every other id is that of
   /// the vocabulary without it (a classifier's vocabulary and its pretraining one agree).
-  static constexpr std::string_view mask_token = "`<mask>`";
+  static constexpr std::string_view mask_token = "<mask>";
 
   /// Counts the tokens (datasets/tokenizer.hpp) of `texts` and keeps the most frequent ones, ties broken
   /// by ascending byte order (bytes compared as unsigned, a prefix before its extensions).
   /// vocab_size is the TOTAL size including `<pad>` and `<unk>`, so at most vocab_size - 2 counted tokens
   /// are kept; fewer when the texts have fewer distinct tokens. vocab_size must be at least 2.
-  /// The tokenizer never produces `"`<pad>`"` or `"`<unk>`"` (a '<' is a token of its own), so they never clash.
+  /// The tokenizer never produces `<pad>` or `<unk>` (a '<' is a token of its own), so they never clash.
   static Vocabulary build(const std::vector<std::string_view>& texts, std::size_t vocab_size);
   static Vocabulary build(const std::vector<std::string>& texts, std::size_t vocab_size);
 
