@@ -2,10 +2,10 @@
 /// Every differentiable op of tapegrad, for users who want them all.
 #pragma once
 
+#include "tapegrad/autograd/attention.hpp"
 #include "tapegrad/autograd/dropout.hpp"
 #include "tapegrad/autograd/elementwise.hpp"
 #include "tapegrad/autograd/embedding.hpp"
-#include "tapegrad/autograd/attention.hpp"
 #include "tapegrad/autograd/layer_norm.hpp"
 #include "tapegrad/autograd/loss.hpp"
 #include "tapegrad/autograd/masking.hpp"
