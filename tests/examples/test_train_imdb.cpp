@@ -29,6 +29,7 @@
 #include "tapegrad/datasets/text/tokenizer.hpp"
 #include "tapegrad/io/safetensors.hpp"
 #include "tapegrad/train/progress.hpp"
+#include "tests/examples/cli_harness.hpp"
 #include "tests/helpers.hpp"
 
 namespace fs = std::filesystem;
@@ -39,19 +40,10 @@ namespace {
 
 const fs::path kFixture = fs::path(TAPEGRAD_TEST_DATA_DIR) / "aclImdb_small";
 
-struct CliResult {
-  int code;
-  std::string out, err;
-};
+using tapegrad::testing::CliResult;
 
 CliResult run_in_process(std::vector<std::string> args, const std::string& input = "") {
-  args.insert(args.begin(), "train_imdb");
-  std::vector<const char*> argv;
-  for (const auto& a : args) argv.push_back(a.c_str());
-  std::istringstream in(input);
-  std::ostringstream out, err;
-  const int code = imdb::run_cli(static_cast<int>(argv.size()), argv.data(), in, out, err, false);
-  return {code, out.str(), err.str()};
+  return tapegrad::testing::run_cli_in_process(imdb::run_cli, "train_imdb", std::move(args), input);
 }
 
 // A tiny model on the 12-review fixture: one review of each class held out, 2 steps per epoch.

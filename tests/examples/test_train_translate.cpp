@@ -22,6 +22,7 @@
 #include "tapegrad/train/checkpoint.hpp"
 #include "tapegrad/train/interrupt.hpp"
 #include "tapegrad/train/metrics.hpp"
+#include "tests/examples/cli_harness.hpp"
 #include "tests/helpers.hpp"
 
 namespace fs = std::filesystem;
@@ -29,19 +30,10 @@ using tapegrad::testing::TempDir;
 
 namespace {
 
-struct CliResult {
-  int code;
-  std::string out, err;
-};
+using tapegrad::testing::CliResult;
 
 CliResult run_in_process(std::vector<std::string> args, const std::string& input = "") {
-  args.insert(args.begin(), "train_translate");
-  std::vector<const char*> argv;
-  for (const auto& a : args) argv.push_back(a.c_str());
-  std::istringstream in(input);
-  std::ostringstream out, err;
-  const int code = translate::run_cli(static_cast<int>(argv.size()), argv.data(), in, out, err, false);
-  return {code, out.str(), err.str()};
+  return tapegrad::testing::run_cli_in_process(translate::run_cli, "train_translate", std::move(args), input);
 }
 
 // A tiny model: 6 steps of 8 numbers, validation after steps 3 and 6.
