@@ -9,6 +9,7 @@
 
 #include "tapegrad/autograd/broadcast.hpp"
 #include "tapegrad/autograd/elementwise_kernels.hpp"
+#include "tapegrad/autograd/parallel.hpp"
 #include "tapegrad/autograd/tape.hpp"
 
 namespace tapegrad {
@@ -149,37 +150,46 @@ Tensor<T> cross_entropy(const Tensor<T>& input, const IndexArray& target, const 
   // One pass per row: the log-softmax shift, the loss, and the probabilities the backward reads.
   // The probabilities are kept for the backward only when it will run; otherwise one row of scratch.
   const bool recording = should_record(input);
-  auto probs = std::make_shared<xt::xarray<T>>(xt::xarray<T>::from_shape(recording ? input.shape() : Shape{classes}));
+  auto probs = std::make_shared<xt::xarray<T>>(recording ? xt::xarray<T>::from_shape(input.shape()) : xt::xarray<T>());
   std::vector<double> losses(rows, 0.0);
   const T* x = input.data().data();
-  for (std::size_t i = 0; i < rows; ++i) {
-    const T* xr = x + i * classes;
-    T* pr = probs->data() + (recording ? i * classes : 0);
-    if (t->ignored(i)) {
-      std::fill(pr, pr + classes, T(0));
-      continue;
-    }
-    T mx = xr[0];
-    for (std::size_t c = 1; c < classes; ++c) mx = std::max(mx, xr[c]);
-    T sum = 0;
-    for (std::size_t c = 0; c < classes; ++c) {
-      pr[c] = std::exp(xr[c] - mx);
-      sum += pr[c];
-    }
-    // -log p_c = (max - x_c) + log(sum), in this order: folding max into log(sum) first would round
-    // the small losses of confident predictions on logits far from 0 to the precision of max.
-    const double lse = std::log(static_cast<double>(sum));
-    const T inv = T(1) / sum;
-    for (std::size_t c = 0; c < classes; ++c) pr[c] *= inv;
-    const auto neg_log_p = [&](std::size_t c) { return (static_cast<double>(mx) - static_cast<double>(xr[c])) + lse; };
-    double loss = neg_log_p(static_cast<std::size_t>(t->index[i]));
-    if (eps > 0) {  // skipped at 0 so that a -inf logit elsewhere does not turn 0 * inf into NaN
-      double smooth = 0;
-      for (std::size_t c = 0; c < classes; ++c) smooth += neg_log_p(c);
-      loss = (1 - eps) * loss + eps * smooth / static_cast<double>(classes);
-    }
-    losses[i] = loss;
-  }
+  // Rows are independent: split over the worker threads (a language model's [tokens, vocabulary]
+  // logits are tens of millions of entries); each row's arithmetic is the same at any thread count.
+  detail::parallel_for(rows, std::max<std::size_t>(1, 16384 / std::max<std::size_t>(classes, 1)),
+                       [&](std::size_t begin, std::size_t end) {
+                         std::vector<T> scratch(recording ? 0 : classes);
+                         for (std::size_t i = begin; i < end; ++i) {
+                           const T* xr = x + i * classes;
+                           T* pr = recording ? probs->data() + i * classes : scratch.data();
+                           if (t->ignored(i)) {
+                             std::fill(pr, pr + classes, T(0));
+                             continue;
+                           }
+                           T mx = xr[0];
+                           for (std::size_t c = 1; c < classes; ++c) mx = std::max(mx, xr[c]);
+                           T sum = 0;
+                           for (std::size_t c = 0; c < classes; ++c) {
+                             pr[c] = std::exp(xr[c] - mx);
+                             sum += pr[c];
+                           }
+                           // -log p_c = (max - x_c) + log(sum), in this order: folding max into log(sum) first would
+                           // round the small losses of confident predictions on logits far from 0 to the precision of
+                           // max.
+                           const double lse = std::log(static_cast<double>(sum));
+                           const T inv = T(1) / sum;
+                           for (std::size_t c = 0; c < classes; ++c) pr[c] *= inv;
+                           const auto neg_log_p = [&](std::size_t c) {
+                             return (static_cast<double>(mx) - static_cast<double>(xr[c])) + lse;
+                           };
+                           double loss = neg_log_p(static_cast<std::size_t>(t->index[i]));
+                           if (eps > 0) {  // skipped at 0 so that a -inf logit elsewhere does not turn 0 * inf into NaN
+                             double smooth = 0;
+                             for (std::size_t c = 0; c < classes; ++c) smooth += neg_log_p(c);
+                             loss = (1 - eps) * loss + eps * smooth / static_cast<double>(classes);
+                           }
+                           losses[i] = loss;
+                         }
+                       });
   Tensor<T> out(reduce_losses<T>(losses, *t, options.reduction));
   if (recording)
     record(out, "cross_entropy", {input},
@@ -189,17 +199,20 @@ Tensor<T> cross_entropy(const Tensor<T>& input, const IndexArray& target, const 
              const T off = static_cast<T>(eps / static_cast<double>(classes));
              const T on = static_cast<T>(1 - eps) + off;
              xt::xarray<T> dx = xt::xarray<T>::from_shape(probs->shape());
-             for (std::size_t i = 0; i < t->rows; ++i) {
-               T* dr = dx.data() + i * classes;
-               if (t->ignored(i)) {
-                 std::fill(dr, dr + classes, T(0));
-                 continue;
-               }
-               const T scale = row_scale(g, i, *t, reduction);
-               const T* pr = probs->data() + i * classes;
-               for (std::size_t c = 0; c < classes; ++c) dr[c] = scale * (pr[c] - off);
-               dr[t->index[i]] -= scale * (on - off);
-             }
+             detail::parallel_for(t->rows, std::max<std::size_t>(1, 16384 / std::max<std::size_t>(classes, 1)),
+                                  [&](std::size_t begin, std::size_t end) {
+                                    for (std::size_t i = begin; i < end; ++i) {
+                                      T* dr = dx.data() + i * classes;
+                                      if (t->ignored(i)) {
+                                        std::fill(dr, dr + classes, T(0));
+                                        continue;
+                                      }
+                                      const T scale = row_scale(g, i, *t, reduction);
+                                      const T* pr = probs->data() + i * classes;
+                                      for (std::size_t c = 0; c < classes; ++c) dr[c] = scale * (pr[c] - off);
+                                      dr[t->index[i]] -= scale * (on - off);
+                                    }
+                                  });
              in.accumulate(0, std::move(dx));
            });
   return out;

@@ -3,14 +3,40 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
+#include <string>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace tapegrad {
 
 namespace {
 thread_local bool grad_enabled = true;
+std::atomic<bool> anomaly_enabled{false};
 std::atomic<std::uint64_t> next_sequence{0};
+
+// The first element of values that is NaN (or, with infinities, not finite); n if none.
+template <typename T>
+std::size_t first_bad(const T* values, std::size_t n, bool infinities) {
+  for (std::size_t i = 0; i < n; ++i) {
+    if (std::isnan(values[i]) || (infinities && std::isinf(values[i]))) return i;
+  }
+  return n;
+}
+
+template <typename T>
+[[noreturn]] void throw_anomaly(const char* phase, const char* op, std::uint64_t sequence, const std::string& where,
+                                const T* values, std::size_t index, const Shape& shape) {
+  throw AnomalyError(fmt::format(
+      "detect_anomaly: the {} of '{}' (recorded at tape position {}) produced {} in {} of shape {} (first at flat "
+      "index {})",
+      phase, op, sequence,
+      std::isnan(values[index]) ? "NaN"
+      : values[index] > 0       ? "inf"
+                                : "-inf",
+      where, format_shape(shape), index));
+}
 
 template <typename T>
 void add_into(xt::xarray<T>& dst, bool& has, xt::xarray<T>&& g) {
@@ -24,10 +50,19 @@ void add_into(xt::xarray<T>& dst, bool& has, xt::xarray<T>&& g) {
   const std::size_t n = dst.size();
   for (std::size_t i = 0; i < n; ++i) d[i] += s[i];
 }
+
+// Runs a leaf's post-accumulate-grad hooks; a copy, so that a hook may remove itself.
+template <typename T>
+void run_post_accumulate_grad_hooks(AutogradMeta<T>& leaf) {
+  const auto hooks = leaf.post_accumulate_grad_hooks;
+  for (const auto& hook : hooks) hook.second();
+}
 }  // namespace
 
 bool is_grad_enabled() { return grad_enabled; }
 void set_grad_enabled(bool enabled) { grad_enabled = enabled; }
+bool is_anomaly_enabled() { return anomaly_enabled.load(std::memory_order_relaxed); }
+void set_detect_anomaly(bool enabled) { anomaly_enabled.store(enabled, std::memory_order_relaxed); }
 
 template <typename T>
 void GradInputs<T>::accumulate(std::size_t i, xt::xarray<T>&& g) {
@@ -37,6 +72,12 @@ void GradInputs<T>::accumulate(std::size_t i, xt::xarray<T>&& g) {
     Shape gs(g.shape().begin(), g.shape().end());
     throw std::logic_error(fmt::format("backward of {}: gradient for input {} has shape {}, expected {}", op_, i,
                                        format_shape(gs), format_shape(meta.shape)));
+  }
+  if (is_anomaly_enabled()) {
+    const std::size_t bad = first_bad(g.data(), g.size(), /*infinities=*/true);
+    if (bad < g.size()) {
+      throw_anomaly("backward", op_, sequence_, fmt::format("the gradient for input {}", i), g.data(), bad, meta.shape);
+    }
   }
   if (meta.grad_fn) {
     if (meta.retains_grad) add_into(meta.grad, meta.has_grad, xt::xarray<T>(g));
@@ -56,6 +97,12 @@ void attach_node(Tensor<T>& output, const char* name, const std::vector<Tensor<T
     node->inputs.push_back(input.defined() && input.requires_grad() ? input.meta() : nullptr);
   }
   node->backward = std::move(backward);
+  if (is_anomaly_enabled()) {
+    const auto& values = output.data();
+    const std::size_t bad = first_bad(values.data(), values.size(), /*infinities=*/false);
+    if (bad < values.size())
+      throw_anomaly("forward", name, node->sequence, "its output", values.data(), bad, output.shape());
+  }
   auto& meta = *output.meta();
   meta.grad_fn = std::move(node);
   meta.requires_grad = true;
@@ -72,11 +119,15 @@ void run_backward(const Tensor<T>& root, xt::xarray<T> seed, bool retain_graph) 
   if (!root_meta->grad_fn) {  // a leaf: its gradient is the seed itself
     const std::vector<std::shared_ptr<AutogradMeta<T>>> self{root_meta};
     GradInputs<T>("backward", self).accumulate(0, std::move(seed));
+    run_post_accumulate_grad_hooks(*root_meta);
     return;
   }
 
-  // The part of the tape that leads to the root, replayed newest first.
+  // The part of the tape that leads to the root, replayed newest first. For every leaf with a
+  // post-accumulate-grad hook, the number of its uses in that part: its gradient is complete when the
+  // last of them has run.
   std::vector<Node<T>*> order;
+  std::unordered_map<AutogradMeta<T>*, std::size_t> pending_uses;
   std::unordered_set<Node<T>*> seen;
   std::vector<Node<T>*> stack{root_meta->grad_fn.get()};
   while (!stack.empty()) {
@@ -90,8 +141,14 @@ void run_backward(const Tensor<T>& root, xt::xarray<T> seed, bool retain_graph) 
                       node->name));
     }
     order.push_back(node);
-    for (const auto& input : node->inputs)
-      if (input && input->grad_fn) stack.push_back(input->grad_fn.get());
+    for (const auto& input : node->inputs) {
+      if (!input) continue;
+      if (input->grad_fn) {
+        stack.push_back(input->grad_fn.get());
+      } else if (!input->post_accumulate_grad_hooks.empty()) {
+        ++pending_uses[input.get()];
+      }
+    }
   }
   std::sort(order.begin(), order.end(), [](const Node<T>* a, const Node<T>* b) { return a->sequence > b->sequence; });
 
@@ -104,15 +161,22 @@ void run_backward(const Tensor<T>& root, xt::xarray<T> seed, bool retain_graph) 
   first->has_pending_grad = true;
 
   for (Node<T>* node : order) {
-    if (!node->has_pending_grad) continue;  // nothing flowed into it
-    xt::xarray<T> grad = std::move(node->pending_grad);
-    node->pending_grad = xt::xarray<T>();
-    node->has_pending_grad = false;
-    GradInputs<T> grad_inputs(node->name, node->inputs);
-    node->backward(grad, grad_inputs);
-    if (!retain_graph) {
-      node->backward = nullptr;
-      node->released = true;
+    if (node->has_pending_grad) {  // else nothing flowed into it
+      xt::xarray<T> grad = std::move(node->pending_grad);
+      node->pending_grad = xt::xarray<T>();
+      node->has_pending_grad = false;
+      GradInputs<T> grad_inputs(node->name, node->inputs, node->sequence);
+      node->backward(grad, grad_inputs);
+      if (!retain_graph) {
+        node->backward = nullptr;
+        node->released = true;
+      }
+    }
+    if (pending_uses.empty()) continue;
+    for (const auto& input : node->inputs) {
+      if (!input || input->grad_fn) continue;
+      const auto it = pending_uses.find(input.get());
+      if (it != pending_uses.end() && --it->second == 0) run_post_accumulate_grad_hooks(*input);
     }
   }
 }

@@ -28,6 +28,7 @@
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
@@ -53,13 +54,45 @@ class NoGradGuard {
   bool previous_;
 };
 
+/// Whether anomaly detection is on (torch.is_anomaly_enabled()). It is global, as in torch.
+bool is_anomaly_enabled();
+/// Anomaly detection (torch.autograd.set_detect_anomaly): while on, every op recorded on the tape
+/// checks its output for NaN, and every backward closure checks each gradient it produces for NaN
+/// and infinity; the first one found throws AnomalyError naming the op, the shape and the op's
+/// sequence number on the tape. Forward infinities are allowed: -inf is how masks are written
+/// (masked_fill before softmax or max), and one that does harm turns into a NaN or a non-finite
+/// gradient, which are caught. Costs one pass over every op's output and gradients.
+void set_detect_anomaly(bool enabled);
+
+/// RAII: anomaly detection on while alive (torch.autograd.detect_anomaly()).
+class DetectAnomalyGuard {
+ public:
+  DetectAnomalyGuard() : previous_(is_anomaly_enabled()) { set_detect_anomaly(true); }
+  ~DetectAnomalyGuard() { set_detect_anomaly(previous_); }
+  DetectAnomalyGuard(const DetectAnomalyGuard&) = delete;
+  DetectAnomalyGuard& operator=(const DetectAnomalyGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
+/// Thrown by anomaly detection: "detect_anomaly: the forward of 'log' (recorded at tape position 12)
+/// produced NaN in its output of shape [2, 3] (first at flat index 4)", or "the backward of ..." and
+/// "in the gradient for input 0".
+class AnomalyError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 /// Handed to a backward closure: which inputs want a gradient (needs(i), in the order of record()'s
 /// inputs), and where to put it (accumulate(i, gradient)). Accumulating adds to what other uses of the
 /// input contributed, so a closure never reads or overwrites another's gradient.
 template <typename T>
 class GradInputs {
  public:
-  GradInputs(const char* op, const std::vector<std::shared_ptr<AutogradMeta<T>>>& inputs) : op_(op), inputs_(inputs) {}
+  /// sequence: the op's position on the tape, named by anomaly detection.
+  GradInputs(const char* op, const std::vector<std::shared_ptr<AutogradMeta<T>>>& inputs, std::uint64_t sequence = 0)
+      : op_(op), inputs_(inputs), sequence_(sequence) {}
   bool needs(std::size_t i) const { return i < inputs_.size() && inputs_[i] != nullptr; }
   /// Adds g to input i's gradient; g must have input i's shape (checked: a wrong shape is a bug in
   /// the op and is reported with the op's name).
@@ -69,6 +102,7 @@ class GradInputs {
  private:
   const char* op_;
   const std::vector<std::shared_ptr<AutogradMeta<T>>>& inputs_;
+  std::uint64_t sequence_;
 };
 
 /// A node's backward closure: the gradient of its output in, its inputs' gradients out through

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <stdexcept>
 
@@ -199,6 +201,41 @@ void Tensor<T>::retain_grad() {
 template <typename T>
 bool Tensor<T>::retains_grad() const {
   return impl().meta->retains_grad;
+}
+
+template <typename T>
+RemovableHandle Tensor<T>::register_post_accumulate_grad_hook(std::function<void(Tensor&)> hook) {
+  if (!is_leaf()) {
+    throw std::logic_error(
+        fmt::format("register_post_accumulate_grad_hook: post accumulate grad hooks cannot be registered on a non-leaf "
+                    "tensor (output of {})",
+                    grad_fn_name()));
+  }
+  if (!requires_grad()) {
+    throw std::logic_error(
+        "register_post_accumulate_grad_hook: cannot register a hook on a tensor that doesn't require gradient");
+  }
+  if (!hook) throw std::invalid_argument("register_post_accumulate_grad_hook: the hook is empty");
+  static std::atomic<std::uint64_t> next_id{0};
+  const std::uint64_t id = next_id.fetch_add(1, std::memory_order_relaxed);
+  // The meta outlives no handle to it but the tape's; holding the Impl weakly avoids a cycle
+  // Impl -> meta -> hook -> Impl that would keep the tensor alive forever.
+  std::weak_ptr<Impl> weak = impl_;
+  impl().meta->post_accumulate_grad_hooks.emplace_back(id, [weak, hook = std::move(hook)] {
+    if (auto impl = weak.lock()) {
+      Tensor self;
+      self.impl_ = std::move(impl);
+      hook(self);
+    }
+  });
+  std::weak_ptr<AutogradMeta<T>> weak_meta = impl().meta;
+  return RemovableHandle([weak_meta, id] {
+    if (auto meta = weak_meta.lock()) {
+      auto& hooks = meta->post_accumulate_grad_hooks;
+      hooks.erase(std::remove_if(hooks.begin(), hooks.end(), [id](const auto& h) { return h.first == id; }),
+                  hooks.end());
+    }
+  });
 }
 
 template <typename T>

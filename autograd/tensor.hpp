@@ -4,10 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 #include <xtensor/xarray.hpp>
 
@@ -44,6 +46,23 @@ struct AutogradMeta {
   bool has_grad = false;
   xt::xarray<T> grad;
   std::shared_ptr<Node<T>> grad_fn;  ///< null for leaves
+  /// Run by backward when this leaf's gradient is complete for the pass, in registration order;
+  /// the ids let a RemovableHandle take one out.
+  std::vector<std::pair<std::uint64_t, std::function<void()>>> post_accumulate_grad_hooks;
+};
+
+/// Unregisters a hook when remove() is called (torch.utils.hooks.RemovableHandle); removing twice,
+/// or after the tensor is gone, does nothing. Dropping the handle keeps the hook.
+class RemovableHandle {
+ public:
+  RemovableHandle() = default;
+  explicit RemovableHandle(std::function<void()> remove) : remove_(std::move(remove)) {}
+  void remove() {
+    if (remove_) std::exchange(remove_, nullptr)();
+  }
+
+ private:
+  std::function<void()> remove_;
 };
 
 /// A value plus its autograd state, shared by every copy of the handle (like a Python reference to a
@@ -102,6 +121,13 @@ class Tensor {
   /// Asks a non-leaf tensor to keep its gradient after backward().
   void retain_grad();
   bool retains_grad() const;
+
+  /// Calls hook(tensor) in every backward pass that reaches this leaf, once its gradient has received
+  /// the pass's last contribution, so grad() is complete (torch's register_post_accumulate_grad_hook).
+  /// Hooks of different leaves run in the order their gradients complete, which is what lets
+  /// data-parallel training start reducing the last layers' gradients while backward still runs.
+  /// Throws std::logic_error for a non-leaf or a tensor that does not require grad.
+  RemovableHandle register_post_accumulate_grad_hook(std::function<void(Tensor&)> hook);
 
   /// A new leaf that shares this value and has no history.
   Tensor detach() const;

@@ -15,8 +15,10 @@ namespace tapegrad::detail {
 inline float fast_exp(float x) {
   /// exp(x) = 2^n * exp(r), n = round(x / ln 2), r = x - n ln 2 in [-ln2/2, ln2/2]; ln 2 is split in a
   /// part exact in float and a correction so that r keeps full precision.
-  float clamped = x < -87.0f ? -87.0f : x;
-  clamped = clamped > 88.0f ? 88.0f : clamped;
+  /// Written so that NaN fails both tests and becomes -87: the int conversion below then only ever
+  /// sees n in [-126, 127] (converting NaN or a huge float to int is undefined behaviour).
+  float clamped = x > -87.0f ? x : -87.0f;
+  clamped = clamped < 88.0f ? clamped : 88.0f;
   /// Round to nearest by adding and subtracting 1.5 * 2^23 (std::floor keeps the loop from vectorizing).
   const float n = (clamped * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
   float r = clamped - n * 0.693359375f;
@@ -28,7 +30,8 @@ inline float fast_exp(float x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * r * r + r + 1.0f;
-  const std::int32_t bits = (static_cast<std::int32_t>(n) + 127) << 23;
+  /// n + 127 is in [1, 254]: a valid, positive biased exponent, shifted as unsigned.
+  const std::uint32_t bits = static_cast<std::uint32_t>(static_cast<std::int32_t>(n) + 127) << 23;
   float scale;
   std::memcpy(&scale, &bits, sizeof scale);
   float y = p * scale;

@@ -4,6 +4,8 @@
 # (between the BEGIN/END markers of the given section, default "current").
 #
 #   bash benchmarks/run.sh [section] [case ...]
+#
+# THREADS="2" bash benchmarks/run.sh ... runs one thread count only (default: "2 1").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 section=${1:-current}
@@ -22,7 +24,7 @@ out=build/benchmarks/results.jsonl
 : >"$out"
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "load average before: $load_before (the two sides run interleaved: compare them within this run)" >&2
-for threads in 2 1; do
+for threads in ${THREADS:-2 1}; do
   for c in "${cases[@]}"; do
     # The large model's and the long sequences' steps take seconds: only at 2 threads (where the targets
     # are), to keep the run short.
@@ -35,5 +37,7 @@ for threads in 2 1; do
   done
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
-python3 benchmarks/report.py "$out" docs/performance.md "$section" "bash benchmarks/run.sh $section ${cases[*]}" \
+prefix=""
+if [ -n "${THREADS:-}" ]; then prefix="THREADS=\"$THREADS\" "; fi
+python3 benchmarks/report.py "$out" docs/performance.md "$section" "${prefix}bash benchmarks/run.sh $section ${cases[*]}" \
   "$load_before" "$load_after"

@@ -37,7 +37,11 @@ foreach(layer datasets models train optim nn io autograd)
   endif()
   string(APPEND TAPEGRAD_PC_LIBS " -ltapegrad_${layer}")
 endforeach()
-list(LENGTH TAPEGRAD_LAYERS layer_count)
+# distributed/ is left out: it needs MPI's compiler flags, which CMake's MPI::MPI_CXX carries and a .pc
+# file cannot (link it with find_package).
+set(pc_layers ${TAPEGRAD_LAYERS})
+list(REMOVE_ITEM pc_layers distributed)
+list(LENGTH pc_layers layer_count)
 if(NOT layer_count EQUAL 7)
   message(FATAL_ERROR "cmake/install.cmake: add the new layer to the pkg-config link order (${TAPEGRAD_LAYERS})")
 endif()

@@ -2,18 +2,22 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+
+#include "tapegrad/autograd/messages.hpp"
 
 namespace tapegrad::io::safetensors {
 
@@ -67,6 +71,34 @@ struct RawEntry {
 
 std::string errno_text() { return std::strerror(errno); }
 
+// A header value as an error message shows it: its JSON, clipped. dump() recurses, which is safe only
+// because the parser refused headers nested deeper than kMaxHeaderDepth.
+std::string brief(const nlohmann::json& j) { return clip_for_message(j.dump()); }
+
+// The name of a tensor or metadata key as an error message shows it.
+std::string quoted(const std::string& name) { return "\"" + clip_for_message(name) + "\""; }
+
+// Thrown by the parser callback when the nesting passes kMaxHeaderDepth.
+struct TooDeep {};
+
+// Parses the header; nlohmann's parser keeps its own stack, but the values it builds are walked
+// recursively later (dump, comparisons), so the depth is bounded while parsing.
+nlohmann::json parse_header(const std::string& path, const std::string& header) {
+  try {
+    return nlohmann::json::parse(header, [](int depth, nlohmann::json::parse_event_t event, nlohmann::json&) {
+      if (depth >= kMaxHeaderDepth && (event == nlohmann::json::parse_event_t::object_start ||
+                                       event == nlohmann::json::parse_event_t::array_start)) {
+        throw TooDeep{};
+      }
+      return true;
+    });
+  } catch (const TooDeep&) {
+    fail(path, fmt::format("header nests arrays or objects deeper than {} levels", kMaxHeaderDepth));
+  } catch (const nlohmann::json::exception& ex) {  // syntax errors, numbers beyond double's range
+    fail(path, fmt::format("header is not valid JSON: {}", clip_for_message(ex.what(), 200)));
+  }
+}
+
 // Writes all of buf, retrying partial writes and interrupted calls.
 bool write_all(int fd, const char* buf, std::size_t n) {
   while (n > 0) {
@@ -81,12 +113,39 @@ bool write_all(int fd, const char* buf, std::size_t n) {
   return true;
 }
 
+// Removes "<path>.tmp.<pid>.<n>" files left by saves to path whose process no longer exists (killed
+// during a save): each is as large as the file, and nothing else would ever remove them. Files of
+// running processes, which may be saving right now, are kept.
+void remove_stale_temporaries(const std::filesystem::path& target, const std::filesystem::path& dir) {
+  namespace fs = std::filesystem;
+  const std::string prefix = target.filename().string() + ".tmp.";
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string rest = name.substr(prefix.size());  // "<pid>.<n>"
+    const auto dot = rest.find('.');
+    if (dot == 0 || dot == std::string::npos || dot + 1 == rest.size()) continue;
+    const auto digits = [](const std::string& t) {
+      return !t.empty() && t.size() < 12 &&
+             std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
+    };
+    if (!digits(rest.substr(0, dot)) || !digits(rest.substr(dot + 1))) continue;
+    const long pid = std::stol(rest.substr(0, dot));
+    if (pid <= 0 || pid == static_cast<long>(::getpid())) continue;
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to judge
+    std::error_code remove_ec;
+    fs::remove(it->path(), remove_ec);
+  }
+}
+
 // header bytes + tensor bytes to a temporary file next to path, fsync, rename over path.
 void write_atomically(const std::string& path, const std::string& header, const std::vector<RawEntry>& entries) {
   namespace fs = std::filesystem;
   static std::atomic<unsigned> counter{0};
   const fs::path target(path);
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  remove_stale_temporaries(target, dir);
   std::string tmp;
   int fd = -1;
   for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
@@ -206,6 +265,9 @@ File::File(std::string path) : path_(std::move(path)) {
   if (!in.read(reinterpret_cast<char*>(len_bytes), 8)) fail(path_, "cannot read the header length");
   std::uint64_t header_len = 0;
   for (int k = 7; k >= 0; --k) header_len = (header_len << 8) | len_bytes[k];
+  if (header_len > kMaxHeaderBytes) {
+    fail(path_, fmt::format("header length {} exceeds the limit of {} bytes", header_len, kMaxHeaderBytes));
+  }
   if (header_len > size - 8) {
     fail(path_,
          fmt::format("header length {} exceeds the {} bytes that follow it (truncated or not a safetensors file)",
@@ -214,12 +276,7 @@ File::File(std::string path) : path_(std::move(path)) {
   std::string header(header_len, '\0');
   if (!in.read(header.data(), static_cast<std::streamsize>(header_len))) fail(path_, "cannot read the header");
 
-  nlohmann::json json;
-  try {
-    json = nlohmann::json::parse(header);
-  } catch (const nlohmann::json::parse_error& ex) {
-    fail(path_, fmt::format("header is not valid JSON: {}", ex.what()));
-  }
+  const nlohmann::json json = parse_header(path_, header);
   if (!json.is_object()) fail(path_, fmt::format("header is a JSON {}, not an object", json.type_name()));
 
   const std::uint64_t data_len = size - 8 - header_len;
@@ -228,12 +285,12 @@ File::File(std::string path) : path_(std::move(path)) {
     if (name == kMetadataKey) {
       if (!value.is_object()) fail(path_, "\"__metadata__\" is not an object");
       for (const auto& [k, v] : value.items()) {
-        if (!v.is_string()) fail(path_, fmt::format("metadata \"{}\" is a {}, not a string", k, v.type_name()));
+        if (!v.is_string()) fail(path_, fmt::format("metadata {} is a {}, not a string", quoted(k), v.type_name()));
         metadata_[k] = v.get<std::string>();
       }
       continue;
     }
-    const auto where = fmt::format("tensor \"{}\"", name);
+    const auto where = "tensor " + quoted(name);
     if (!value.is_object()) fail(path_, fmt::format("{}: entry is a {}, not an object", where, value.type_name()));
     const auto dt = value.find("dtype");
     const auto sh = value.find("shape");
@@ -243,14 +300,14 @@ File::File(std::string path) : path_(std::move(path)) {
     }
     Entry e{};
     if (!dt->is_string() || !parse_dtype(dt->get<std::string>(), e.dtype)) {
-      fail(path_, fmt::format("{}: unknown dtype {}", where, dt->dump()));
+      fail(path_, fmt::format("{}: unknown dtype {}", where, brief(*dt)));
     }
-    if (!sh->is_array()) fail(path_, fmt::format("{}: shape {} is not an array", where, sh->dump()));
+    if (!sh->is_array()) fail(path_, fmt::format("{}: shape {} is not an array", where, brief(*sh)));
     std::uint64_t count = 1;
     bool overflow = false;
     for (const auto& d : *sh) {
       if (!d.is_number_unsigned()) {
-        fail(path_, fmt::format("{}: shape {} has an entry that is not a non-negative integer", where, sh->dump()));
+        fail(path_, fmt::format("{}: shape {} has an entry that is not a non-negative integer", where, brief(*sh)));
       }
       const auto v = d.get<std::uint64_t>();
       if (v != 0 && count > std::numeric_limits<std::uint64_t>::max() / v) overflow = true;
@@ -258,7 +315,7 @@ File::File(std::string path) : path_(std::move(path)) {
       e.shape.push_back(static_cast<std::size_t>(v));
     }
     if (!off->is_array() || off->size() != 2 || !(*off)[0].is_number_unsigned() || !(*off)[1].is_number_unsigned()) {
-      fail(path_, fmt::format("{}: data_offsets {} is not a pair of non-negative integers", where, off->dump()));
+      fail(path_, fmt::format("{}: data_offsets {} is not a pair of non-negative integers", where, brief(*off)));
     }
     const auto begin = (*off)[0].get<std::uint64_t>(), end = (*off)[1].get<std::uint64_t>();
     if (begin > end || end > data_len) {
@@ -266,7 +323,7 @@ File::File(std::string path) : path_(std::move(path)) {
     }
     const std::uint64_t elem = dtype_size(e.dtype);
     if (overflow || count > std::numeric_limits<std::uint64_t>::max() / elem || count * elem != end - begin) {
-      fail(path_, fmt::format("{}: shape {} of {} needs {} bytes, data_offsets [{}, {}] hold {}", where, sh->dump(),
+      fail(path_, fmt::format("{}: shape {} of {} needs {} bytes, data_offsets [{}, {}] hold {}", where, brief(*sh),
                               dtype_name(e.dtype), overflow ? std::string("too many") : std::to_string(count * elem),
                               begin, end, end - begin));
     }
@@ -281,7 +338,7 @@ File::File(std::string path) : path_(std::move(path)) {
   std::uint64_t expected = 0;
   for (const auto& [name, e] : ordered) {
     if (e.begin != expected) {
-      fail(path_, fmt::format("tensor \"{}\": data starts at byte {}, expected {} ({})", name, e.begin, expected,
+      fail(path_, fmt::format("tensor {}: data starts at byte {}, expected {} ({})", quoted(name), e.begin, expected,
                               e.begin < expected ? "overlaps the previous tensor" : "leaves a gap"));
     }
     expected = e.end;
@@ -292,6 +349,16 @@ File::File(std::string path) : path_(std::move(path)) {
   data_.resize(static_cast<std::size_t>(data_len));
   if (data_len > 0 && !in.read(data_.data(), static_cast<std::streamsize>(data_len))) {
     fail(path_, "cannot read the tensor data");
+  }
+  // A bool holds 0 or 1; any other byte is corruption, not "true".
+  for (const auto& [name, e] : ordered) {
+    if (e.dtype != Dtype::BOOL) continue;
+    for (std::size_t k = e.begin; k < e.end; ++k) {
+      const auto byte = static_cast<unsigned char>(data_[k]);
+      if (byte > 1) {
+        fail(path_, fmt::format("tensor {}: BOOL element {} is byte {}, not 0 or 1", quoted(name), k - e.begin, byte));
+      }
+    }
   }
   for (auto& [name, e] : ordered) entries_.emplace(name, std::move(e));
 }
@@ -306,7 +373,7 @@ bool File::contains(const std::string& name) const { return entries_.count(name)
 
 const File::Entry& File::entry(const std::string& name) const {
   const auto it = entries_.find(name);
-  if (it == entries_.end()) fail(path_, fmt::format("no tensor named \"{}\"", name));
+  if (it == entries_.end()) fail(path_, fmt::format("no tensor named {}", quoted(name)));
   return it->second;
 }
 
@@ -322,7 +389,7 @@ xt::xarray<V> File::get(const std::string& name) const {
   auto out = xt::xarray<V>::from_shape(e.shape);
   const char* src = data_.data() + e.begin;
   if constexpr (std::is_same_v<V, bool>) {
-    // Any nonzero byte is true; copying raw bytes into a bool could make an invalid bool.
+    // The constructor checked every byte is 0 or 1; converting still never makes an invalid bool.
     for (std::size_t k = 0; k < out.size(); ++k) out.data()[k] = src[k] != 0;
   } else if (e.end > e.begin) {
     std::memcpy(out.data(), src, e.end - e.begin);
@@ -338,8 +405,9 @@ template xt::xarray<bool> File::get<bool>(const std::string&) const;
 
 void save_file(const std::string& path, const std::map<std::string, Array>& tensors, const Metadata& metadata) {
   std::vector<RawEntry> entries;
-  for (const auto& [name, value] : tensors) {
-    entries.push_back(std::visit([&name](const auto& a) { return raw_entry(name, a); }, value));
+  for (const auto& kv : tensors) {  // not a structured binding: C++17 lambdas cannot capture one
+    const std::string& name = kv.first;
+    entries.push_back(std::visit([&name](const auto& a) { return raw_entry(name, a); }, kv.second));
   }
   write_file(path, std::move(entries), metadata);
 }
@@ -392,6 +460,16 @@ std::vector<std::string> state_dict_problems(const File& file, const StateDict<T
     if (!is_float_dtype(file.dtype(full))) {
       problems.push_back(fmt::format("\"{}\" is {} in the file, {} in the model (only F32 and F64 convert)", full,
                                      dtype_name(file.dtype(full)), dtype_name(dtype_of<T>())));
+    } else if (file_shape == it->second.shape()) {
+      // A NaN or infinite weight (or an F64 value beyond a float's range) would load silently and make
+      // every prediction NaN.
+      const xt::xarray<T> values =
+          file.dtype(full) == Dtype::F64 ? xt::xarray<T>(file.get<double>(full)) : xt::xarray<T>(file.get<float>(full));
+      const auto bad = std::find_if(values.begin(), values.end(), [](T v) { return !std::isfinite(v); });
+      if (bad != values.end()) {
+        problems.push_back(fmt::format("\"{}\" holds {} at flat index {} (as {})", full, *bad,
+                                       static_cast<std::size_t>(bad - values.begin()), dtype_name(dtype_of<T>())));
+      }
     }
   }
   if (strict) {

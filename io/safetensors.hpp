@@ -4,7 +4,8 @@
 /// "__metadata__": {string: string}}, then the raw little-endian tensor bytes.
 /// Reading validates everything and throws std::runtime_error naming the file and the problem;
 /// writing goes to a temporary file in the same directory that is fsynced and renamed over the
-/// target, so a failed or interrupted save never destroys the previous file.
+/// target, so a failed or interrupted save never destroys the previous file; the temporary files of
+/// saves to the same path whose process was killed are removed by the next save.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +19,13 @@
 #include "tapegrad/io/state_dict.hpp"
 
 namespace tapegrad::io::safetensors {
+
+/// The longest header File reads: 100,000,000 bytes, the limit of the reference implementation. A
+/// longer one is refused before anything is allocated for it.
+constexpr std::uint64_t kMaxHeaderBytes = 100'000'000;
+/// The deepest nesting of arrays and objects File accepts in a header (a valid one nests 3 deep); a
+/// deeper one is refused while parsing, so no recursive walk of the JSON can overflow the stack.
+constexpr int kMaxHeaderDepth = 32;
 
 /// Every dtype of the format; the typed getters and the writer handle F32, F64, I64, U64 and BOOL.
 enum class Dtype { BOOL, U8, I8, F8_E5M2, F8_E4M3, I16, U16, F16, BF16, I32, U32, F32, F64, I64, U64 };
@@ -50,7 +58,8 @@ using Metadata = std::map<std::string, std::string>;
 /// A loaded and validated file; the tensor bytes are held in memory.
 class File {
  public:
-  /// Throws std::runtime_error naming the path for an unreadable, truncated or malformed file.
+  /// Throws std::runtime_error naming the path for an unreadable, truncated or malformed file, a header
+  /// beyond kMaxHeaderBytes or kMaxHeaderDepth, or a BOOL tensor with a byte other than 0 and 1.
   explicit File(std::string path);
 
   const std::string& path() const { return path_; }
@@ -91,9 +100,9 @@ void save_state_dict(const std::string& path, const StateDict<T>& state, const M
 /// Copies the file's tensors into target's tensors (which alias a module's parameters, so this loads
 /// the module). Like torch's copy_, F64 values load into a float model and F32 values into a double
 /// one, converted (rounded to nearest when narrowing). Every problem — missing or unexpected names,
-/// wrong shapes, a dtype other than F32 or F64 — is reported together in one std::runtime_error naming
-/// the file, and nothing is changed then. strict = false ignores missing and unexpected names but
-/// still rejects wrong shapes and dtypes.
+/// wrong shapes, a dtype other than F32 or F64, NaN or infinite values (after conversion) — is reported
+/// together in one std::runtime_error naming the file, and nothing is changed then. strict = false
+/// ignores missing and unexpected names but still rejects wrong shapes, dtypes and values.
 template <typename T>
 void load_state_dict(const std::string& path, StateDict<T>& target, bool strict = true);
 /// The same from an opened file, matching only its names that start with prefix (stripped before

@@ -5,7 +5,9 @@
 #include <stdexcept>
 
 #include "tapegrad/autograd/elementwise.hpp"
+#include "tapegrad/autograd/embedding.hpp"
 #include "tapegrad/autograd/matmul.hpp"
+#include "tapegrad/autograd/shape_ops.hpp"
 
 namespace tapegrad::models {
 
@@ -92,6 +94,15 @@ template <typename T>
 Tensor<T> GPT<T>::forward(const xt::xarray<std::int64_t>& ids) const {
   check_ids("forward", ids, 0);
   return project(encoder->forward(embed(ids, 0), {}, {}, /*is_causal=*/true));
+}
+
+template <typename T>
+Tensor<T> GPT<T>::forward_rows(const xt::xarray<std::int64_t>& ids, const xt::xarray<std::int64_t>& rows) const {
+  check_ids("forward_rows", ids, 0);
+  const Tensor<T> hidden = encoder->forward(embed(ids, 0), {}, {}, /*is_causal=*/true);
+  // Selecting rows of the [B * L, d_model] hidden states is a lookup, with the lookup's gradient.
+  const Tensor<T> flat = reshape(hidden, {-1, static_cast<std::int64_t>(options.d_model)});
+  return project(tapegrad::embedding(flat, rows));
 }
 
 template <typename T>

@@ -51,6 +51,10 @@ class GPT : public nn::Module<T, GPT<T>> {
   /// ids [B, L] (1 <= L <= max_len) -> logits [B, L, vocab_size]; row t predicts token t + 1. Padding
   /// after a sequence's tokens needs no mask: under the causal mask no real position sees it.
   Tensor<T> forward(const xt::xarray<std::int64_t>& ids) const;
+  /// The logits of chosen positions only: ids [B, L], rows = flat positions b * L + t -> [rows, vocab_size],
+  /// equal to those rows of forward(ids). A language model's loss needs no logits at padding, and the
+  /// [B * L, vocab_size] logits are the largest tensor of a training step (and of its memory traffic).
+  Tensor<T> forward_rows(const xt::xarray<std::int64_t>& ids, const xt::xarray<std::int64_t>& rows) const;
 
   /// The cached state of every layer for incremental decoding (see forward_incremental).
   struct Cache {

@@ -7,6 +7,8 @@ packages=(
   libxtensor-dev libxtensor-blas-dev libopenblas-dev libopenblas0-pthread
   libfmt-dev catch2 libcli11-dev nlohmann-json3-dev libarchive-dev libcurl4-openssl-dev
   python3 chromium
+  libopenmpi-dev openmpi-bin iproute2
+  clang libclang-rt-14-dev jq
 )
 
 missing=()

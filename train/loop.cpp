@@ -4,8 +4,10 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 
+#include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/optim/clip_grad.hpp"
 #include "tapegrad/train/interrupt.hpp"
 #include "tapegrad/train/model_file.hpp"
@@ -53,6 +55,8 @@ Trainer<T>::Trainer(const RunDirectory& run, nn::Module<T>& model, optim::Optimi
     StateDict<T> extra = hooks_.extra_state ? hooks_.extra_state() : StateDict<T>{};
     step_ = load_checkpoint(path, model_, optimizer_, extra, hooks_.generators);
     if (hooks_.load_extra_state) hooks_.load_extra_state(extra);
+    run_.check_files(path);  // the config and vocabulary the program read are the ones trained with
+    if (hooks_.replicas.restore) hooks_.replicas.restore(io::safetensors::File(path).metadata());
     const io::safetensors::Metadata metadata = io::safetensors::File(path).metadata();
     try {
       best_step_ = std::stoll(metadata.at(kBestStep));
@@ -71,22 +75,36 @@ Trainer<T>::Trainer(const RunDirectory& run, nn::Module<T>& model, optim::Optimi
     progress_.message(fmt::format("resuming {} at step {} of {} (epoch {:.4g})", path, step_, total_steps(),
                                   double(step_) / double(options_.steps_per_epoch)));
   }
-  metrics_.emplace(run_.metrics(), options_.resume ? std::optional<std::int64_t>(step_) : std::nullopt);
+  if (hooks_.replicas.writes_files()) {
+    metrics_.emplace(run_.metrics(), options_.resume ? std::optional<std::int64_t>(step_) : std::nullopt);
+  }
 }
 
 template <typename T>
-io::safetensors::Metadata Trainer<T>::checkpoint_metadata() const {
-  return {{kBestStep, std::to_string(best_step_)},
-          {kBestScore, fmt::format("{}", best_score_)},
-          {kBestMetrics, best_metrics_.dump()},
-          {kTrainSeconds, fmt::format("{}", train_seconds_)},
-          {kTrainTokens, fmt::format("{}", train_tokens_)}};
+MetricsLog& Trainer<T>::metrics() {
+  if (!metrics_) {
+    throw std::logic_error(
+        fmt::format("Trainer::metrics(): rank {} writes no files; only rank 0 has the log", hooks_.replicas.rank));
+  }
+  return *metrics_;
+}
+
+template <typename T>
+io::safetensors::Metadata Trainer<T>::checkpoint_metadata(io::safetensors::Metadata metadata) const {
+  metadata.insert({{kBestStep, std::to_string(best_step_)},
+                   {kBestScore, fmt::format("{}", best_score_)},
+                   {kBestMetrics, best_metrics_.dump()},
+                   {kTrainSeconds, fmt::format("{}", train_seconds_)},
+                   {kTrainTokens, fmt::format("{}", train_tokens_)}});
+  return metadata;
 }
 
 template <typename T>
 TrainerResult Trainer<T>::run() {
   TrainerResult result;
   result.start_step = step_;
+  std::optional<DetectAnomalyGuard> anomaly;
+  if (options_.detect_anomaly) anomaly.emplace();
   const std::int64_t per_epoch = options_.steps_per_epoch;
   bool stop = false;
   for (std::int64_t epoch = step_ / per_epoch; epoch < options_.epochs && !stop; ++epoch) {
@@ -104,26 +122,47 @@ TrainerResult Trainer<T>::run() {
       optimizer_.set_lr(lr);
       optimizer_.zero_grad();
       const StepOutput<T> out = hooks_.forward(step_, index);
+      const double loss = static_cast<double>(out.loss.item());
+      if (!std::isfinite(loss)) {
+        // Before backward and the step: the model, the optimizer and the last checkpoint stay as they were.
+        throw std::runtime_error(fmt::format(
+            "the training loss is {} at step {} (epoch {}); stopped without updating the model, the last checkpoint "
+            "is kept (anomaly detection names the op that produced it)",
+            std::isnan(loss) ? "nan"
+            : loss > 0       ? "inf"
+                             : "-inf",
+            step_ + 1, epoch + 1));
+      }
       out.loss.backward();
+      if (hooks_.replicas.synchronize_gradients) hooks_.replicas.synchronize_gradients();
       if (options_.clip_norm > 0) optim::clip_grad_norm_(optimizer_.params(), options_.clip_norm);
       optimizer_.step();
       if (hooks_.after_step) hooks_.after_step();
       ++step_;
 
-      const double batch_loss = static_cast<double>(out.loss.item());
-      loss_sum += batch_loss * out.count;
-      count += out.count;
-      correct += out.correct;
-      tokens += out.tokens;
-      window_loss += batch_loss * out.count;
-      window_count += out.count;
-      window_correct += out.correct;
+      // This step's sums and stop requests; with several ranks, over all of them (one small allreduce),
+      // so that every rank logs the global batch and all stop at the same step.
+      const double step_seconds_so_far = step_clock.seconds();
+      const bool stop_requested =
+          interrupt_requested() || (options_.stop_after_step && options_.stop_after_step(step_));
+      const bool time_up = options_.time_limit > 0 && train_seconds_ + step_seconds_so_far >= options_.time_limit;
+      std::vector<double> sums = {loss * out.count,           out.count,          out.correct, out.tokens,
+                                  stop_requested ? 1.0 : 0.0, time_up ? 1.0 : 0.0};
+      if (hooks_.replicas.all_reduce_sum) hooks_.replicas.all_reduce_sum(sums);
+      const double step_loss_sum = sums[0], step_count = sums[1], step_correct = sums[2], step_tokens = sums[3];
+      loss_sum += step_loss_sum;
+      count += step_count;
+      correct += step_correct;
+      tokens += step_tokens;
+      window_loss += step_loss_sum;
+      window_count += step_count;
+      window_correct += step_correct;
       ++window_steps;
-      since_loss_ += batch_loss * out.count;
-      since_count_ += out.count;
-      since_correct_ += out.correct;
-      since_tokens_ += out.tokens;
-      train_tokens_ += out.tokens;
+      since_loss_ += step_loss_sum;
+      since_count_ += step_count;
+      since_correct_ += step_correct;
+      since_tokens_ += step_tokens;
+      train_tokens_ += step_tokens;
 
       StepStats stats;
       stats.step_in_epoch = static_cast<std::size_t>(index + 1);
@@ -138,13 +177,14 @@ TrainerResult Trainer<T>::run() {
       if (window_steps == options_.log_every) {
         const double window_mean = ratio(window_loss, window_count);
         result.logged_losses.push_back(window_mean);
-        metrics_->write({{"step", step_},
-                         {"epoch", double(epoch) + double(index + 1) / double(per_epoch)},
-                         {"loss", window_mean},
-                         {"acc", ratio(window_correct, window_count)},
-                         {"lr", lr},
-                         {"tokens_per_s", stats.tokens_per_second},
-                         {"elapsed", train_seconds_ + step_clock.seconds()}});
+        if (metrics_)
+          metrics_->write({{"step", step_},
+                           {"epoch", double(epoch) + double(index + 1) / double(per_epoch)},
+                           {"loss", window_mean},
+                           {"acc", ratio(window_correct, window_count)},
+                           {"lr", lr},
+                           {"tokens_per_s", stats.tokens_per_second},
+                           {"elapsed", train_seconds_ + step_clock.seconds()}});
         window_loss = window_count = window_correct = 0;
         window_steps = 0;
       }
@@ -152,11 +192,11 @@ TrainerResult Trainer<T>::run() {
       train_seconds_ += step_seconds;
       since_seconds_ += step_seconds;
 
-      if (interrupt_requested() || (options_.stop_after_step && options_.stop_after_step(step_))) {
+      if (sums[4] > 0) {
         result.interrupted = true;
         break;
       }
-      result.out_of_time = options_.time_limit > 0 && train_seconds_ >= options_.time_limit;
+      result.out_of_time = sums[5] > 0;
       const bool epoch_end = index + 1 == per_epoch;
       if (epoch_end) {
         progress_.end_epoch();
@@ -207,6 +247,9 @@ bool Trainer<T>::validate_and_save(std::int64_t epoch, std::int64_t index, Train
   record.train_seconds = since_seconds_;
   record.tokens_per_second = since_tokens_ / std::max(since_seconds_, 1e-9);
 
+  // The run's config and own files, recorded in both files this validation may write (rank 0 only).
+  const io::safetensors::Metadata digests =
+      hooks_.replicas.writes_files() ? run_.file_digests() : io::safetensors::Metadata{};
   const Stopwatch valid_clock;
   {
     // The scope (e.g. the parameters' averages swapped in) covers the validation and the best model.
@@ -224,16 +267,23 @@ bool Trainer<T>::validate_and_save(std::int64_t epoch, std::int64_t index, Train
       best_step_ = step_;
       best_score_ = score;
       best_metrics_ = record.evaluation.metrics;
-      save_model(run_.model(), model_,
-                 {{"step", std::to_string(step_)},
-                  {"epoch", fmt::format("{}", record.epoch)},
-                  {"score", fmt::format("{}", score)}});
+      if (hooks_.replicas.writes_files()) {
+        io::safetensors::Metadata metadata = digests;
+        metadata.insert({{"step", std::to_string(step_)},
+                         {"epoch", fmt::format("{}", record.epoch)},
+                         {"score", fmt::format("{}", score)}});
+        save_model(run_.model(), model_, metadata);
+      }
     }
   }
   record.valid_seconds = valid_clock.seconds();
+  io::safetensors::Metadata metadata = checkpoint_metadata(digests);
+  if (hooks_.replicas.checkpoint_metadata) metadata.merge(hooks_.replicas.checkpoint_metadata());  // collective
   // After model.safetensors, so the checkpoint never names a best model that is not on disk.
-  save_checkpoint(run_.checkpoint().string(), model_, optimizer_, step_, checkpoint_metadata(),
-                  hooks_.extra_state ? hooks_.extra_state() : StateDict<T>{}, hooks_.generators);
+  if (hooks_.replicas.writes_files()) {
+    save_checkpoint(run_.checkpoint().string(), model_, optimizer_, step_, metadata,
+                    hooks_.extra_state ? hooks_.extra_state() : StateDict<T>{}, hooks_.generators);
+  }
   checkpoint_step_ = step_;
 
   nlohmann::json line = {{"step", step_},
@@ -244,7 +294,7 @@ bool Trainer<T>::validate_and_save(std::int64_t epoch, std::int64_t index, Train
                          {"tokens_per_s", record.tokens_per_second},
                          {"elapsed", train_seconds_}};
   line.update(record.evaluation.metrics);
-  metrics_->write(line);
+  if (metrics_) metrics_->write(line);
   const std::string where = record.epoch_end ? fmt::format("epoch {}/{}", epoch + 1, options_.epochs)
                                              : fmt::format("step {}/{}", step_, total_steps());
   progress_.message(fmt::format("{}: train loss {:.4f} acc {:.2f}% | {}{} | {} train ({} tok/s) + {:.1f} s valid",

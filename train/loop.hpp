@@ -24,6 +24,7 @@
 #include "tapegrad/train/checkpoint.hpp"
 #include "tapegrad/train/metrics.hpp"
 #include "tapegrad/train/progress.hpp"
+#include "tapegrad/train/replicas.hpp"
 #include "tapegrad/train/run_directory.hpp"
 
 namespace tapegrad::train {
@@ -58,6 +59,10 @@ struct TrainerOptions {
   double time_limit = 0;             ///< seconds of training (validation excluded); 0: none
   bool ties_improve = false;         ///< a score equal to the best is a new best (a later, longer-trained model)
   bool resume = false;               ///< continue from the run folder's checkpoint
+  /// Anomaly detection (DetectAnomalyGuard) while training: the first NaN in an op's output, or NaN or
+  /// infinity in a gradient, throws naming the op. Slower. Without it a non-finite loss still stops the
+  /// run before the step that would spread it into the model.
+  bool detect_anomaly = false;
   /// Asked after every step (besides Ctrl-C): true stops training as Ctrl-C does. For tests.
   std::function<bool(std::int64_t step)> stop_after_step;
 };
@@ -81,6 +86,8 @@ struct TrainerHooks {
   std::function<void(const StateDict<T>&)> load_extra_state;
   /// The run's own generators (e.g. the one that draws training examples), saved and restored.
   NamedGenerators generators;
+  /// Data-parallel training; empty for one process.
+  Replicas replicas;
 };
 
 /// One validation as the trainer saw it.
@@ -124,12 +131,14 @@ class Trainer {
 
   std::int64_t step() const { return step_; }  ///< steps done so far
   std::int64_t total_steps() const { return options_.epochs * options_.steps_per_epoch; }
-  /// The run's log, for lines of the program's own (e.g. the test score at the end).
-  MetricsLog& metrics() { return *metrics_; }
+  /// The run's log, for lines of the program's own (e.g. the test score at the end). Throws
+  /// std::logic_error on a rank other than 0 of data-parallel training, which writes no files.
+  MetricsLog& metrics();
 
  private:
   bool validate_and_save(std::int64_t epoch, std::int64_t index, TrainerResult& result);
-  io::safetensors::Metadata checkpoint_metadata() const;
+  /// The trainer's own checkpoint entries added to `metadata`.
+  io::safetensors::Metadata checkpoint_metadata(io::safetensors::Metadata metadata) const;
 
   const RunDirectory& run_;
   nn::Module<T>& model_;

@@ -3,8 +3,12 @@
 #include <fmt/format.h>
 
 #include <fstream>
+#include <optional>
 #include <stdexcept>
+#include <string_view>
 
+#include "tapegrad/autograd/messages.hpp"
+#include "tapegrad/io/fnv1a.hpp"
 #include "tapegrad/train/errors.hpp"
 #include "tapegrad/train/files.hpp"
 
@@ -66,6 +70,58 @@ void RunDirectory::check_has(std::initializer_list<const char*> names, const std
 
 void RunDirectory::write_config(const nlohmann::json& config) const {
   write_file_atomically(this->config(), config.dump(2) + '\n');
+}
+
+namespace {
+
+constexpr std::string_view kFileDigestPrefix = "file.";
+
+// The FNV-1a digest of a file's bytes, or nothing if it cannot be read.
+std::optional<std::string> file_digest(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  io::Fnv1a h;
+  char buf[1 << 16];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) h.bytes(buf, static_cast<std::size_t>(in.gcount()));
+  if (in.bad()) return std::nullopt;
+  return h.hex();
+}
+
+}  // namespace
+
+io::safetensors::Metadata RunDirectory::file_digests() const {
+  std::vector<std::string> names = {kConfig};
+  names.insert(names.end(), own_files_.begin(), own_files_.end());
+  io::safetensors::Metadata out;
+  for (const auto& name : names) {
+    if (const auto digest = file_digest(dir_ / name)) out[std::string(kFileDigestPrefix) + name] = *digest;
+  }
+  return out;
+}
+
+void RunDirectory::check_files(const fs::path& recorded_in) const {
+  const io::safetensors::Metadata metadata = io::safetensors::File(recorded_in.string()).metadata();
+  for (const auto& [key, stored] : metadata) {
+    if (key.compare(0, kFileDigestPrefix.size(), kFileDigestPrefix) != 0) continue;
+    const std::string name = key.substr(kFileDigestPrefix.size());
+    // A name from the file's metadata is data: never let it reach outside the run folder.
+    if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..") {
+      throw std::runtime_error(
+          fmt::format("{}: bad file entry \"{}\" in its metadata", recorded_in.string(), clip_for_message(key)));
+    }
+    const fs::path path = dir_ / name;
+    const auto actual = file_digest(path);
+    if (!actual) {
+      throw std::runtime_error(
+          fmt::format("{}: missing or unreadable, but {} was written with it", path.string(), recorded_in.string()));
+    }
+    if (*actual != stored) {
+      throw std::runtime_error(fmt::format(
+          "{}: changed or damaged since {} was written (FNV-1a {} now, {} recorded); the run cannot be read back "
+          "as it was trained",
+          path.string(), recorded_in.filename().string(), *actual, stored));
+    }
+  }
 }
 
 nlohmann::json RunDirectory::read_config() const {

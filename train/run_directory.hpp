@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "tapegrad/io/safetensors.hpp"
+
 namespace tapegrad::train {
 
 /// A run's folder and the files in it (config, metrics, checkpoint, model, and the program's own), with
@@ -56,6 +58,16 @@ class RunDirectory {
   /// Throws UsageError "<flag> DIR has no <name>" for the first of names that is missing: a run folder
   /// that evaluate or predict cannot use.
   void check_has(std::initializer_list<const char*> names, const std::string& flag = "--run") const;
+
+  /// The run's input files as they are now — config.json and the program's own files that exist
+  /// (vocab.txt) — as metadata entries "file.<name>" = FNV-1a of the bytes (16 hex digits). The trainer
+  /// stores them in every model file and checkpoint, whose checksum covers them, so that a changed or
+  /// damaged config or vocabulary is noticed when the run is read back.
+  io::safetensors::Metadata file_digests() const;
+  /// Throws std::runtime_error naming the file when a file recorded by file_digests() in the metadata
+  /// of `recorded_in` (a model file or checkpoint of this run) is missing or differs now. Files written
+  /// before digests were recorded are not checked.
+  void check_files(const std::filesystem::path& recorded_in) const;
 
   /// config.json, written atomically (pretty-printed, one key per line).
   void write_config(const nlohmann::json& config) const;

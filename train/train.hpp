@@ -3,7 +3,6 @@
 /// Ctrl-C, exit codes and timing (namespace tapegrad::train).
 #pragma once
 
-#include "tapegrad/train/allocator.hpp"
 #include "tapegrad/train/calibration.hpp"
 #include "tapegrad/train/checkpoint.hpp"
 #include "tapegrad/train/checksum.hpp"

@@ -32,13 +32,25 @@ enum class ImdbSplits {
   TrainOnly,  ///< test/ is never read (its archive entries are skipped unread): ImdbData::test stays empty
 };
 
+/// Caps on what read_imdb accepts, so that a hostile file (a 3 MB gzip expanding to a 3 GiB review)
+/// is refused with a message instead of exhausting memory. The defaults are far above the real data
+/// (its longest review has 13,704 bytes; the archive expands to about 490 MB, the 50,000 labeled
+/// reviews hold about 65 MB).
+struct ImdbLimits {
+  std::uint64_t max_review_bytes = 1ull << 20;   ///< one review file: 1 MiB
+  std::uint64_t max_total_bytes = 1ull << 30;    ///< all reviews kept: 1 GiB
+  std::uint64_t max_archive_bytes = 4ull << 30;  ///< all archive entries, kept or skipped: 4 GiB
+  std::uint64_t max_reviews = 1'000'000;         ///< reviews kept
+};
+
 /// Reads both splits (or only train/) from `path`, which is
 ///  - a folder in the aclImdb layout (holding train/ and test/), or a folder holding aclImdb/, or
 ///  - a tar archive (optionally gzip/bzip2/xz-compressed) holding aclImdb/ (read once, with libarchive).
 /// Only {train,test}/{neg,pos}/`<digits>_<digits>.txt` are reviews; everything else (unsup/, urls_*.txt,
 /// labeledBow.feat, README, imdb.vocab) is skipped. Throws std::runtime_error naming the file or folder
-/// for a missing path, a corrupt archive, a missing split or an empty class.
-ImdbData read_imdb(const std::filesystem::path& path, ImdbSplits splits = ImdbSplits::Both);
+/// for a missing path, a corrupt archive, a missing split, an empty class or input beyond `limits`.
+ImdbData read_imdb(const std::filesystem::path& path, ImdbSplits splits = ImdbSplits::Both,
+                   const ImdbLimits& limits = {});
 
 /// True for a path read_imdb would try to read: an existing regular file, or a folder holding train/
 /// and test/ or aclImdb/.

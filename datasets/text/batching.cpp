@@ -6,6 +6,7 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "tapegrad/autograd/epoch_seed.hpp"
 #include "tapegrad/autograd/generator.hpp"
 
 namespace tapegrad::datasets {
@@ -22,7 +23,7 @@ std::vector<std::vector<std::size_t>> epoch_batches(const EncodedDataset& data, 
                                                     std::uint64_t epoch) {
   if (options.batch_size == 0) throw std::invalid_argument("epoch_batches: batch_size must be positive, got 0");
   const std::size_t n = data.size(), B = options.batch_size;
-  Generator gen(options.seed + 0x9E3779B97F4A7C15ULL * epoch);
+  Generator gen(epoch_seed(options.seed, epoch));
   std::vector<std::size_t> order;
   if (options.shuffle) {
     order = gen.permutation(n);
@@ -79,6 +80,25 @@ Batch collate(const EncodedDataset& data, const std::vector<std::size_t>& indice
     batch.labels(r) = data.label(i);
   }
   return batch;
+}
+
+Batch take_rows(const Batch& batch, const std::vector<std::size_t>& rows) {
+  const std::size_t B = batch.labels.size(), L = batch.ids.shape(1);
+  Batch out;
+  out.ids = xt::xarray<std::int64_t>::from_shape({rows.size(), L});
+  out.padding_mask = xt::xarray<bool>::from_shape({rows.size(), L});
+  out.labels = xt::xarray<std::int64_t>::from_shape({rows.size()});
+  out.indices.reserve(rows.size());
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    const std::size_t r = rows[k];
+    if (r >= B) throw std::out_of_range(fmt::format("take_rows: row {} is outside the batch's {} rows", r, B));
+    std::copy(batch.ids.data() + r * L, batch.ids.data() + (r + 1) * L, out.ids.data() + k * L);
+    std::copy(batch.padding_mask.data() + r * L, batch.padding_mask.data() + (r + 1) * L,
+              out.padding_mask.data() + k * L);
+    out.labels(k) = batch.labels(r);
+    out.indices.push_back(batch.indices[r]);
+  }
+  return out;
 }
 
 PaddingStats padding_stats(const EncodedDataset& data, const std::vector<std::vector<std::size_t>>& batches,

@@ -46,6 +46,10 @@ std::vector<std::vector<std::size_t>> epoch_batches(const EncodedDataset& data, 
 /// when seq_len is 0. seq_len must not be shorter than a review.
 Batch collate(const EncodedDataset& data, const std::vector<std::size_t>& indices, std::size_t seq_len = 0);
 
+/// The rows `rows` of batch (in that order, repeats allowed), with its length L: one rank's part of a
+/// global batch in data-parallel training. Throws std::out_of_range for a row outside the batch.
+Batch take_rows(const Batch& batch, const std::vector<std::size_t>& rows);
+
 /// What a batch plan costs: the real tokens and the positions of all [B, L] batches.
 struct PaddingStats {
   std::size_t tokens = 0;     ///< sum of kept lengths

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "tapegrad/autograd/messages.hpp"
 #include "tapegrad/datasets/text/tokenizer.hpp"
 
 namespace tapegrad::datasets {
@@ -68,7 +69,8 @@ Vocabulary Vocabulary::from_tokens(std::vector<std::string> tokens) {
   data->index.reserve(data->tokens.size());
   for (std::size_t i = 0; i < data->tokens.size(); ++i)
     if (!data->index.emplace(data->tokens[i], static_cast<std::int64_t>(i)).second)
-      throw std::invalid_argument(fmt::format("Vocabulary: token '{}' appears twice (index {})", data->tokens[i], i));
+      throw std::invalid_argument(fmt::format("Vocabulary: token '{}' appears twice (index {})",
+                                              tapegrad::clip_for_message(data->tokens[i]), i));
   const auto mask = data->index.find(mask_token);
   if (mask != data->index.end()) {
     if (static_cast<std::size_t>(mask->second) != data->tokens.size() - 1) {
@@ -114,11 +116,22 @@ std::vector<std::int64_t> Vocabulary::encode(std::string_view text) const {
 }
 
 void Vocabulary::save(const std::filesystem::path& path) const {
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw std::runtime_error(fmt::format("Vocabulary::save: cannot open '{}' for writing", path.string()));
-  for (const auto& t : data_->tokens) out << t << '\n';
-  out.flush();
-  if (!out) throw std::runtime_error(fmt::format("Vocabulary::save: writing '{}' failed", path.string()));
+  // Written next to the target and renamed over it: a process killed while saving leaves the previous
+  // file (or none), never a truncated vocabulary beside a model that needs all of it.
+  const std::filesystem::path tmp = path.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw std::runtime_error(fmt::format("Vocabulary::save: cannot open '{}' for writing", tmp.string()));
+    for (const auto& t : data_->tokens) out << t << '\n';
+    out.flush();
+    if (!out) throw std::runtime_error(fmt::format("Vocabulary::save: writing '{}' failed", tmp.string()));
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    throw std::runtime_error(fmt::format("Vocabulary::save: cannot rename '{}' to '{}'", tmp.string(), path.string()));
+  }
 }
 
 Vocabulary Vocabulary::load(const std::filesystem::path& path) {
@@ -131,11 +144,13 @@ Vocabulary Vocabulary::load(const std::filesystem::path& path) {
   };
   while (std::getline(in, line)) {
     const std::size_t line_no = tokens.size() + 1;
-    if (line_no == 1 && line != pad_token) throw bad(line_no, fmt::format("expected {}, got '{}'", pad_token, line));
-    if (line_no == 2 && line != unk_token) throw bad(line_no, fmt::format("expected {}, got '{}'", unk_token, line));
+    if (line_no == 1 && line != pad_token)
+      throw bad(line_no, fmt::format("expected {}, got '{}'", pad_token, tapegrad::clip_for_message(line)));
+    if (line_no == 2 && line != unk_token)
+      throw bad(line_no, fmt::format("expected {}, got '{}'", unk_token, tapegrad::clip_for_message(line)));
     if (line_no > 2 && line.empty()) throw bad(line_no, "empty token");
     if (line_no > 2 && line != mask_token && !producible(line))
-      throw bad(line_no, fmt::format("'{}' is not a token the tokenizer produces", line));
+      throw bad(line_no, fmt::format("'{}' is not a token the tokenizer produces", tapegrad::clip_for_message(line)));
     tokens.push_back(std::move(line));
   }
   if (in.bad()) throw std::runtime_error(fmt::format("vocabulary file '{}' cannot be read", path.string()));

@@ -37,7 +37,8 @@ class Vocabulary {
   /// `<mask>` may only be the last. Throws std::invalid_argument otherwise.
   static Vocabulary from_tokens(std::vector<std::string> tokens);
 
-  /// Writes one token per line ('\n'-terminated) in index order. Throws std::runtime_error on I/O errors.
+  /// Writes one token per line ('\n'-terminated) in index order, to "<path>.tmp" renamed over path (a
+  /// killed save never leaves a truncated file). Throws std::runtime_error on I/O errors.
   void save(const std::filesystem::path& path) const;
   /// Reads a file written by save, validating it: `<pad>` and `<unk>` first, no empty line, no repeated
   /// token, no token the tokenizer cannot produce (holding whitespace, or a multi-byte token with a byte

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "examples/common/command_line.hpp"
 #include "examples/imdb/config.hpp"
 #include "examples/imdb/data.hpp"
 #include "examples/imdb/evaluate.hpp"
@@ -80,6 +81,8 @@ void add_training_flags(CLI::App& app, Config& c) {
   opt->add_option("--seed", c.seed, "seeds the split, the initialization, the shuffle and dropout")
       ->capture_default_str();
   opt->add_option("--bucket", c.bucket, "bucketing chunk in batches (0 = off)")->capture_default_str();
+  opt->add_option("--init-from", c.init_from,
+                  "a train_lm --objective masked run: start from its vocabulary, embedding and encoder");
 
   auto* run = group("Run");
   run->add_option("--threads", c.threads, "BLAS threads")->capture_default_str();
@@ -90,6 +93,8 @@ void add_training_flags(CLI::App& app, Config& c) {
   run->add_flag("--overwrite", c.overwrite,
                 "start a new run in --out even if it holds one (whose files are then removed); without it a "
                 "folder with a checkpoint or a model is refused");
+  run->add_flag("--detect-anomaly", c.detect_anomaly,
+                "check every op's output and gradients for NaN/inf and stop naming the op (slower)");
 }
 
 bool given(const CLI::App& app, const std::string& flag) {
@@ -120,13 +125,22 @@ void check_positive(const char* flag, std::int64_t value) {
   if (value <= 0) throw UsageError(fmt::format("{} {} must be positive", flag, value));
 }
 
+// --threads of the subcommands, bounded like training's (an int64 above 2^31 used to wrap to 2).
+void check_threads(std::int64_t threads) {
+  check_positive("--threads", threads);
+  Config c;
+  c.threads = threads;
+  if (const auto problem = validate(c)) throw UsageError(*problem);
+}
+
 // A run folder for evaluate/predict: it must hold the files load_run reads.
 void check_run_folder(const std::string& dir) {
   run_directory(dir).check_has(
       {tapegrad::train::RunDirectory::kConfig, kVocabFile, tapegrad::train::RunDirectory::kModel});
 }
 
-int train_command(const CLI::App& app, Config config, std::ostream& out, std::ostream& err, bool interactive) {
+int train_command(const CLI::App& app, Config config, std::ostream& out, std::ostream& err, bool interactive,
+                  const Parallel& parallel) {
   if (config.resume && config.overwrite) throw UsageError("--resume and --overwrite exclude each other");
   if (config.resume) config = with_saved_settings(app, config);
   if (const auto problem = validate(config)) throw UsageError(*problem);
@@ -137,14 +151,17 @@ int train_command(const CLI::App& app, Config config, std::ostream& out, std::os
   tapegrad::train::install_interrupt_handler();
   TrainResult result;
   try {
-    result = train(config, out, err, interactive);
+    // Ranks other than 0 train silently; their errors still reach stderr through exit_code_of.
+    std::ostream silent(nullptr);
+    const bool rank0 = parallel.rank == 0;
+    result = train(config, rank0 ? out : silent, rank0 ? err : silent, interactive && rank0, {}, parallel);
   } catch (...) {
     tapegrad::train::remove_interrupt_handler();
     throw;
   }
   tapegrad::train::remove_interrupt_handler();
   // Once config.json exists the run has a report, even an interrupted one.
-  if (fs::exists(run_directory(config.out).config())) {
+  if (parallel.rank == 0 && fs::exists(run_directory(config.out).config())) {
     out << fmt::format("report: {}\n", write_report(config.out).string()) << std::flush;
   }
   return result.interrupted ? tapegrad::train::kInterruptedExitCode : 0;
@@ -164,7 +181,7 @@ int evaluate_command(const EvaluateArgs& a, std::ostream& out, std::ostream& err
   }
   if (!a.data.empty() && !fs::exists(a.data)) throw UsageError(fmt::format("--data {} does not exist", a.data));
   if (a.batch_size < 0) throw UsageError(fmt::format("--batch-size {} must be positive", a.batch_size));
-  check_positive("--threads", a.threads);
+  check_threads(a.threads);
   tapegrad::set_num_threads(static_cast<int>(a.threads));
 
   LoadedRun run = load_run(a.run);
@@ -181,6 +198,10 @@ int evaluate_command(const EvaluateArgs& a, std::ostream& out, std::ostream& err
       a.split == "test"    ? ds::EncodedDataset::encode(raw.reviews.test, run.vocab, max_len, truncation)
       : a.split == "valid" ? ds::EncodedDataset::encode(raw.reviews.train, split.valid, run.vocab, max_len, truncation)
                            : ds::EncodedDataset::encode(raw.reviews.train, split.train, run.vocab, max_len, truncation);
+  if (data.size() == 0) {
+    throw UsageError(fmt::format("--split {}: the run {} has no {} reviews (its --valid-fraction is {})", a.split,
+                                 a.run, a.split == "valid" ? "validation" : "training", run.config.valid_fraction));
+  }
   const auto batch_size = static_cast<std::size_t>(a.batch_size > 0 ? a.batch_size : run.config.batch_size);
   const EvalResult r = evaluate(*run.model, data, batch_size);
   out << fmt::format("{}: accuracy {:.2f}% ({}/{}), loss {:.4f} ({:.1f} s)\n", a.split, 100.0 * r.accuracy, r.correct,
@@ -196,12 +217,13 @@ struct PredictArgs {
 
 int predict_command(const PredictArgs& a, std::istream& in, std::ostream& out) {
   check_run_folder(a.run);
-  check_positive("--threads", a.threads);
+  check_threads(a.threads);
   tapegrad::set_num_threads(static_cast<int>(a.threads));
   std::vector<std::string> texts = a.texts;
   if (texts.empty()) {
     for (std::string line; std::getline(in, line);) texts.push_back(line);
   }
+  if (texts.empty()) throw UsageError("nothing to predict: give reviews as arguments or as lines on stdin");
   LoadedRun run = load_run(a.run);
   const auto probabilities =
       predict_proba(*run.model, run.vocab, run.config, texts, static_cast<std::size_t>(run.config.batch_size));
@@ -217,7 +239,7 @@ struct ExplainArgs {
 
 int explain_command(const ExplainArgs& a, std::istream& in, std::ostream& out) {
   check_run_folder(a.run);
-  check_positive("--threads", a.threads);
+  check_threads(a.threads);
   tapegrad::set_num_threads(static_cast<int>(a.threads));
   std::string text;
   if (a.words.empty()) {
@@ -246,8 +268,8 @@ int report_command(const std::string& run, std::ostream& out) {
 
 }  // namespace
 
-int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& out, std::ostream& err,
-            bool interactive) {
+int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& out, std::ostream& err, bool interactive,
+            const Parallel& parallel) {
   CLI::App app(
       "Trains a Transformer sentiment classifier on IMDb movie reviews (Maas et al. 2011).\n"
       "With no subcommand it trains; `evaluate`, `predict`, `explain` and `report` use a finished run.",
@@ -286,19 +308,7 @@ int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& o
       app.add_subcommand("report", "an HTML page of a run's curves, configuration and timing (RUN/report.html)");
   report_app->add_option("--run", report_run, "run folder")->required();
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    out << app.help();
-    return 0;
-  } catch (const CLI::CallForAllHelp&) {
-    out << app.help("", CLI::AppFormatMode::All);
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    // CLI11's own messages (an unknown flag, a value that is not a number) as one line too.
-    err << fmt::format("{}: {} (see {} --help)\n", kProgram, e.what(), kProgram);
-    return tapegrad::train::kUsageExitCode;
-  }
+  if (const auto code = examples::parse_command_line(app, argc, argv, out, err, kProgram)) return *code;
 
   return tapegrad::train::exit_code_of(kProgram, err, [&] {
     CLI::App* command = nullptr;
@@ -313,12 +323,15 @@ int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& o
                                        command->get_name()));
         }
       }
+      if (parallel.size > 1) {
+        throw UsageError(fmt::format("{} runs in one process: start it without mpirun", command->get_name()));
+      }
       if (command == evaluate_app) return evaluate_command(eval_args, out, err);
       if (command == predict_app) return predict_command(predict_args, in, out);
       if (command == explain_app) return explain_command(explain_args, in, out);
       return report_command(report_run, out);
     }
-    return train_command(app, config, out, err, interactive);
+    return train_command(app, config, out, err, interactive, parallel);
   });
 }
 

@@ -3,26 +3,14 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <initializer_list>
+#include <limits>
 #include <stdexcept>
+#include <tuple>
+#include <type_traits>
+
+#include "examples/common/settings.hpp"
 
 namespace imdb {
-
-namespace {
-
-bool one_of(const std::string& value, std::initializer_list<const char*> choices) {
-  for (const char* c : choices)
-    if (value == c) return true;
-  return false;
-}
-
-std::string choices_text(std::initializer_list<const char*> choices) {
-  std::string text;
-  for (const char* c : choices) text += (text.empty() ? "" : "|") + std::string(c);
-  return text;
-}
-
-}  // namespace
 
 std::pair<double, double> parse_betas(const std::string& text) {
   const auto comma = text.find(',');
@@ -59,6 +47,28 @@ std::optional<std::string> validate(const Config& c) {
   for (const auto& [flag, value] : positive) {
     if (value <= 0) return fmt::format("{} {} must be positive", flag, value);
   }
+  // Upper bounds where memory or time would explode before anything useful happens (the positional
+  // table alone is max_len x d_model floats; a million layers never finishes building).
+  namespace lim = examples::limits;
+  const std::tuple<const char*, std::int64_t, std::int64_t> at_most[] = {
+      {"--vocab-size", c.vocab_size, lim::kVocabSize},
+      {"--max-len", c.max_len, lim::kSequenceLength},
+      {"--layers", c.layers, lim::kLayers},
+      {"--d-model", c.d_model, lim::kWidth},
+      {"--heads", c.heads, lim::kHeads},
+      {"--ff", c.ff, lim::kWidth},
+      {"--batch-size", c.batch_size, lim::kBatchSize},
+      {"--epochs", c.epochs, lim::kEpochs},
+      {"--threads", c.threads, lim::kThreads},
+      {"--warmup", c.warmup, lim::kSteps},
+      {"--bucket", c.bucket, lim::kSteps},
+      {"--log-every", c.log_every, lim::kSteps}};
+  for (const auto& [flag, value, limit] : at_most) {
+    if (value > limit) return fmt::format("{} {} is above the limit of {}", flag, value, limit);
+  }
+  // The embedding and the positional table grow with the flags.
+  if (auto problem = examples::table_memory_problem("--vocab-size", c.vocab_size, "--max-len", c.max_len, c.d_model))
+    return problem;
   if (c.vocab_size < 3)
     return fmt::format("--vocab-size {} leaves no room for a token besides <pad> and <unk>", c.vocab_size);
   if (c.d_model % c.heads != 0) return fmt::format("--d-model {} is not divisible by --heads {}", c.d_model, c.heads);
@@ -73,6 +83,8 @@ std::optional<std::string> validate(const Config& c) {
        {std::pair{"--lr", c.lr}, {"--eps", c.eps}, {"--weight-decay", c.weight_decay}, {"--clip-norm", c.clip_norm}}) {
     if (!(value >= 0.0) || std::isinf(value)) return fmt::format("{} {} must be a finite number >= 0", flag, value);
   }
+  if (c.lr > examples::limits::kLearningRate)
+    return fmt::format("--lr {} is above the limit of {}", c.lr, examples::limits::kLearningRate);
   if (!(c.momentum >= 0.0 && c.momentum < 1.0)) return fmt::format("--momentum {} is outside [0, 1)", c.momentum);
   if (!(c.ema >= 0.0 && c.ema < 1.0)) return fmt::format("--ema {} is outside [0, 1)", c.ema);
   if (!(c.valid_fraction >= 0.0 && c.valid_fraction < 1.0)) {
@@ -94,9 +106,7 @@ std::optional<std::string> validate(const Config& c) {
       {"--schedule", c.schedule, {"constant", "linear", "cosine", "inv-sqrt", "noam"}},
   };
   for (const auto& choice : choices) {
-    if (!one_of(choice.value, choice.choices)) {
-      return fmt::format("{} {} is not one of {}", choice.flag, choice.value, choices_text(choice.choices));
-    }
+    if (auto problem = examples::choice_problem(choice.flag, choice.value, choice.choices)) return problem;
   }
   if ((c.schedule == "inv-sqrt" || c.schedule == "noam") && c.warmup == 0) {
     return fmt::format("--schedule {} needs --warmup >= 1, got {}", c.schedule, c.warmup);
@@ -144,57 +154,44 @@ nlohmann::json to_json(const Config& c) {
       {"epochs", c.epochs},
       {"seed", c.seed},
       {"bucket", c.bucket},
+      {"init-from", c.init_from},
   };
 }
 
-namespace {
-
-template <typename V>
-void read(const nlohmann::json& json, const char* key, V& into) {
-  const auto it = json.find(key);
-  if (it == json.end()) return;
-  try {
-    into = it->get<V>();
-  } catch (const nlohmann::json::exception&) {
-    throw std::runtime_error(fmt::format("\"{}\" has the wrong type: {}", key, it->dump()));
-  }
-}
-
-}  // namespace
-
 Config config_from_json(const nlohmann::json& json) {
-  if (!json.is_object()) throw std::runtime_error("not a JSON object");
+  examples::check_known_keys(json, to_json(Config()));
   Config c;
-  read(json, "data", c.data);
-  read(json, "vocab-size", c.vocab_size);
-  read(json, "max-len", c.max_len);
-  read(json, "truncate", c.truncate);
-  read(json, "valid-fraction", c.valid_fraction);
-  read(json, "layers", c.layers);
-  read(json, "d-model", c.d_model);
-  read(json, "heads", c.heads);
-  read(json, "ff", c.ff);
-  read(json, "dropout", c.dropout);
-  read(json, "attn-dropout", c.attn_dropout);
-  read(json, "word-dropout", c.word_dropout);
-  read(json, "activation", c.activation);
-  read(json, "norm", c.norm);
-  read(json, "pooling", c.pooling);
-  read(json, "pos", c.pos);
-  read(json, "optimizer", c.optimizer);
-  read(json, "lr", c.lr);
-  read(json, "warmup", c.warmup);
-  read(json, "schedule", c.schedule);
-  read(json, "betas", c.betas);
-  read(json, "eps", c.eps);
-  read(json, "weight-decay", c.weight_decay);
-  read(json, "momentum", c.momentum);
-  read(json, "clip-norm", c.clip_norm);
-  read(json, "ema", c.ema);
-  read(json, "batch-size", c.batch_size);
-  read(json, "epochs", c.epochs);
-  read(json, "seed", c.seed);
-  read(json, "bucket", c.bucket);
+  examples::read_setting(json, "data", c.data);
+  examples::read_setting(json, "vocab-size", c.vocab_size);
+  examples::read_setting(json, "max-len", c.max_len);
+  examples::read_setting(json, "truncate", c.truncate);
+  examples::read_setting(json, "valid-fraction", c.valid_fraction);
+  examples::read_setting(json, "layers", c.layers);
+  examples::read_setting(json, "d-model", c.d_model);
+  examples::read_setting(json, "heads", c.heads);
+  examples::read_setting(json, "ff", c.ff);
+  examples::read_setting(json, "dropout", c.dropout);
+  examples::read_setting(json, "attn-dropout", c.attn_dropout);
+  examples::read_setting(json, "word-dropout", c.word_dropout);
+  examples::read_setting(json, "activation", c.activation);
+  examples::read_setting(json, "norm", c.norm);
+  examples::read_setting(json, "pooling", c.pooling);
+  examples::read_setting(json, "pos", c.pos);
+  examples::read_setting(json, "optimizer", c.optimizer);
+  examples::read_setting(json, "lr", c.lr);
+  examples::read_setting(json, "warmup", c.warmup);
+  examples::read_setting(json, "schedule", c.schedule);
+  examples::read_setting(json, "betas", c.betas);
+  examples::read_setting(json, "eps", c.eps);
+  examples::read_setting(json, "weight-decay", c.weight_decay);
+  examples::read_setting(json, "momentum", c.momentum);
+  examples::read_setting(json, "clip-norm", c.clip_norm);
+  examples::read_setting(json, "ema", c.ema);
+  examples::read_setting(json, "batch-size", c.batch_size);
+  examples::read_setting(json, "epochs", c.epochs);
+  examples::read_setting(json, "seed", c.seed);
+  examples::read_setting(json, "bucket", c.bucket);
+  examples::read_setting(json, "init-from", c.init_from);
   return c;
 }
 

@@ -52,13 +52,17 @@ struct Config {
   std::int64_t epochs = 3;
   std::int64_t seed = 0;
   std::int64_t bucket = 50;  // bucketing chunk in batches, 0 = off
+  // A train_lm --objective masked run (a folder): its vocabulary, and its embedding and encoder as the
+  // model's starting point (the classification head stays freshly initialized). Empty: none.
+  std::string init_from;
 
   // The run itself (not saved: they do not change the result).
   std::int64_t threads = 2;
   std::int64_t log_every = 50;  // steps between metrics.jsonl lines and plain progress lines
   std::string out = "runs/imdb";
   bool resume = false;
-  bool overwrite = false;  // a new run may replace the run already in --out
+  bool overwrite = false;       // a new run may replace the run already in --out
+  bool detect_anomaly = false;  // tapegrad::DetectAnomalyGuard around training: names the op of a NaN
 };
 
 // A bad setting, also one found only once the data is known (e.g. more warmup steps than training

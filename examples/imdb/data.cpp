@@ -1,6 +1,9 @@
 #include "examples/imdb/data.hpp"
 
+#include <fmt/format.h>
+
 #include <chrono>
+#include <stdexcept>
 #include <string_view>
 #include <vector>
 
@@ -36,7 +39,12 @@ ds::Vocabulary build_vocabulary(const RawData& raw, const ds::TrainValidSplit& s
   std::vector<std::string_view> texts;
   texts.reserve(split.train.size());
   for (const auto i : split.train) texts.push_back(raw.reviews.train[i].text);
-  return ds::Vocabulary::build(texts, static_cast<std::size_t>(config.vocab_size));
+  ds::Vocabulary vocab = ds::Vocabulary::build(texts, static_cast<std::size_t>(config.vocab_size));
+  if (vocab.size() == 2) {  // only <pad> and <unk>: a model would train on nothing and report chance
+    throw std::runtime_error(fmt::format("{}: the {} training reviews hold no tokens (all empty or whitespace)",
+                                         raw.path.string(), texts.size()));
+  }
+  return vocab;
 }
 
 EncodedSplits encode_splits(const RawData& raw, const ds::TrainValidSplit& split, const ds::Vocabulary& vocab,

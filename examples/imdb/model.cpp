@@ -40,6 +40,8 @@ Config read_config(const tapegrad::train::RunDirectory& run) {
 LoadedRun load_run(const fs::path& dir) {
   if (!fs::is_directory(dir)) throw std::runtime_error(fmt::format("{}: no such run folder", dir.string()));
   const auto run_dir = run_directory(dir);
+  run_dir.check_has({tapegrad::train::RunDirectory::kConfig, kVocabFile, tapegrad::train::RunDirectory::kModel});
+  run_dir.check_files(run_dir.model());
   LoadedRun run{read_config(run_dir), tapegrad::datasets::Vocabulary::load(run_dir.file(kVocabFile)), nullptr};
   run.model = make_model(run.config, run.vocab.size());
   tapegrad::train::load_model(run_dir.model(), *run.model);

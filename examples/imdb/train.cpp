@@ -6,15 +6,19 @@
 #include <filesystem>
 #include <limits>
 #include <memory>
+#include <numeric>
 #include <optional>
+#include <stdexcept>
 
 #include "examples/imdb/data.hpp"
 #include "examples/imdb/model.hpp"
 #include "tapegrad/autograd/loss.hpp"
 #include "tapegrad/autograd/matmul.hpp"
+#include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/datasets/text/batching.hpp"
 #include "tapegrad/datasets/text/word_dropout.hpp"
 #include "tapegrad/io/safetensors.hpp"
+#include "tapegrad/models/masked_lm.hpp"
 #include "tapegrad/optim/adam.hpp"
 #include "tapegrad/optim/adamw.hpp"
 #include "tapegrad/optim/clip_grad.hpp"
@@ -91,10 +95,43 @@ void check_resume_matches(const Config& config, const tr::RunDirectory& run) {
   }
 }
 
+// --init-from: the pretrained run's embedding and encoder, every mismatch with the classifier reported
+// (names and shapes from the file; the activation and heads, which no shape shows, from its config.json).
+void init_from_pretrained(Model& model, const Config& config, tr::Progress& progress) {
+  const fs::path dir = config.init_from;
+  for (const char* name : {tr::RunDirectory::kConfig, kVocabFile, tr::RunDirectory::kModel}) {
+    if (!fs::exists(dir / name)) throw UsageError(fmt::format("--init-from {} has no {}", dir.string(), name));
+  }
+  std::vector<std::string> problems;
+  const nlohmann::json pretrained = tr::RunDirectory(dir).read_config();
+  const std::pair<const char*, nlohmann::json> same[] = {{"activation", config.activation}, {"heads", config.heads}};
+  for (const auto& [key, ours] : same) {
+    if (pretrained.contains(key) && pretrained.at(key) != ours) {
+      problems.push_back(fmt::format("--{} {} here but {} in the pretrained run", key, flag_text(ours),
+                                     flag_text(pretrained.at(key))));
+    }
+  }
+  std::vector<std::string> loaded;
+  try {
+    loaded = tapegrad::models::load_pretrained_encoder(
+        model, tapegrad::io::safetensors::File((dir / tr::RunDirectory::kModel).string()));
+  } catch (const std::runtime_error& e) {
+    problems.push_back(e.what());
+  }
+  if (!problems.empty()) {
+    std::string text;
+    for (const auto& p : problems) text += "\n  " + p;
+    throw UsageError(fmt::format("--init-from {} does not fit this classifier:{}", dir.string(), text));
+  }
+  progress.message(fmt::format("--init-from {}: loaded {} tensors of the embedding and encoder; the head is fresh",
+                               dir.string(), loaded.size()));
+}
+
 }  // namespace
 
 TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bool interactive,
-                  const std::function<bool(std::int64_t step)>& stop_after_step) {
+                  const std::function<bool(std::int64_t step)>& stop_after_step, const Parallel& parallel) {
+  const bool writer = parallel.rank == 0;
   const tr::Stopwatch wall;
   if (const auto problem = validate(config)) throw UsageError(*problem);
   tapegrad::set_num_threads(static_cast<int>(config.threads));
@@ -114,8 +151,10 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
                                raw.source, raw.reviews.train.size(), raw.reviews.test.size(), raw.seconds));
   const tr::Stopwatch prep;
   const auto split = split_of(raw, config);
-  const ds::Vocabulary vocab =
-      config.resume ? ds::Vocabulary::load(run.file(kVocabFile)) : build_vocabulary(raw, split, config);
+  const ds::Vocabulary vocab = config.resume ? ds::Vocabulary::load(run.file(kVocabFile))
+                               : !config.init_from.empty()
+                                   ? ds::Vocabulary::load(fs::path(config.init_from) / kVocabFile)
+                                   : build_vocabulary(raw, split, config);
   const EncodedSplits data = encode_splits(raw, split, vocab, config);
   result.data_seconds = raw.seconds + prep.seconds();
   progress.message(
@@ -124,8 +163,20 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
                   vocab.size(), data.train.size(), data.valid.size(), data.test.size(), config.max_len, config.truncate,
                   result.data_seconds));
 
-  // Model and optimization.
+  // Model and optimization. Several ranks must agree on the settings (a rank started with other flags
+  // would otherwise train another model in lockstep) and on the vocabulary.
+  if (parallel.verify_same) {
+    nlohmann::json settings = to_json(config);
+    settings.erase("data");  // the data may sit at another path on another machine
+    parallel.verify_same("configuration", settings.dump(1));
+    std::string tokens;  // one per line: compared by checksum, gathered only if they differ
+    for (std::size_t i = 0; i < vocab.size(); ++i) tokens += vocab.token(static_cast<std::int64_t>(i)) + "\n";
+    parallel.verify_same("vocabulary", tokens);
+  }
   const auto model = make_model(config, vocab.size());
+  if (!config.init_from.empty() && !config.resume) init_from_pretrained(*model, config, progress);
+  // Several ranks: the same model everywhere (checked), gradients averaged; each trains its rows.
+  const tr::Replicas replicas = parallel.attach ? parallel.attach(*model) : tr::Replicas{};
   auto optimizer = make_optimizer(config, model->parameters());
   ds::BatchOptions batching;
   batching.batch_size = static_cast<std::size_t>(config.batch_size);
@@ -145,10 +196,11 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
   options.log_every = config.log_every;
   options.clip_norm = config.clip_norm;
   options.resume = config.resume;
+  options.detect_anomaly = config.detect_anomaly;
   options.stop_after_step = stop_after_step;
 
   // The run folder, only once the data and the settings are known to work.
-  if (!config.resume) {
+  if (!config.resume && writer) {
     for (const auto& name : run.start_new(config.overwrite)) {
       progress.message(fmt::format("--overwrite: removed the previous run's {} from {}", name, run.dir().string()));
     }
@@ -164,6 +216,12 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
     ds::Batch batch = loader.batch(static_cast<std::size_t>(b));
     ds::word_dropout(batch.ids, batch.padding_mask, config.word_dropout, ds::Vocabulary::unk_id,
                      static_cast<std::uint64_t>(config.seed), static_cast<std::uint64_t>(step));
+    if (replicas.size > 1) {
+      // This rank's rows of the global batch (after word dropout, which is drawn for the whole batch).
+      std::vector<std::size_t> rows(batch.indices.size());
+      std::iota(rows.begin(), rows.end(), std::size_t{0});
+      batch = ds::take_rows(batch, tr::shard(rows, replicas.size, replicas.rank));
+    }
     const auto logits = model->forward(batch.ids, batch.padding_mask);
     tr::StepOutput<float> output;
     output.loss = tapegrad::cross_entropy(logits, batch.labels);
@@ -197,6 +255,7 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
     hooks.extra_state = [&] { return ema->state_dict(); };
     hooks.load_extra_state = [&](const tapegrad::StateDict<float>& state) { ema->load_state_dict(state); };
   }
+  hooks.replicas = replicas;
   tr::Trainer<float> trainer(run, *model, *optimizer, std::move(options), std::move(hooks), progress);
   if (data.valid.size() == 0) {
     progress.message(
@@ -204,6 +263,11 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
   }
   progress.message(fmt::format("model: {} parameters; {} steps of {} reviews per epoch, {} epochs",
                                model->num_parameters(), steps_per_epoch, config.batch_size, config.epochs));
+  if (replicas.size > 1) {
+    progress.message(fmt::format("data-parallel: {} ranks x {} thread(s); global batch {} = {} per rank", replicas.size,
+                                 config.threads, config.batch_size,
+                                 (config.batch_size + replicas.size - 1) / replicas.size));
+  }
   const tr::TrainerResult trained = trainer.run();
 
   result.interrupted = trained.interrupted;
@@ -228,12 +292,12 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
                                : std::numeric_limits<double>::quiet_NaN();
   result.train_seconds = trained.train_seconds;
   result.train_tokens_per_second = trained.train_tokens / std::max(trained.train_seconds, 1e-9);
-  if (result.interrupted) {
+  if (result.interrupted || !writer) {
     result.wall_seconds = wall.seconds();
     return result;
   }
 
-  // The test set, once, with the best-validation model.
+  // The test set, once, with the best-validation model (rank 0 alone).
   tr::load_model(run.model(), *model);
   result.test = evaluate(*model, data.test, batch_size, tr::interrupt_requested);
   if (result.test.stopped) {

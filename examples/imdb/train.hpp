@@ -9,6 +9,8 @@
 
 #include "examples/imdb/config.hpp"
 #include "examples/imdb/evaluate.hpp"
+#include "tapegrad/nn/module.hpp"
+#include "tapegrad/train/replicas.hpp"
 
 namespace imdb {
 
@@ -32,6 +34,18 @@ struct TrainResult {
   double train_tokens_per_second = 0.0;
 };
 
+// Data-parallel training (train_imdb under mpirun, see main.cpp): this process's rank and the number
+// of ranks, and `attach`, called on every rank once the model exists, which wraps it for data-parallel
+// training and returns the trainer's Replicas. The default is one process. --batch-size is the global
+// batch, cut into one part per rank, so that a run's result does not depend on the number of ranks and
+// --resume may use any number.
+struct Parallel {
+  int rank = 0, size = 1;
+  std::function<tapegrad::train::Replicas(tapegrad::nn::Module<float>& model)> attach;
+  // Collective: throws on every rank, naming the ranks that differ, unless `text` is the same on all.
+  std::function<void(const std::string& what, const std::string& text)> verify_same;
+};
+
 // Trains as config says, writing into config.out (created if needed): vocab.txt, config.json,
 // metrics.jsonl, model.safetensors (best validation accuracy) and last.ckpt.safetensors (after each
 // epoch). With config.resume, continues the run in config.out from its last checkpoint; config must
@@ -39,8 +53,10 @@ struct TrainResult {
 // Progress goes to `log` (a redrawn bar when interactive), the final summary to `out`.
 // Stops early, like Ctrl-C, when interrupt_requested() or stop_after_step(step) says so after a step.
 // Throws UsageError for settings that do not fit the data, std::runtime_error for file problems.
+// With parallel.size > 1 every rank trains its part of each batch and rank 0 alone writes files,
+// prints and evaluates the test set.
 TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bool interactive,
-                  const std::function<bool(std::int64_t step)>& stop_after_step = {});
+                  const std::function<bool(std::int64_t step)>& stop_after_step = {}, const Parallel& parallel = {});
 
 // The summary printed at the end of a complete run.
 void print_summary(std::ostream& out, const Config& config, const TrainResult& result);

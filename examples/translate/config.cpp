@@ -2,9 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+#include <cstdint>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <tuple>
 
+#include "examples/common/settings.hpp"
 #include "tapegrad/datasets/numbers/numbers.hpp"
 
 namespace translate {
@@ -21,13 +26,48 @@ void Config::validate() const {
   parse_direction(direction);
   if (activation != "relu" && activation != "gelu")
     throw std::invalid_argument(fmt::format("unknown activation '{}' (expected relu or gelu)", activation));
-  if (batch_size == 0 || steps <= 0 || warmup <= 0 || log_every <= 0 || eval_every <= 0)
-    throw std::invalid_argument("--batch-size, --steps, --warmup, --log-every and --eval-every must be positive");
-  if (beam == 0) throw std::invalid_argument("--beam must be positive");
-  if (threads <= 0) throw std::invalid_argument(fmt::format("--threads must be positive, got {}", threads));
-  if (!(label_smoothing >= 0 && label_smoothing <= 1))
-    throw std::invalid_argument(fmt::format("--label-smoothing must be in [0, 1], got {}", label_smoothing));
-  if (time_limit < 0) throw std::invalid_argument(fmt::format("--time-limit must be >= 0, got {}", time_limit));
+  // Positive, and below bounds far above any useful run, where memory or time would explode before
+  // anything happens (a 10^9-wide model is a bad_alloc, 10^9 layers never finish building).
+  namespace lim = examples::limits;
+  const std::tuple<const char*, std::uint64_t, std::int64_t> counts[] = {
+      {"--valid-size", valid_size, 10'000'000},  // make_numbers_dataset's limit
+      {"--test-size", test_size, 10'000'000},    // the test set is evaluated, and an example drawn from it
+      {"--d-model", d_model, lim::kWidth},
+      {"--nhead", nhead, lim::kHeads},
+      {"--num-encoder-layers", num_encoder_layers, lim::kLayers},
+      {"--num-decoder-layers", num_decoder_layers, lim::kLayers},
+      {"--dim-feedforward", dim_feedforward, lim::kWidth},
+      {"--batch-size", batch_size, lim::kBatchSize},
+      {"--beam", beam, 1'024}};
+  for (const auto& [flag, value, limit] : counts) {
+    if (value == 0) throw std::invalid_argument(fmt::format("{} 0 must be positive", flag));
+    if (value > std::uint64_t(limit))
+      throw std::invalid_argument(fmt::format("{} {} is above the limit of {}", flag, value, limit));
+  }
+  const std::tuple<const char*, std::int64_t, std::int64_t> steps_like[] = {{"--steps", steps, lim::kSteps},
+                                                                            {"--warmup", warmup, lim::kSteps},
+                                                                            {"--log-every", log_every, lim::kSteps},
+                                                                            {"--eval-every", eval_every, lim::kSteps},
+                                                                            {"--threads", threads, lim::kThreads}};
+  for (const auto& [flag, value, limit] : steps_like) {
+    if (value <= 0) throw std::invalid_argument(fmt::format("{} {} must be positive", flag, value));
+    if (value > limit) throw std::invalid_argument(fmt::format("{} {} is above the limit of {}", flag, value, limit));
+  }
+  if (d_model % nhead != 0)
+    throw std::invalid_argument(fmt::format("--d-model {} is not divisible by --nhead {}", d_model, nhead));
+  const auto in_range = [](const char* flag, double v, double lo, double hi, const char* range) {
+    if (!(v >= lo && v <= hi)) throw std::invalid_argument(fmt::format("{} {} is outside {}", flag, v, range));
+  };
+  in_range("--dropout", dropout, 0.0, std::nextafter(1.0, 0.0), "[0, 1)");
+  in_range("--label-smoothing", label_smoothing, 0.0, 1.0, "[0, 1]");
+  in_range("--beta1", beta1, 0.0, std::nextafter(1.0, 0.0), "[0, 1)");
+  in_range("--beta2", beta2, 0.0, std::nextafter(1.0, 0.0), "[0, 1)");
+  in_range("--lr-factor", lr_factor, 0.0, 1000.0, "[0, 1000]");
+  in_range("--eps", eps, 0.0, 1.0, "[0, 1]");
+  const double inf = std::numeric_limits<double>::infinity();
+  in_range("--clip-norm", clip_norm, 0.0, std::nextafter(inf, 0.0), "[0, inf) (0 = off)");
+  in_range("--time-limit", time_limit, 0.0, std::nextafter(inf, 0.0), "[0, inf) seconds (0 = none)");
+  if (out.empty()) throw std::invalid_argument("--out must name a folder");
   model_options().validate();
 }
 
@@ -67,14 +107,19 @@ std::string Config::to_json() const {
 }
 
 Config Config::from_json(const std::string& text) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(fmt::format("bad configuration: {}", e.what()));
+  }
   Config c;
   try {
-    const auto j = nlohmann::json::parse(text);
-#define TRANSLATE_FROM_JSON(field) \
-  if (j.contains(#field)) j.at(#field).get_to(c.field);
+    examples::check_known_keys(j, nlohmann::json::parse(Config().to_json()));
+#define TRANSLATE_FROM_JSON(field) examples::read_setting(j, #field, c.field);
     TRANSLATE_CONFIG_FIELDS(TRANSLATE_FROM_JSON)
 #undef TRANSLATE_FROM_JSON
-  } catch (const nlohmann::json::exception& e) {
+  } catch (const std::runtime_error& e) {
     throw std::runtime_error(fmt::format("bad configuration: {}", e.what()));
   }
   return c;

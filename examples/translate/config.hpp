@@ -40,8 +40,9 @@ struct Config {
   std::size_t beam = 1;
   std::string out = "runs/translate";
   // How the run starts (not saved: config.json describes the run, not one invocation).
-  bool resume = false;     // continue the run in out from its checkpoint
-  bool overwrite = false;  // a new run may replace the run already in out
+  bool resume = false;          // continue the run in out from its checkpoint
+  bool overwrite = false;       // a new run may replace the run already in out
+  bool detect_anomaly = false;  // tapegrad::DetectAnomalyGuard while training: names the op of a NaN
 
   // Throws std::invalid_argument naming a bad field.
   void validate() const;

@@ -9,11 +9,9 @@
 #include <iostream>
 
 #include "examples/translate/cli.hpp"
-#include "tapegrad/train/allocator.hpp"
 #include "tapegrad/train/progress.hpp"
 
 int main(int argc, char** argv) {
-  tapegrad::train::keep_freed_memory();
   return translate::run_cli(argc, argv, std::cin, std::cout, std::cerr,
                             tapegrad::train::Progress::stderr_is_terminal());
 }

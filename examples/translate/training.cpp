@@ -145,6 +145,7 @@ LoadedRun load_run(const fs::path& dir) {
     throw std::runtime_error(
         fmt::format("{}: no model (train with --out {} first)", run.model().string(), dir.string()));
   }
+  run.check_files(run.model());
   LoadedRun loaded{Config::from_json(run.read_config().dump()), nullptr, 0};
   try {
     loaded.config.validate();
@@ -210,6 +211,7 @@ TrainResult train(const Config& c, std::ostream& out, std::ostream& log, bool in
   options.time_limit = c.time_limit;
   options.ties_improve = true;  // on a tie the later model, trained longer
   options.resume = c.resume;
+  options.detect_anomaly = c.detect_anomaly;
   options.stop_after_step = stop_after_step;
 
   tr::TrainerHooks<float> hooks;

@@ -43,18 +43,33 @@ TEST_CASE("caching allocator: a freed large block serves the next request of its
   CHECK(cache_stats().cached_bytes == 0);
 }
 
+namespace {
+// Lets a buffer escape, so that the compiler cannot elide its allocation (clang removes a new/delete
+// pair whose memory nobody reads, which C++14 allows even for a replaced operator new).
+void escape(const void* p) { asm volatile("" : : "r"(p) : "memory"); }
+}  // namespace
+
 TEST_CASE("caching allocator: small blocks are not cached, and the limit bounds the free lists", "[allocator]") {
   if (!caching_allocator_enabled()) return;
   empty_cache();
   const CacheStats before = cache_stats();
-  { std::vector<char> small(1000); }
+  {
+    std::vector<char> small(1000);
+    escape(small.data());
+  }
   CHECK(cache_stats().cached_bytes == 0);
   CHECK(cache_stats().misses == before.misses);
   const std::size_t old_limit = cache_limit();
   set_cache_limit(std::size_t{1} << 20);  // 1 MiB: a freed 2 MiB block goes back to the system
-  { std::vector<char> big(std::size_t{2} << 20); }
+  {
+    std::vector<char> big(std::size_t{2} << 20);
+    escape(big.data());
+  }
   CHECK(cache_stats().cached_bytes == 0);
-  { std::vector<char> fits(std::size_t{512} << 10); }
+  {
+    std::vector<char> fits(std::size_t{512} << 10);
+    escape(fits.data());
+  }
   CHECK(cache_stats().cached_bytes == (std::size_t{512} << 10));
   set_cache_limit(old_limit);
   empty_cache();

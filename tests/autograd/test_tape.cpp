@@ -1,5 +1,8 @@
 // The tape itself: accumulation, reuse, detach, retain_grad, retain_graph, NoGradGuard, gradcheck.
 #include <catch2/catch.hpp>
+#include <cmath>
+#include <limits>
+#include <string>
 
 #include "tapegrad/autograd/ops.hpp"
 #include "tests/helpers.hpp"
@@ -133,4 +136,70 @@ TEST_CASE("Generator: same seed, same numbers, and the state round-trips", "[gen
   auto p = Generator(1).permutation(10);
   std::sort(p.begin(), p.end());
   for (std::size_t i = 0; i < 10; ++i) CHECK(p[i] == i);
+}
+
+TEST_CASE("detect_anomaly: a NaN in an op's output names the op, the shape and its tape position", "[tape][anomaly]") {
+  auto x = Tensor<double>::from_vector({1, -1, 2, 3}, {2, 2}, true);
+  {
+    auto y = log(x);  // off: NaN passes silently, as in torch
+    CHECK(std::isnan(y.data()(0, 1)));
+  }
+  DetectAnomalyGuard guard;
+  CHECK(is_anomaly_enabled());
+  try {
+    log(x);
+    FAIL("no AnomalyError");
+  } catch (const AnomalyError& e) {
+    CHECK_THAT(std::string(e.what()), Catch::Contains("the forward of 'log'") &&
+                                          Catch::Contains("recorded at tape position") &&
+                                          Catch::Contains("NaN in its output of shape [2, 2] (first at flat index 1)"));
+  }
+  // Ops that record nothing (no input requires grad) are not on the tape and are not checked.
+  CHECK_NOTHROW(log(x.detach()));
+  // -inf is how masks are written: allowed in a forward output.
+  const BoolArray mask = BoolArray({{false, true}, {false, false}});
+  CHECK_NOTHROW(masked_fill(x, mask, -std::numeric_limits<double>::infinity()));
+}
+
+TEST_CASE("detect_anomaly: a non-finite gradient names the backward's op and input", "[tape][anomaly]") {
+  // sqrt at 0 is finite forward, infinite backward: d sqrt(x) / dx = 1 / (2 sqrt(x)).
+  auto x = Tensor<double>::from_vector({4, 0, 1}, {3}, true);
+  auto y = sum(sqrt(x) * 2.0);
+  {
+    DetectAnomalyGuard guard;
+    try {
+      y.backward(/*retain_graph=*/true);
+      FAIL("no AnomalyError");
+    } catch (const AnomalyError& e) {
+      CHECK_THAT(std::string(e.what()), Catch::Contains("the backward of 'sqrt'") &&
+                                            Catch::Contains("inf in the gradient for input 0 of shape [3]") &&
+                                            Catch::Contains("(first at flat index 1)"));
+    }
+  }
+  CHECK_FALSE(is_anomaly_enabled());  // the guard restored the previous mode
+  x.zero_grad();
+  y.backward();  // off again: the infinity goes through as in torch
+  CHECK(std::isinf(x.grad()(1)));
+  // The positions name the order of recording: a later op has a larger one.
+  set_detect_anomaly(true);
+  auto a = Tensor<double>::from_vector({-1}, {1}, true);
+  std::string first, second;
+  try {
+    log(a);
+  } catch (const AnomalyError& e) {
+    first = e.what();
+  }
+  try {
+    log(a);
+  } catch (const AnomalyError& e) {
+    second = e.what();
+  }
+  set_detect_anomaly(false);
+  const auto position = [](const std::string& m) {
+    const auto at = m.find("tape position ") + 14;
+    return std::stoull(m.substr(at, m.find(')', at) - at));
+  };
+  REQUIRE_FALSE(first.empty());
+  REQUIRE_FALSE(second.empty());
+  CHECK(position(second) > position(first));
 }

@@ -12,11 +12,13 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <thread>
+#include <xtensor/xview.hpp>
 
 #include "tapegrad/datasets/download.hpp"
 #include "tapegrad/datasets/imdb/contrast_pairs.hpp"
@@ -245,7 +247,9 @@ TEST_CASE("vocabulary: specials first, then by count, ties in ascending byte ord
 TEST_CASE("vocabulary: save and load round-trip, load validates", "[datasets]") {
   TempDir tmp;
   const auto v = Vocabulary::build(Strings{"Don't stop!<br />caf\xC3\xA9 \"x\" 42 don't"}, 50);
-  v.save(tmp.path / "vocab.txt");
+  write_file(tmp.path / "vocab.txt", "<pad>\n<unk>\nold\n");
+  v.save(tmp.path / "vocab.txt");  // replaces the file through a temporary one, renamed over it
+  CHECK_FALSE(fs::exists(tmp.path / "vocab.txt.tmp"));
   const auto back = Vocabulary::load(tmp.path / "vocab.txt");
   CHECK(back.tokens() == v.tokens());
   std::string expected;
@@ -266,6 +270,11 @@ TEST_CASE("vocabulary: save and load round-trip, load validates", "[datasets]") 
   CHECK_THAT(load_error("<pad>\n<unk>\nThe\n"), Catch::Contains("line 3"));
   CHECK_THAT(load_error("<pad>\n<unk>\ncaf\xC3\xA9\n"), Catch::Contains("line 3"));
   CHECK_THAT(error_of([&] { Vocabulary::load(tmp.path / "missing.txt"); }), Catch::Contains("missing.txt"));
+  // A 10 MB line is named, not echoed.
+  const std::string huge = load_error("<pad>\n<unk>\n" + std::string(10 << 20, 'A') + "\n");
+  CHECK_THAT(huge, Catch::Contains("line 3") && Catch::Contains("(10485760 bytes)"));
+  CHECK(huge.size() < 300);
+  CHECK(load_error(std::string(10 << 20, 'x')).size() < 300);
   // No final newline is fine.
   write_file(tmp.path / "ok.txt", "<pad>\n<unk>\nthe\n!");
   CHECK(Vocabulary::load(tmp.path / "ok.txt").tokens() == Strings{"<pad>", "<unk>", "the", "!"});
@@ -375,6 +384,66 @@ TEST_CASE("reading: a missing split or an empty class names the archive or folde
   fs::remove_all(folder / "aclImdb/test");
   CHECK_THAT(error_of([&] { read_imdb(folder / "aclImdb"); }), Catch::Contains((folder / "aclImdb/test").string()));
   CHECK_THAT(error_of([&] { read_imdb(tmp.path / "nowhere"); }), Catch::Contains("nowhere"));
+}
+
+// A ustar header block for a regular file `name` declaring `size` bytes (the data need not follow).
+std::string ustar_header(const std::string& name, std::uint64_t size) {
+  std::string h(512, '\0');
+  const auto put = [&](std::size_t at, const std::string& v) { std::copy(v.begin(), v.end(), h.begin() + at); };
+  put(0, name);
+  put(100, "0000644");
+  put(108, "0000000");
+  put(116, "0000000");
+  char octal[13];
+  std::snprintf(octal, sizeof octal, "%011llo", static_cast<unsigned long long>(size));
+  put(124, octal);
+  put(136, "00000000000");
+  h[156] = '0';
+  put(257, "ustar");
+  put(263, "00");
+  put(148, std::string(8, ' '));
+  unsigned sum = 0;
+  for (const char c : h) sum += static_cast<unsigned char>(c);
+  std::snprintf(octal, sizeof octal, "%06o", sum);
+  put(148, std::string(octal, 6) + std::string(1, '\0') + " ");
+  return h;
+}
+
+TEST_CASE("reading: reviews, totals and archives beyond the caps are refused with a message", "[datasets]") {
+  TempDir tmp;
+  // A review declaring 3 GiB (what a 3 MB gzip can expand to) is refused before a byte is read.
+  const fs::path bomb = tmp.path / "bomb.tar";
+  write_file(bomb, ustar_header("aclImdb/train/neg/0_1.txt", 3ull << 30) + std::string(1 << 16, 'x'));
+  CHECK_THAT(error_of([&] { read_imdb(bomb); }),
+             Catch::Contains("bomb.tar") && Catch::Contains("3221225472 bytes or more, above the limit of 1048576"));
+  // The same with skipped entries: the archive's total counts them too.
+  const fs::path skipped = tmp.path / "skipped.tar";
+  write_file(skipped, ustar_header("aclImdb/train/unsup/0_0.txt", 5ull << 30) + std::string(1 << 16, 'x'));
+  CHECK_THAT(error_of([&] { read_imdb(skipped); }), Catch::Contains("expands to more than the limit of 4294967296"));
+
+  const fs::path archive = tmp.path / "tiny.tar.gz";
+  write_tar_gz(archive, tiny_layout());  // reviews of 3, 4, 4 and 4 bytes
+  const auto refused = [&](const fs::path& p, ImdbLimits limits, const std::string& what) {
+    INFO(p << ": " << what);
+    CHECK_THAT(error_of([&] { read_imdb(p, ImdbSplits::Both, limits); }),
+               Catch::Contains(p.string()) && Catch::Contains(what));
+  };
+  ImdbLimits l;
+  l.max_review_bytes = 3;  // "good" has 4: refused while reading, whatever the header declared
+  refused(archive, l, "above the limit of 3 bytes");
+  l = ImdbLimits();
+  l.max_total_bytes = 10;
+  refused(archive, l, "more than the limit of 10 bytes");
+  l = ImdbLimits();
+  l.max_reviews = 3;
+  refused(archive, l, "more than the limit of 3 reviews");
+  l = ImdbLimits();
+  l.max_archive_bytes = 12;
+  refused(archive, l, "expands to more than the limit of 12 bytes");
+  l = ImdbLimits();
+  l.max_review_bytes = 10;
+  refused(kSmallFolder, l, "above the limit of 10 bytes");
+  CHECK(read_imdb(archive, ImdbSplits::Both, ImdbLimits()).train.size() == 2);
 }
 
 TEST_CASE("reading: a corrupt or truncated archive names the file", "[datasets]") {
@@ -613,6 +682,14 @@ TEST_CASE("batching: shapes, padding masks and labels", "[datasets]") {
   CHECK(short_batch.ids.shape() == std::vector<std::size_t>{2, 2});
   CHECK(short_batch.padding_mask == xt::xarray<bool>({{false, true}, {false, false}}));
   CHECK_THROWS_AS(collate(data, {1}, 3), std::invalid_argument);
+  // One rank's rows of a global batch: same length, rows in the order asked, repeats allowed.
+  const Batch rows = take_rows(first, {3, 0, 3});
+  CHECK(rows.ids.shape() == std::vector<std::size_t>{3, 6});
+  CHECK(rows.indices == std::vector<std::size_t>{3, 0, 3});
+  CHECK(xt::all(xt::equal(xt::view(rows.ids, 1), xt::view(first.ids, 0))));
+  CHECK(xt::all(xt::equal(xt::view(rows.padding_mask, 2), xt::view(first.padding_mask, 3))));
+  CHECK(rows.labels(0) == first.labels(3));
+  CHECK_THROWS_AS(take_rows(first, {4}), std::out_of_range);
   o.batch_size = 0;
   CHECK_THROWS_AS(DataLoader(data, o), std::invalid_argument);
 }

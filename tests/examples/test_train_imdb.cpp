@@ -43,7 +43,8 @@ const fs::path kFixture = fs::path(TAPEGRAD_TEST_DATA_DIR) / "aclImdb_small";
 using tapegrad::testing::CliResult;
 
 CliResult run_in_process(std::vector<std::string> args, const std::string& input = "") {
-  return tapegrad::testing::run_cli_in_process(imdb::run_cli, "train_imdb", std::move(args), input);
+  return tapegrad::testing::run_cli_in_process([](auto&&... a) { return imdb::run_cli(a...); }, "train_imdb",
+                                               std::move(args), input);
 }
 
 // A tiny model on the 12-review fixture: one review of each class held out, 2 steps per epoch.
@@ -359,7 +360,8 @@ TEST_CASE("train_imdb config.json round-trips every setting", "[imdb]") {
   c.valid_fraction = 0.2;
   c.schedule = "cosine";
   CHECK(imdb::to_json(imdb::config_from_json(imdb::to_json(c))) == imdb::to_json(c));
-  CHECK_THROWS_WITH(imdb::config_from_json({{"d-model", "wide"}}), Catch::Contains("\"d-model\" has the wrong type"));
+  CHECK_THROWS_WITH(imdb::config_from_json({{"d-model", "wide"}}),
+                    Catch::Contains("\"d-model\" must be an integer, got string \"wide\""));
   CHECK_FALSE(imdb::validate(imdb::Config{}).has_value());
 }
 

@@ -211,7 +211,12 @@ TEST_CASE("train_translate: Ctrl-C keeps the last complete checkpoint, and --res
   INFO(resumed.err);
   REQUIRE(resumed.code == 0);
   CHECK(floats_of(cut.path / "last.ckpt.safetensors") == floats_of(whole.path / "last.ckpt.safetensors"));
-  CHECK(read_bytes(cut.path / "model.safetensors") == read_bytes(whole.path / "model.safetensors"));
+  // The model files are equal but for the digest of config.json, whose "out" differs.
+  CHECK(floats_of(cut.path / "model.safetensors") == floats_of(whole.path / "model.safetensors"));
+  auto cut_metadata = tapegrad::io::safetensors::File((cut.path / "model.safetensors").string()).metadata();
+  auto whole_metadata = tapegrad::io::safetensors::File((whole.path / "model.safetensors").string()).metadata();
+  for (auto* m : {&cut_metadata, &whole_metadata}) m->erase("file.config.json"), m->erase("tapegrad.checksum");
+  CHECK(cut_metadata == whole_metadata);
   CHECK(metrics_without_timing(cut.path / "metrics.jsonl") == metrics_without_timing(whole.path / "metrics.jsonl"));
 
   // --resume takes the run as saved: a flag that would change it is refused.
@@ -245,4 +250,41 @@ TEST_CASE("train_translate: SIGINT to the running program exits 130 with a loada
   CHECK(step % 2 == 0);
   CHECK(read_bytes(tmp.path / "log.txt").find("interrupted: stopped after step") != std::string::npos);
   CHECK(fs::exists(tmp.path / "run" / "report.html"));
+}
+
+TEST_CASE("train_translate: config.json is read strictly, and a changed one is refused against the model",
+          "[translate]") {
+  using translate::Config;
+  const auto error_of = [](const std::string& text) -> std::string {
+    try {
+      Config::from_json(text);
+    } catch (const std::runtime_error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  CHECK(error_of(R"({"nhaed": 2})") == "bad configuration: unknown key \"nhaed\"");
+  CHECK(error_of(R"({"d_model": 4.9})") == "bad configuration: \"d_model\" must be an integer, got number 4.9");
+  CHECK(error_of(R"({"batch_size": -1})") ==
+        "bad configuration: \"batch_size\" must be an integer >= 0, got number -1");
+  CHECK(error_of(R"({"threads": 4294967298})") ==
+        "bad configuration: \"threads\" must be an integer at most 2147483647, got number 4294967298");
+  CHECK(error_of(R"({"dropout": "0.1"})") == "bad configuration: \"dropout\" must be a number, got string \"0.1\"");
+  CHECK(error_of("[1]") == "bad configuration: a JSON array, not an object");
+  CHECK(error_of("{") != "");
+  const Config c = Config::from_json(Config().to_json());
+  CHECK(c.to_json() == Config().to_json());
+
+  // A finished tiny run whose config.json is then edited: evaluate refuses it, naming the file.
+  tapegrad::testing::TempDir tmp;
+  std::ostringstream out, log;
+  translate::train(tiny_config(tmp.path), out, log, false);
+  const fs::path config = tmp.path / "config.json";
+  std::string text = read_bytes(config);
+  text.replace(text.find("\"nhead\": 2"), 10, "\"nhead\": 1");
+  std::ofstream(config, std::ios::binary) << text;
+  const CliResult evaluated = run_in_process({"evaluate", "--out", tmp.path.string()});
+  CHECK(evaluated.code == 1);
+  CHECK_THAT(evaluated.err,
+             Catch::Contains(config.string() + ": changed or damaged since model.safetensors was written"));
 }

@@ -216,6 +216,51 @@ TEST_CASE("every malformed file is reported with its path and the problem", "[io
   CHECK(st::File(path).metadata().at("k") == "v");
 }
 
+TEST_CASE("hostile headers are refused with a short message naming the file", "[io]") {
+  TempDir dir;
+  const auto path = dir.file("hostile.safetensors");
+  auto expect = [&](const std::string& bytes, const std::string& problem) {
+    INFO(problem);
+    write_bytes(path, bytes);
+    try {
+      st::File f(path);
+      FAIL("the file was accepted");
+    } catch (const std::runtime_error& e) {
+      const std::string what = e.what();
+      CHECK_THAT(what, Catch::StartsWith(path) && Catch::Contains(problem));
+      CHECK(what.size() < 600);  // names the problem, never echoes the input
+    }
+  };
+  const std::string f32x2 = std::string(8, '\0');
+  // Nested 100,000 deep where the reader used to print the value with nlohmann's recursive dump().
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  expect(make_file(R"({"a": {"dtype": "F32", "shape": )" + deep + R"(, "data_offsets": [0, 8]}})", f32x2),
+         "deeper than 32 levels");
+  expect(make_file(R"({"a": {"dtype": )" + deep + R"(, "shape": [2], "data_offsets": [0, 8]}})", f32x2),
+         "deeper than 32 levels");
+  expect(make_file(deep, ""), "deeper than 32 levels");
+  // Numbers beyond double's range: nlohmann reports them as out_of_range, not as a parse error.
+  expect(make_file(R"({"a": {"dtype": "F32", "shape": [1e400], "data_offsets": [0, 8]}})", f32x2),
+         "header is not valid JSON");
+  expect(make_file(R"({"__metadata__": {"k": -1e999}})", ""), "header is not valid JSON");
+  // Long names and values are clipped in the message.
+  const std::string long_name(1 << 20, 'x');
+  expect(make_file("{\"" + long_name + R"(": {"dtype": "F32", "shape": [3], "data_offsets": [0, 8]}})", f32x2),
+         "(1048576 bytes)");
+  expect(
+      make_file(R"({"a": {"dtype": "F32", "shape": [)" + std::string(1 << 20, '7') + R"(], "data_offsets": [0, 8]}})",
+                f32x2),
+      "header is not valid JSON");
+  // A header length beyond the cap is refused before anything is allocated for it.
+  expect(u64_le(st::kMaxHeaderBytes + 8) + "{}", "header length 100000008 exceeds the limit of 100000000 bytes");
+  // A bool byte other than 0 and 1 is corruption.
+  expect(make_file(R"({"m": {"dtype": "BOOL", "shape": [3], "data_offsets": [0, 3]}})", std::string("\x01\x00\x02", 3)),
+         "tensor \"m\": BOOL element 2 is byte 2, not 0 or 1");
+  // Nesting up to the limit is still JSON the reader interprets (and rejects for what it says).
+  expect(make_file(R"({"a": {"dtype": "F32", "shape": [[[1]]], "data_offsets": [0, 8]}})", f32x2),
+         "shape [[[1]]] has an entry that is not a non-negative integer");
+}
+
 TEST_CASE("a truncated or corrupted file throws instead of crashing", "[io]") {
   TempDir dir;
   const auto good = dir.file("good.safetensors");
@@ -315,6 +360,27 @@ TEST_CASE("load_state_dict copies into the target and reports every mismatch at 
   CHECK_THROWS_WITH(st::load_state_dict(path, partial), Catch::Contains("unexpected \"b\""));
 }
 
+TEST_CASE("load_state_dict refuses NaN and infinite values, naming the tensor and the position", "[io]") {
+  TempDir dir;
+  const auto path = dir.file("model.safetensors");
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  st::save_file(path, {{"w", xt::xarray<double>({1.0, nan, 3.0})}, {"ok", xt::xarray<double>({1.0})}});
+  auto w = Tensor<double>::zeros({3});
+  auto ok = Tensor<double>::zeros({1});
+  StateDict<double> target{{"w", w}, {"ok", ok}};
+  try {
+    st::load_state_dict(path, target, /*strict=*/false);
+    FAIL("no exception");
+  } catch (const std::runtime_error& e) {
+    CHECK_THAT(std::string(e.what()), Catch::StartsWith(path) && Catch::Contains("\"w\" holds nan at flat index 1"));
+  }
+  CHECK(ok.data()(0) == 0.0);  // nothing loaded
+  st::save_file(path, {{"b", xt::xarray<float>({2.0f, -std::numeric_limits<float>::infinity()})}});
+  auto b = Tensor<float>::zeros({2});
+  StateDict<float> fb{{"b", b}};
+  CHECK_THROWS_WITH(st::load_state_dict(path, fb), Catch::Contains("\"b\" holds -inf at flat index 1"));
+}
+
 TEST_CASE("save_state_dict / load_state_dict round trip in float and double", "[io]") {
   TempDir dir;
   auto roundtrip = [&](auto zero) {
@@ -383,4 +449,25 @@ TEST_CASE("a failed write leaves the previous file intact", "[io]") {
   // A successful save replaces the file.
   st::save_file(path, {{"y", xt::xarray<double>({4.0})}});
   CHECK(st::File(path).names() == std::vector<std::string>{"y"});
+}
+
+TEST_CASE("a save removes the temporary files that killed saves to the same path left behind", "[io]") {
+  TempDir dir;
+  const auto path = dir.file("model.safetensors");
+  // The pid of a process that has exited: its temporary file can only be debris.
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) _exit(0);
+  REQUIRE(waitpid(child, nullptr, 0) == child);
+  const std::string dead = path + ".tmp." + std::to_string(child) + ".0";
+  const std::string alive = path + ".tmp." + std::to_string(getppid()) + ".3";                  // a running process
+  const std::string other = dir.file("other.safetensors.tmp." + std::to_string(child) + ".0");  // another path
+  const std::string lookalike = path + ".tmp.notapid.0";
+  for (const auto& f : {dead, alive, other, lookalike}) write_bytes(f, std::string(1000, 'x'));
+  st::save_file(path, {{"x", xt::xarray<double>({1.0})}});
+  CHECK_FALSE(fs::exists(dead));
+  CHECK(fs::exists(alive));
+  CHECK(fs::exists(other));
+  CHECK(fs::exists(lookalike));
+  CHECK(st::File(path).names() == std::vector<std::string>{"x"});
 }

@@ -427,3 +427,28 @@ TEST_CASE("load_pretrained_encoder: exactly the pretrained values, a fresh head,
   CHECK_THROWS_WITH(load_pretrained_encoder(classifier, io::safetensors::File(tmp.file("sin.safetensors"))),
                     Catch::Contains("missing pos_encoding.weight [12, 8]"));
 }
+
+TEST_CASE("GPT: forward_rows gives forward's rows and their gradient", "[gpt]") {
+  Generator gen(3);
+  const GPTOptions o = tiny();
+  GPT<double> model(o, gen);
+  model.eval();
+  const xt::xarray<std::int64_t> ids = random_ids(2, 5, o.vocab_size, 4);
+  const xt::xarray<std::int64_t> rows = {0, 3, 7, 9};  // (0, 0), (0, 3), (1, 2), (1, 4)
+  const Tensor<double> all = model.forward(ids);
+  const Tensor<double> some = model.forward_rows(ids, rows);
+  REQUIRE(some.shape() == Shape{4, o.vocab_size});
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    const auto r = static_cast<std::size_t>(rows(k));
+    for (std::size_t v = 0; v < o.vocab_size; ++v) CHECK(some.data()(k, v) == all.data()(r / 5, r % 5, v));
+  }
+  // The gradient reaches the parameters as through forward: the same loss, the same gradients.
+  const xt::xarray<std::int64_t> targets = {1, 2, 3, 4};
+  cross_entropy(some, targets).backward();
+  const xt::xarray<double> via_rows = model.embedding->weight.grad();
+  model.zero_grad();
+  const Tensor<double> picked = embedding(reshape(all, {-1, static_cast<std::int64_t>(o.vocab_size)}), rows);
+  cross_entropy(picked, targets).backward();
+  CHECK(xt::allclose(via_rows, model.embedding->weight.grad(), 1e-12, 1e-14));
+  CHECK_THROWS_AS(model.forward_rows(ids, xt::xarray<std::int64_t>{10}), ShapeError);
+}

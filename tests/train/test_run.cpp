@@ -18,6 +18,7 @@
 
 #include "tapegrad/autograd/elementwise.hpp"
 #include "tapegrad/autograd/loss.hpp"
+#include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/nn/dropout.hpp"
 #include "tapegrad/nn/linear.hpp"
 #include "tapegrad/optim/adam.hpp"
@@ -437,4 +438,139 @@ TEST_CASE("Trainer: bad options are refused, and without validation every checkp
   train::load_model(run.model(), saved);
   CHECK(xt::all(xt::equal(saved.fc2->weight.data(), model.fc2->weight.data())));
   CHECK(train::read_metrics(run.metrics()).size() == 4 + 2);
+}
+
+TEST_CASE("Trainer: the model file and checkpoint record the run's config and own files, checked when read back",
+          "[train]") {
+  TempDir tmp;
+  const train::RunDirectory run(tmp.path, {"vocab.txt"});
+  run.start_new(false);
+  run.write_config({{"width", 8}});
+  write_bytes(run.file("vocab.txt"), "<pad>\n<unk>\nthe\n");
+  Run first(1);
+  first.train(run, false, [](std::int64_t step) { return step == 4; });
+  for (const fs::path& recorded_in : {run.model(), run.checkpoint()}) {
+    const auto metadata = st::File(recorded_in.string()).metadata();
+    CHECK(metadata.count("file.config.json") == 1);
+    CHECK(metadata.count("file.vocab.txt") == 1);
+    CHECK_NOTHROW(run.check_files(recorded_in));
+  }
+  CHECK(run.file_digests() == run.file_digests());
+
+  // One changed byte of the vocabulary: reading the run back, and resuming it, name the file.
+  const std::string vocab = read_bytes(run.file("vocab.txt"));
+  write_bytes(run.file("vocab.txt"), "<pad>\n<unk>\nthd\n");
+  CHECK_THROWS_WITH(run.check_files(run.model()),
+                    Catch::Contains(run.file("vocab.txt").string()) && Catch::Contains("changed or damaged"));
+  Run second(1);
+  CHECK_THROWS_WITH(second.train(run, true), Catch::Contains("vocab.txt: changed or damaged"));
+  write_bytes(run.file("vocab.txt"), vocab);
+  // A config edited by hand (a key added) is refused the same way; a missing one too.
+  const std::string config = read_bytes(run.config());
+  write_bytes(run.config(), config + " ");
+  CHECK_THROWS_WITH(run.check_files(run.checkpoint()), Catch::Contains("config.json: changed or damaged"));
+  fs::remove(run.config());
+  CHECK_THROWS_WITH(run.check_files(run.checkpoint()), Catch::Contains("config.json: missing or unreadable"));
+  write_bytes(run.config(), config);
+  Run third(1);
+  CHECK_NOTHROW(third.train(run, true));
+}
+
+TEST_CASE("Trainer: a non-finite loss stops the run before the step, keeping the model and the checkpoint", "[train]") {
+  TempDir tmp;
+  const train::RunDirectory run(tmp.path);
+  Net model(1);
+  optim::Adam<double> adam(model.parameters());
+  std::ostringstream log;
+  train::Progress progress(log, false, 1);
+  train::TrainerOptions options;
+  options.schedule = [](std::int64_t) { return 0.01; };
+  options.steps_per_epoch = 3;
+  options.epochs = 2;
+  train::TrainerHooks<double> hooks;
+  Generator data(4);
+  hooks.forward = [&](std::int64_t step, std::int64_t) {
+    auto [x, labels] = draw(data, 4);
+    // Step 4 (the second epoch's first) feeds an infinity: the loss is NaN.
+    if (step == 4) x.mutable_data()(0, 0) = std::numeric_limits<double>::infinity();
+    train::StepOutput<double> out;
+    out.loss = cross_entropy(model.forward(x), labels);
+    out.count = 4;
+    return out;
+  };
+  xt::xarray<double> after_last_step;
+  hooks.after_step = [&] { after_last_step = model.fc1->weight.data(); };
+  train::Trainer<double> trainer(run, model, adam, options, hooks, progress);
+  CHECK_THROWS_WITH(trainer.run(), Catch::Contains("the training loss is nan at step 5 (epoch 2)"));
+  Net saved(2);
+  CHECK(train::load_checkpoint(run.checkpoint().string(), saved) == 3);
+  // The model is the one of step 4: the bad step changed nothing.
+  CHECK(xt::all(xt::equal(model.fc1->weight.data(), after_last_step)));
+  hooks.after_step = nullptr;
+
+  // With anomaly detection on, the op that made the NaN is named instead.
+  TempDir tmp2;
+  const train::RunDirectory run2(tmp2.path);
+  Net model2(1);
+  optim::Adam<double> adam2(model2.parameters());
+  Generator data2(4);
+  hooks.forward = [&](std::int64_t step, std::int64_t) {
+    auto [x, labels] = draw(data2, 4);
+    if (step == 1) x.mutable_data()(0, 0) = std::numeric_limits<double>::infinity();
+    train::StepOutput<double> out;
+    out.loss = cross_entropy(model2.forward(x), labels);
+    out.count = 4;
+    return out;
+  };
+  options.detect_anomaly = true;
+  train::Trainer<double> checked(run2, model2, adam2, options, hooks, progress);
+  CHECK_THROWS_AS(checked.run(), AnomalyError);
+  CHECK_FALSE(is_anomaly_enabled());
+}
+
+TEST_CASE("Trainer: a rank other than 0 trains without writing files and logs the sums over the ranks", "[train]") {
+  TempDir tmp;
+  const train::RunDirectory run(tmp.path);
+  Run rank1(1);
+  // Two identical ranks, simulated: every sum doubles, which leaves the means (loss, accuracy) as they are.
+  int reductions = 0, synchronizations = 0;
+  train::TrainerOptions options;
+  options.epochs = 1;
+  options.steps_per_epoch = 3;
+  options.schedule = [](std::int64_t) { return 0.05; };
+  options.log_every = 1;
+  train::TrainerHooks<double> hooks;
+  Generator data(4);
+  hooks.forward = [&](std::int64_t, std::int64_t) {
+    const auto [x, labels] = draw(data, 4);
+    train::StepOutput<double> out;
+    out.loss = cross_entropy(rank1.model.forward(x), labels);
+    out.count = 4;
+    out.tokens = 4;
+    return out;
+  };
+  hooks.replicas.rank = 1;
+  hooks.replicas.size = 2;
+  hooks.replicas.synchronize_gradients = [&] { ++synchronizations; };
+  hooks.replicas.all_reduce_sum = [&](std::vector<double>& values) {
+    ++reductions;
+    for (double& v : values) v *= 2;
+  };
+  train::Trainer<double> trainer(run, rank1.model, rank1.optimizer, options, hooks, rank1.progress);
+  const auto result = trainer.run();
+  CHECK(result.step == 3);
+  CHECK(synchronizations == 3);
+  CHECK(reductions == 3);
+  CHECK(result.train_tokens == 3 * 8);  // the global batch's tokens
+  CHECK(run.existing_files().empty());
+  CHECK_THROWS_AS(trainer.metrics(), std::logic_error);
+}
+
+TEST_CASE("shard gives each rank every N-th element, padding with the first ones", "[train]") {
+  const std::vector<std::size_t> five = {10, 11, 12, 13, 14};
+  CHECK(train::shard(five, 2, 0) == std::vector<std::size_t>{10, 12, 14});
+  CHECK(train::shard(five, 2, 1) == std::vector<std::size_t>{11, 13, 10});
+  CHECK(train::shard(five, 2, 1, true) == std::vector<std::size_t>{11, 13});
+  CHECK(train::shard({}, 3, 2).empty());
+  CHECK_THROWS_AS(train::shard(five, 2, 2), std::invalid_argument);
 }

@@ -1,0 +1,216 @@
+#include "examples/lm/cli.hpp"
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <filesystem>
+
+#include "examples/common/command_line.hpp"
+#include "examples/lm/config.hpp"
+#include "examples/lm/data.hpp"
+#include "examples/lm/generate.hpp"
+#include "examples/lm/model.hpp"
+#include "examples/lm/report.hpp"
+#include "examples/lm/train.hpp"
+#include "tapegrad/autograd/matmul.hpp"
+#include "tapegrad/train/errors.hpp"
+#include "tapegrad/train/interrupt.hpp"
+#include "tapegrad/train/run_directory.hpp"
+
+namespace lm {
+
+namespace fs = std::filesystem;
+namespace tt = tapegrad::train;
+
+namespace {
+
+void add_training_flags(CLI::App& app, Config& c) {
+  auto group = [&](const char* name) { return app.add_option_group(name); };
+  auto* data = group("Data");
+  data->add_option("--data", c.data, "aclImdb folder or .tar.gz (default: found automatically)");
+  data->add_flag("--no-download", c.no_download, "fail instead of downloading the data");
+  data->add_option("--vocab-size", c.vocab_size, "vocabulary size including <pad> and <unk> (masked: 50000)")
+      ->capture_default_str();
+  data->add_option("--context", c.context, "tokens per review the model sees (its positions)")->capture_default_str();
+  data->add_option("--valid-fraction", c.valid_fraction, "share of train/ held out, as train_imdb's (seeded)")
+      ->capture_default_str();
+
+  auto* model = group("Model (the masked objective defaults to train_imdb's classifier)");
+  model->add_option("--objective", c.objective, "causal (GPT) | masked (BERT-style, for train_imdb --init-from)")
+      ->capture_default_str();
+  model->add_option("--layers", c.layers, "Transformer layers (masked: 1)")->capture_default_str();
+  model->add_option("--d-model", c.d_model, "embedding width (masked: 64)")->capture_default_str();
+  model->add_option("--heads", c.heads, "attention heads (must divide --d-model)")->capture_default_str();
+  model->add_option("--ff", c.ff, "feed-forward width (masked: 128)")->capture_default_str();
+  model->add_option("--dropout", c.dropout, "dropout probability")->capture_default_str();
+  model->add_option("--attn-dropout", c.attn_dropout, "attention-weight dropout probability")->capture_default_str();
+  model->add_option("--activation", c.activation, "relu|gelu (masked: relu)")->capture_default_str();
+  model->add_option("--norm", c.norm, "pre|post LayerNorm (causal: pre only; masked: post)")->capture_default_str();
+  model->add_option("--pos", c.pos, "positions: learned|sinusoidal (masked: sinusoidal)")->capture_default_str();
+
+  auto* opt = group("Optimization (AdamW, warmup then cosine decay)");
+  opt->add_option("--lr", c.lr, "peak learning rate (masked: 0.001)")->capture_default_str();
+  opt->add_option("--warmup", c.warmup, "warmup steps")->capture_default_str();
+  opt->add_option("--weight-decay", c.weight_decay, "decoupled weight decay")->capture_default_str();
+  opt->add_option("--clip-norm", c.clip_norm, "gradient norm clipping, 0 disables")->capture_default_str();
+  opt->add_option("--batch-size", c.batch_size, "reviews per step")->capture_default_str();
+  opt->add_option("--steps", c.steps, "optimizer steps")->capture_default_str();
+  opt->add_option("--eval-every", c.eval_every, "steps between validations and checkpoints")->capture_default_str();
+  opt->add_option("--seed", c.seed, "seeds the split (as train_imdb's), init, order, dropout and masking")
+      ->capture_default_str();
+  opt->add_option("--bucket", c.bucket, "bucketing chunk in batches (0 = off)")->capture_default_str();
+
+  auto* run = group("Run");
+  run->add_option("--threads", c.threads, "BLAS threads")->capture_default_str();
+  run->add_option("--log-every", c.log_every, "steps between metrics.jsonl lines and plain progress lines")
+      ->capture_default_str();
+  run->add_option("--out", c.out, "run folder")->capture_default_str();
+  run->add_flag("--resume", c.resume, "continue the run in --out from its last checkpoint");
+  run->add_flag("--detect-anomaly", c.detect_anomaly,
+                "check every op's output and gradients for NaN/inf and stop naming the op (slower)");
+  run->add_flag("--overwrite", c.overwrite, "replace a previous run in --out");
+}
+
+bool given(const CLI::App& app, const std::string& flag) {
+  const CLI::Option* option = app.get_option_no_throw(flag);
+  return option != nullptr && option->count() > 0;
+}
+
+// --resume: the saved config.json supplies every setting not given on the command line.
+Config with_saved_settings(const CLI::App& app, const Config& config) {
+  const tt::RunDirectory run(config.out, {kVocabFile});
+  run.check_resumable({tt::RunDirectory::kConfig});
+  nlohmann::json merged = to_json(config);
+  const nlohmann::json saved = run.read_config();
+  for (const auto& [key, value] : saved.items()) {
+    if (!given(app, "--" + key)) merged[key] = value;
+  }
+  Config result = config_from_json(merged);
+  result.no_download = config.no_download;
+  result.threads = config.threads;
+  result.log_every = config.log_every;
+  result.out = config.out;
+  result.resume = true;
+  return result;
+}
+
+int train_command(const CLI::App& app, Config config, std::ostream& out, std::ostream& err, bool interactive) {
+  if (config.resume) {
+    config = with_saved_settings(app, config);
+  } else if (config.objective == "masked") {
+    apply_masked_defaults(config, [&](const char* flag) { return given(app, flag); });
+  }
+  if (const auto problem = validate(config)) throw tt::UsageError(*problem);
+  if (!config.data.empty() && !fs::exists(config.data)) {
+    throw tt::UsageError(fmt::format("--data {} does not exist", config.data));
+  }
+  tt::install_interrupt_handler();
+  TrainResult result;
+  try {
+    result = train(config, out, err, interactive);
+  } catch (...) {
+    tt::remove_interrupt_handler();
+    throw;
+  }
+  tt::remove_interrupt_handler();
+  if (fs::exists(fs::path(config.out) / tt::RunDirectory::kConfig)) {
+    out << fmt::format("report: {}\n", write_report(config.out).string()) << std::flush;
+  }
+  return result.interrupted ? tt::kInterruptedExitCode : 0;
+}
+
+struct EvaluateArgs {
+  std::string run, data;
+  bool no_download = false;
+  std::int64_t threads = 2;
+};
+
+// The validation loss and perplexity of a run's saved model, recomputed from the files.
+int evaluate_command(const EvaluateArgs& a, std::ostream& out, std::ostream& err) {
+  if (a.threads <= 0) throw tt::UsageError(fmt::format("--threads {} must be positive", a.threads));
+  if (!a.data.empty() && !fs::exists(a.data)) throw tt::UsageError(fmt::format("--data {} does not exist", a.data));
+  tapegrad::set_num_threads(static_cast<int>(a.threads));
+  LoadedRun run = load_run(a.run);
+  Config config = run.config;
+  config.no_download = a.no_download;
+  if (!a.data.empty()) config.data = a.data;
+  if (!config.data.empty() && !fs::exists(config.data)) config.data.clear();
+  const Data data = prepare_data(config, run.vocab);
+  err << fmt::format("data: {} ({}): {} validation reviews\n", data.path.string(), data.source, data.valid.size());
+  const Validation v =
+      validate(*run.model, run.model->module(), data.valid, static_cast<std::size_t>(run.config.batch_size));
+  out << fmt::format("valid: loss {:.4f}, perplexity {:.2f}, next-token accuracy {:.2f}% ({} tokens, {:.1f} s)\n",
+                     v.loss, v.perplexity, 100.0 * v.accuracy, v.tokens, v.seconds);
+  if (run.model->causal()) {
+    for (const auto& b : bigram_baselines(data)) {
+      out << fmt::format("{}: loss {:.4f}, perplexity {:.2f}\n", b.name, b.loss, b.perplexity);
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& out, std::ostream& err,
+            bool interactive) {
+  CLI::App app(
+      "Trains a Transformer language model on the text of the IMDb training reviews: a GPT (causal) or a\n"
+      "masked-token encoder that starts train_imdb's classifier (--init-from).\n"
+      "With no subcommand it trains; `generate`, `evaluate` and `report` use a finished run.",
+      kProgram);
+  app.require_subcommand(0, 1);
+  Config config;
+  add_training_flags(app, config);
+
+  GenerateArgs gen;
+  CLI::App* generate_app =
+      app.add_subcommand("generate", "continue a prompt (the arguments, or stdin) with a causal run");
+  generate_app->add_option("--run", gen.run, "run folder (config.json, vocab.txt, model.safetensors)")->required();
+  generate_app->add_option("prompt", gen.prompt, "the prompt (its words are joined with spaces)");
+  generate_app->add_option("--max-new-tokens", gen.max_new_tokens, "tokens to generate")->capture_default_str();
+  generate_app->add_option("--temperature", gen.temperature, "softmax temperature; 0: greedy")->capture_default_str();
+  generate_app->add_option("--top-k", gen.top_k, "sample among the k most likely tokens; 0: all")
+      ->capture_default_str();
+  generate_app->add_option("--top-p", gen.top_p, "sample among the most likely tokens holding this probability")
+      ->capture_default_str();
+  generate_app->add_option("--seed", gen.seed, "the same seed gives the same text")->capture_default_str();
+  generate_app->add_flag("--no-cache", gen.no_cache, "re-run the whole sequence for every token (to compare)");
+  generate_app->add_option("--prompt-tokens", gen.prompt_tokens, "keep only the prompt's last N tokens; 0: all")
+      ->capture_default_str();
+  generate_app->add_option("--threads", gen.threads, "BLAS threads")->capture_default_str();
+
+  EvaluateArgs eval_args;
+  CLI::App* evaluate_app =
+      app.add_subcommand("evaluate", "validation loss and perplexity of a run's model (and the bigram baselines)");
+  evaluate_app->add_option("--run", eval_args.run, "run folder")->required();
+  evaluate_app->add_option("--data", eval_args.data, "aclImdb folder or .tar.gz (default: the run's, else found)");
+  evaluate_app->add_flag("--no-download", eval_args.no_download, "fail instead of downloading the data");
+  evaluate_app->add_option("--threads", eval_args.threads, "BLAS threads")->capture_default_str();
+
+  std::string report_run;
+  CLI::App* report_app = app.add_subcommand("report", "an HTML page of a run's curves and settings (RUN/report.html)");
+  report_app->add_option("--run", report_run, "run folder")->required();
+
+  if (const auto code = examples::parse_command_line(app, argc, argv, out, err, kProgram)) return *code;
+  return tt::exit_code_of(kProgram, err, [&] {
+    CLI::App* command = nullptr;
+    for (CLI::App* sub : {generate_app, evaluate_app, report_app})
+      if (sub->parsed()) command = sub;
+    if (!command) return train_command(app, config, out, err, interactive);
+    for (CLI::App* group : app.get_subcommands([](CLI::App* sub) { return sub->get_name().empty(); })) {
+      for (const CLI::Option* option : group->get_options()) {
+        if (option->count() == 0) continue;
+        throw tt::UsageError(fmt::format("{} is a training flag; put {} flags after the subcommand", option->get_name(),
+                                         command->get_name()));
+      }
+    }
+    if (command == generate_app) return generate_command(gen, in, out, err);
+    if (command == evaluate_app) return evaluate_command(eval_args, out, err);
+    const tt::RunDirectory run(report_run);
+    run.check_has({tt::RunDirectory::kConfig});
+    out << fmt::format("report: {}\n", write_report(report_run).string());
+    return 0;
+  });
+}
+
+}  // namespace lm

@@ -1,0 +1,74 @@
+// The settings of a language-model run: every flag of train_lm with its default, their checks, and
+// config.json, from which generate and train_imdb --init-from rebuild the model.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "tapegrad/models/classifier.hpp"
+#include "tapegrad/models/gpt.hpp"
+
+namespace lm {
+
+struct Config {
+  // Data: the text of the IMDb training reviews; the validation reviews are train_imdb's (same seed
+  // and fraction); test/ is never read.
+  std::string data;  // empty: found by datasets::locate_imdb
+  bool no_download = false;
+  std::int64_t vocab_size = 8000;  // including <pad> and <unk> (and <mask> for the masked objective)
+  std::int64_t context = 1024;     // tokens per review the model sees (the positional table's size)
+  double valid_fraction = 0.1;
+
+  // Model.
+  std::string objective = "causal";  // causal (GPT) | masked (BERT-style encoder for train_imdb --init-from)
+  std::int64_t layers = 2;
+  std::int64_t d_model = 128;
+  std::int64_t heads = 4;
+  std::int64_t ff = 512;
+  double dropout = 0.1;
+  double attn_dropout = 0.1;
+  std::string activation = "gelu";  // relu | gelu
+  std::string norm = "pre";         // pre | post (post: masked objective only)
+  std::string pos = "learned";      // learned | sinusoidal
+
+  // Optimization (AdamW, linear warmup then cosine decay to 0 at the last step).
+  double lr = 3e-3;
+  std::int64_t warmup = 30;
+  double weight_decay = 0.1;
+  double clip_norm = 1.0;  // 0 disables
+  std::int64_t batch_size = 16;
+  std::int64_t steps = 300;
+  std::int64_t eval_every = 100;  // steps between validations (and checkpoints)
+  std::int64_t seed = 0;          // seeds the split (as train_imdb's --seed), init, order, dropout, masking
+  std::int64_t bucket = 50;       // bucketing chunk in batches, 0 = off
+
+  // The run itself (not saved: they do not change the result).
+  std::int64_t threads = 2;
+  std::int64_t log_every = 20;
+  std::string out = "runs/lm";
+  bool resume = false;
+  bool overwrite = false;
+  bool detect_anomaly = false;  // tapegrad::DetectAnomalyGuard while training: names the op of a NaN
+};
+
+// The masked objective's model defaults: train_imdb's classifier (so that --init-from fits it as is).
+// cli applies them to the model flags not given on the command line.
+void apply_masked_defaults(Config& config, const std::function<bool(const char* flag)>& given);
+
+// The first bad setting as one line naming the flag and the value, or nothing.
+std::optional<std::string> validate(const Config& config);
+
+nlohmann::json to_json(const Config& config);
+// Keys that are absent keep their defaults; throws std::runtime_error naming a key of the wrong type.
+Config config_from_json(const nlohmann::json& json);
+
+// The models the settings describe over a vocabulary of vocab_size tokens.
+tapegrad::models::GPTOptions gpt_options(const Config& config, std::size_t vocab_size);
+// For the masked objective: the options of the classifier whose encoder it trains (mean pooling, 2
+// classes: train_imdb's defaults; they do not shape the encoder).
+tapegrad::models::TransformerClassifierOptions encoder_options(const Config& config, std::size_t vocab_size);
+
+}  // namespace lm

@@ -1,0 +1,77 @@
+#include "examples/lm/generate.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <iterator>
+
+#include "examples/lm/model.hpp"
+#include "tapegrad/autograd/matmul.hpp"
+#include "tapegrad/models/generate.hpp"
+#include "tapegrad/train/errors.hpp"
+#include "tapegrad/train/timing.hpp"
+
+namespace lm {
+
+namespace tt = tapegrad::train;
+
+int generate_command(const GenerateArgs& a, std::istream& in, std::ostream& out, std::ostream& err) {
+  if (a.max_new_tokens <= 0)
+    throw tt::UsageError(fmt::format("--max-new-tokens {} must be positive", a.max_new_tokens));
+  if (a.top_k < 0) throw tt::UsageError(fmt::format("--top-k {} must not be negative", a.top_k));
+  if (a.seed < 0) throw tt::UsageError(fmt::format("--seed {} must not be negative", a.seed));
+  if (a.prompt_tokens < 0)
+    throw tt::UsageError(fmt::format("--prompt-tokens {} must not be negative", a.prompt_tokens));
+  if (a.threads <= 0) throw tt::UsageError(fmt::format("--threads {} must be positive", a.threads));
+  tapegrad::models::GenerateOptions options;
+  options.sampling.temperature = a.temperature;
+  options.sampling.top_k = static_cast<std::size_t>(a.top_k);
+  options.sampling.top_p = a.top_p;
+  if (!(a.temperature >= 0.0) || std::isinf(a.temperature)) {
+    throw tt::UsageError(fmt::format("--temperature {} must be a finite number >= 0", a.temperature));
+  }
+  if (!(a.top_p > 0.0 && a.top_p <= 1.0)) throw tt::UsageError(fmt::format("--top-p {} is outside (0, 1]", a.top_p));
+  options.max_new_tokens = static_cast<std::size_t>(a.max_new_tokens);
+  options.seed = static_cast<std::uint64_t>(a.seed);
+  options.use_cache = !a.no_cache;
+  tapegrad::set_num_threads(static_cast<int>(a.threads));
+
+  const LoadedRun run = load_run(a.run);
+  if (!run.model->causal()) {
+    throw tt::UsageError(fmt::format("--run {} was trained with --objective {}: only a causal run generates text",
+                                     a.run, run.config.objective));
+  }
+  std::string text;
+  if (a.prompt.empty()) {
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  } else {
+    for (const auto& word : a.prompt) text += (text.empty() ? "" : " ") + word;
+  }
+  std::vector<std::int64_t> prompt = run.vocab.encode(text);
+  if (a.prompt_tokens > 0 && prompt.size() > static_cast<std::size_t>(a.prompt_tokens)) {
+    prompt.erase(prompt.begin(), prompt.end() - a.prompt_tokens);
+  }
+  if (prompt.empty()) throw tt::UsageError("the prompt has no tokens");
+  const auto context = static_cast<std::size_t>(run.config.context);
+  if (prompt.size() + options.max_new_tokens > context) {
+    throw tt::UsageError(fmt::format(
+        "the prompt's {} tokens plus --max-new-tokens {} exceed the model's context of {} (--prompt-tokens keeps "
+        "the prompt's last ones)",
+        prompt.size(), options.max_new_tokens, context));
+  }
+  for (std::size_t i = 0; i < prompt.size(); ++i) out << (i ? " " : "") << run.vocab.token(prompt[i]);
+  out << " |" << std::flush;
+  const tt::Stopwatch clock;
+  const auto generated = tapegrad::models::generate<float>(
+      run.model->gpt(), prompt, options, [&](std::int64_t id) { out << ' ' << run.vocab.token(id) << std::flush; });
+  const double seconds = clock.seconds();
+  out << std::endl;
+  err << fmt::format(
+      "{} new tokens after a prompt of {} in {:.3f} s: {:.1f} tokens/s (KV cache {}; seed {}, "
+      "temperature {}, top-k {}, top-p {})\n",
+      generated.size(), prompt.size(), seconds, double(generated.size()) / std::max(seconds, 1e-9),
+      options.use_cache ? "on" : "off", a.seed, a.temperature, a.top_k, a.top_p);
+  return 0;
+}
+
+}  // namespace lm

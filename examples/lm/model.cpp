@@ -1,0 +1,143 @@
+#include "examples/lm/model.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <stdexcept>
+#include <vector>
+#include <xtensor/xadapt.hpp>
+
+#include "tapegrad/autograd/loss.hpp"
+#include "tapegrad/autograd/shape_ops.hpp"
+#include "tapegrad/autograd/tape.hpp"
+#include "tapegrad/datasets/text/masking.hpp"
+#include "tapegrad/datasets/text/next_token.hpp"
+#include "tapegrad/train/errors.hpp"
+#include "tapegrad/train/model_file.hpp"
+#include "tapegrad/train/run_directory.hpp"
+#include "tapegrad/train/timing.hpp"
+
+namespace lm {
+
+namespace ds = tapegrad::datasets;
+using tapegrad::Tensor;
+
+namespace {
+
+// Rows of logits [N, V] whose largest entry is at the target (ignored targets do not count).
+std::size_t count_correct(const Tensor<float>& logits, const xt::xarray<std::int64_t>& targets) {
+  const std::size_t v = logits.size(1);
+  const float* p = logits.data().data();
+  std::size_t correct = 0;
+  for (std::size_t r = 0; r < targets.size(); ++r) {
+    const std::int64_t t = targets.data()[r];
+    if (t < 0) continue;
+    const float* row = p + r * v;
+    std::size_t best = 0;
+    for (std::size_t j = 1; j < v; ++j)
+      if (row[j] > row[best]) best = j;
+    correct += best == static_cast<std::size_t>(t) ? 1 : 0;
+  }
+  return correct;
+}
+
+}  // namespace
+
+LanguageModel::LanguageModel(const Config& config, const ds::Vocabulary& vocab) : config_(config) {
+  tapegrad::Generator gen(static_cast<std::uint64_t>(config.seed));
+  if (config.objective == "causal") {
+    gpt_ = std::make_unique<tapegrad::models::GPT<float>>(gpt_options(config, vocab.size()), gen);
+  } else {
+    mask_id_ = vocab.mask_id();
+    masked_ =
+        std::make_unique<tapegrad::models::TransformerMaskedLM<float>>(encoder_options(config, vocab.size()), gen);
+  }
+}
+
+tapegrad::nn::Module<float>& LanguageModel::module() {
+  if (gpt_) return *gpt_;
+  return *masked_;
+}
+
+const tapegrad::models::GPT<float>& LanguageModel::gpt() const {
+  if (!gpt_) throw std::logic_error("this run's model is the masked objective's encoder, not a GPT");
+  return *gpt_;
+}
+
+LanguageModel::Loss LanguageModel::loss(const ds::Batch& batch, std::uint64_t draw) const {
+  Loss out;
+  if (gpt_) {
+    constexpr std::int64_t kIgnored = -100;
+    const ds::NextTokenBatch next = ds::next_token_batch(batch, kIgnored);
+    // Logits only where a target is (not at padding): the same loss, without the largest tensor's waste.
+    std::vector<std::int64_t> rows, kept;
+    for (std::size_t i = 0; i < next.targets.size(); ++i) {
+      if (next.targets.data()[i] == kIgnored) continue;
+      rows.push_back(static_cast<std::int64_t>(i));
+      kept.push_back(next.targets.data()[i]);
+    }
+    const xt::xarray<std::int64_t> row_ids = xt::adapt(rows, {rows.size()});
+    const xt::xarray<std::int64_t> targets = xt::adapt(kept, {kept.size()});
+    const Tensor<float> flat = gpt_->forward_rows(next.inputs, row_ids);
+    out.loss = tapegrad::cross_entropy(flat, targets);
+    out.count = next.count;
+    out.correct = count_correct(flat, targets);
+    return out;
+  }
+  const ds::MaskedTokens m = ds::mask_tokens(batch.ids, batch.padding_mask, mask_id_, masked_->options.vocab_size,
+                                             ds::MaskingOptions{}, static_cast<std::uint64_t>(config_.seed), draw);
+  auto [logits, targets] = masked_->predict(m.ids, batch.padding_mask, m.targets);
+  out.loss = tapegrad::cross_entropy(logits, targets);
+  out.count = m.chosen;
+  out.correct = count_correct(logits, targets);
+  return out;
+}
+
+Validation validate(const LanguageModel& model, tapegrad::nn::Module<float>& module, const ds::EncodedDataset& data,
+                    std::size_t batch_size) {
+  const tapegrad::train::Stopwatch clock;
+  tapegrad::NoGradGuard no_grad;
+  module.eval();
+  ds::BatchOptions options;
+  options.batch_size = batch_size;
+  options.shuffle = false;
+  options.bucket_chunk = 1u << 20;  // one chunk: sorted by length
+  options.trim = true;
+  ds::DataLoader loader(data, options);
+  Validation v;
+  double nll = 0.0, correct = 0.0;
+  for (std::size_t i = 0; i < loader.size(); ++i) {
+    const auto l = model.loss(loader.batch(i), (std::uint64_t{1} << 32) + i);
+    if (l.count == 0) continue;
+    nll += static_cast<double>(l.loss.item()) * double(l.count);
+    correct += double(l.correct);
+    v.tokens += l.count;
+  }
+  v.loss = v.tokens ? nll / double(v.tokens) : std::nan("");
+  v.perplexity = std::exp(v.loss);
+  v.accuracy = v.tokens ? correct / double(v.tokens) : 0.0;
+  v.seconds = clock.seconds();
+  return v;
+}
+
+LoadedRun load_run(const std::filesystem::path& dir) {
+  const tapegrad::train::RunDirectory run(dir, {kVocabFile});
+  run.check_has({tapegrad::train::RunDirectory::kConfig, kVocabFile, tapegrad::train::RunDirectory::kModel});
+  run.check_files(run.model());
+  Config config;
+  try {
+    config = config_from_json(run.read_config());
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(fmt::format("{}: {}", run.config().string(), e.what()));
+  }
+  if (const auto problem = validate(config)) {
+    throw std::runtime_error(fmt::format("{}: {}", run.config().string(), *problem));
+  }
+  LoadedRun loaded{config, ds::Vocabulary::load(run.file(kVocabFile)), nullptr};
+  loaded.model = std::make_unique<LanguageModel>(loaded.config, loaded.vocab);
+  tapegrad::train::load_model(run.model(), loaded.model->module());
+  loaded.model->module().eval();
+  return loaded;
+}
+
+}  // namespace lm

@@ -1,0 +1,67 @@
+// The model of a language-model run, causal (GPT) or masked (the classifier's encoder with BERT's
+// head), its loss on a batch, its validation, and a finished run read back from its folder.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+
+#include "examples/lm/config.hpp"
+#include "tapegrad/datasets/text/batching.hpp"
+#include "tapegrad/datasets/text/encode.hpp"
+#include "tapegrad/datasets/text/vocab.hpp"
+#include "tapegrad/models/gpt.hpp"
+#include "tapegrad/models/masked_lm.hpp"
+
+namespace lm {
+
+inline constexpr const char* kProgram = "train_lm";
+inline constexpr const char* kVocabFile = "vocab.txt";
+
+class LanguageModel {
+ public:
+  // Freshly initialized, seeded with config.seed. vocab must hold <mask> for the masked objective.
+  LanguageModel(const Config& config, const tapegrad::datasets::Vocabulary& vocab);
+
+  tapegrad::nn::Module<float>& module();
+  bool causal() const { return gpt_ != nullptr; }
+  const tapegrad::models::GPT<float>& gpt() const;  // throws std::logic_error for the masked objective
+
+  struct Loss {
+    tapegrad::Tensor<float> loss;  // mean negative log-likelihood over the targets
+    std::size_t count = 0;         // targets
+    std::size_t correct = 0;       // targets whose most likely token is the right one
+  };
+  // Causal: every token after the first of each review, predicted from those before it. Masked: the
+  // tokens mask_tokens chose, drawn with (seed, draw).
+  Loss loss(const tapegrad::datasets::Batch& batch, std::uint64_t draw) const;
+
+ private:
+  Config config_;
+  std::int64_t mask_id_ = -1;
+  std::unique_ptr<tapegrad::models::GPT<float>> gpt_;
+  std::unique_ptr<tapegrad::models::TransformerMaskedLM<float>> masked_;
+};
+
+struct Validation {
+  double loss = 0.0;        // mean negative log-likelihood per target token (nats)
+  double perplexity = 0.0;  // exp(loss)
+  double accuracy = 0.0;    // of the most likely token
+  std::size_t tokens = 0;   // targets
+  double seconds = 0.0;
+};
+// Over all of data in eval mode without recording, batch by batch (length-sorted, so little padding).
+// The masked objective masks batch i with the draw 2^32 + i of the run's seed: the same targets at
+// every validation.
+Validation validate(const LanguageModel& model, tapegrad::nn::Module<float>& module,
+                    const tapegrad::datasets::EncodedDataset& data, std::size_t batch_size);
+
+struct LoadedRun {
+  Config config;
+  tapegrad::datasets::Vocabulary vocab;
+  std::unique_ptr<LanguageModel> model;  // model.safetensors loaded, in eval mode
+};
+// Throws train::UsageError for a folder without the files, std::runtime_error for bad ones.
+LoadedRun load_run(const std::filesystem::path& dir);
+
+}  // namespace lm

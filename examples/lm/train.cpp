@@ -1,0 +1,174 @@
+#include "examples/lm/train.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "tapegrad/autograd/matmul.hpp"
+#include "tapegrad/datasets/text/batching.hpp"
+#include "tapegrad/optim/adamw.hpp"
+#include "tapegrad/optim/schedule.hpp"
+#include "tapegrad/train/errors.hpp"
+#include "tapegrad/train/loop.hpp"
+#include "tapegrad/train/progress.hpp"
+#include "tapegrad/train/run_directory.hpp"
+#include "tapegrad/train/timing.hpp"
+
+namespace lm {
+
+namespace ds = tapegrad::datasets;
+namespace tt = tapegrad::train;
+
+namespace {
+
+std::string validation_summary(const Validation& v) {
+  return fmt::format("valid loss {:.4f} ppl {:.2f} acc {:.2f}%", v.loss, v.perplexity, 100.0 * v.accuracy);
+}
+
+// --resume continues the saved run: every setting that shapes it must be the saved one.
+void check_resume_matches(const Config& config, const tt::RunDirectory& run) {
+  const nlohmann::json saved = run.read_config();
+  const nlohmann::json given = to_json(config);
+  for (const auto& [key, value] : saved.items()) {
+    if (key == "data" || !given.contains(key)) continue;  // the data may have moved
+    if (given.at(key) != value) {
+      throw tt::UsageError(fmt::format("--resume: --{} {} differs from {} in {}", key, given.at(key).dump(),
+                                       value.dump(), run.config().string()));
+    }
+  }
+}
+
+}  // namespace
+
+TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bool interactive,
+                  const std::function<bool(std::int64_t)>& stop_after_step) {
+  const tt::Stopwatch wall;
+  if (const auto problem = validate(config)) throw tt::UsageError(*problem);
+  tapegrad::set_num_threads(static_cast<int>(config.threads));
+  const tt::RunDirectory run(config.out, {kVocabFile});
+  if (config.resume) {
+    run.check_resumable({tt::RunDirectory::kConfig, tt::RunDirectory::kCheckpoint, kVocabFile});
+    check_resume_matches(config, run);
+  } else {
+    run.check_new(config.overwrite);
+  }
+  tt::Progress progress(log, interactive, static_cast<std::size_t>(config.log_every));
+  TrainResult result;
+
+  const Data data =
+      prepare_data(config, config.resume ? std::optional(ds::Vocabulary::load(run.file(kVocabFile))) : std::nullopt);
+  result.data_seconds = data.seconds;
+  progress.message(fmt::format(
+      "data: {} ({}): {} train / {} valid reviews (the train/ split only), vocabulary {} tokens, {} tokens kept "
+      "per review; ready in {:.1f} s",
+      data.path.string(), data.source, data.train.size(), data.valid.size(), data.vocab.size(), kept_tokens(config),
+      data.seconds));
+  if (config.objective == "causal") {
+    result.baselines = bigram_baselines(data);
+    for (const auto& b : result.baselines) {
+      progress.message(fmt::format("baseline: {} on the validation reviews: loss {:.4f}, perplexity {:.2f} ({} tokens)",
+                                   b.name, b.loss, b.perplexity, b.tokens));
+    }
+  }
+
+  LanguageModel model(config, data.vocab);
+  auto& module = model.module();
+  tapegrad::optim::AdamWOptions adamw;
+  adamw.lr = config.lr;
+  adamw.betas = {0.9, 0.98};
+  adamw.weight_decay = config.weight_decay;
+  tapegrad::optim::AdamW<float> optimizer(module.parameters(), adamw);
+
+  ds::BatchOptions batching;
+  batching.batch_size = static_cast<std::size_t>(config.batch_size);
+  batching.seed = static_cast<std::uint64_t>(config.seed);
+  batching.bucket_chunk = static_cast<std::size_t>(config.bucket);
+  batching.trim = true;
+  ds::DataLoader loader(data.train, batching);
+  std::uint64_t loader_epoch = 0;
+
+  if (!config.resume) {
+    for (const auto& name : run.start_new(config.overwrite)) {
+      progress.message(fmt::format("new run in {}: removed the previous run's {}", run.dir().string(), name));
+    }
+    data.vocab.save(run.file(kVocabFile));
+    run.write_config(to_json(config));
+  }
+  progress.message(fmt::format("model: {} ({} objective), {} parameters; {} steps of {} reviews ({} per pass)",
+                               module.name(), config.objective, module.num_parameters(), config.steps,
+                               config.batch_size, loader.size()));
+
+  tt::TrainerOptions options;
+  options.epochs = 1;
+  options.steps_per_epoch = config.steps;
+  options.schedule = tapegrad::optim::CosineDecay(config.lr, config.steps, config.warmup);
+  options.log_every = config.log_every;
+  options.eval_every = config.eval_every;
+  options.clip_norm = config.clip_norm;
+  options.resume = config.resume;
+  options.detect_anomaly = config.detect_anomaly;
+  options.stop_after_step = stop_after_step;
+  tt::TrainerHooks<float> hooks;
+  hooks.forward = [&](std::int64_t step, std::int64_t) {
+    // The run walks the shuffled passes over the training reviews, whatever the steps per validation.
+    const auto s = static_cast<std::size_t>(step);
+    if (s / loader.size() != loader_epoch) {
+      loader_epoch = s / loader.size();
+      loader.set_epoch(loader_epoch);
+    }
+    const ds::Batch batch = loader.batch(s % loader.size());
+    const auto loss = model.loss(batch, static_cast<std::uint64_t>(step));
+    tt::StepOutput<float> o;
+    o.loss = loss.loss;
+    o.count = double(loss.count);
+    o.correct = double(loss.correct);
+    for (std::size_t r : batch.indices) o.tokens += double(data.train.length(r));
+    return o;
+  };
+  hooks.validate = [&] {
+    const Validation v = validate(model, module, data.valid, static_cast<std::size_t>(config.batch_size));
+    tt::Evaluation e;
+    e.score = -v.loss;
+    e.metrics = {{"valid_loss", v.loss}, {"valid_ppl", v.perplexity}, {"valid_acc", v.accuracy}};
+    e.summary = validation_summary(v);
+    return e;
+  };
+  tt::Trainer<float> trainer(run, module, optimizer, options, hooks, progress);
+  if (!config.resume) {
+    nlohmann::json line = {{"step", 0}, {"objective", config.objective}};
+    for (const auto& b : result.baselines) {
+      line[b.name == "add-one bigram" ? "baseline_add_one_ppl" : "baseline_kneser_ney_ppl"] = b.perplexity;
+    }
+    trainer.metrics().write(line);
+  }
+  const tt::TrainerResult r = trainer.run();
+
+  result.interrupted = r.interrupted;
+  result.steps = r.step;
+  result.best_step = r.best_step;
+  if (r.best_step > 0) {
+    result.best.loss = r.best_metrics.value("valid_loss", 0.0);
+    result.best.perplexity = r.best_metrics.value("valid_ppl", 0.0);
+    result.best.accuracy = r.best_metrics.value("valid_acc", 0.0);
+  }
+  result.train_seconds = r.train_seconds;
+  result.tokens_per_second = r.train_seconds > 0 ? r.train_tokens / r.train_seconds : 0.0;
+  result.wall_seconds = wall.seconds();
+  if (!r.interrupted) {
+    trainer.metrics().write({{"step", r.step},
+                             {"final", true},
+                             {"best_step", r.best_step},
+                             {"best_valid_ppl", result.best.perplexity},
+                             {"train_seconds", result.train_seconds},
+                             {"wall_seconds", result.wall_seconds}});
+    out << fmt::format("best validation (step {}): loss {:.4f}, perplexity {:.2f}, next-token accuracy {:.2f}%\n",
+                       r.best_step, result.best.loss, result.best.perplexity, 100.0 * result.best.accuracy);
+    for (const auto& b : result.baselines) out << fmt::format("{}: perplexity {:.2f}\n", b.name, b.perplexity);
+    out << fmt::format("time: {} wall ({} data, {} training at {} tokens/s)\n",
+                       tt::format_duration(result.wall_seconds), tt::format_duration(result.data_seconds),
+                       tt::format_duration(result.train_seconds), tt::format_rate(result.tokens_per_second));
+  }
+  return result;
+}
+
+}  // namespace lm

@@ -1,0 +1,31 @@
+// The training run of train_lm on the train/ layer's Trainer: data, vocabulary, model, AdamW with warmup
+// and cosine decay, validation perplexity every --eval-every steps (the best model and the checkpoint
+// saved then), --resume, Ctrl-C, and the bigram baselines on the same validation targets.
+#pragma once
+
+#include <ostream>
+#include <vector>
+
+#include "examples/lm/config.hpp"
+#include "examples/lm/data.hpp"
+#include "examples/lm/model.hpp"
+
+namespace lm {
+
+struct TrainResult {
+  bool interrupted = false;
+  std::int64_t steps = 0;
+  Validation best;  // of the best validation (lowest loss)
+  std::int64_t best_step = 0;
+  std::vector<BaselineScore> baselines;  // causal objective only
+  double data_seconds = 0.0, train_seconds = 0.0, wall_seconds = 0.0, tokens_per_second = 0.0;
+};
+
+// Trains as config says into config.out: config.json, vocab.txt, metrics.jsonl, model.safetensors (the
+// best validation loss) and last.ckpt.safetensors. Progress goes to log, the summary to out. Stops
+// early (like Ctrl-C) when stop_after_step says so. Throws train::UsageError for settings that do not
+// fit the run folder or the data, std::runtime_error for file problems.
+TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bool interactive,
+                  const std::function<bool(std::int64_t)>& stop_after_step = {});
+
+}  // namespace lm

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# SIGKILL at random moments: runs a tiny real train_imdb training on the fixture and kills it with
+# SIGKILL at a random moment, at least 30 times (bounded: 300 s in all), each time continuing with
+# --resume once a checkpoint exists. After every kill, what the run folder holds must load:
+#  - the model, through `train_imdb evaluate` (config.json, vocab.txt and model.safetensors);
+#  - the metrics: every line of metrics.jsonl is a JSON object;
+#  - the checkpoint: the next --resume loads it (a run that exits by itself with an error fails);
+#  - at most one temporary file of a killed save per file is left: the next save to that path removes it.
+# Usage: kill_loop.sh TRAIN_IMDB FIXTURE_DIR [KILLS]
+set -uo pipefail
+program=$1 fixture=$2 wanted=${3:-30}
+work=$(mktemp -d "${TMPDIR:-/tmp}/tapegrad-kill-XXXXXX")
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL after $kills kills: $*" >&2; exit 1; }
+run=$work/run
+args=(--data "$fixture" --no-download --d-model 8 --heads 2 --layers 1 --ff 16 --vocab-size 50 --max-len 32
+  --epochs 100000 --batch-size 2 --valid-fraction 0.34 --warmup 1 --lr 0.02 --log-every 1 --threads 1 --out "$run")
+RANDOM=${KILL_LOOP_SEED:-20261123}
+kills=0 start=$SECONDS
+while ((kills < wanted)); do
+  ((SECONDS - start < 300)) || fail "only $kills kills in 300 s"
+  resume=()
+  [ -f "$run/last.ckpt.safetensors" ] && resume=(--resume)
+  "$program" "${args[@]}" "${resume[@]}" > "$work/out" 2> "$work/err" &
+  pid=$!
+  # A random moment in the first 2 s: start-up, the first epochs, a save, a resume.
+  sleep "$(printf '%d.%03d' $((RANDOM % 2)) $((RANDOM % 1000)))"
+  kill -KILL "$pid" 2> /dev/null
+  wait "$pid" 2> /dev/null
+  status=$?
+  if ((status == 137)); then
+    kills=$((kills + 1))
+  else
+    fail "the run ended by itself with status $status: $(tail -c 2000 "$work/err")"
+  fi
+  if [ -f "$run/metrics.jsonl" ]; then
+    # Each line one JSON object: jq parses them all, awk checks they are one per line.
+    jq -e -s 'all(.[]; type == "object")' "$run/metrics.jsonl" > /dev/null 2>&1 &&
+      awk '!/^\{.*\}$/ { exit 1 }' "$run/metrics.jsonl" || fail "metrics.jsonl does not load"
+  fi
+  if [ -f "$run/model.safetensors" ]; then
+    "$program" evaluate --run "$run" --data "$fixture" --no-download --split test --threads 1 > "$work/eval.out" \
+      2> "$work/eval.err" || fail "the model does not load: $(tail -c 2000 "$work/eval.err")"
+  fi
+  for file in "$run"/*.safetensors; do
+    leftovers=$(find "$run" -name "$(basename "$file").tmp.*" 2> /dev/null | wc -l)
+    ((leftovers <= 1)) || fail "$leftovers temporary files of $(basename "$file") left: $(ls "$run")"
+  done
+done
+echo "$kills kills in $((SECONDS - start)) s; the checkpoint, the model and the metrics loaded after each"

@@ -1,0 +1,315 @@
+// The language-model program (examples/lm): a tiny causal run on the fixture with its files, report and
+// baselines; generate (same seed, same text; with and without the cache); evaluate recomputing the
+// saved perplexity; --resume after an interruption; the causal property on the trained model; a masked
+// run whose encoder train_imdb --init-from loads exactly.
+#include <fmt/format.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "examples/imdb/config.hpp"
+#include "examples/imdb/train.hpp"
+#include "examples/lm/cli.hpp"
+#include "examples/lm/config.hpp"
+#include "examples/lm/model.hpp"
+#include "examples/lm/train.hpp"
+#include "tapegrad/io/safetensors.hpp"
+#include "tapegrad/train/metrics.hpp"
+#include "tests/helpers.hpp"
+
+namespace fs = std::filesystem;
+using tapegrad::testing::TempDir;
+
+namespace {
+
+const fs::path kFixture = fs::path(TAPEGRAD_TEST_DATA_DIR) / "aclImdb_small";
+
+struct CliResult {
+  int code;
+  std::string out, err;
+};
+
+CliResult run_lm(std::vector<std::string> args, const std::string& input = "") {
+  args.insert(args.begin(), "train_lm");
+  std::vector<const char*> argv;
+  for (const auto& a : args) argv.push_back(a.c_str());
+  std::istringstream in(input);
+  std::ostringstream out, err;
+  const int code = lm::run_cli(static_cast<int>(argv.size()), argv.data(), in, out, err, false);
+  return {code, out.str(), err.str()};
+}
+
+// A tiny run on the 12-review fixture (one review of each class held out).
+std::vector<std::string> tiny(const fs::path& out, const std::string& objective = "causal") {
+  return {"--data",
+          kFixture.string(),
+          "--no-download",
+          "--objective",
+          objective,
+          "--vocab-size",
+          "60",
+          "--context",
+          "48",
+          "--layers",
+          "1",
+          "--d-model",
+          "16",
+          "--heads",
+          "2",
+          "--ff",
+          "32",
+          "--batch-size",
+          "2",
+          "--steps",
+          "6",
+          "--eval-every",
+          "3",
+          "--warmup",
+          "1",
+          "--lr",
+          "0.01",
+          "--valid-fraction",
+          "0.34",
+          "--log-every",
+          "1",
+          "--threads",
+          "1",
+          "--out",
+          out.string()};
+}
+
+lm::Config tiny_config(const fs::path& out, const std::string& objective) {
+  lm::Config c;
+  c.data = kFixture.string();
+  c.no_download = true;
+  c.objective = objective;
+  c.vocab_size = 60;
+  c.context = 48;
+  c.layers = 1;
+  c.d_model = 16;
+  c.heads = 2;
+  c.ff = 32;
+  c.batch_size = 2;
+  c.steps = 6;
+  c.eval_every = 3;
+  c.warmup = 1;
+  c.lr = 0.01;
+  c.valid_fraction = 0.34;
+  c.log_every = 1;
+  c.threads = 1;
+  c.out = out.string();
+  if (objective == "masked") c.norm = "post";
+  return c;
+}
+
+std::string read_bytes(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// metrics.jsonl without the keys that time the run.
+std::vector<nlohmann::json> metrics_without_timing(const fs::path& run) {
+  auto lines = tapegrad::train::read_metrics(run / "metrics.jsonl");
+  for (auto& line : lines)
+    for (const char* key : {"elapsed", "tokens_per_s", "train_seconds", "wall_seconds"}) line.erase(key);
+  return lines;
+}
+
+std::string last_line(const std::string& text) {
+  std::string t = text;
+  while (!t.empty() && t.back() == '\n') t.pop_back();
+  return t.substr(t.rfind('\n') == std::string::npos ? 0 : t.rfind('\n') + 1);
+}
+
+}  // namespace
+
+TEST_CASE("train_lm: a tiny causal run, its files, report, baselines and evaluate", "[lm]") {
+  TempDir tmp;
+  const fs::path run = tmp.path / "run";
+  const CliResult r = run_lm(tiny(run));
+  INFO(r.err << r.out);
+  REQUIRE(r.code == 0);
+  for (const char* f :
+       {"config.json", "vocab.txt", "metrics.jsonl", "model.safetensors", "last.ckpt.safetensors", "report.html"}) {
+    CHECK(fs::exists(run / f));
+  }
+  CHECK_THAT(r.out, Catch::Contains("Kneser-Ney bigram: perplexity"));
+  const auto lines = tapegrad::train::read_metrics(run / "metrics.jsonl");
+  double best = INFINITY;
+  std::size_t validations = 0;
+  for (const auto& line : lines) {
+    if (line.contains("valid_ppl")) {
+      ++validations;
+      best = std::min(best, line["valid_ppl"].get<double>());
+    }
+  }
+  CHECK(validations == 2);
+  CHECK(lines.front().contains("baseline_kneser_ney_ppl"));
+  // evaluate recomputes the best model's validation perplexity from the files.
+  const CliResult e = run_lm({"evaluate", "--run", run.string(), "--threads", "1"});
+  INFO(e.err);
+  REQUIRE(e.code == 0);
+  CHECK_THAT(e.out, Catch::Contains(fmt::format("perplexity {:.2f}", best)));
+  CHECK_THAT(e.out, Catch::Contains("add-one bigram"));
+}
+
+TEST_CASE("train_lm generate: same seed same text, the cache changes nothing, the model is causal", "[lm]") {
+  TempDir tmp;
+  const fs::path run = tmp.path / "run";
+  REQUIRE(run_lm(tiny(run)).code == 0);
+  const auto generate = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"generate", "--run", run.string(), "--max-new-tokens", "12", "--threads", "1"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const CliResult g = run_lm(args, "the movie was");
+    INFO(g.err);
+    REQUIRE(g.code == 0);
+    CHECK_THAT(g.err, Catch::Contains("tokens/s"));
+    return g.out;
+  };
+  const std::string a = generate({"--seed", "3", "--temperature", "1.0"});
+  CHECK(a.find(" |") != std::string::npos);  // the prompt as read (unknown words as <unk>), then the new tokens
+  CHECK(generate({"--seed", "3", "--temperature", "1.0"}) == a);
+  CHECK(generate({"--seed", "3", "--temperature", "1.0", "--no-cache"}) == a);
+  CHECK(generate({"--temperature", "0"}) == generate({"--temperature", "0", "--no-cache", "--seed", "9"}));
+  // The prompt can come as arguments too.
+  const CliResult args = run_lm({"generate", "--run", run.string(), "--max-new-tokens", "2", "the", "movie"});
+  CHECK(args.code == 0);
+  CHECK(args.out.find(" |") != std::string::npos);
+
+  // The trained model: changing token t changes no logit before t, bit for bit.
+  lm::LoadedRun loaded = lm::load_run(run);
+  const auto& gpt = loaded.model->gpt();
+  xt::xarray<std::int64_t> ids = {{2, 5, 9, 4, 7, 3, 8, 6}};
+  const xt::xarray<float> before = gpt.forward(ids).data();
+  for (std::size_t t = 0; t < ids.shape(1); ++t) {
+    xt::xarray<std::int64_t> changed = ids;
+    changed(0, t) = ids(0, t) == 10 ? 11 : 10;
+    const xt::xarray<float> after = gpt.forward(changed).data();
+    for (std::size_t s = 0; s < ids.shape(1); ++s) {
+      bool same = true;
+      for (std::size_t v = 0; v < before.shape(2); ++v) same = same && before(0, s, v) == after(0, s, v);
+      INFO("changed " << t << ", output " << s);
+      CHECK(same == (s < t));
+    }
+  }
+  // Bad arguments: one line, exit 2.
+  CHECK(last_line(run_lm({"generate", "--run", run.string(), "--top-p", "0"}, "x").err) ==
+        "train_lm: --top-p 0 is outside (0, 1]");
+  CHECK(last_line(run_lm({"generate", "--run", run.string(), "--max-new-tokens", "60"}, "the movie").err) ==
+        "train_lm: the prompt's 2 tokens plus --max-new-tokens 60 exceed the model's context of 48 (--prompt-tokens "
+        "keeps the prompt's last ones)");
+}
+
+TEST_CASE("train_lm --resume after an interruption ends exactly where an uninterrupted run does", "[lm]") {
+  const std::string objective = GENERATE(std::string("causal"), std::string("masked"));
+  INFO("objective " << objective);
+  TempDir whole, parts;
+  std::ostringstream out, log;
+  REQUIRE_FALSE(lm::train(tiny_config(whole.path, objective), out, log, false).interrupted);
+  // Stopped after step 4: the checkpoint of step 3 stays, and --resume redoes step 4.
+  const lm::TrainResult first =
+      lm::train(tiny_config(parts.path, objective), out, log, false, [](std::int64_t step) { return step == 4; });
+  CHECK(first.interrupted);
+  CHECK(first.steps == 4);
+  lm::Config resume = tiny_config(parts.path, objective);
+  resume.resume = true;
+  CHECK_FALSE(lm::train(resume, out, log, false).interrupted);
+  CHECK(read_bytes(parts.path / "model.safetensors") == read_bytes(whole.path / "model.safetensors"));
+  CHECK(metrics_without_timing(parts.path) == metrics_without_timing(whole.path));
+  // A flag that contradicts the saved run is refused, and there must be a run to resume.
+  const CliResult r = run_lm({"--out", parts.path.string(), "--resume", "--lr", "0.5"});
+  CHECK(r.code == 2);
+  CHECK(r.err ==
+        fmt::format("train_lm: --resume: --lr 0.5 differs from 0.01 in {}\n", (parts.path / "config.json").string()));
+  CHECK(run_lm({"--resume", "--out", (parts.path / "nothing").string()}).code == 2);
+}
+
+TEST_CASE("train_lm: bad settings are one line naming the flag, exit code 2", "[lm]") {
+  TempDir tmp;
+  const auto error = [&](std::vector<std::string> args) {
+    args.push_back("--out");
+    args.push_back((tmp.path / "x").string());
+    const CliResult r = run_lm(args);
+    CHECK(r.code == 2);
+    return last_line(r.err);
+  };
+  CHECK(error({"--objective", "next"}) == "train_lm: --objective next is not one of causal|masked");
+  CHECK(error({"--norm", "post"}) == "train_lm: --norm post: the causal model (GPT) is pre-LN only");
+  CHECK(error({"--d-model", "30", "--heads", "4"}) == "train_lm: --d-model 30 is not divisible by --heads 4");
+  CHECK(error({"--warmup", "700"}) == "train_lm: --warmup 700 must be less than --steps 300");
+  CHECK(error({"--context", "1"}) == "train_lm: --context 1 leaves no token to predict from another");
+}
+
+TEST_CASE("train_lm --objective masked defaults to train_imdb's classifier", "[lm]") {
+  lm::Config c;
+  lm::apply_masked_defaults(c, [](const char*) { return false; });
+  const imdb::Config i;
+  CHECK(c.vocab_size == i.vocab_size);
+  CHECK(c.context == i.max_len);
+  CHECK(c.layers == i.layers);
+  CHECK(c.d_model == i.d_model);
+  CHECK(c.heads == i.heads);
+  CHECK(c.ff == i.ff);
+  CHECK(c.activation == i.activation);
+  CHECK(c.norm == i.norm);
+  CHECK(c.pos == i.pos);
+}
+
+TEST_CASE("train_imdb --init-from loads a masked run's embedding and encoder exactly, and rejects a misfit", "[lm]") {
+  TempDir tmp;
+  const fs::path pretrained = tmp.path / "mlm";
+  std::vector<std::string> args = tiny(pretrained, "masked");
+  args.insert(args.end(), {"--norm", "post", "--activation", "relu", "--pos", "sinusoidal"});
+  const CliResult m = run_lm(args);
+  INFO(m.err);
+  REQUIRE(m.code == 0);
+  // With lr 0 (and so no decay) the classifier keeps the loaded values: they must be the file's.
+  imdb::Config c;
+  c.data = kFixture.string();
+  c.no_download = true;
+  c.d_model = 16;
+  c.heads = 2;
+  c.ff = 32;
+  c.max_len = 48;
+  c.epochs = 1;
+  c.batch_size = 2;
+  c.valid_fraction = 0.34;
+  c.warmup = 0;
+  c.schedule = "constant";
+  c.lr = 0.0;
+  c.threads = 1;
+  c.init_from = pretrained.string();
+  c.out = (tmp.path / "imdb").string();
+  std::ostringstream out, log;
+  imdb::train(c, out, log, false);
+  INFO(log.str());
+  CHECK_THAT(log.str(), Catch::Contains("--init-from"));
+  CHECK(read_bytes(tmp.path / "imdb" / "vocab.txt") == read_bytes(pretrained / "vocab.txt"));
+  const tapegrad::io::safetensors::File from((pretrained / "model.safetensors").string());
+  const tapegrad::io::safetensors::File classifier((tmp.path / "imdb" / "model.safetensors").string());
+  std::size_t same = 0;
+  for (const auto& name : classifier.names()) {
+    if (name.rfind("classifier.", 0) == 0) continue;
+    INFO(name);
+    REQUIRE(from.contains(name));
+    CHECK(bool(classifier.get<float>(name) == from.get<float>(name)));
+    ++same;
+  }
+  CHECK(same > 0);
+  // A wider classifier does not fit: exit 2, each mismatch named.
+  c.d_model = 32;
+  c.out = (tmp.path / "wide").string();
+  try {
+    imdb::train(c, out, log, false);
+    FAIL("no error");
+  } catch (const std::runtime_error& e) {
+    CHECK_THAT(e.what(), Catch::Contains("does not fit this classifier") && Catch::Contains("embedding.weight is [") &&
+                             Catch::Contains(", 16] in the file but [") && Catch::Contains(", 32] in the classifier"));
+  }
+}

@@ -1,0 +1,63 @@
+// Handing a fuzz input to a reader that takes a path: the bytes go into an in-memory file (memfd)
+// named by /proc/self/fd/N, so no fuzz run touches the disk.
+#pragma once
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace tapegrad::fuzz {
+
+class InputFile {
+ public:
+  InputFile() : fd_(::memfd_create("tapegrad_fuzz", 0)) {
+    if (fd_ < 0) std::abort();
+    path_ = "/proc/self/fd/" + std::to_string(fd_);
+  }
+  ~InputFile() { ::close(fd_); }
+  InputFile(const InputFile&) = delete;
+  InputFile& operator=(const InputFile&) = delete;
+
+  /// Replaces the file's contents with data[0, size) and returns its path.
+  const std::string& write(const std::uint8_t* data, std::size_t size) {
+    if (::ftruncate(fd_, 0) != 0) std::abort();
+    std::size_t done = 0;
+    while (done < size) {
+      const ssize_t n = ::pwrite(fd_, data + done, size - done, static_cast<off_t>(done));
+      if (n <= 0) std::abort();
+      done += static_cast<std::size_t>(n);
+    }
+    return path_;
+  }
+
+ private:
+  int fd_;
+  std::string path_;
+};
+
+/// When TAPEGRAD_FUZZ_WRITE_SEEDS names a folder, a target writes its generated seed inputs there
+/// and exits (scripts/fuzz.sh --seeds regenerates tests/fuzz/corpus/ this way); else returns.
+template <typename F>
+void write_seeds_if_asked(F&& write) {
+  const char* dir = std::getenv("TAPEGRAD_FUZZ_WRITE_SEEDS");
+  if (!dir) return;
+  std::filesystem::create_directories(dir);
+  write(std::filesystem::path(dir));
+  std::exit(0);
+}
+
+inline void copy_file(const std::filesystem::path& from, const std::filesystem::path& to) {
+  std::filesystem::copy_file(from, to, std::filesystem::copy_options::overwrite_existing);
+}
+
+inline void write_text(const std::filesystem::path& to, const std::string& text) {
+  std::ofstream(to, std::ios::binary) << text;
+}
+
+}  // namespace tapegrad::fuzz

@@ -1,0 +1,46 @@
+/// @file
+/// Replicas: what train::Trainer needs of data-parallel training on several processes, and shard(),
+/// the rule that gives each rank its part of a list (of examples, or of one global batch's rows).
+/// Nothing here needs MPI: the distributed layer fills Replicas in with its collectives.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <vector>
+
+#include "tapegrad/io/safetensors.hpp"
+
+namespace tapegrad::train {
+
+/// Rank `rank`'s part of `indices`: its elements rank, rank + num_replicas, rank + 2 num_replicas, ...
+/// (torch's DistributedSampler). Every rank gets the same count, which collectives need: when
+/// indices.size() is not a multiple of num_replicas, drop_last leaves out the last
+/// indices.size() % num_replicas elements, and otherwise the list is padded by repeating its first
+/// elements up to the next multiple, so a few examples count twice in that epoch (or batch).
+/// Throws std::invalid_argument unless 0 <= rank < num_replicas.
+std::vector<std::size_t> shard(const std::vector<std::size_t>& indices, int num_replicas, int rank,
+                               bool drop_last = false);
+
+/// Throws std::invalid_argument naming `who` unless 0 <= rank < num_replicas.
+void check_rank(const char* who, int num_replicas, int rank);
+
+/// What the trainer needs of data-parallel training on several processes (distributed::data_parallel
+/// fills it in; a single process leaves it empty). Every rank runs the same Trainer: the ranks' step
+/// statistics and stop decisions are combined every step, so that they log the global batch and stop
+/// together; rank 0 alone writes metrics.jsonl, the model file and the checkpoints.
+struct Replicas {
+  int rank = 0, size = 1;
+  /// After backward, before clipping: each gradient replaced by its mean over the ranks.
+  std::function<void()> synchronize_gradients;
+  /// Collective: sums every value over the ranks, in place.
+  std::function<void(std::vector<double>& values)> all_reduce_sum;
+  /// Collective, at every checkpoint: metadata rank 0 adds to the checkpoint (the other ranks' dropout
+  /// generators).
+  std::function<io::safetensors::Metadata()> checkpoint_metadata;
+  /// On --resume, after the checkpoint is loaded on every rank: restores each rank's own state from
+  /// the checkpoint's metadata.
+  std::function<void(const io::safetensors::Metadata& metadata)> restore;
+  bool writes_files() const { return rank == 0; }
+};
+
+}  // namespace tapegrad::train
