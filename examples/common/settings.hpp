@@ -31,6 +31,8 @@ inline constexpr std::int64_t kEpochs = 1'000'000;
 inline constexpr std::int64_t kThreads = 1'024;
 inline constexpr std::int64_t kSteps = 1'000'000'000;  ///< steps, warmup, logging and validation intervals
 inline constexpr double kLearningRate = 1000.0;
+inline constexpr std::int64_t kNgramBuckets = 100'000'000;  ///< rows of a hashed n-gram table
+inline constexpr std::int64_t kNgramMax = 8;                ///< the longest hashed n-gram
 }  // namespace limits
 
 /// The machine's physical memory in bytes (64 GB if the system does not say).

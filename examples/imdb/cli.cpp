@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -59,6 +60,11 @@ void add_training_flags(CLI::App& app, Config& c) {
   model->add_option("--norm", c.norm, "post|pre: LayerNorm after or before each sublayer")->capture_default_str();
   model->add_option("--pooling", c.pooling, "max|mean|cls")->capture_default_str();
   model->add_option("--pos", c.pos, "positional encoding: sinusoidal|learned")->capture_default_str();
+  model
+      ->add_option("--ngram-buckets", c.ngram_buckets,
+                   "rows of the hashed n-gram embedding added to the token embeddings (0 = none)")
+      ->capture_default_str();
+  model->add_option("--ngram-max", c.ngram_max, "longest hashed n-gram (2 = bigrams only)")->capture_default_str();
 
   auto* opt = group("Optimization");
   opt->add_option("--optimizer", c.optimizer, "adam|adamw|sgd")->capture_default_str();
@@ -206,6 +212,10 @@ int evaluate_command(const EvaluateArgs& a, std::ostream& out, std::ostream& err
   const EvalResult r = evaluate(*run.model, data, batch_size);
   out << fmt::format("{}: accuracy {:.2f}% ({}/{}), loss {:.4f} ({:.1f} s)\n", a.split, 100.0 * r.accuracy, r.correct,
                      r.count, r.loss, r.seconds);
+  const Calibration c = calibration_of(r, run.temperature);
+  out << fmt::format("{}: expected calibration error {:.2f}% with temperature {:.3f} ({:.2f}% without)\n", a.split,
+                     100.0 * c.calibrated.expected_calibration_error, c.temperature,
+                     100.0 * c.uncalibrated.expected_calibration_error);
   return 0;
 }
 
@@ -225,8 +235,8 @@ int predict_command(const PredictArgs& a, std::istream& in, std::ostream& out) {
   }
   if (texts.empty()) throw UsageError("nothing to predict: give reviews as arguments or as lines on stdin");
   LoadedRun run = load_run(a.run);
-  const auto probabilities =
-      predict_proba(*run.model, run.vocab, run.config, texts, static_cast<std::size_t>(run.config.batch_size));
+  const auto probabilities = predict_proba(*run.model, run.vocab, run.config, texts,
+                                           static_cast<std::size_t>(run.config.batch_size), run.temperature);
   for (const double p : probabilities) out << fmt::format("{:.6f}\n", p);
   return 0;
 }
@@ -250,7 +260,7 @@ int explain_command(const ExplainArgs& a, std::istream& in, std::ostream& out) {
   LoadedRun run = load_run(a.run);
   Explanation e;
   try {
-    e = explain_text(*run.model, run.vocab, run.config, text);
+    e = explain_text(*run.model, run.vocab, run.config, text, run.temperature);
   } catch (const std::invalid_argument& error) {
     throw UsageError(error.what());
   }

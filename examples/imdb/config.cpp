@@ -69,6 +69,20 @@ std::optional<std::string> validate(const Config& c) {
   // The embedding and the positional table grow with the flags.
   if (auto problem = examples::table_memory_problem("--vocab-size", c.vocab_size, "--max-len", c.max_len, c.d_model))
     return problem;
+  if (c.ngram_buckets < 0 || c.ngram_buckets == 1 || c.ngram_buckets > lim::kNgramBuckets) {
+    return fmt::format("--ngram-buckets {} must be 0 (none) or between 2 and {}", c.ngram_buckets, lim::kNgramBuckets);
+  }
+  if (c.ngram_max < 2 || c.ngram_max > lim::kNgramMax) {
+    return fmt::format("--ngram-max {} is outside [2, {}]", c.ngram_max, lim::kNgramMax);
+  }
+  // The n-gram table, its gradient and Adam's moments: 16 bytes per float, like the embedding's.
+  const double ngram_bytes = 16.0 * double(c.ngram_buckets) * double(c.d_model);
+  if (ngram_bytes > examples::physical_memory_bytes() / 2) {
+    return fmt::format(
+        "--ngram-buckets {} at --d-model {} needs {:.1f} GB for its table, more than half of this "
+        "machine's {:.1f} GB",
+        c.ngram_buckets, c.d_model, ngram_bytes / 1e9, examples::physical_memory_bytes() / 1e9);
+  }
   if (c.vocab_size < 3)
     return fmt::format("--vocab-size {} leaves no room for a token besides <pad> and <unk>", c.vocab_size);
   if (c.d_model % c.heads != 0) return fmt::format("--d-model {} is not divisible by --heads {}", c.d_model, c.heads);
@@ -140,6 +154,8 @@ nlohmann::json to_json(const Config& c) {
       {"norm", c.norm},
       {"pooling", c.pooling},
       {"pos", c.pos},
+      {"ngram-buckets", c.ngram_buckets},
+      {"ngram-max", c.ngram_max},
       {"optimizer", c.optimizer},
       {"lr", c.lr},
       {"warmup", c.warmup},
@@ -177,6 +193,8 @@ Config config_from_json(const nlohmann::json& json) {
   examples::read_setting(json, "norm", c.norm);
   examples::read_setting(json, "pooling", c.pooling);
   examples::read_setting(json, "pos", c.pos);
+  examples::read_setting(json, "ngram-buckets", c.ngram_buckets);
+  examples::read_setting(json, "ngram-max", c.ngram_max);
   examples::read_setting(json, "optimizer", c.optimizer);
   examples::read_setting(json, "lr", c.lr);
   examples::read_setting(json, "warmup", c.warmup);
@@ -213,6 +231,8 @@ tapegrad::models::TransformerClassifierOptions model_options(const Config& c, st
               : c.pooling == "cls" ? models::Pooling::Cls
                                    : models::Pooling::Mean;
   o.positional = c.pos == "learned" ? models::PositionalKind::Learned : models::PositionalKind::Sinusoidal;
+  o.ngram_buckets = static_cast<std::size_t>(c.ngram_buckets);
+  o.ngram_max = static_cast<std::size_t>(c.ngram_max);
   o.num_classes = 2;
   o.padding_idx = tapegrad::datasets::Vocabulary::pad_id;
   return o;

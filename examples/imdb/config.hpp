@@ -36,6 +36,10 @@ struct Config {
   std::string norm = "post";        // post | pre
   std::string pooling = "mean";     // max | mean | cls
   std::string pos = "sinusoidal";   // sinusoidal | learned
+  // Hashed n-gram embeddings added to the token embeddings (fastText's bigrams and trigrams): the
+  // table's rows, 0 = none; and the longest n-gram (2 .. ngram_max).
+  std::int64_t ngram_buckets = 0;
+  std::int64_t ngram_max = 3;
 
   // Optimization.
   std::string optimizer = "adamw";  // adam | adamw | sgd

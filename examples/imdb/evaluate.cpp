@@ -2,9 +2,11 @@
 
 #include <chrono>
 #include <cmath>
+#include <xtensor/xview.hpp>
 
 #include "tapegrad/autograd/loss.hpp"
 #include "tapegrad/autograd/tape.hpp"
+#include "tapegrad/datasets/imdb/contrast_pairs.hpp"
 #include "tapegrad/datasets/text/batching.hpp"
 
 namespace imdb {
@@ -26,9 +28,9 @@ class EvalMode {
   bool was_training_;
 };
 
-// P(class 1) from the two logits of a row, computed stably in double.
-double positive_probability(float logit_neg, float logit_pos) {
-  return 1.0 / (1.0 + std::exp(static_cast<double>(logit_neg) - static_cast<double>(logit_pos)));
+// P(class 1) from the two logits of a row divided by the temperature, computed stably in double.
+double positive_probability(float logit_neg, float logit_pos, double temperature) {
+  return 1.0 / (1.0 + std::exp((static_cast<double>(logit_neg) - static_cast<double>(logit_pos)) / temperature));
 }
 
 }  // namespace
@@ -46,6 +48,7 @@ EvalResult evaluate(Model& model, const ds::EncodedDataset& data, std::size_t ba
   const auto plan = ds::epoch_batches(data, options, 0);
 
   EvalResult result;
+  result.logits = xt::zeros<double>({data.size(), std::size_t{2}});
   double loss_sum = 0.0;
   tapegrad::CrossEntropyOptions ce;
   ce.reduction = tapegrad::Reduction::Sum;
@@ -62,9 +65,14 @@ EvalResult evaluate(Model& model, const ds::EncodedDataset& data, std::size_t ba
       const std::int64_t predicted = l(b, 1) > l(b, 0) ? 1 : 0;
       result.correct += predicted == batch.labels(b) ? 1 : 0;
       result.tokens += data.length(indices[b]);
+      result.logits(result.count + b, 0) = l(b, 0);
+      result.logits(result.count + b, 1) = l(b, 1);
+      result.labels.push_back(batch.labels(b));
+      result.lengths.push_back(data.length(indices[b]));
     }
     result.count += indices.size();
   }
+  if (result.count < data.size()) result.logits = xt::view(result.logits, xt::range(0, result.count), xt::all());
   result.loss = result.count ? loss_sum / static_cast<double>(result.count) : std::nan("");
   result.accuracy =
       result.count ? static_cast<double>(result.correct) / static_cast<double>(result.count) : std::nan("");
@@ -73,7 +81,7 @@ EvalResult evaluate(Model& model, const ds::EncodedDataset& data, std::size_t ba
 }
 
 std::vector<double> predict_proba(Model& model, const ds::Vocabulary& vocab, const Config& config,
-                                  const std::vector<std::string>& texts, std::size_t batch_size) {
+                                  const std::vector<std::string>& texts, std::size_t batch_size, double temperature) {
   std::vector<std::size_t> all(texts.size());
   for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
   const auto data = ds::EncodedDataset::encode_texts(
@@ -90,9 +98,60 @@ std::vector<double> predict_proba(Model& model, const ds::Vocabulary& vocab, con
     const ds::Batch batch = ds::collate(data, indices);
     const auto logits = model.forward(batch.ids, batch.padding_mask);
     const auto& l = logits.data();
-    for (std::size_t b = 0; b < indices.size(); ++b) probabilities.push_back(positive_probability(l(b, 0), l(b, 1)));
+    for (std::size_t b = 0; b < indices.size(); ++b)
+      probabilities.push_back(positive_probability(l(b, 0), l(b, 1), temperature));
   }
   return probabilities;
+}
+
+Calibration calibration_of(const EvalResult& result, double temperature) {
+  Calibration c;
+  c.temperature = temperature;
+  c.calibrated = tapegrad::train::calibration_report(
+      tapegrad::train::softmax_with_temperature(result.logits, temperature), result.labels);
+  c.uncalibrated =
+      tapegrad::train::calibration_report(tapegrad::train::softmax_with_temperature(result.logits, 1.0), result.labels);
+  std::vector<std::size_t> short_rows;
+  for (std::size_t i = 0; i < result.lengths.size(); ++i) {
+    if (result.lengths[i] < kShortReviewTokens) short_rows.push_back(i);
+  }
+  c.short_count = short_rows.size();
+  if (!short_rows.empty()) {
+    const xt::xarray<double> logits = xt::view(result.logits, xt::keep(short_rows), xt::all());
+    std::vector<std::int64_t> labels;
+    for (std::size_t i : short_rows) labels.push_back(result.labels[i]);
+    c.short_ece =
+        tapegrad::train::calibration_report(tapegrad::train::softmax_with_temperature(logits, temperature), labels)
+            .expected_calibration_error;
+    c.short_ece_uncalibrated =
+        tapegrad::train::calibration_report(tapegrad::train::softmax_with_temperature(logits, 1.0), labels)
+            .expected_calibration_error;
+  }
+  return c;
+}
+
+ContrastResult contrast_pairs_of(Model& model, const ds::Vocabulary& vocab, const Config& config,
+                                 const std::filesystem::path& pairs_file) {
+  const auto pairs = ds::read_contrast_pairs(pairs_file);
+  std::vector<std::string> positives, negatives;
+  for (const auto& pair : pairs) {
+    positives.push_back(pair.positive);
+    negatives.push_back(pair.negative);
+  }
+  // The threshold is 0.5 whatever the temperature, so the raw logits decide.
+  const auto p_pos = predict_proba(model, vocab, config, positives);
+  const auto p_neg = predict_proba(model, vocab, config, negatives);
+  ContrastResult result;
+  result.pairs = pairs.size();
+  for (std::size_t i = 0; i < pairs.size(); ++i) result.both_right += (p_pos[i] > 0.5 && p_neg[i] < 0.5) ? 1 : 0;
+  result.accuracy = ds::contrast_pair_accuracy(p_pos, p_neg);
+  return result;
+}
+
+std::optional<std::filesystem::path> default_contrast_pairs_file() {
+  const std::filesystem::path path = std::filesystem::path(TAPEGRAD_SOURCE_DIR) / "examples/imdb/contrast_pairs.tsv";
+  if (std::filesystem::exists(path)) return path;
+  return std::nullopt;
 }
 
 }  // namespace imdb

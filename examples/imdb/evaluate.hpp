@@ -2,14 +2,18 @@
 // raw review texts.
 #pragma once
 
+#include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
+#include <xtensor/xarray.hpp>
 
 #include "examples/imdb/config.hpp"
 #include "examples/imdb/model.hpp"
 #include "tapegrad/datasets/text/encode.hpp"
 #include "tapegrad/datasets/text/vocab.hpp"
+#include "tapegrad/train/calibration.hpp"
 
 namespace imdb {
 
@@ -20,6 +24,10 @@ struct EvalResult {
   std::size_t tokens = 0;  // real (non-padding) tokens seen
   double seconds = 0.0;
   bool stopped = false;  // should_stop said so before the end; the numbers are then partial
+  // Per review, in the order evaluated: the two logits [count, 2], the label and the real tokens.
+  xt::xarray<double> logits;
+  std::vector<std::int64_t> labels;
+  std::vector<std::size_t> lengths;
 };
 
 // Runs the model in eval mode without recording a tape, in batches of batch_size sorted by length (the
@@ -28,8 +36,40 @@ struct EvalResult {
 EvalResult evaluate(Model& model, const tapegrad::datasets::EncodedDataset& data, std::size_t batch_size,
                     const std::function<bool()>& should_stop = {});
 
-// P(positive) of each text, encoded with vocab and truncated as config says, in eval mode.
+// P(positive) of each text, encoded with vocab and truncated as config says, in eval mode, from the
+// logits divided by `temperature` (the run's calibration, see calibrate).
 std::vector<double> predict_proba(Model& model, const tapegrad::datasets::Vocabulary& vocab, const Config& config,
-                                  const std::vector<std::string>& texts, std::size_t batch_size = 64);
+                                  const std::vector<std::string>& texts, std::size_t batch_size = 64,
+                                  double temperature = 1.0);
+
+// Reviews shorter than this many tokens are "short" for the calibration report (issue 17: a reader
+// should be able to trust P(positive) of a one-line review too).
+inline constexpr std::size_t kShortReviewTokens = 30;
+
+// How far a split's probabilities can be trusted: the expected calibration error over 15 equal-width
+// bins with the run's temperature and without it, and for the short reviews alone.
+struct Calibration {
+  double temperature = 1.0;
+  tapegrad::train::CalibrationReport calibrated, uncalibrated;
+  std::size_t short_count = 0;
+  double short_ece = 0.0, short_ece_uncalibrated = 0.0;  // 0 when no review is short
+};
+Calibration calibration_of(const EvalResult& result, double temperature);
+
+// The metadata key of model.safetensors that holds the temperature fitted on the validation reviews
+// (absent: 1, no scaling).
+inline constexpr const char* kTemperatureKey = "calibration.temperature";
+
+// The contrast pairs of examples/imdb/contrast_pairs.tsv (or another file of that form): the share of
+// pairs whose two members are both classified right.
+struct ContrastResult {
+  std::size_t pairs = 0;
+  std::size_t both_right = 0;
+  double accuracy = 0.0;
+};
+ContrastResult contrast_pairs_of(Model& model, const tapegrad::datasets::Vocabulary& vocab, const Config& config,
+                                 const std::filesystem::path& pairs_file);
+// The pairs file this build knows (the source tree's examples/imdb/contrast_pairs.tsv), if it exists.
+std::optional<std::filesystem::path> default_contrast_pairs_file();
 
 }  // namespace imdb

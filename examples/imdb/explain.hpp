@@ -19,7 +19,7 @@ struct Explanation {
   bool cls = false;              // the model prepends a [CLS] position (Pooling::Cls)
   std::vector<double> logits;
   std::int64_t predicted = 0;  // argmax of the logits
-  double p_positive = 0.0;     // softmax probability of class 1
+  double p_positive = 0.0;     // softmax probability of class 1 (at temperature 1)
   std::size_t layers = 0, heads = 0;
   std::size_t positions = 0;  // tokens, plus one for [CLS]
   // attention[layer][head] is a row-major [positions, positions] matrix: row q holds the weights query
@@ -37,9 +37,9 @@ template <typename T>
 Explanation explain_ids(tapegrad::models::TransformerClassifier<T>& model, const std::vector<std::int64_t>& ids);
 
 // explain_ids of `text` tokenized, looked up in vocab and truncated as config says (as predict does),
-// with the tokens filled in.
+// with the tokens filled in and P(positive) at the run's temperature (as predict gives it).
 template <typename T>
 Explanation explain_text(tapegrad::models::TransformerClassifier<T>& model, const tapegrad::datasets::Vocabulary& vocab,
-                         const Config& config, const std::string& text);
+                         const Config& config, const std::string& text, double temperature = 1.0);
 
 }  // namespace imdb

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "examples/common/charts.hpp"
+#include "examples/imdb/evaluate.hpp"
 #include "examples/imdb/html.hpp"
 #include "examples/imdb/model.hpp"
 #include "tapegrad/nn/positional_encoding.hpp"
@@ -141,6 +142,43 @@ std::string report_html(const fs::path& run_dir) {
     summary += "<tr><th>test</th><td>not evaluated (the run did not finish)</td></tr>";
   }
 
+  // Calibration on the test set: the reliability curve (each bin's accuracy against its mean
+  // confidence, with the run's temperature) beside the diagonal of perfect calibration.
+  std::string calibration_section;
+  if (test && test->contains("reliability") && (*test)["reliability"].is_array()) {
+    Series diagonal{"perfect", "perfectly calibrated", "#9e9e9e", {{50.0, 50.0}, {100.0, 100.0}}, false};
+    Series curve{"reliability", "test set, with the temperature", "#2e7d32", {}, true};
+    for (const json& bin : (*test)["reliability"]) {
+      if (bin.value("count", 0) == 0) continue;
+      const auto confidence = number(bin, "confidence"), accuracy = number(bin, "accuracy");
+      if (confidence && accuracy) curve.points.emplace_back(100.0 * *confidence, 100.0 * *accuracy);
+    }
+    const auto percent = [&](const char* key) {
+      const auto v = number(*test, key);
+      return v ? fmt::format("{:.2f}%", 100.0 * *v) : std::string("&ndash;");
+    };
+    std::string contrast;
+    if (const auto acc = number(*test, "contrast_pair_acc")) {
+      contrast = fmt::format(
+          "<p id=\"contrast-score\">Contrast pairs (examples/imdb/contrast_pairs.tsv): both members right in "
+          "{:.1f}% of {} pairs.</p>",
+          100.0 * *acc, test->value("contrast_pairs", 0));
+    }
+    calibration_section = fmt::format(
+        R"(<h2>Calibration</h2><div class="charts"><div><b>Reliability</b> (15 equal-width bins of the confidence)<br>{chart}</div>
+<div><table><tr><th>temperature (fitted on validation)</th><td>{temperature}</td></tr>
+<tr><th>expected calibration error, test</th><td id="test-ece">{ece} ({ece_raw} without the temperature)</td></tr>
+<tr><th>the same, {short_count} reviews under {short_tokens} tokens</th><td>{short_ece} ({short_raw} without)</td></tr></table>
+{contrast}</div></div>)",
+        fmt::arg("chart", line_chart("reliability-chart", "confidence (%)", "accuracy (%)", {diagonal, curve})),
+        fmt::arg("temperature", number(*test, "temperature") ? fmt::format("{:.3f}", *number(*test, "temperature"))
+                                                             : std::string("&ndash;")),
+        fmt::arg("ece", percent("test_ece")), fmt::arg("ece_raw", percent("test_ece_uncalibrated")),
+        fmt::arg("short_count", test->value("test_short_reviews", 0)), fmt::arg("short_tokens", kShortReviewTokens),
+        fmt::arg("short_ece", percent("test_short_ece")), fmt::arg("short_raw", percent("test_short_ece_uncalibrated")),
+        fmt::arg("contrast", contrast));
+  }
+
   std::string config_rows;
   for (const auto& [key, value] : config_json.items()) {
     config_rows += fmt::format("<tr><th><code>--{}</code></th><td>{}</td></tr>\n", html::escape(key),
@@ -186,6 +224,7 @@ each epoch, and the validation split after each epoch (eval mode).</p>
 <table style="margin-top:1em"><thead><tr><th>epoch</th><th>train loss</th><th>train acc</th><th>valid loss</th>
 <th>valid acc</th><th>time</th><th>tokens/s</th></tr></thead><tbody>{epoch_rows}</tbody></table></div>
 <div style="max-width: 400px">{pe_section}</div></div>
+{calibration_section}
 <h2>Configuration</h2><table id="config">{config_rows}</table>
 <script type="application/json" id="report-data">{data}</script>)",
       fmt::arg("run", html::escape(run_dir.string())), fmt::arg("layers", config.layers), fmt::arg("d", config.d_model),
@@ -194,7 +233,8 @@ each epoch, and the validation split after each epoch (eval mode).</p>
       fmt::arg("loss_chart", line_chart("loss-chart", x_label, "loss", {loss_window, loss_train, loss_valid})),
       fmt::arg("acc_chart", line_chart("acc-chart", x_label, "accuracy (%)", {acc_window, acc_train, acc_valid})),
       fmt::arg("summary", summary), fmt::arg("epoch_rows", epoch_rows), fmt::arg("config_rows", config_rows),
-      fmt::arg("pe_section", pe_section), fmt::arg("data", html::script_json(data)));
+      fmt::arg("pe_section", pe_section), fmt::arg("calibration_section", calibration_section),
+      fmt::arg("data", html::script_json(data)));
   return html::page("train_imdb report", kStyle, body, kScript);
 }
 

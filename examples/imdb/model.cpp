@@ -2,10 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <fstream>
 #include <stdexcept>
 
+#include "examples/imdb/evaluate.hpp"
 #include "tapegrad/autograd/generator.hpp"
+#include "tapegrad/autograd/messages.hpp"
 #include "tapegrad/train/model_file.hpp"
 
 namespace imdb {
@@ -37,6 +40,21 @@ Config read_config(const tapegrad::train::RunDirectory& run) {
   return config;
 }
 
+double parse_temperature(const std::string& text, const fs::path& file) {
+  std::size_t used = 0;
+  double t = 0.0;
+  try {
+    t = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || !(t > 0.0) || !std::isfinite(t)) {
+    throw std::runtime_error(fmt::format("{}: metadata {} is \"{}\", not a positive number", file.string(),
+                                         kTemperatureKey, tapegrad::clip_for_message(text)));
+  }
+  return t;
+}
+
 LoadedRun load_run(const fs::path& dir) {
   if (!fs::is_directory(dir)) throw std::runtime_error(fmt::format("{}: no such run folder", dir.string()));
   const auto run_dir = run_directory(dir);
@@ -44,8 +62,11 @@ LoadedRun load_run(const fs::path& dir) {
   run_dir.check_files(run_dir.model());
   LoadedRun run{read_config(run_dir), tapegrad::datasets::Vocabulary::load(run_dir.file(kVocabFile)), nullptr};
   run.model = make_model(run.config, run.vocab.size());
-  tapegrad::train::load_model(run_dir.model(), *run.model);
+  const auto metadata = tapegrad::train::load_model(run_dir.model(), *run.model);
   run.model->eval();
+  if (const auto it = metadata.find(kTemperatureKey); it != metadata.end()) {
+    run.temperature = parse_temperature(it->second, run_dir.model());
+  }
   return run;
 }
 

@@ -30,7 +30,11 @@ struct LoadedRun {
   Config config;
   tapegrad::datasets::Vocabulary vocab;
   std::unique_ptr<Model> model;  // in eval mode
+  double temperature = 1.0;      // fitted on the validation reviews after training (1: none recorded)
 };
+// The temperature recorded in a model file's metadata; throws std::runtime_error naming the file for
+// anything but a positive finite number.
+double parse_temperature(const std::string& text, const std::filesystem::path& file);
 // Throws std::runtime_error naming the missing or bad file.
 LoadedRun load_run(const std::filesystem::path& dir);
 

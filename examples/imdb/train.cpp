@@ -297,8 +297,19 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
     return result;
   }
 
+  // Temperature scaling (Guo et al. 2017): the one number that makes the best model's probabilities
+  // honest, fitted on the validation reviews and kept in the model file's metadata for predict.
+  auto metadata = tr::load_model(run.model(), *model);
+  double temperature = 1.0;
+  if (data.valid.size() > 0) {
+    const EvalResult valid = evaluate(*model, data.valid, batch_size, tr::interrupt_requested);
+    if (!valid.stopped) {
+      temperature = tr::fit_temperature(valid.logits, valid.labels);
+      metadata[kTemperatureKey] = fmt::format("{:.17g}", temperature);
+      tr::save_model(run.model(), *model, metadata);
+    }
+  }
   // The test set, once, with the best-validation model (rank 0 alone).
-  tr::load_model(run.model(), *model);
   result.test = evaluate(*model, data.test, batch_size, tr::interrupt_requested);
   if (result.test.stopped) {
     result.interrupted = true;
@@ -309,12 +320,37 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
     result.wall_seconds = wall.seconds();
     return result;
   }
-  trainer.metrics().write({{"step", trained.step},
-                           {"split", "test"},
-                           {"best_epoch", result.best_epoch},
-                           {"test_loss", result.test.loss},
-                           {"test_acc", result.test.accuracy},
-                           {"elapsed", trained.train_seconds}});
+  result.test_calibration = calibration_of(result.test, temperature);
+  if (const auto pairs_file = default_contrast_pairs_file()) {
+    result.contrast = contrast_pairs_of(*model, vocab, config, *pairs_file);
+  }
+  nlohmann::json reliability = nlohmann::json::array();
+  for (const auto& bin : result.test_calibration.calibrated.bins) {
+    reliability.push_back({{"lower", bin.lower},
+                           {"upper", bin.upper},
+                           {"count", bin.count},
+                           {"confidence", bin.mean_confidence},
+                           {"accuracy", bin.accuracy}});
+  }
+  nlohmann::json test_line = {
+      {"step", trained.step},
+      {"split", "test"},
+      {"best_epoch", result.best_epoch},
+      {"test_loss", result.test.loss},
+      {"test_acc", result.test.accuracy},
+      {"temperature", temperature},
+      {"test_ece", result.test_calibration.calibrated.expected_calibration_error},
+      {"test_ece_uncalibrated", result.test_calibration.uncalibrated.expected_calibration_error},
+      {"test_short_reviews", result.test_calibration.short_count},
+      {"test_short_ece", result.test_calibration.short_ece},
+      {"test_short_ece_uncalibrated", result.test_calibration.short_ece_uncalibrated},
+      {"reliability", reliability},
+      {"elapsed", trained.train_seconds}};
+  if (result.contrast) {
+    test_line["contrast_pairs"] = result.contrast->pairs;
+    test_line["contrast_pair_acc"] = result.contrast->accuracy;
+  }
+  trainer.metrics().write(test_line);
   result.wall_seconds = wall.seconds();
   print_summary(out, config, result);
   return result;
@@ -328,6 +364,17 @@ void print_summary(std::ostream& out, const Config& config, const TrainResult& r
                             100.0 * r.best_valid_accuracy, r.best_valid_loss))
       << fmt::format("test accuracy {:.2f}% (loss {:.4f}) on {} reviews, evaluated once with the best model\n",
                      100.0 * r.test.accuracy, r.test.loss, r.test.count)
+      << fmt::format(
+             "calibration on the test set: expected calibration error {:.2f}% with temperature {:.3f} "
+             "fitted on validation ({:.2f}% without); {} short reviews (under {} tokens): {:.2f}% ({:.2f}% "
+             "without)\n",
+             100.0 * r.test_calibration.calibrated.expected_calibration_error, r.test_calibration.temperature,
+             100.0 * r.test_calibration.uncalibrated.expected_calibration_error, r.test_calibration.short_count,
+             kShortReviewTokens, 100.0 * r.test_calibration.short_ece,
+             100.0 * r.test_calibration.short_ece_uncalibrated)
+      << (r.contrast ? fmt::format("contrast pairs: both members right in {} of {} ({:.1f}%)\n", r.contrast->both_right,
+                                   r.contrast->pairs, 100.0 * r.contrast->accuracy)
+                     : std::string())
       << fmt::format("wall time {} (data {:.1f} s, training {}, test {:.1f} s); {} tokens/s in training\n",
                      tr::format_duration(r.wall_seconds), r.data_seconds, tr::format_duration(r.train_seconds),
                      r.test.seconds, tr::format_rate(r.train_tokens_per_second))

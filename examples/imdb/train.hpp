@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -30,6 +31,8 @@ struct TrainResult {
   std::int64_t best_epoch = 0;
   double best_valid_accuracy = 0.0, best_valid_loss = 0.0;
   EvalResult test;
+  Calibration test_calibration;            // with the temperature fitted on the validation reviews
+  std::optional<ContrastResult> contrast;  // the contrast pairs, when their file is there
   double data_seconds = 0.0, train_seconds = 0.0, wall_seconds = 0.0;
   double train_tokens_per_second = 0.0;
 };

@@ -14,6 +14,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+#include <xtensor/xmath.hpp>
+#include <xtensor/xview.hpp>
 
 #include "examples/imdb/cli.hpp"
 #include "examples/imdb/config.hpp"
@@ -28,6 +30,7 @@
 #include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/datasets/text/tokenizer.hpp"
 #include "tapegrad/io/safetensors.hpp"
+#include "tapegrad/train/calibration.hpp"
 #include "tapegrad/train/progress.hpp"
 #include "tests/examples/cli_harness.hpp"
 #include "tests/helpers.hpp"
@@ -161,6 +164,8 @@ TEST_CASE("train_imdb rejects bad settings with one line naming the flag and exi
       {{"--betas", "0.9"}, "train_imdb: --betas 0.9: expected two numbers separated by a comma\n"},
       {{"--betas", "0.9,1.5"}, "train_imdb: --betas 0.9,1.5 has 1.5 outside [0, 1)\n"},
       {{"--warmup=-1"}, "train_imdb: --warmup -1 must not be negative\n"},
+      {{"--ngram-buckets", "1"}, "train_imdb: --ngram-buckets 1 must be 0 (none) or between 2 and 100000000\n"},
+      {{"--ngram-max", "1"}, "train_imdb: --ngram-max 1 is outside [2, 8]\n"},
       {{"--data", "/nonexistent/aclImdb"}, "train_imdb: --data /nonexistent/aclImdb does not exist\n"},
       {{"evaluate", "--run", "/nonexistent/run"}, "train_imdb: --run /nonexistent/run has no config.json\n"},
       {{"--epochs", "2", "predict", "--run", "x"},
@@ -251,9 +256,31 @@ TEST_CASE("train_imdb trains a tiny model on the fixture and predict agrees with
   CHECK(test.accuracy == result.test.accuracy);
   CHECK(test.loss == Approx(result.test.loss).epsilon(1e-6));
 
+  // Calibration: the temperature in the model file is the one that fits the validation reviews best;
+  // the summary and the metrics report the test set's expected calibration error over 15 bins and the
+  // contrast pairs.
+  const auto valid = imdb::evaluate(*run.model, splits.valid, 2);
+  CHECK(run.temperature == Approx(tapegrad::train::fit_temperature(valid.logits, valid.labels)).epsilon(1e-12));
+  CHECK(run.temperature != 1.0);
+  CHECK(out.str().find("calibration on the test set: expected calibration error") != std::string::npos);
+  CHECK(out.str().find("contrast pairs: both members right in") != std::string::npos);
+  const auto test_line = metrics_without_timing(tmp.path / "metrics.jsonl").back();
+  CHECK(test_line.at("split") == "test");
+  CHECK(test_line.at("reliability").size() == 15);
+  CHECK(test_line.at("test_ece").get<double>() ==
+        Approx(imdb::calibration_of(test, run.temperature).calibrated.expected_calibration_error));
+  CHECK(test_line.at("contrast_pairs") == 60);
+
+  // predict gives P(positive) with the run's temperature.
   const std::vector<std::string> reviews = {"a wonderful , moving film . great acting", "terrible . boring and bad",
                                             "the plot was"};
-  const std::vector<double> expected = imdb::predict_proba(*run.model, run.vocab, run.config, reviews);
+  const std::vector<double> expected =
+      imdb::predict_proba(*run.model, run.vocab, run.config, reviews, 64, run.temperature);
+  const std::vector<double> at_one = imdb::predict_proba(*run.model, run.vocab, run.config, reviews);
+  for (std::size_t i = 0; i < reviews.size(); ++i) {
+    const double logit = std::log(at_one[i] / (1.0 - at_one[i]));  // logit[1] - logit[0]
+    CHECK(expected[i] == Approx(1.0 / (1.0 + std::exp(-logit / run.temperature))).margin(1e-9));
+  }
   // The same reviews as arguments (in-process) and one per line on stdin (the built program).
   const CliResult args_run =
       run_in_process({"predict", "--run", tmp.path.string(), reviews[0], reviews[1], reviews[2]});
@@ -295,6 +322,34 @@ TEST_CASE("train_imdb trains a tiny model on the fixture and predict agrees with
   CHECK(stopped.interrupted);
   CHECK_FALSE(fs::exists(tmp.path / "model.safetensors"));
   CHECK_FALSE(fs::exists(tmp.path / "last.ckpt.safetensors"));
+}
+
+TEST_CASE("train_imdb --ngram-buckets: the hashed n-gram table is trained, saved and used by predict", "[imdb]") {
+  TempDir tmp;
+  imdb::Config config = tiny_config(tmp.path, 2);
+  config.ngram_buckets = 97;
+  config.ngram_max = 3;
+  std::ostringstream out, log;
+  const imdb::TrainResult result = imdb::train(config, out, log, false);
+  REQUIRE_FALSE(result.interrupted);
+
+  // The saved model holds the table (load_model checks every name and shape against the model), trained:
+  // its rows moved from their initialization, except row 0 ("no n-gram"), which stays zero.
+  imdb::LoadedRun run = imdb::load_run(tmp.path);
+  REQUIRE(run.model->ngrams != nullptr);
+  const xt::xarray<float> table = run.model->ngrams->weight.data();
+  CHECK(table.shape(0) == 97);
+  CHECK(table.shape(1) == 8);
+  const auto fresh = imdb::make_model(config, run.vocab.size());
+  CHECK(xt::amax(xt::abs(table - fresh->ngrams->weight.data()))() > 1e-4);
+  CHECK(xt::amax(xt::abs(xt::view(table, 0, xt::all())))() == 0.0f);
+
+  // The same text scores the same in and out of process.
+  const std::string review = "not bad at all , actually quite good";
+  const double p = imdb::predict_proba(*run.model, run.vocab, run.config, {review}, 64, run.temperature).at(0);
+  const CliResult predicted = run_in_process({"predict", "--run", tmp.path.string(), review});
+  REQUIRE(predicted.code == 0);
+  CHECK(parse_numbers(predicted.out).at(0) == Approx(p).margin(1e-6));
 }
 
 TEST_CASE("train_imdb --resume after an interruption ends exactly where an uninterrupted run does", "[imdb]") {
@@ -430,9 +485,10 @@ TEST_CASE("explain and report: pages of a tiny run, with every text escaped", "[
   const imdb::LoadedRun run = imdb::load_run(tmp.path);
 
   const std::string review = "A <b>great</b> & \"moving\" film</script><script>alert(1)</script> 'no'";
-  const imdb::Explanation e = imdb::explain_text(*run.model, run.vocab, run.config, review);
+  const imdb::Explanation e = imdb::explain_text(*run.model, run.vocab, run.config, review, run.temperature);
   CHECK(e.tokens == tapegrad::datasets::tokenize(review));
-  CHECK(e.p_positive == Approx(imdb::predict_proba(*run.model, run.vocab, run.config, {review})[0]).margin(1e-6));
+  CHECK(e.p_positive ==
+        Approx(imdb::predict_proba(*run.model, run.vocab, run.config, {review}, 64, run.temperature)[0]).margin(1e-6));
   const std::string page = imdb::explain_html(e, review, tmp.path.string());
   CHECK(page.find("<b>great") == std::string::npos);
   CHECK(page.find("alert(1)</script>") == std::string::npos);
