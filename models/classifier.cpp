@@ -32,6 +32,9 @@ void TransformerClassifierOptions::validate() const {
     if (!(p >= 0.0 && p < 1.0)) throw std::invalid_argument(fmt::format("{} must be in [0, 1), got {}", field, p));
   }
   if (ngram_buckets == 1) throw std::invalid_argument("ngram_buckets must be 0 (none) or at least 2, got 1");
+  if (ngram_buckets > 0 && ngram_dim > d_model) {
+    throw std::invalid_argument(fmt::format("ngram_dim ({}) must not exceed d_model ({})", ngram_dim, d_model));
+  }
   if (ngram_buckets > 0 && ngram_max < 2) {
     throw std::invalid_argument(fmt::format("ngram_max must be at least 2, got {}", ngram_max));
   }
@@ -65,9 +68,13 @@ TransformerClassifier<T>::TransformerClassifier(const TransformerClassifierOptio
   embedding =
       this->register_module("embedding", scaled_normal_embedding<T>(o.vocab_size, o.d_model, o.padding_idx, gen));
   if (o.ngram_buckets > 0) {
+    const std::size_t width = o.ngram_dim == 0 ? o.d_model : o.ngram_dim;
     ngrams = this->register_module(
-        "ngrams", std::make_shared<nn::HashedNgramEmbedding<T>>(o.ngram_buckets, o.d_model, o.ngram_max, gen,
+        "ngrams", std::make_shared<nn::HashedNgramEmbedding<T>>(o.ngram_buckets, width, o.ngram_max, gen,
                                                                 1.0 / std::sqrt(static_cast<double>(o.d_model))));
+    if (width != o.d_model) {
+      ngram_proj = this->register_module("ngram_proj", std::make_shared<nn::Linear<T>>(width, o.d_model, gen, false));
+    }
   }
   if (o.positional == PositionalKind::Sinusoidal) {
     sinusoidal = this->register_module("pos_encoding", std::make_shared<nn::SinusoidalPositionalEncoding<T>>(
@@ -113,7 +120,10 @@ Tensor<T> TransformerClassifier<T>::forward(const xt::xarray<std::int64_t>& ids,
     trace->embeddings = embedded;
     trace->attention.clear();
   }
-  if (ngrams) embedded = add(embedded, ngrams->forward(ids, padding_mask));
+  if (ngrams) {
+    const Tensor<T> rows = ngrams->forward(ids, padding_mask);
+    embedded = add(embedded, ngram_proj ? ngram_proj->forward(rows) : rows);
+  }
   Tensor<T> x = mul(embedded, static_cast<T>(std::sqrt(static_cast<double>(d))));
   x = sinusoidal ? sinusoidal->forward(x) : learned->forward(x);
   x = dropout->forward(x);

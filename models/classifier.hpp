@@ -48,6 +48,10 @@ struct TransformerClassifierOptions {
   /// else the table's rows (at least 2), for the n-grams of n = 2 .. ngram_max.
   std::size_t ngram_buckets = 0;
   std::size_t ngram_max = 3;
+  /// The n-gram table's width: 0 = d_model (added as they are); else narrower rows projected to d_model
+  /// by a Linear without bias ("ngram_proj"), so that the same memory holds d_model / ngram_dim times
+  /// as many buckets (fewer collisions), as fastText's low-dimensional n-gram vectors do.
+  std::size_t ngram_dim = 0;
 
   /// Throws std::invalid_argument naming the offending field and value.
   void validate() const;
@@ -99,6 +103,7 @@ class TransformerClassifier : public nn::Module<T, TransformerClassifier<T>> {
   TransformerClassifierOptions options;
   std::shared_ptr<nn::Embedding<T>> embedding;
   std::shared_ptr<nn::HashedNgramEmbedding<T>> ngrams;              ///< set when options.ngram_buckets > 0
+  std::shared_ptr<nn::Linear<T>> ngram_proj;                        ///< set when ngram_dim is not d_model
   std::shared_ptr<nn::SinusoidalPositionalEncoding<T>> sinusoidal;  ///< one of these two is set
   std::shared_ptr<nn::LearnedPositionalEmbedding<T>> learned;
   std::shared_ptr<nn::Dropout<T>> dropout;

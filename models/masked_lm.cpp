@@ -87,13 +87,16 @@ Tensor<T> TransformerMaskedLM<T>::loss(const xt::xarray<std::int64_t>& ids, cons
 template <typename T>
 std::vector<std::string> load_pretrained_encoder(TransformerClassifier<T>& classifier,
                                                  const io::safetensors::File& file) {
-  const auto head = [](const std::string& name) { return name.rfind("classifier.", 0) == 0 || name == "cls_token"; };
+  const auto fresh = [](const std::string& name) {
+    return name.rfind("classifier.", 0) == 0 || name.rfind("ngrams.", 0) == 0 || name.rfind("ngram_proj.", 0) == 0 ||
+           name == "cls_token";
+  };
   const auto encoder_part = [](const std::string& name) {
     return name.rfind("embedding.", 0) == 0 || name.rfind("pos_encoding.", 0) == 0 || name.rfind("encoder.", 0) == 0;
   };
   StateDict<T> target;
   for (auto& [name, tensor] : classifier.state_dict())
-    if (!head(name)) target.emplace(name, tensor);
+    if (!fresh(name)) target.emplace(name, tensor);
   std::vector<std::string> problems, loaded;
   for (const auto& [name, tensor] : target) {
     if (!file.contains(name)) {

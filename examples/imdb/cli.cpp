@@ -65,6 +65,9 @@ void add_training_flags(CLI::App& app, Config& c) {
                    "rows of the hashed n-gram embedding added to the token embeddings (0 = none)")
       ->capture_default_str();
   model->add_option("--ngram-max", c.ngram_max, "longest hashed n-gram (2 = bigrams only)")->capture_default_str();
+  model
+      ->add_option("--ngram-dim", c.ngram_dim, "width of the n-gram table's rows, projected to --d-model (0 = d-model)")
+      ->capture_default_str();
 
   auto* opt = group("Optimization");
   opt->add_option("--optimizer", c.optimizer, "adam|adamw|sgd")->capture_default_str();

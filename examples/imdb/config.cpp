@@ -75,8 +75,11 @@ std::optional<std::string> validate(const Config& c) {
   if (c.ngram_max < 2 || c.ngram_max > lim::kNgramMax) {
     return fmt::format("--ngram-max {} is outside [2, {}]", c.ngram_max, lim::kNgramMax);
   }
+  if (c.ngram_dim < 0 || c.ngram_dim > c.d_model) {
+    return fmt::format("--ngram-dim {} is outside [0, --d-model {}]", c.ngram_dim, c.d_model);
+  }
   // The n-gram table, its gradient and Adam's moments: 16 bytes per float, like the embedding's.
-  const double ngram_bytes = 16.0 * double(c.ngram_buckets) * double(c.d_model);
+  const double ngram_bytes = 16.0 * double(c.ngram_buckets) * double(c.ngram_dim == 0 ? c.d_model : c.ngram_dim);
   if (ngram_bytes > examples::physical_memory_bytes() / 2) {
     return fmt::format(
         "--ngram-buckets {} at --d-model {} needs {:.1f} GB for its table, more than half of this "
@@ -156,6 +159,7 @@ nlohmann::json to_json(const Config& c) {
       {"pos", c.pos},
       {"ngram-buckets", c.ngram_buckets},
       {"ngram-max", c.ngram_max},
+      {"ngram-dim", c.ngram_dim},
       {"optimizer", c.optimizer},
       {"lr", c.lr},
       {"warmup", c.warmup},
@@ -195,6 +199,7 @@ Config config_from_json(const nlohmann::json& json) {
   examples::read_setting(json, "pos", c.pos);
   examples::read_setting(json, "ngram-buckets", c.ngram_buckets);
   examples::read_setting(json, "ngram-max", c.ngram_max);
+  examples::read_setting(json, "ngram-dim", c.ngram_dim);
   examples::read_setting(json, "optimizer", c.optimizer);
   examples::read_setting(json, "lr", c.lr);
   examples::read_setting(json, "warmup", c.warmup);
@@ -233,6 +238,7 @@ tapegrad::models::TransformerClassifierOptions model_options(const Config& c, st
   o.positional = c.pos == "learned" ? models::PositionalKind::Learned : models::PositionalKind::Sinusoidal;
   o.ngram_buckets = static_cast<std::size_t>(c.ngram_buckets);
   o.ngram_max = static_cast<std::size_t>(c.ngram_max);
+  o.ngram_dim = static_cast<std::size_t>(c.ngram_dim);
   o.num_classes = 2;
   o.padding_idx = tapegrad::datasets::Vocabulary::pad_id;
   return o;

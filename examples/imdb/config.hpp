@@ -40,6 +40,7 @@ struct Config {
   // table's rows, 0 = none; and the longest n-gram (2 .. ngram_max).
   std::int64_t ngram_buckets = 0;
   std::int64_t ngram_max = 3;
+  std::int64_t ngram_dim = 0;  // the n-gram table's width, projected to d_model; 0 = d_model
 
   // Optimization.
   std::string optimizer = "adamw";  // adam | adamw | sgd

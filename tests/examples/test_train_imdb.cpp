@@ -59,6 +59,7 @@ imdb::Config tiny_config(const fs::path& out, std::int64_t epochs) {
   c.heads = 2;
   c.ff = 16;
   c.vocab_size = 50;
+  c.ngram_buckets = 64;
   c.max_len = 32;
   c.epochs = epochs;
   c.batch_size = 2;
@@ -166,6 +167,7 @@ TEST_CASE("train_imdb rejects bad settings with one line naming the flag and exi
       {{"--warmup=-1"}, "train_imdb: --warmup -1 must not be negative\n"},
       {{"--ngram-buckets", "1"}, "train_imdb: --ngram-buckets 1 must be 0 (none) or between 2 and 100000000\n"},
       {{"--ngram-max", "1"}, "train_imdb: --ngram-max 1 is outside [2, 8]\n"},
+      {{"--ngram-dim", "65"}, "train_imdb: --ngram-dim 65 is outside [0, --d-model 64]\n"},
       {{"--data", "/nonexistent/aclImdb"}, "train_imdb: --data /nonexistent/aclImdb does not exist\n"},
       {{"evaluate", "--run", "/nonexistent/run"}, "train_imdb: --run /nonexistent/run has no config.json\n"},
       {{"--epochs", "2", "predict", "--run", "x"},

@@ -156,6 +156,35 @@ TEST_CASE("TransformerClassifier with hashed n-grams: gradcheck, names, order ma
   CHECK_THROWS_WITH(TransformerClassifier<double>(o, gen), Catch::Contains("ngram_max must be at least 2, got 1"));
 }
 
+TEST_CASE("TransformerClassifier with narrower n-gram rows: projected to d_model, gradcheck, errors",
+          "[classifier][ngram]") {
+  auto o = tiny(Pooling::Mean, false);
+  o.num_layers = 1;
+  o.ngram_buckets = 11;
+  o.ngram_dim = 2;
+  Generator gen(9);
+  TransformerClassifier<double> model(o, gen);
+  const auto f = [&](const std::vector<Tensor<double>>&) { return model.forward(kIds, kPad); };
+  CHECK_GRADCHECK(f, model.parameters());
+  const auto state = model.state_dict();
+  CHECK(state.at("ngrams.weight").shape() == Shape{11, 2});
+  CHECK(state.at("ngram_proj.weight").shape() == Shape{4, 2});  // torch's Linear(2, 4, bias=False)
+  CHECK(state.count("ngram_proj.bias") == 0);
+  // The table reaches the logits through the projection, and only through it.
+  model.eval();
+  const xt::xarray<double> before = model.forward(kIds, kPad).data();
+  model.ngrams->weight.mutable_data() += 1.0;
+  const xt::xarray<double> moved = model.forward(kIds, kPad).data();
+  CHECK(xt::amax(xt::abs(moved - before))() > 1e-6);
+  model.ngram_proj->weight.mutable_data().fill(0.0);
+  const xt::xarray<double> cut = model.forward(kIds, kPad).data();
+  model.ngrams->weight.mutable_data() -= 3.0;
+  CHECK(bool(model.forward(kIds, kPad).data() == cut));
+  o.ngram_dim = 5;
+  CHECK_THROWS_WITH(TransformerClassifier<double>(o, gen),
+                    Catch::Contains("ngram_dim (5) must not exceed d_model (4)"));
+}
+
 TEST_CASE("TransformerClassifier: calling the model runs forward", "[classifier][call]") {
   Generator gen(4);
   TransformerClassifier<double> model(tiny(Pooling::Mean, false), gen);
