@@ -42,6 +42,11 @@ void TransformerClassifierOptions::validate() const {
   if (wide_buckets > 0 && wide_max_n < 1) {
     throw std::invalid_argument(fmt::format("wide_max_n must be at least 1, got {}", wide_max_n));
   }
+  if (wide_feature_scale && (wide_buckets == 0 || num_classes != 2)) {
+    throw std::invalid_argument(
+        fmt::format("wide_feature_scale needs a wide part (wide_buckets {}) and two classes (num_classes {})",
+                    wide_buckets, num_classes));
+  }
   if (padding_idx < 0 || static_cast<std::size_t>(padding_idx) >= vocab_size) {
     throw std::invalid_argument(
         fmt::format("padding_idx {} is outside the vocabulary of {} tokens", padding_idx, vocab_size));
@@ -95,8 +100,8 @@ TransformerClassifier<T>::TransformerClassifier(const TransformerClassifierOptio
   encoder = this->register_module("encoder", make_classifier_encoder<T>(o, gen, dropout_gen_));
   classifier = this->register_module("classifier", std::make_shared<nn::Linear<T>>(o.d_model, o.num_classes, gen));
   if (o.wide_buckets > 0) {
-    wide = this->register_module("wide",
-                                 std::make_shared<nn::HashedNgramBag<T>>(o.wide_buckets, o.num_classes, o.wide_max_n));
+    wide = this->register_module("wide", std::make_shared<nn::HashedNgramBag<T>>(o.wide_buckets, o.num_classes,
+                                                                                 o.wide_max_n, o.wide_feature_scale));
   }
 }
 

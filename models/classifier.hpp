@@ -58,6 +58,10 @@ struct TransformerClassifierOptions {
   /// rows (at least 2).
   std::size_t wide_buckets = 0;
   std::size_t wide_max_n = 2;
+  /// The wide part's features scaled per bucket (nn::HashedNgramBag's feature_scale, the buffer
+  /// "wide.scale"), to be set from the training documents' naive-Bayes log-count ratios
+  /// (nn::NgramLogCountRatio); two classes only.
+  bool wide_feature_scale = false;
 
   /// Throws std::invalid_argument naming the offending field and value.
   void validate() const;

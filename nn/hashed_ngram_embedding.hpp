@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 #include <xtensor/xarray.hpp>
 
 #include "tapegrad/autograd/generator.hpp"
@@ -61,21 +62,52 @@ extern template class HashedNgramEmbedding<double>;
 /// al. 2016): forward(ids [B, L], padding_mask [B, L]) -> [B, out_features], the sum of the table rows of
 /// each row's distinct n-grams (n = 1 .. max_n, document_ngram_buckets). weight [num_buckets,
 /// out_features] starts at zero, as a linear model's weights do; row 0 ("no n-gram") stays zero.
+///
+/// With feature_scale, a buffer `scale` [num_buckets, 1] (ones until set_feature_scale) multiplies each
+/// n-gram's feature: the sum becomes that of scale[b] * weight[b], NBSVM's naive-Bayes-scaled features
+/// when the scale holds NgramLogCountRatio's ratios.
 template <typename T>
 class HashedNgramBag : public Module<T> {
  public:
-  HashedNgramBag(std::size_t num_buckets, std::size_t out_features, std::size_t max_n);
+  HashedNgramBag(std::size_t num_buckets, std::size_t out_features, std::size_t max_n, bool feature_scale = false);
 
   Tensor<T> forward(const xt::xarray<std::int64_t>& ids, const BoolArray& padding_mask) const;
+  /// Sets the feature scale from one value per bucket [num_buckets]; throws std::invalid_argument for
+  /// another shape, a non-finite value or a bag built without feature_scale.
+  void set_feature_scale(const xt::xarray<double>& per_bucket);
 
   std::string name() const override { return "HashedNgramBag"; }
   std::string extra_repr() const override;
 
   std::size_t num_buckets, out_features, max_n;
   Tensor<T> weight;
+  Tensor<T> scale;  ///< [num_buckets, 1], a persistent buffer; undefined without feature_scale
 };
 
 extern template class HashedNgramBag<float>;
 extern template class HashedNgramBag<double>;
+
+/// Counts, for two classes, how many documents of each class hold each n-gram bucket (as
+/// document_ngram_buckets finds them), and turns the counts into naive Bayes' log-count ratios, the
+/// feature scale of NBSVM (Wang and Manning 2012): r_b = log((p_b / |p|_1) / (q_b / |q|_1)), with p =
+/// alpha + the counts in class-1 documents and q = alpha + those in class-0 ones, over buckets 1 ..
+/// num_buckets - 1; r_0 = 0. A bucket seen in neither class gets r = log(|q|_1 / |p|_1), near 0.
+class NgramLogCountRatio {
+ public:
+  /// Throws std::invalid_argument for num_buckets < 2 or max_n < 1.
+  NgramLogCountRatio(std::size_t num_buckets, std::size_t max_n);
+  /// Counts the documents ids [B, L] with padding_mask [B, L] and labels [B], each 0 or 1 (anything
+  /// else, or a label count other than B, throws std::invalid_argument naming it).
+  void add(const xt::xarray<std::int64_t>& ids, const BoolArray& padding_mask, const xt::xarray<std::int64_t>& labels);
+  /// The ratios [num_buckets]; alpha > 0 (else std::invalid_argument).
+  xt::xarray<double> ratio(double alpha = 1.0) const;
+  /// Documents counted so far, per class.
+  std::size_t documents(int label) const { return documents_[label == 0 ? 0 : 1]; }
+
+ private:
+  std::size_t num_buckets_, max_n_;
+  std::vector<std::uint32_t> counts_[2];
+  std::size_t documents_[2] = {0, 0};
+};
 
 }  // namespace tapegrad::nn

@@ -92,6 +92,7 @@ std::optional<std::string> validate(const Config& c) {
   if (c.wide_max_n < 1 || c.wide_max_n > lim::kNgramMax) {
     return fmt::format("--wide-max-n {} is outside [1, {}]", c.wide_max_n, lim::kNgramMax);
   }
+  if (c.wide_nb && c.wide_buckets == 0) return std::string("--wide-nb needs a wide part (--wide-buckets)");
   if (c.vocab_size < 3)
     return fmt::format("--vocab-size {} leaves no room for a token besides <pad> and <unk>", c.vocab_size);
   if (c.d_model % c.heads != 0) return fmt::format("--d-model {} is not divisible by --heads {}", c.d_model, c.heads);
@@ -170,6 +171,7 @@ nlohmann::json to_json(const Config& c) {
       {"wide-buckets", c.wide_buckets},
       {"wide-max-n", c.wide_max_n},
       {"wide-loss", c.wide_loss},
+      {"wide-nb", c.wide_nb},
       {"optimizer", c.optimizer},
       {"lr", c.lr},
       {"warmup", c.warmup},
@@ -213,6 +215,7 @@ Config config_from_json(const nlohmann::json& json) {
   examples::read_setting(json, "wide-buckets", c.wide_buckets);
   examples::read_setting(json, "wide-max-n", c.wide_max_n);
   examples::read_setting(json, "wide-loss", c.wide_loss);
+  examples::read_setting(json, "wide-nb", c.wide_nb);
   examples::read_setting(json, "optimizer", c.optimizer);
   examples::read_setting(json, "lr", c.lr);
   examples::read_setting(json, "warmup", c.warmup);
@@ -254,6 +257,7 @@ tapegrad::models::TransformerClassifierOptions model_options(const Config& c, st
   o.ngram_dim = static_cast<std::size_t>(c.ngram_dim);
   o.wide_buckets = static_cast<std::size_t>(c.wide_buckets);
   o.wide_max_n = static_cast<std::size_t>(c.wide_max_n);
+  o.wide_feature_scale = c.wide_nb;
   o.num_classes = 2;
   o.padding_idx = tapegrad::datasets::Vocabulary::pad_id;
   return o;

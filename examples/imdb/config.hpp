@@ -47,6 +47,7 @@ struct Config {
   std::int64_t wide_buckets = 0;
   std::int64_t wide_max_n = 2;
   std::string wide_loss = "joint";  // joint | separate
+  bool wide_nb = false;             // scale the wide part's features by naive Bayes' log-count ratios (NBSVM)
 
   // Optimization.
   std::string optimizer = "adamw";  // adam | adamw | sgd

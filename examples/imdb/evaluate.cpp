@@ -50,6 +50,7 @@ EvalResult evaluate(Model& model, const ds::EncodedDataset& data, std::size_t ba
   EvalResult result;
   result.logits = xt::zeros<double>({data.size(), std::size_t{2}});
   double loss_sum = 0.0;
+  std::size_t encoder_correct = 0, wide_correct = 0;
   tapegrad::CrossEntropyOptions ce;
   ce.reduction = tapegrad::Reduction::Sum;
   for (const auto& indices : plan) {
@@ -58,12 +59,19 @@ EvalResult evaluate(Model& model, const ds::EncodedDataset& data, std::size_t ba
       break;
     }
     const ds::Batch batch = ds::collate(data, indices);
-    const auto logits = model.forward(batch.ids, batch.padding_mask);
+    const auto parts = model.forward_parts(batch.ids, batch.padding_mask);
+    const auto logits = parts.total();
     loss_sum += static_cast<double>(tapegrad::cross_entropy(logits, batch.labels, ce).item());
     const auto& l = logits.data();
+    const auto right = [&](const tapegrad::Tensor<float>& part, std::size_t b) {
+      return (part.data()(b, 1) > part.data()(b, 0) ? 1 : 0) == batch.labels(b) ? 1 : 0;
+    };
     for (std::size_t b = 0; b < indices.size(); ++b) {
-      const std::int64_t predicted = l(b, 1) > l(b, 0) ? 1 : 0;
-      result.correct += predicted == batch.labels(b) ? 1 : 0;
+      result.correct += right(logits, b);
+      if (parts.wide.defined()) {
+        encoder_correct += right(parts.encoder, b);
+        wide_correct += right(parts.wide, b);
+      }
       result.tokens += data.length(indices[b]);
       result.logits(result.count + b, 0) = l(b, 0);
       result.logits(result.count + b, 1) = l(b, 1);
@@ -76,6 +84,10 @@ EvalResult evaluate(Model& model, const ds::EncodedDataset& data, std::size_t ba
   result.loss = result.count ? loss_sum / static_cast<double>(result.count) : std::nan("");
   result.accuracy =
       result.count ? static_cast<double>(result.correct) / static_cast<double>(result.count) : std::nan("");
+  if (model.wide && result.count) {
+    result.encoder_accuracy = static_cast<double>(encoder_correct) / static_cast<double>(result.count);
+    result.wide_accuracy = static_cast<double>(wide_correct) / static_cast<double>(result.count);
+  }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }

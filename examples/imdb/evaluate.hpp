@@ -24,6 +24,9 @@ struct EvalResult {
   std::size_t tokens = 0;  // real (non-padding) tokens seen
   double seconds = 0.0;
   bool stopped = false;  // should_stop said so before the end; the numbers are then partial
+  // With a wide n-gram part (--wide-buckets): the accuracy of each part's logits alone, which shows
+  // what each contributes to the sum.
+  std::optional<double> encoder_accuracy, wide_accuracy;
   // Per review, in the order evaluated: the two logits [count, 2], the label and the real tokens.
   xt::xarray<double> logits;
   std::vector<std::int64_t> labels;

@@ -128,6 +128,24 @@ void init_from_pretrained(Model& model, const Config& config, tr::Progress& prog
                                dir.string(), loaded.size()));
 }
 
+// --wide-nb: NBSVM's feature scale, the naive-Bayes log-count ratio of every n-gram bucket over the
+// training reviews (as read, before word dropout). A resumed run has it in its checkpoint.
+void fit_wide_feature_scale(Model& model, const ds::EncodedDataset& train, tr::Progress& progress) {
+  const tr::Stopwatch watch;
+  tapegrad::nn::NgramLogCountRatio counts(model.wide->num_buckets, model.wide->max_n);
+  constexpr std::size_t kChunk = 256;
+  for (std::size_t begin = 0; begin < train.size(); begin += kChunk) {
+    std::vector<std::size_t> indices(std::min(kChunk, train.size() - begin));
+    std::iota(indices.begin(), indices.end(), begin);
+    const ds::Batch batch = ds::collate(train, indices);
+    counts.add(batch.ids, batch.padding_mask, batch.labels);
+  }
+  model.wide->set_feature_scale(counts.ratio(1.0));
+  progress.message(
+      fmt::format("--wide-nb: log-count ratios of {} n-gram buckets from {} + {} training reviews in {:.1f} s",
+                  model.wide->num_buckets, counts.documents(1), counts.documents(0), watch.seconds()));
+}
+
 }  // namespace
 
 TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bool interactive,
@@ -176,6 +194,7 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
   }
   const auto model = make_model(config, vocab.size());
   if (!config.init_from.empty() && !config.resume) init_from_pretrained(*model, config, progress);
+  if (config.wide_nb && !config.resume) fit_wide_feature_scale(*model, data.train, progress);
   // Several ranks: the same model everywhere (checked), gradients averaged; each trains its rows.
   const tr::Replicas replicas = parallel.attach ? parallel.attach(*model) : tr::Replicas{};
   auto optimizer = make_optimizer(config, model->parameters());
@@ -246,6 +265,12 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
     e.score = valid.accuracy;  // NaN without validation reviews: every epoch's model is then kept
     e.metrics = {{"valid_loss", valid.loss}, {"valid_acc", valid.accuracy}};
     e.summary = fmt::format("valid loss {:.4f} acc {:.2f}%", valid.loss, 100.0 * valid.accuracy);
+    if (valid.encoder_accuracy && valid.wide_accuracy) {
+      e.metrics["valid_acc_encoder"] = *valid.encoder_accuracy;
+      e.metrics["valid_acc_wide"] = *valid.wide_accuracy;
+      e.summary += fmt::format(" (encoder alone {:.2f}%, n-grams alone {:.2f}%)", 100.0 * *valid.encoder_accuracy,
+                               100.0 * *valid.wide_accuracy);
+    }
     e.stopped = valid.stopped;
     return e;
   };

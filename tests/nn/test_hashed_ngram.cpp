@@ -134,3 +134,46 @@ TEST_CASE("HashedNgramBag: gradcheck, and the padding row gets no gradient", "[n
   loss.backward();
   CHECK(xt::all(xt::equal(xt::view(bag.weight.grad(), 0), 0.0)));
 }
+
+TEST_CASE("NgramLogCountRatio: naive Bayes' log-count ratios per bucket", "[nn][ngram]") {
+  // Words only, 100 buckets: 5 -> 39, 7 -> 31, 9 -> 23. Class 1 has "5 7", class 0 has "5 9" and "9".
+  NgramLogCountRatio counts(100, 1);
+  const xt::xarray<std::int64_t> ids = {{5, 7}, {5, 9}, {9, 0}};
+  const BoolArray pad = {{false, false}, {false, false}, {false, true}};
+  counts.add(ids, pad, xt::xarray<std::int64_t>{1, 0, 0});
+  CHECK(counts.documents(1) == 1);
+  CHECK(counts.documents(0) == 2);
+  const auto r = counts.ratio(1.0);
+  REQUIRE(r.size() == 100);
+  // |p|_1 = 99 + 2, |q|_1 = 99 + 3 over buckets 1..99.
+  const double p1 = 101.0, q1 = 102.0;
+  CHECK(r(0) == 0.0);
+  CHECK(r(31) == Approx(std::log((2.0 / p1) / (1.0 / q1))));
+  CHECK(r(23) == Approx(std::log((1.0 / p1) / (3.0 / q1))));
+  CHECK(r(39) == Approx(std::log((2.0 / p1) / (2.0 / q1))));
+  CHECK(r(50) == Approx(std::log(q1 / p1)));
+  CHECK_THROWS_WITH(counts.add(ids, pad, xt::xarray<std::int64_t>{1, 2, 0}),
+                    Catch::Contains("label 2 of document 1 is not 0 or 1"));
+  CHECK_THROWS_WITH(counts.add(ids, pad, xt::xarray<std::int64_t>{1, 0}), Catch::Contains("must be [batch]"));
+  CHECK_THROWS_WITH(counts.ratio(0.0), Catch::Contains("alpha 0 must be a finite number > 0"));
+
+  // The ratios as a bag's feature scale: each n-gram's row counts r times.
+  HashedNgramBag<double> bag(100, 2, 1, /*feature_scale=*/true);
+  CHECK(bag.state_dict().at("scale").shape() == Shape{100, 1});
+  CHECK(xt::all(xt::equal(bag.scale.data(), 1.0)));
+  bag.set_feature_scale(r);
+  Generator gen(11);
+  bag.weight.mutable_data() = Tensor<double>::normal({100, 2}, 0.0, 1.0, gen).data();
+  const auto out = bag.forward(ids, pad);
+  const auto& w = bag.weight.data();
+  for (std::size_t k = 0; k < 2; ++k) CHECK(out.data()(0, k) == Approx(r(39) * w(39, k) + r(31) * w(31, k)));
+  const auto f = [&](const std::vector<Tensor<double>>&) { return bag.forward(ids, pad); };
+  CHECK_GRADCHECK(f, bag.parameters());
+  CHECK(bag.to_string() == "HashedNgramBag(100, 2, max_n=1, feature_scale)");
+  CHECK_THROWS_WITH(bag.set_feature_scale(xt::zeros<double>({99})), Catch::Contains("must be [100]"));
+  auto bad = r;
+  bad(7) = std::nan("");
+  CHECK_THROWS_WITH(bag.set_feature_scale(bad), Catch::Contains("bucket 7 is nan"));
+  HashedNgramBag<double> plain(100, 2, 1);
+  CHECK_THROWS_WITH(plain.set_feature_scale(r), Catch::Contains("built without feature_scale"));
+}
