@@ -21,7 +21,7 @@ fail() {
 # two layouts (harmlessly: they cannot change any output). The validation set is large enough that a
 # validation takes a moment, which leaves time to interrupt the run below between two of them.
 flags=(--d-model 16 --nhead 2 --num-encoder-layers 1 --num-decoder-layers 1 --dim-feedforward 32 --batch-size 8
-  --steps 12 --warmup 2 --eval-every 4 --log-every 1 --valid-size 2000 --test-size 20 --dropout 0 --threads 1
+  --steps 12 --warmup 2 --eval-every 4 --log-every 1 --valid-size 1000 --test-size 20 --dropout 0 --threads 1
   --eps 1e-3 --lr-factor 0.5)
 "$program" "${flags[@]}" --out "$work/one" > "$work/one.out" 2> "$work/one.err" || fail "one process: $(cat "$work/one.err")"
 "$mpirun" -np 2 --oversubscribe "$program" "${flags[@]}" --out "$work/two" > "$work/two.out" 2> "$work/two.err" ||
