@@ -11,7 +11,7 @@
 // --threads 1 ...`, --batch-size staying the global batch.
 #include <iostream>
 
-#include "examples/common/parallel.hpp"
+#include "examples/common/parallel_main.hpp"
 #include "examples/translate/cli.hpp"
 #include "tapegrad/train/progress.hpp"
 
