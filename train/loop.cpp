@@ -260,7 +260,15 @@ bool Trainer<T>::validate_and_save(std::int64_t epoch, std::int64_t index, Train
       record.evaluation.score = std::numeric_limits<double>::quiet_NaN();
     }
     model_.train();
-    if (record.evaluation.stopped) return false;
+    // A validation stopped by Ctrl-C on one rank must stop every rank here: one that went on would wait
+    // forever in the next collective for the others.
+    bool stopped = record.evaluation.stopped;
+    if (hooks_.replicas.all_reduce_sum) {
+      std::vector<double> votes = {stopped ? 1.0 : 0.0};
+      hooks_.replicas.all_reduce_sum(votes);
+      stopped = votes[0] > 0;
+    }
+    if (stopped) return false;
     const double score = record.evaluation.score;
     record.best = std::isnan(score) || score > best_score_ || (options_.ties_improve && score == best_score_);
     if (record.best) {

@@ -58,20 +58,24 @@ Config resumed_config(const CLI::App& app, const Config& given) {
   return c;
 }
 
-int train_command(const CLI::App& app, Config c, std::ostream& out, std::ostream& err, bool interactive) {
+int train_command(const CLI::App& app, Config c, std::ostream& out, std::ostream& err, bool interactive,
+                  const examples::Parallel& parallel) {
   if (c.resume && c.overwrite) throw UsageError("--resume and --overwrite exclude each other");
   if (c.resume) c = resumed_config(app, c);
   tr::install_interrupt_handler();
   TrainResult result;
   try {
-    result = train(c, out, err, interactive);
+    // Ranks other than 0 train silently; their errors still reach stderr through exit_code_of.
+    std::ostream silent(nullptr);
+    const bool rank0 = parallel.writes_files();
+    result = train(c, rank0 ? out : silent, rank0 ? err : silent, interactive && rank0, {}, parallel);
   } catch (...) {
     tr::remove_interrupt_handler();
     throw;
   }
   tr::remove_interrupt_handler();
   // Once config.json exists the run has a report, even an interrupted one.
-  if (fs::exists(run_directory(c.out).config())) {
+  if (parallel.writes_files() && fs::exists(run_directory(c.out).config())) {
     out << fmt::format("report: {}\n", write_report(c.out).string()) << std::flush;
   }
   return result.interrupted ? tr::kInterruptedExitCode : 0;
@@ -130,8 +134,8 @@ const CLI::Validator kNotNegative(
     },
     "", "not negative");
 
-int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& out, std::ostream& err,
-            bool interactive) {
+int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& out, std::ostream& err, bool interactive,
+            const examples::Parallel& parallel) {
   Config c;
   CLI::App app{"Trains a Transformer to translate numbers between English words and digits.", kProgram};
   app.add_option("--direction", c.direction, "words2digits|digits2words")->capture_default_str();
@@ -207,6 +211,11 @@ int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& o
 
   if (const auto code = examples::parse_command_line(app, argc, argv, out, err, kProgram)) return *code;
   return tr::exit_code_of(kProgram, err, [&] {
+    for (const CLI::App* command : {evaluate, translate, report}) {
+      if (command->parsed() && parallel.size > 1) {
+        throw UsageError(fmt::format("{} runs in one process: start it without mpirun", command->get_name()));
+      }
+    }
     if (evaluate->parsed()) return evaluate_command(run_dir, beam, split, out);
     if (translate->parsed()) return translate_command(run_dir, beam, attention, texts, in, out);
     if (report->parsed()) {
@@ -214,7 +223,7 @@ int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& o
       out << fmt::format("report: {}\n", write_report(run_dir).string());
       return 0;
     }
-    return train_command(app, c, out, err, interactive);
+    return train_command(app, c, out, err, interactive, parallel);
   });
 }
 

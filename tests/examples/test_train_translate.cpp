@@ -33,7 +33,8 @@ namespace {
 using tapegrad::testing::CliResult;
 
 CliResult run_in_process(std::vector<std::string> args, const std::string& input = "") {
-  return tapegrad::testing::run_cli_in_process(translate::run_cli, "train_translate", std::move(args), input);
+  return tapegrad::testing::run_cli_in_process([](auto&&... a) { return translate::run_cli(a...); }, "train_translate",
+                                               std::move(args), input);
 }
 
 // A tiny model: 6 steps of 8 numbers, validation after steps 3 and 6.

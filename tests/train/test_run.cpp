@@ -560,10 +560,57 @@ TEST_CASE("Trainer: a rank other than 0 trains without writing files and logs th
   const auto result = trainer.run();
   CHECK(result.step == 3);
   CHECK(synchronizations == 3);
-  CHECK(reductions == 3);
+  CHECK(reductions == 3 + 1);           // each step's sums, and the validation's stop vote at the epoch's end
   CHECK(result.train_tokens == 3 * 8);  // the global batch's tokens
   CHECK(run.existing_files().empty());
   CHECK_THROWS_AS(trainer.metrics(), std::logic_error);
+}
+
+TEST_CASE("Trainer: a validation stopped by Ctrl-C on another rank stops this one too", "[train]") {
+  TempDir tmp;
+  const train::RunDirectory run(tmp.path);
+  Run rank1(1);
+  train::TrainerOptions options;
+  options.epochs = 1;
+  options.steps_per_epoch = 6;
+  options.eval_every = 2;
+  options.schedule = [](std::int64_t) { return 0.05; };
+  train::TrainerHooks<double> hooks;
+  Generator data(4);
+  hooks.forward = [&](std::int64_t, std::int64_t) {
+    const auto [x, labels] = draw(data, 4);
+    train::StepOutput<double> out;
+    out.loss = cross_entropy(rank1.model.forward(x), labels);
+    out.count = 4;
+    return out;
+  };
+  int validations = 0;
+  hooks.validate = [&] {
+    ++validations;
+    train::Evaluation e;
+    e.score = 0.5;  // this rank's validation always completes
+    return e;
+  };
+  // Rank 0, simulated: its validation after step 4 is interrupted, which it reports in the one-value
+  // vote that follows every validation; the step sums it contributes are this rank's own.
+  std::vector<std::size_t> votes;
+  hooks.replicas.rank = 1;
+  hooks.replicas.size = 2;
+  hooks.replicas.synchronize_gradients = [] {};
+  hooks.replicas.all_reduce_sum = [&](std::vector<double>& values) {
+    if (values.size() == 1) {
+      votes.push_back(values.size());
+      values[0] += votes.size() == 2 ? 1.0 : 0.0;
+    } else {
+      for (double& v : values) v *= 2;
+    }
+  };
+  train::Trainer<double> trainer(run, rank1.model, rank1.optimizer, options, hooks, rank1.progress);
+  const auto result = trainer.run();
+  CHECK(result.interrupted);
+  CHECK(result.step == 4);  // stopped at the second validation, as rank 0 did, not after step 6
+  CHECK(validations == 2);
+  CHECK(votes.size() == 2);
 }
 
 TEST_CASE("shard gives each rank every N-th element, padding with the first ones", "[train]") {
