@@ -102,12 +102,14 @@ TransformerClassifier<T>::TransformerClassifier(const TransformerClassifierOptio
   if (o.wide_buckets > 0) {
     wide = this->register_module("wide", std::make_shared<nn::HashedNgramBag<T>>(o.wide_buckets, o.num_classes,
                                                                                  o.wide_max_n, o.wide_feature_scale));
+    wide_weight = this->register_buffer("wide_weight", Tensor<T>::ones({1}));
   }
 }
 
 template <typename T>
 Tensor<T> ClassifierLogits<T>::total() const {
-  return wide.defined() ? add(encoder, wide) : encoder;
+  if (!wide.defined()) return encoder;
+  return wide_weight == T(1) ? add(encoder, wide) : add(encoder, mul(wide, wide_weight));
 }
 
 template <typename T>
@@ -188,7 +190,10 @@ ClassifierLogits<T> TransformerClassifier<T>::forward_parts(const xt::xarray<std
   }
   ClassifierLogits<T> logits;
   logits.encoder = classifier->forward(pooled);
-  if (wide) logits.wide = wide->forward(ids, padding_mask);
+  if (wide) {
+    logits.wide = wide->forward(ids, padding_mask);
+    logits.wide_weight = wide_weight.data()(0);
+  }
   return logits;
 }
 

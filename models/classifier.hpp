@@ -88,13 +88,14 @@ struct ClassifierTrace {
 };
 
 /// The two parts of a classifier's logits, [B, num_classes] each: the encoder's head, and the wide
-/// n-gram model (undefined when the classifier has none). The prediction is their sum (total()); a
-/// training program may also give each part a loss of its own.
+/// n-gram model (undefined when the classifier has none). The prediction is encoder + wide_weight *
+/// wide (total()); a training program may also give each part a loss of its own.
 template <typename T>
 struct ClassifierLogits {
   Tensor<T> encoder;
   Tensor<T> wide;
-  /// encoder + wide, or encoder alone without a wide part.
+  T wide_weight = T(1);  ///< the classifier's wide_weight buffer when the logits were computed
+  /// encoder + wide_weight * wide, or encoder alone without a wide part.
   Tensor<T> total() const;
 };
 
@@ -137,6 +138,9 @@ class TransformerClassifier : public nn::Module<T, TransformerClassifier<T>> {
   std::shared_ptr<nn::TransformerEncoder<T>> encoder;
   std::shared_ptr<nn::Linear<T>> classifier;
   std::shared_ptr<nn::HashedNgramBag<T>> wide;  ///< set when options.wide_buckets > 0
+  /// [1], a persistent buffer beside `wide` (1 at first): the wide part's weight in the sum, which a
+  /// program may fit on held-out data after training (train::fit_logit_weights), as it fits a temperature.
+  Tensor<T> wide_weight;
 
  private:
   std::shared_ptr<Generator> dropout_gen_;

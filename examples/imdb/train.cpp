@@ -265,11 +265,18 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
     e.score = valid.accuracy;  // NaN without validation reviews: every epoch's model is then kept
     e.metrics = {{"valid_loss", valid.loss}, {"valid_acc", valid.accuracy}};
     e.summary = fmt::format("valid loss {:.4f} acc {:.2f}%", valid.loss, 100.0 * valid.accuracy);
-    if (valid.encoder_accuracy && valid.wide_accuracy) {
+    if (const auto weights = fit_part_weights(valid)) {
+      // The model is judged as it will predict: with its parts weighted as fitted after training.
+      e.score = weights->accuracy;
+      e.metrics["valid_acc_sum"] = valid.accuracy;
+      e.metrics["valid_acc"] = weights->accuracy;
       e.metrics["valid_acc_encoder"] = *valid.encoder_accuracy;
       e.metrics["valid_acc_wide"] = *valid.wide_accuracy;
-      e.summary += fmt::format(" (encoder alone {:.2f}%, n-grams alone {:.2f}%)", 100.0 * *valid.encoder_accuracy,
-                               100.0 * *valid.wide_accuracy);
+      e.summary = fmt::format(
+          "valid loss {:.4f} acc {:.2f}% (weighted {:.2f} x encoder + {:.2f} x n-grams; encoder alone {:.2f}%, "
+          "n-grams alone {:.2f}%)",
+          valid.loss, 100.0 * weights->accuracy, weights->encoder, weights->wide, 100.0 * *valid.encoder_accuracy,
+          100.0 * *valid.wide_accuracy);
     }
     e.stopped = valid.stopped;
     return e;
@@ -334,7 +341,18 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
   if (data.valid.size() > 0) {
     const EvalResult valid = evaluate(*model, data.valid, batch_size, tr::interrupt_requested);
     if (!valid.stopped) {
-      temperature = tr::fit_temperature(valid.logits, valid.labels);
+      // With a wide part, the weights of the two parts (a, b) that fit the validation reviews best:
+      // logits a * encoder + b * wide = (encoder + (b / a) * wide) / (1 / a), the wide weight and the
+      // temperature. Weights that are not both positive (a part that hurts) keep the plain sum.
+      const auto weights = fit_part_weights(valid);
+      if (weights && weights->encoder > 0 && weights->wide > 0) {
+        model->wide_weight.mutable_data()(0) = static_cast<float>(weights->wide / weights->encoder);
+        temperature = 1.0 / weights->encoder;
+        progress.message(fmt::format("the parts' weights fitted on validation: encoder {:.3f}, n-grams {:.3f}",
+                                     weights->encoder, weights->wide));
+      } else {
+        temperature = tr::fit_temperature(valid.logits, valid.labels);
+      }
       metadata[kTemperatureKey] = fmt::format("{:.17g}", temperature);
       tr::save_model(run.model(), *model, metadata);
     }

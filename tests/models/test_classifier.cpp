@@ -204,6 +204,14 @@ TEST_CASE("TransformerClassifier with a wide n-gram part: logits add up, gradche
   const auto parts = model.forward_parts(kIds, kPad);
   CHECK(parts.wide.data() == model.wide->forward(kIds, kPad).data());
   CHECK(xt::allclose(model.forward(kIds, kPad).data(), parts.encoder.data() + parts.wide.data()));
+  // The buffer wide_weight (saved with the model) weighs the wide part in the sum.
+  CHECK(state.at("wide_weight").shape() == Shape{1});
+  model.wide_weight.mutable_data()(0) = 0.25;
+  const auto weighted = model.forward_parts(kIds, kPad);
+  CHECK(weighted.wide.data() == parts.wide.data());
+  CHECK(xt::allclose(weighted.total().data(), parts.encoder.data() + 0.25 * parts.wide.data()));
+  CHECK(xt::allclose(model.forward(kIds, kPad).data(), weighted.total().data()));
+  model.wide_weight.mutable_data()(0) = 1.0;
   // Padding changes neither part, and the encoder's logits are those of the same model without it.
   auto ids2 = kIds;
   ids2(1, 3) = 9;
