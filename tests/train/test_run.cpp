@@ -339,6 +339,14 @@ TEST_CASE("MetricsLog on --resume replaces the log atomically instead of truncat
   for (const auto& entry : fs::directory_iterator(tmp.path)) {
     CHECK(entry.path().filename().string().find(".tmp") == std::string::npos);
   }
+
+  // A resume killed during its rewrite left its temporary file, as large as the log: the next
+  // resume removes it (they used to pile up, one per killed resume).
+  const fs::path debris = tmp.path / fmt::format("metrics.jsonl.tmp.{}", testing::exited_pid());
+  std::ofstream(debris) << read_bytes(path).substr(0, 20);
+  { train::MetricsLog log(path, 5); }
+  CHECK_FALSE(fs::exists(debris));
+  CHECK(train::read_metrics(path).size() == 5);
 }
 
 TEST_CASE("write_file_atomically and exit codes", "[train]") {
