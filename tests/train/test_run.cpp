@@ -256,11 +256,19 @@ TEST_CASE("save_model / load_model: a model file that checks itself, without an 
   CHECK_THAT(refused(flipped), Catch::Contains("checksum mismatch"));
   CHECK_THAT(refused(bytes.substr(0, bytes.size() - 5)), Catch::Contains(path.string()));
 
-  // Non-finite weights are refused even with a valid checksum (a diverged run's model).
+  // A diverged run's non-finite weights: save_model refuses them, leaving the previous file as it was...
   Net diverged(1);
   diverged.fc2->bias.mutable_data()(1) = std::numeric_limits<double>::quiet_NaN();
-  train::save_model(path, diverged);
-  CHECK_THAT(refused(read_bytes(path)), Catch::Contains("\"fc2.bias\" holds 1 non-finite value(s)"));
+  write_bytes(path, bytes);
+  CHECK_THROWS_WITH(train::save_model(path, diverged),
+                    Catch::Contains("not saved, the model \"fc2.bias\" holds 1 non-finite value(s)"));
+  CHECK(read_bytes(path) == bytes);
+  // ... and load_model refuses them even with a valid checksum (a file written by other means).
+  std::map<std::string, st::Array> tensors;
+  for (const auto& [name, tensor] : diverged.state_dict()) tensors[name] = tensor.data();
+  st::save_file(path.string(), tensors, {{train::kChecksumKey, train::checksum(tensors, {})}});
+  const std::string nan_message = refused(read_bytes(path));
+  CHECK_THAT(nan_message, Catch::Contains("1 problem(s)") && Catch::Contains("\"fc2.bias\" holds nan at flat index 1"));
 
   // A file without the checksum (written by another tool) is not taken for a checked one.
   st::save_state_dict(path.string(), trained.state_dict());
@@ -534,6 +542,49 @@ TEST_CASE("Trainer: a non-finite loss stops the run before the step, keeping the
   train::Trainer<double> checked(run2, model2, adam2, options, hooks, progress);
   CHECK_THROWS_AS(checked.run(), AnomalyError);
   CHECK_FALSE(is_anomaly_enabled());
+}
+
+TEST_CASE("Trainer: a step that leaves NaN weights behind a finite loss stops before validating and saving",
+          "[train]") {
+  // An update can overflow (or divide 0 by 0, as Adam with eps 0 on a zero gradient) while the loss it
+  // came from was finite. Validated, those weights scored NaN, counted as the best, and were saved over
+  // the last good model and checkpoint as files that no load accepts.
+  TempDir tmp;
+  const train::RunDirectory run(tmp.path);
+  Net model(1);
+  optim::Adam<double> adam(model.parameters());
+  std::ostringstream log;
+  train::Progress progress(log, false, 1);
+  train::TrainerOptions options;
+  options.schedule = [](std::int64_t) { return 0.01; };
+  options.steps_per_epoch = 3;
+  options.epochs = 2;
+  train::TrainerHooks<double> hooks;
+  Generator data(4);
+  hooks.forward = [&](std::int64_t, std::int64_t) {
+    auto [x, labels] = draw(data, 4);
+    train::StepOutput<double> out;
+    out.loss = cross_entropy(model.forward(x), labels);
+    out.count = 4;
+    return out;
+  };
+  std::int64_t steps = 0;
+  hooks.after_step = [&] {
+    if (++steps == 6) model.fc2->bias.mutable_data()(1) = std::numeric_limits<double>::quiet_NaN();
+  };
+  hooks.validate = [&] {
+    train::Evaluation e;
+    const Tensor<double> logits = model.forward(Tensor<double>::ones({2, 4}));
+    e.score = -static_cast<double>(logits.data()(0, 0));  // NaN once the bias is
+    return e;
+  };
+  train::Trainer<double> trainer(run, model, adam, options, hooks, progress);
+  CHECK_THROWS_WITH(trainer.run(), Catch::Contains("after step 6 the model's \"fc2.bias\" holds nan at flat index 1; "
+                                                   "stopped before validating and saving it, the last checkpoint "
+                                                   "(step 3) is kept"));
+  Net saved(2);
+  CHECK(train::load_checkpoint(run.checkpoint().string(), saved) == 3);
+  CHECK(train::load_model(run.model(), saved).at("step") == "3");
 }
 
 TEST_CASE("Trainer: a rank other than 0 trains without writing files and logs the sums over the ranks", "[train]") {
