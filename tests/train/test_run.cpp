@@ -372,6 +372,19 @@ TEST_CASE("write_file_atomically and exit codes", "[train]") {
         train::kUsageExitCode);
   CHECK(train::exit_code_of("prog", err, []() -> int { throw std::runtime_error("run/x: cannot open"); }) == 1);
   CHECK(err.str() == "prog: --lr -1 must be positive\nprog: run/x: cannot open\n");
+
+  // A message quoting a whole untrusted input (a 10 MB line) is clipped line by line, and a list of
+  // problems after 50 lines.
+  CHECK(train::error_message("prog", "a\nb\n") == "prog: a\nb\n");
+  CHECK(train::error_message("prog", "") == "prog: \n");
+  const std::string long_line(10'000'000, 'x');
+  CHECK(train::error_message("prog", "bad '" + long_line + "'") ==
+        "prog: bad '" + std::string(1019, 'x') + "... (10000006 bytes)\n");
+  std::string many;
+  for (int i = 0; i < 120; ++i) many += fmt::format("problem {}\n", i);
+  const std::string shown = train::error_message("prog", many);
+  CHECK_THAT(shown,
+             Catch::StartsWith("prog: problem 0\nproblem 1\n") && Catch::EndsWith("problem 49\n... (70 more lines)\n"));
   CHECK(train::kUsageExitCode == 2);
   CHECK(train::kInterruptedExitCode == 130);
 }
