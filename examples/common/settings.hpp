@@ -33,6 +33,7 @@ inline constexpr std::int64_t kSteps = 1'000'000'000;  ///< steps, warmup, loggi
 inline constexpr double kLearningRate = 1000.0;
 inline constexpr std::int64_t kNgramBuckets = 100'000'000;  ///< rows of a hashed n-gram table
 inline constexpr std::int64_t kNgramMax = 8;                ///< the longest hashed n-gram
+inline constexpr std::int64_t kBeam = 1'024;                ///< beam search's width (its hypotheses are kept in memory)
 }  // namespace limits
 
 /// The machine's physical memory in bytes (64 GB if the system does not say).

@@ -8,10 +8,12 @@
 #include <vector>
 
 #include "examples/common/command_line.hpp"
+#include "examples/common/settings.hpp"
 #include "examples/translate/config.hpp"
 #include "examples/translate/report.hpp"
 #include "examples/translate/training.hpp"
 #include "tapegrad/autograd/matmul.hpp"
+#include "tapegrad/autograd/messages.hpp"
 #include "tapegrad/datasets/numbers/numbers.hpp"
 #include "tapegrad/train/errors.hpp"
 #include "tapegrad/train/interrupt.hpp"
@@ -49,7 +51,7 @@ Config resumed_config(const CLI::App& app, const Config& given) {
                                    run.config().string(), option->get_name()));
     }
   }
-  Config c = Config::from_json(run.read_config().dump());
+  Config c = read_config(run);
   c.out = given.out;
   if (app.get_option_no_throw("--threads") && app.get_option_no_throw("--threads")->count() > 0) {
     c.threads = given.threads;
@@ -77,11 +79,19 @@ int train_command(const CLI::App& app, Config c, std::ostream& out, std::ostream
   return result.interrupted ? tr::kInterruptedExitCode : 0;
 }
 
+// --beam of evaluate and translate: bounded like training's (a beam of 2^32 was a bad_alloc).
+void check_beam(std::size_t beam) {
+  if (beam == 0) throw UsageError("--beam 0 must be positive");
+  if (beam > std::size_t(examples::limits::kBeam)) {
+    throw UsageError(fmt::format("--beam {} is above the limit of {}", beam, examples::limits::kBeam));
+  }
+}
+
 int evaluate_command(const std::string& run_dir, std::size_t beam, const std::string& split, std::ostream& out) {
   if (split != "valid" && split != "test") {
-    throw UsageError(fmt::format("--split must be valid or test, got '{}'", split));
+    throw UsageError(fmt::format("--split must be valid or test, got '{}'", tapegrad::clip_for_message(split)));
   }
-  if (beam == 0) throw UsageError("--beam must be positive");
+  check_beam(beam);
   run_directory(run_dir).check_has({tr::RunDirectory::kConfig, tr::RunDirectory::kModel}, "--out");
   LoadedRun run = load_run(run_dir);
   tapegrad::set_num_threads(run.config.threads);
@@ -98,7 +108,7 @@ int evaluate_command(const std::string& run_dir, std::size_t beam, const std::st
 
 int translate_command(const std::string& run_dir, std::size_t beam, const std::string& attention,
                       std::vector<std::string> texts, std::istream& in, std::ostream& out) {
-  if (beam == 0) throw UsageError("--beam must be positive");
+  check_beam(beam);
   run_directory(run_dir).check_has({tr::RunDirectory::kConfig, tr::RunDirectory::kModel}, "--out");
   LoadedRun run = load_run(run_dir);
   const Direction dir = parse_direction(run.config.direction);
@@ -110,8 +120,10 @@ int translate_command(const std::string& run_dir, std::size_t beam, const std::s
   std::vector<Ids> sources;
   for (const auto& t : texts) {
     Ids ids = encode_source(t, dir);
-    if (ids.size() > run.config.model_options().max_len)
-      throw std::runtime_error(fmt::format("'{}' is longer than {} tokens", t, run.config.model_options().max_len));
+    if (ids.size() > run.config.model_options().max_len) {
+      throw UsageError(fmt::format("'{}' is {} tokens, longer than the model's {}", tapegrad::clip_for_message(t),
+                                   ids.size(), run.config.model_options().max_len));
+    }
     sources.push_back(std::move(ids));
   }
   const auto outputs = translate_all(*run.model, sources, beam);
