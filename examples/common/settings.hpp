@@ -45,6 +45,10 @@ double physical_memory_bytes();
 std::optional<std::string> table_memory_problem(const char* vocab_flag, std::int64_t vocab_size, const char* len_flag,
                                                 std::int64_t max_len, std::int64_t d_model);
 
+/// "--threads 0 must be positive" or "--threads 5000 is above the limit of 1024", else nothing: the
+/// check of a subcommand's --threads (a training's is part of its settings' checks).
+std::optional<std::string> threads_problem(std::int64_t threads);
+
 /// "--pooling median is not one of max|mean|cls" when value is not among choices, else nothing.
 std::optional<std::string> choice_problem(const char* flag, const std::string& value,
                                           std::initializer_list<const char*> choices);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <iterator>
 
+#include "examples/common/settings.hpp"
 #include "examples/lm/model.hpp"
 #include "tapegrad/autograd/matmul.hpp"
 #include "tapegrad/models/generate.hpp"
@@ -22,7 +23,7 @@ int generate_command(const GenerateArgs& a, std::istream& in, std::ostream& out,
   if (a.seed < 0) throw tt::UsageError(fmt::format("--seed {} must not be negative", a.seed));
   if (a.prompt_tokens < 0)
     throw tt::UsageError(fmt::format("--prompt-tokens {} must not be negative", a.prompt_tokens));
-  if (a.threads <= 0) throw tt::UsageError(fmt::format("--threads {} must be positive", a.threads));
+  if (const auto problem = examples::threads_problem(a.threads)) throw tt::UsageError(*problem);
   tapegrad::models::GenerateOptions options;
   options.sampling.temperature = a.temperature;
   options.sampling.top_k = static_cast<std::size_t>(a.top_k);
