@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <iterator>
+#include <tuple>
 
 #include "examples/common/settings.hpp"
 #include "examples/lm/model.hpp"
@@ -23,6 +24,13 @@ int generate_command(const GenerateArgs& a, std::istream& in, std::ostream& out,
   if (a.seed < 0) throw tt::UsageError(fmt::format("--seed {} must not be negative", a.seed));
   if (a.prompt_tokens < 0)
     throw tt::UsageError(fmt::format("--prompt-tokens {} must not be negative", a.prompt_tokens));
+  // Bounds known before the run is read: no context is longer, no vocabulary larger.
+  namespace lim = examples::limits;
+  for (const auto& [flag, value, limit] : {std::tuple{"--max-new-tokens", a.max_new_tokens, lim::kSequenceLength},
+                                           std::tuple{"--prompt-tokens", a.prompt_tokens, lim::kSequenceLength},
+                                           std::tuple{"--top-k", a.top_k, lim::kVocabSize}}) {
+    if (value > limit) throw tt::UsageError(fmt::format("{} {} is above the limit of {}", flag, value, limit));
+  }
   if (const auto problem = examples::threads_problem(a.threads)) throw tt::UsageError(*problem);
   tapegrad::models::GenerateOptions options;
   options.sampling.temperature = a.temperature;
