@@ -190,7 +190,7 @@ int evaluate_command(const EvaluateArgs& a, std::ostream& out, std::ostream& err
   if (const auto problem = examples::choice_problem("--split", a.split, {"test", "valid", "train"})) {
     throw UsageError(*problem);
   }
-  if (a.batch_size < 0) throw UsageError(fmt::format("--batch-size {} must be positive", a.batch_size));
+  if (a.batch_size < 0) throw UsageError(fmt::format("--batch-size {} must not be negative", a.batch_size));
   if (a.batch_size > examples::limits::kBatchSize) {
     throw UsageError(
         fmt::format("--batch-size {} is above the limit of {}", a.batch_size, examples::limits::kBatchSize));
@@ -269,8 +269,8 @@ struct ExplainArgs {
 };
 
 int explain_command(const ExplainArgs& a, std::istream& in, std::ostream& out) {
-  check_run_folder(a.run);
   check_threads(a.threads);
+  check_run_folder(a.run);
   tapegrad::set_num_threads(static_cast<int>(a.threads));
   std::string text;
   if (a.words.empty()) {
