@@ -329,3 +329,119 @@ TEST_CASE("every numeric flag of every program has the range examples/README.md 
   // Nothing was written anywhere: the temporary folder holds only the file made above.
   CHECK(std::distance(std::filesystem::directory_iterator(tmp.path), std::filesystem::directory_iterator()) == 1);
 }
+
+TEST_CASE("every program: a diverging run stops naming the step, keeps its last checkpoint and model", "[cli]") {
+  // Learning rates far too large: the loss turns NaN a few steps after the first checkpoint.
+  const std::string fixture = std::string(TAPEGRAD_TEST_DATA_DIR) + "/aclImdb_small";
+  struct Case {
+    std::string program;
+    std::vector<std::string> args;
+    std::string stop, checkpoint_step;
+    std::vector<std::string> use;  // a subcommand that loads the model (its run folder flag last)
+  };
+  const std::vector<std::string> tiny_text = {"--data",
+                                              fixture,
+                                              "--no-download",
+                                              "--d-model",
+                                              "8",
+                                              "--heads",
+                                              "2",
+                                              "--layers",
+                                              "1",
+                                              "--ff",
+                                              "16",
+                                              "--vocab-size",
+                                              "50",
+                                              "--batch-size",
+                                              "2",
+                                              "--valid-fraction",
+                                              "0.34",
+                                              "--warmup",
+                                              "1",
+                                              "--clip-norm",
+                                              "0",
+                                              "--threads",
+                                              "1"};
+  std::vector<Case> cases = {
+      {"train_imdb",
+       {"--max-len", "32", "--epochs", "30", "--lr", "1000", "--optimizer", "sgd"},
+       "the training loss is nan at step 4 (epoch 2)",
+       "2",
+       {"predict", "good", "--run"}},
+      {"train_lm",
+       {"--context", "32", "--steps", "60", "--eval-every", "3", "--lr", "1000"},
+       "the training loss is nan at step 6 (epoch 1)",
+       "3",
+       {"generate", "--max-new-tokens", "5", "good", "--run"}},
+      {"train_translate",
+       {"--d-model",
+        "16",
+        "--nhead",
+        "2",
+        "--num-encoder-layers",
+        "1",
+        "--num-decoder-layers",
+        "1",
+        "--dim-feedforward",
+        "32",
+        "--batch-size",
+        "8",
+        "--steps",
+        "60",
+        "--warmup",
+        "2",
+        "--eval-every",
+        "3",
+        "--valid-size",
+        "20",
+        "--test-size",
+        "10",
+        "--threads",
+        "1",
+        "--lr-factor",
+        "1000",
+        "--eps",
+        "1",
+        "--beta2",
+        "0"},
+       "the training loss is nan at step 12 (epoch 1)",
+       "9",
+       {"translate", "one", "--out"}},
+  };
+  for (Case& c : cases) {
+    if (c.program != "train_translate") c.args.insert(c.args.begin(), tiny_text.begin(), tiny_text.end());
+  }
+  for (const Case& c : cases) {
+    INFO(c.program);
+    const Program& p =
+        *std::find_if(programs().begin(), programs().end(), [&](const Program& q) { return q.name == c.program; });
+    tapegrad::testing::TempDir tmp;
+    const std::string run = (tmp.path / "run").string();
+    auto args = c.args;
+    args.insert(args.end(), {"--out", run});
+    const CliResult r = p.run(args, "");
+    CHECK(r.code == 1);
+    CHECK_THAT(r.err, Catch::EndsWith(fmt::format("{}: {}; stopped without updating the model, the last checkpoint is "
+                                                  "kept (anomaly detection names the op that produced it)\n",
+                                                  c.program, c.stop)));
+    // The checkpoint loads (the run resumes from it, and diverges again the same way), so does the model.
+    auto resume = args;
+    resume.push_back("--resume");
+    if (c.program == "train_translate") resume = {"--resume", "--out", run};
+    const CliResult resumed = p.run(resume, "");
+    CHECK(resumed.code == 1);
+    CHECK_THAT(resumed.err,
+               Catch::Contains(fmt::format("resuming {}/last.ckpt.safetensors at step {} ", run, c.checkpoint_step)) &&
+                   Catch::Contains(c.stop));
+    auto use = c.use;
+    use.push_back(run);
+    CHECK(p.run(use, "").code == 0);
+    // --detect-anomaly names the op instead.
+    auto anomaly = args;
+    anomaly.back() = (tmp.path / "anomaly").string();
+    anomaly.push_back("--detect-anomaly");
+    const CliResult detected = p.run(anomaly, "");
+    CHECK(detected.code == 1);
+    CHECK_THAT(detected.err, Catch::Contains(c.program + ": detect_anomaly: the "));
+  }
+}
