@@ -15,6 +15,7 @@
 
 #include "tapegrad/autograd/messages.hpp"
 #include "tapegrad/io/atomic_file.hpp"
+#include "tapegrad/io/json.hpp"
 
 namespace tapegrad::io::safetensors {
 
@@ -75,24 +76,13 @@ std::string brief(const nlohmann::json& j) { return clip_for_message(j.dump()); 
 // The name of a tensor or metadata key as an error message shows it.
 std::string quoted(const std::string& name) { return "\"" + clip_for_message(name) + "\""; }
 
-// Thrown by the parser callback when the nesting passes kMaxHeaderDepth.
-struct TooDeep {};
-
-// Parses the header; nlohmann's parser keeps its own stack, but the values it builds are walked
-// recursively later (dump, comparisons), so the depth is bounded while parsing.
+// Parses the header with its nesting bounded, so that no recursive walk of it (dump, comparisons) can
+// overflow the stack.
 nlohmann::json parse_header(const std::string& path, const std::string& header) {
   try {
-    return nlohmann::json::parse(header, [](int depth, nlohmann::json::parse_event_t event, nlohmann::json&) {
-      if (depth >= kMaxHeaderDepth && (event == nlohmann::json::parse_event_t::object_start ||
-                                       event == nlohmann::json::parse_event_t::array_start)) {
-        throw TooDeep{};
-      }
-      return true;
-    });
-  } catch (const TooDeep&) {
-    fail(path, fmt::format("header nests arrays or objects deeper than {} levels", kMaxHeaderDepth));
-  } catch (const nlohmann::json::exception& ex) {  // syntax errors, numbers beyond double's range
-    fail(path, fmt::format("header is not valid JSON: {}", clip_for_message(ex.what(), 200)));
+    return parse_json(header, kMaxHeaderDepth);
+  } catch (const std::runtime_error& e) {
+    fail(path, fmt::format("header {}", e.what()));
   }
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "tapegrad/autograd/tape.hpp"
+#include "tapegrad/io/json.hpp"
 #include "tapegrad/optim/clip_grad.hpp"
 #include "tapegrad/train/interrupt.hpp"
 #include "tapegrad/train/model_file.hpp"
@@ -78,7 +79,8 @@ Trainer<T>::Trainer(const RunDirectory& run, nn::Module<T>& model, optim::Optimi
     try {
       best_step_ = std::stoll(metadata.at(kBestStep));
       best_score_ = std::stod(metadata.at(kBestScore));
-      best_metrics_ = nlohmann::json::parse(metadata.at(kBestMetrics));
+      best_metrics_ = io::parse_json(metadata.at(kBestMetrics));  // bounded: it is written back with dump()
+      if (!best_metrics_.is_object()) throw std::runtime_error("best metrics not an object");
       train_seconds_ = std::stod(metadata.at(kTrainSeconds));
       train_tokens_ = std::stod(metadata.at(kTrainTokens));
     } catch (const std::exception&) {

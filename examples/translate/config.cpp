@@ -12,6 +12,7 @@
 #include "examples/common/settings.hpp"
 #include "tapegrad/autograd/messages.hpp"
 #include "tapegrad/datasets/numbers/numbers.hpp"
+#include "tapegrad/io/json.hpp"
 
 namespace translate {
 
@@ -112,8 +113,8 @@ std::string Config::to_json() const {
 Config Config::from_json(const std::string& text) {
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
+    j = tapegrad::io::parse_json(text);
+  } catch (const std::runtime_error& e) {
     throw std::runtime_error(fmt::format("bad configuration: {}", e.what()));
   }
   Config c;

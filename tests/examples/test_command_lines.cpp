@@ -445,3 +445,18 @@ TEST_CASE("every program: a diverging run stops naming the step, keeps its last 
     CHECK_THAT(detected.err, Catch::Contains(c.program + ": detect_anomaly: the "));
   }
 }
+
+TEST_CASE("every program: --resume with a config.json nested 100,000 deep is an error naming the file", "[cli]") {
+  // It parsed, and the error message quoting the bad value (dump()) overflowed the stack.
+  for (const Program& p : programs()) {
+    INFO(p.name);
+    tapegrad::testing::TempDir tmp;
+    std::ofstream(tmp.path / "config.json")
+        << "{\"seed\": " << std::string(100'000, '[') << std::string(100'000, ']') << "}";
+    std::ofstream(tmp.path / "last.ckpt.safetensors") << "never read";
+    const CliResult r = p.run({"--resume", "--out", tmp.path.string()}, "");
+    CHECK(r.code == 1);
+    CHECK(r.err == fmt::format("{}: {}: nests arrays or objects deeper than 32 levels\n", p.name,
+                               (tmp.path / "config.json").string()));
+  }
+}

@@ -355,6 +355,14 @@ TEST_CASE("MetricsLog on --resume replaces the log atomically instead of truncat
   { train::MetricsLog log(path, 5); }
   CHECK_FALSE(fs::exists(debris));
   CHECK(train::read_metrics(path).size() == 5);
+
+  // A line nested 100,000 deep is skipped like a damaged one: kept, it was written back with dump(),
+  // which overflowed the stack.
+  std::ofstream(path, std::ios::app) << "{\"step\": 1, \"x\": " << std::string(100'000, '[')
+                                     << std::string(100'000, ']') << "}\n";
+  CHECK(train::read_metrics(path).size() == 5);
+  { train::MetricsLog log(path, 5); }
+  CHECK(train::read_metrics(path).size() == 5);
 }
 
 TEST_CASE("write_file_atomically and exit codes", "[train]") {
@@ -503,6 +511,21 @@ TEST_CASE("Trainer: the model file and checkpoint record the run's config and ow
   write_bytes(run.config(), config);
   Run third(1);
   CHECK_NOTHROW(third.train(run, true));
+
+  // The trainer's entries of the checkpoint's metadata are read strictly too: a best_metrics nested
+  // 100,000 deep (the checksum is no secret) was accepted and overflowed the stack when written back.
+  for (const std::string& bad : {std::string(100'000, '[') + std::string(100'000, ']'), std::string("[1]")}) {
+    const st::File file(run.checkpoint().string());
+    std::vector<std::string> problems;
+    const auto tensors = train::read_all(file, problems);
+    st::Metadata metadata = file.metadata();
+    metadata.erase(train::kChecksumKey);
+    metadata["trainer.best_metrics"] = bad;
+    metadata[train::kChecksumKey] = train::checksum(tensors, metadata);
+    st::save_file(run.checkpoint().string(), tensors, metadata);
+    Run fourth(1);
+    CHECK_THROWS_WITH(fourth.train(run, true), Catch::Contains("not a checkpoint of train::Trainer"));
+  }
 }
 
 TEST_CASE("Trainer: a non-finite loss stops the run before the step, keeping the model and the checkpoint", "[train]") {
