@@ -1,6 +1,7 @@
 /// @file
-/// HashedNgramEmbedding: fastText-style embeddings of hashed token n-grams (Joulin et al. 2017),
-/// added to a sequence's token embeddings so that a model sees "not bad" as well as "not" and "bad".
+/// Hashed token n-grams (fastText's hashing trick, Joulin et al. 2017): HashedNgramEmbedding adds the
+/// n-grams ending at each position to a sequence's token embeddings, so that a model sees "not bad" as
+/// well as "not" and "bad"; HashedNgramBag is a linear model over a whole document's set of n-grams.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +26,15 @@ std::uint64_t ngram_hash(const std::int64_t* tokens, std::size_t n);
 xt::xarray<std::int64_t> ngram_buckets(const xt::xarray<std::int64_t>& ids, const BoolArray& padding_mask,
                                        std::size_t num_buckets, std::size_t max_n);
 
+/// The distinct buckets of every n-gram (n = 1 .. max_n, single tokens included) of each row's real
+/// tokens: [B, K], K the largest count of the batch, each row sorted ascending and padded with bucket 0
+/// ("no n-gram"). An n-gram's bucket is 1 + ngram_hash(its tokens, n) % (num_buckets - 1), as in
+/// ngram_buckets; an n-gram never spans a padding position. A document is thus a set of n-grams: a
+/// repeated n-gram counts once (the binarized features of NBSVM, Wang and Manning 2012).
+/// Throws std::invalid_argument for num_buckets < 2, max_n < 1 or mismatched shapes.
+xt::xarray<std::int64_t> document_ngram_buckets(const xt::xarray<std::int64_t>& ids, const BoolArray& padding_mask,
+                                                std::size_t num_buckets, std::size_t max_n);
+
 /// forward(ids [B, L], padding_mask [B, L]) -> [B, L, embedding_dim]: at each position, the sum of the
 /// table rows of the n-grams (n = 2 .. max_n) that end there (see ngram_buckets). Row 0 stands for "no
 /// n-gram": it adds nothing and receives no gradient. weight [num_buckets, embedding_dim] starts from
@@ -46,5 +56,26 @@ class HashedNgramEmbedding : public Module<T> {
 
 extern template class HashedNgramEmbedding<float>;
 extern template class HashedNgramEmbedding<double>;
+
+/// A linear model over a document's hashed n-grams, the "wide" part of a wide-and-deep model (Cheng et
+/// al. 2016): forward(ids [B, L], padding_mask [B, L]) -> [B, out_features], the sum of the table rows of
+/// each row's distinct n-grams (n = 1 .. max_n, document_ngram_buckets). weight [num_buckets,
+/// out_features] starts at zero, as a linear model's weights do; row 0 ("no n-gram") stays zero.
+template <typename T>
+class HashedNgramBag : public Module<T> {
+ public:
+  HashedNgramBag(std::size_t num_buckets, std::size_t out_features, std::size_t max_n);
+
+  Tensor<T> forward(const xt::xarray<std::int64_t>& ids, const BoolArray& padding_mask) const;
+
+  std::string name() const override { return "HashedNgramBag"; }
+  std::string extra_repr() const override;
+
+  std::size_t num_buckets, out_features, max_n;
+  Tensor<T> weight;
+};
+
+extern template class HashedNgramBag<float>;
+extern template class HashedNgramBag<double>;
 
 }  // namespace tapegrad::nn

@@ -70,6 +70,16 @@ void add_training_flags(CLI::App& app, Config& c) {
   model
       ->add_option("--ngram-dim", c.ngram_dim, "width of the n-gram table's rows, projected to --d-model (0 = d-model)")
       ->capture_default_str();
+  model
+      ->add_option("--wide-buckets", c.wide_buckets,
+                   "rows of a linear model over each review's hashed n-grams, added to the logits (0 = none)")
+      ->capture_default_str();
+  model->add_option("--wide-max-n", c.wide_max_n, "longest n-gram of the linear model (1 = words only)")
+      ->capture_default_str();
+  model
+      ->add_option("--wide-loss", c.wide_loss,
+                   "joint|separate: one loss on the summed logits, or one per part (encoder and linear model)")
+      ->capture_default_str();
 
   auto* opt = group("Optimization");
   opt->add_option("--optimizer", c.optimizer, "adam|adamw|sgd")->capture_default_str();

@@ -12,6 +12,7 @@
 
 #include "examples/imdb/data.hpp"
 #include "examples/imdb/model.hpp"
+#include "tapegrad/autograd/elementwise.hpp"
 #include "tapegrad/autograd/loss.hpp"
 #include "tapegrad/autograd/matmul.hpp"
 #include "tapegrad/autograd/tape.hpp"
@@ -222,9 +223,13 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
       std::iota(rows.begin(), rows.end(), std::size_t{0});
       batch = ds::take_rows(batch, tr::shard(rows, replicas.size, replicas.rank));
     }
-    const auto logits = model->forward(batch.ids, batch.padding_mask);
+    const auto parts = model->forward_parts(batch.ids, batch.padding_mask);
+    const auto logits = parts.total();
     tr::StepOutput<float> output;
-    output.loss = tapegrad::cross_entropy(logits, batch.labels);
+    output.loss = parts.wide.defined() && config.wide_loss == "separate"
+                      ? tapegrad::add(tapegrad::cross_entropy(parts.encoder, batch.labels),
+                                      tapegrad::cross_entropy(parts.wide, batch.labels))
+                      : tapegrad::cross_entropy(logits, batch.labels);
     const std::size_t rows = batch.indices.size();
     const auto& l = logits.data();
     for (std::size_t r = 0; r < rows; ++r) {

@@ -77,3 +77,60 @@ TEST_CASE("HashedNgramEmbedding: gradcheck, and the 'no n-gram' row gets no grad
   // Every real bigram and trigram adds 1 to its bucket's row: 4 + 3 + 2 + 1 = 10 n-grams in all.
   CHECK(xt::sum(emb.weight.grad())() == Approx(10.0 * 3));
 }
+
+TEST_CASE("document_ngram_buckets: each row's distinct n-grams, sorted, padded with 0", "[nn][ngram]") {
+  // Buckets from the same independent implementation: [5] 39, [7] 31, [9] 23, [5 7] 62, [7 9] 98;
+  // [4] 35, [6] 27, [8] 19, [6 8] 17; [3] 47 and [3 3] 47 (a collision across orders).
+  const xt::xarray<std::int64_t> ids = {{5, 7, 9, 0}, {4, 0, 6, 8}, {3, 3, 3, 3}};
+  const BoolArray pad = {{false, false, false, true}, {false, true, false, false}, {false, false, false, false}};
+  const auto b = document_ngram_buckets(ids, pad, 100, 2);
+  const xt::xarray<std::int64_t> expected = {{23, 31, 39, 62, 98}, {17, 19, 27, 35, 0}, {47, 0, 0, 0, 0}};
+  CHECK(bool(b == expected));
+  // Words only, and a batch without a real token.
+  const xt::xarray<std::int64_t> words = {{23, 31, 39}, {19, 27, 35}, {47, 0, 0}};
+  CHECK(bool(document_ngram_buckets(ids, pad, 100, 1) == words));
+  const BoolArray all_pad = xt::ones<bool>({3, 4});
+  CHECK(document_ngram_buckets(ids, all_pad, 100, 3).shape(1) == 0);
+  CHECK_THROWS_WITH(document_ngram_buckets(ids, pad, 1, 2), Catch::Contains("num_buckets 1 < 2"));
+  CHECK_THROWS_WITH(document_ngram_buckets(ids, pad, 100, 0), Catch::Contains("max_n 0 < 1"));
+  CHECK_THROWS_WITH(document_ngram_buckets(ids, BoolArray(xt::zeros<bool>({3, 3})), 100, 2),
+                    Catch::Contains("must both be [batch, length]"));
+}
+
+TEST_CASE("HashedNgramBag: the sum of a document's distinct n-gram rows, zero at first", "[nn][ngram]") {
+  HashedNgramBag<double> bag(100, 2, 2);
+  CHECK(bag.named_parameters().size() == 1);
+  CHECK(xt::all(xt::equal(bag.weight.data(), 0.0)));
+  CHECK(bag.to_string() == "HashedNgramBag(100, 2, max_n=2)");
+  Generator gen(8);
+  bag.weight.mutable_data() = Tensor<double>::normal({100, 2}, 0.0, 1.0, gen).data();
+  const xt::xarray<std::int64_t> ids = {{5, 7, 9, 0}, {5, 7, 5, 7}};
+  const BoolArray pad = {{false, false, false, true}, {false, false, false, false}};
+  const auto out = bag.forward(ids, pad);
+  REQUIRE(out.shape() == Shape{2, 2});
+  const auto& w = bag.weight.data();
+  for (std::size_t k = 0; k < 2; ++k) {
+    CHECK(out.data()(0, k) == Approx(w(23, k) + w(31, k) + w(39, k) + w(62, k) + w(98, k)));
+    // "5 7 5 7": the words 5 and 7 and the bigram "5 7" count once each; "7 5" is new.
+    const std::int64_t seven_five[] = {7, 5};
+    const auto b75 = static_cast<std::size_t>(1 + ngram_hash(seven_five, 2) % 99);
+    CHECK(out.data()(1, k) == Approx(w(31, k) + w(39, k) + w(62, k) + w(b75, k)));
+  }
+  CHECK_THROWS_WITH(HashedNgramBag<double>(100, 2, 0), Catch::Contains("and max_n 0 at least 1"));
+}
+
+TEST_CASE("HashedNgramBag: gradcheck, and the padding row gets no gradient", "[nn][ngram]") {
+  HashedNgramBag<double> bag(7, 3, 3);
+  Generator gen(9);
+  bag.weight.mutable_data() = Tensor<double>::normal({7, 3}, 0.0, 1.0, gen).data();
+  const xt::xarray<std::int64_t> ids = {{1, 2, 3, 4, 5}, {6, 2, 3, 0, 0}};
+  const BoolArray pad = {{false, false, false, false, false}, {false, false, false, true, true}};
+  const Tensor<double> projection = testing::rand_input({2, 3}, 2);
+  // Through the table itself: gradcheck perturbs bag.weight, which the module reads.
+  const auto f = [&](const std::vector<Tensor<double>>&) { return sum(mul(bag.forward(ids, pad), projection)); };
+  CHECK_GRADCHECK(f, bag.parameters());
+  bag.zero_grad();
+  auto loss = sum(bag.forward(ids, pad));
+  loss.backward();
+  CHECK(xt::all(xt::equal(xt::view(bag.weight.grad(), 0), 0.0)));
+}
