@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "examples/common/command_line.hpp"
+#include "examples/common/settings.hpp"
 #include "examples/imdb/config.hpp"
 #include "examples/imdb/data.hpp"
 #include "examples/imdb/evaluate.hpp"
@@ -21,6 +22,7 @@
 #include "examples/imdb/model.hpp"
 #include "examples/imdb/train.hpp"
 #include "tapegrad/autograd/matmul.hpp"
+#include "tapegrad/datasets/text/tokenizer.hpp"
 #include "tapegrad/train/errors.hpp"
 #include "tapegrad/train/files.hpp"
 #include "tapegrad/train/interrupt.hpp"
@@ -197,13 +199,18 @@ struct EvaluateArgs {
 };
 
 int evaluate_command(const EvaluateArgs& a, std::ostream& out, std::ostream& err) {
-  check_run_folder(a.run);
-  if (a.split != "test" && a.split != "valid" && a.split != "train") {
-    throw UsageError(fmt::format("--split {} is not one of test|valid|train", a.split));
+  // The flags first, then the files they name.
+  if (const auto problem = examples::choice_problem("--split", a.split, {"test", "valid", "train"})) {
+    throw UsageError(*problem);
   }
-  if (!a.data.empty() && !fs::exists(a.data)) throw UsageError(fmt::format("--data {} does not exist", a.data));
-  if (a.batch_size < 0) throw UsageError(fmt::format("--batch-size {} must be positive", a.batch_size));
+  if (a.batch_size < 0) throw UsageError(fmt::format("--batch-size {} must not be negative", a.batch_size));
+  if (a.batch_size > examples::limits::kBatchSize) {
+    throw UsageError(
+        fmt::format("--batch-size {} is above the limit of {}", a.batch_size, examples::limits::kBatchSize));
+  }
   check_threads(a.threads);
+  check_run_folder(a.run);
+  if (!a.data.empty() && !fs::exists(a.data)) throw UsageError(fmt::format("--data {} does not exist", a.data));
   tapegrad::set_num_threads(static_cast<int>(a.threads));
 
   LoadedRun run = load_run(a.run);
@@ -242,14 +249,25 @@ struct PredictArgs {
 };
 
 int predict_command(const PredictArgs& a, std::istream& in, std::ostream& out) {
-  check_run_folder(a.run);
   check_threads(a.threads);
+  check_run_folder(a.run);
   tapegrad::set_num_threads(static_cast<int>(a.threads));
   std::vector<std::string> texts = a.texts;
-  if (texts.empty()) {
+  const bool from_stdin = texts.empty();
+  if (from_stdin) {
     for (std::string line; std::getline(in, line);) texts.push_back(line);
   }
   if (texts.empty()) throw UsageError("nothing to predict: give reviews as arguments or as lines on stdin");
+  // A review without a token (a blank line) would get the model's P(positive) of nothing, which looks
+  // like an answer; the output keeps one line per review, so it is refused rather than skipped.
+  for (std::size_t i = 0; i < texts.size(); ++i) {
+    bool any = false;
+    tapegrad::datasets::for_each_token(texts[i], [&](std::string_view) { any = true; });
+    if (!any) {
+      throw UsageError(fmt::format("{} {} has no tokens: nothing to predict from", from_stdin ? "line" : "review",
+                                   from_stdin ? fmt::format("{} of stdin", i + 1) : std::to_string(i + 1)));
+    }
+  }
   LoadedRun run = load_run(a.run);
   const auto probabilities = predict_proba(*run.model, run.vocab, run.config, texts,
                                            static_cast<std::size_t>(run.config.batch_size), run.temperature);
@@ -264,8 +282,8 @@ struct ExplainArgs {
 };
 
 int explain_command(const ExplainArgs& a, std::istream& in, std::ostream& out) {
-  check_run_folder(a.run);
   check_threads(a.threads);
+  check_run_folder(a.run);
   tapegrad::set_num_threads(static_cast<int>(a.threads));
   std::string text;
   if (a.words.empty()) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <numeric>
 #include <stdexcept>
@@ -12,6 +13,7 @@
 #include "examples/translate/attention_svg.hpp"
 #include "tapegrad/autograd/loss.hpp"
 #include "tapegrad/autograd/matmul.hpp"
+#include "tapegrad/autograd/messages.hpp"
 #include "tapegrad/autograd/shape_ops.hpp"
 #include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/datasets/numbers/numbers.hpp"
@@ -148,19 +150,33 @@ LoadedRun load_run(const fs::path& dir) {
         fmt::format("{}: no model (train with --out {} first)", run.model().string(), dir.string()));
   }
   run.check_files(run.model());
-  LoadedRun loaded{Config::from_json(run.read_config().dump()), nullptr, 0};
-  try {
-    loaded.config.validate();
-  } catch (const std::invalid_argument& e) {
-    throw std::runtime_error(fmt::format("{}: {}", run.config().string(), e.what()));
-  }
+  LoadedRun loaded{read_config(run), nullptr, 0};
   tapegrad::Generator gen(loaded.config.seed);
   loaded.model = std::make_unique<Model>(loaded.config.model_options(), gen);
   const auto metadata = tr::load_model(run.model(), *loaded.model);
-  const auto step = metadata.find("step");
-  loaded.step = step == metadata.end() ? 0 : std::stoll(step->second);
+  if (const auto step = metadata.find("step"); step != metadata.end()) {
+    const char* end = step->second.data() + step->second.size();
+    const auto [stop, error] = std::from_chars(step->second.data(), end, loaded.step);
+    if (error != std::errc() || stop != end || loaded.step < 0) {
+      throw std::runtime_error(fmt::format("{}: metadata \"step\" is \"{}\", not a step count", run.model().string(),
+                                           tapegrad::clip_for_message(step->second)));
+    }
+  }
   loaded.model->eval();
   return loaded;
+}
+
+Config read_config(const tr::RunDirectory& run) {
+  try {
+    const Config config = Config::from_json(run.read_config().dump());
+    config.validate();
+    return config;
+  } catch (const std::exception& e) {
+    // read_config names the file already; from_json and validate name only the key or the setting.
+    const std::string message = e.what();
+    if (message.rfind(run.config().string(), 0) == 0) throw std::runtime_error(message);
+    throw std::runtime_error(fmt::format("{}: {}", run.config().string(), message));
+  }
 }
 
 TrainResult train(const Config& c, std::ostream& out, std::ostream& log, bool interactive,

@@ -48,6 +48,9 @@ struct LoadedRun {
 };
 // Reads config.json and model.safetensors; throws std::runtime_error naming the missing or bad file.
 LoadedRun load_run(const std::filesystem::path& dir);
+// A run's config.json, read strictly and validated; throws std::runtime_error naming the file and the
+// key or setting at fault (it describes a run: not the command line's fault, so not a UsageError).
+Config read_config(const tapegrad::train::RunDirectory& run);
 
 struct TrainResult {
   bool interrupted = false;  // Ctrl-C (or stop_after_step): no test evaluation
