@@ -40,7 +40,8 @@ const std::vector<Program>& programs() {
        }},
       {"train_translate",
        [](std::vector<std::string> args, const std::string& input) {
-         return tapegrad::testing::run_cli_in_process(translate::run_cli, "train_translate", std::move(args), input);
+         return tapegrad::testing::run_cli_in_process([](auto&&... a) { return translate::run_cli(a...); },
+                                                      "train_translate", std::move(args), input);
        }},
       {"train_lm",
        [](std::vector<std::string> args, const std::string& input) {

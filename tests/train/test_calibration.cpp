@@ -55,7 +55,7 @@ TEST_CASE("fit_temperature minimizes the validation NLL and softens overconfiden
   CHECK_THROWS_WITH(softmax_with_temperature(logits, 0.0), Catch::Contains("temperature 0 must be positive"));
 }
 
-TEST_CASE("fit_logit_weights: one part is temperature scaling; a useless part gets no weight", "[train][calibration]") {
+TEST_CASE("fit_logit_weights: one part is temperature scaling, a useless part gets no weight", "[train][calibration]") {
   const xt::xarray<double> logits = {{-6, 6}, {-6, 6}, {-6, 6}, {6, -6}, {-6, 6}, {6, -6}, {6, -6}, {-6, 6}};
   const std::vector<std::int64_t> labels = {1, 1, 1, 1, 1, 0, 0, 0};
   const auto one = fit_logit_weights({logits}, labels);
