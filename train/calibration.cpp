@@ -165,6 +165,9 @@ std::vector<double> fit_logit_weights(const std::vector<xt::xarray<double>>& par
       if (next_nll <= nll - 0.25 * t * decrement) break;
     }
     if (!(next_nll < nll)) break;
+    // Separable data would push the weights without end: stop at the edge of [-1e3, 1e3], the range
+    // fit_temperature searches.
+    if (std::any_of(next.begin(), next.end(), [](double v) { return std::abs(v) > 1e3; })) break;
     w = next;
     nll = stacked_nll(parts, labels, w, &gradient, &hessian);
   }

@@ -20,7 +20,8 @@ double fit_temperature(const xt::xarray<double>& logits, const std::vector<std::
 /// labels: how much to trust each of several models' logits [N, C] when their sum is the prediction
 /// (stacking, Wolpert 1992, fitted on held-out data). With one part it is 1 / fit_temperature. The NLL
 /// is convex in w; Newton's method from w = 1 with a backtracking line search, at most 100 steps (a
-/// small ridge keeps the Hessian invertible when parts are collinear). Returns ones for N = 0. Throws
+/// small ridge keeps the Hessian invertible when parts are collinear), stopping before a weight would
+/// leave [-1e3, 1e3] (separable data has no finite optimum). Returns ones for N = 0. Throws
 /// std::invalid_argument for no parts, parts of different shapes, mismatched labels, a label outside
 /// [0, C) or a non-finite logit.
 std::vector<double> fit_logit_weights(const std::vector<xt::xarray<double>>& parts,

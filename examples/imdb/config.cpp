@@ -89,6 +89,12 @@ std::optional<std::string> validate(const Config& c) {
   if (c.wide_buckets < 0 || c.wide_buckets == 1 || c.wide_buckets > lim::kNgramBuckets) {
     return fmt::format("--wide-buckets {} must be 0 (none) or between 2 and {}", c.wide_buckets, lim::kNgramBuckets);
   }
+  // The wide table (a column per class), its gradient and Adam's moments, and the feature scale.
+  const double wide_bytes = (16.0 * 2 + (c.wide_nb ? 4.0 : 0.0)) * double(c.wide_buckets);
+  if (wide_bytes > examples::physical_memory_bytes() / 2) {
+    return fmt::format("--wide-buckets {} needs {:.1f} GB for its table, more than half of this machine's {:.1f} GB",
+                       c.wide_buckets, wide_bytes / 1e9, examples::physical_memory_bytes() / 1e9);
+  }
   if (c.wide_max_n < 1 || c.wide_max_n > lim::kNgramMax) {
     return fmt::format("--wide-max-n {} is outside [1, {}]", c.wide_max_n, lim::kNgramMax);
   }
