@@ -235,6 +235,11 @@ int evaluate_command(const EvaluateArgs& a, std::ostream& out, std::ostream& err
   const EvalResult r = evaluate(*run.model, data, batch_size);
   out << fmt::format("{}: accuracy {:.2f}% ({}/{}), loss {:.4f} ({:.1f} s)\n", a.split, 100.0 * r.accuracy, r.correct,
                      r.count, r.loss, r.seconds);
+  if (r.encoder_accuracy && r.wide_accuracy) {
+    out << fmt::format("{}: the parts alone: encoder {:.2f}%, n-grams {:.2f}% (weighted {:.3f} x n-grams in the sum)\n",
+                       a.split, 100.0 * *r.encoder_accuracy, 100.0 * *r.wide_accuracy,
+                       run.model->wide_weight.data()(0));
+  }
   const Calibration c = calibration_of(r, run.temperature);
   out << fmt::format("{}: expected calibration error {:.2f}% with temperature {:.3f} ({:.2f}% without)\n", a.split,
                      100.0 * c.calibrated.expected_calibration_error, c.temperature,

@@ -394,6 +394,10 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
       {"test_short_ece_uncalibrated", result.test_calibration.short_ece_uncalibrated},
       {"reliability", reliability},
       {"elapsed", trained.train_seconds}};
+  if (result.test.encoder_accuracy && result.test.wide_accuracy) {
+    test_line["test_acc_encoder"] = *result.test.encoder_accuracy;
+    test_line["test_acc_wide"] = *result.test.wide_accuracy;
+  }
   if (result.contrast) {
     test_line["contrast_pairs"] = result.contrast->pairs;
     test_line["contrast_pair_acc"] = result.contrast->accuracy;
@@ -412,6 +416,10 @@ void print_summary(std::ostream& out, const Config& config, const TrainResult& r
                             100.0 * r.best_valid_accuracy, r.best_valid_loss))
       << fmt::format("test accuracy {:.2f}% (loss {:.4f}) on {} reviews, evaluated once with the best model\n",
                      100.0 * r.test.accuracy, r.test.loss, r.test.count)
+      << (r.test.encoder_accuracy && r.test.wide_accuracy
+              ? fmt::format("the parts alone on the test set: encoder {:.2f}%, n-grams {:.2f}%\n",
+                            100.0 * *r.test.encoder_accuracy, 100.0 * *r.test.wide_accuracy)
+              : std::string())
       << fmt::format(
              "calibration on the test set: expected calibration error {:.2f}% with temperature {:.3f} "
              "fitted on validation ({:.2f}% without); {} short reviews (under {} tokens): {:.2f}% ({:.2f}% "
