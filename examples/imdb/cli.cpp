@@ -76,12 +76,14 @@ void add_training_flags(CLI::App& app, Config& c) {
       ->capture_default_str();
   model->add_option("--wide-max-n", c.wide_max_n, "longest n-gram of the linear model (1 = words only)")
       ->capture_default_str();
-  model->add_flag("--wide-nb", c.wide_nb,
-                  "scale the linear model's n-gram features by their naive-Bayes log-count ratios on the training "
-                  "reviews (NBSVM)");
+  model
+      ->add_flag("--wide-nb,!--no-wide-nb", c.wide_nb,
+                 "scale the linear model's n-gram features by their naive-Bayes log-count ratios on the training "
+                 "reviews (NBSVM)")
+      ->capture_default_str();
   model
       ->add_option("--wide-loss", c.wide_loss,
-                   "joint|separate: one loss on the summed logits, or one per part (encoder and linear model)")
+                   "separate|joint: one loss per part (encoder and linear model), or one on the summed logits")
       ->capture_default_str();
 
   auto* opt = group("Optimization");

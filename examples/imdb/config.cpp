@@ -98,7 +98,6 @@ std::optional<std::string> validate(const Config& c) {
   if (c.wide_max_n < 1 || c.wide_max_n > lim::kNgramMax) {
     return fmt::format("--wide-max-n {} is outside [1, {}]", c.wide_max_n, lim::kNgramMax);
   }
-  if (c.wide_nb && c.wide_buckets == 0) return std::string("--wide-nb needs a wide part (--wide-buckets)");
   if (c.vocab_size < 3)
     return fmt::format("--vocab-size {} leaves no room for a token besides <pad> and <unk>", c.vocab_size);
   if (c.d_model % c.heads != 0) return fmt::format("--d-model {} is not divisible by --heads {}", c.d_model, c.heads);
@@ -263,7 +262,7 @@ tapegrad::models::TransformerClassifierOptions model_options(const Config& c, st
   o.ngram_dim = static_cast<std::size_t>(c.ngram_dim);
   o.wide_buckets = static_cast<std::size_t>(c.wide_buckets);
   o.wide_max_n = static_cast<std::size_t>(c.wide_max_n);
-  o.wide_feature_scale = c.wide_nb;
+  o.wide_feature_scale = c.wide_nb && c.wide_buckets > 0;  // without a wide part there is nothing to scale
   o.num_classes = 2;
   o.padding_idx = tapegrad::datasets::Vocabulary::pad_id;
   return o;

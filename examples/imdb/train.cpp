@@ -194,7 +194,8 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
   }
   const auto model = make_model(config, vocab.size());
   if (!config.init_from.empty() && !config.resume) init_from_pretrained(*model, config, progress);
-  if (config.wide_nb && !config.resume) fit_wide_feature_scale(*model, data.train, progress);
+  if (model->wide && model->wide->scale.defined() && !config.resume)
+    fit_wide_feature_scale(*model, data.train, progress);
   // Several ranks: the same model everywhere (checked), gradients averaged; each trains its rows.
   const tr::Replicas replicas = parallel.attach ? parallel.attach(*model) : tr::Replicas{};
   auto optimizer = make_optimizer(config, model->parameters());

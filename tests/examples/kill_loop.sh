@@ -15,7 +15,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/tapegrad-kill-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL after $kills kills: $*" >&2; exit 1; }
 run=$work/run
-args=(--data "$fixture" --no-download --d-model 8 --heads 2 --layers 1 --ff 16 --vocab-size 50 --ngram-buckets 64 --max-len 32
+args=(--data "$fixture" --no-download --d-model 8 --heads 2 --layers 1 --ff 16 --vocab-size 50 --ngram-buckets 64 --wide-buckets 97 --max-len 32
   --epochs 100000 --batch-size 2 --valid-fraction 0.34 --warmup 1 --lr 0.02 --log-every 1 --threads 1 --out "$run")
 RANDOM=${KILL_LOOP_SEED:-20261123}
 kills=0 start=$SECONDS

@@ -96,7 +96,7 @@ TEST_CASE("usage errors for predict without input and evaluate of a split the ru
   const std::string run = (tmp.path / "run").string();
   const auto [trained, log] =
       train_imdb_stderr(fmt::format("--data '{}/aclImdb_small' --no-download --d-model 8 --heads 2 --layers 1 --ff 16 "
-                                    "--vocab-size 50 --ngram-buckets 64 --max-len 32 "
+                                    "--vocab-size 50 --ngram-buckets 64 --wide-buckets 97 --max-len 32 "
                                     "--epochs 1 --batch-size 2 --valid-fraction 0 --warmup 1 --threads 1 --out '{}'",
                                     TAPEGRAD_TEST_DATA_DIR, run));
   REQUIRE(trained == 0);
