@@ -23,11 +23,24 @@ bool empty_product(std::size_t m, std::size_t n, std::size_t k, T beta, T* c, st
 // OpenBLAS itself runs single-threaded: tapegrad splits a large product over its own worker threads
 // (autograd/parallel.hpp) by blocks of C's rows or columns, never along k, so each element comes
 // from one call in one order (deterministic), and OpenBLAS's pool, which spins on sched_yield while
-// it waits for work, never competes with tapegrad's threads for the cores.
+// it waits for work, never competes with tapegrad's threads for the cores. Setting one thread does not
+// stop the workers OpenBLAS started when it was loaded (OPENBLAS_NUM_THREADS of them): they spin on
+// sched_yield for their first ~0.1 s, which cost a quarter of the cores in short programs and
+// benchmarks (system time), so they are shut down; OpenBLAS would start them again if it ever needed
+// them. blas_thread_shutdown_ is OpenBLAS's own (its fork handler calls it), weak so that a BLAS
+// without it links too.
+extern "C" int blas_thread_shutdown_(void) __attribute__((weak));
+
 void openblas_single_threaded() {
-  static const bool done = (openblas_set_num_threads(1), true);
+  static const bool done = [] {
+    openblas_set_num_threads(1);
+    if (blas_thread_shutdown_) blas_thread_shutdown_();
+    return true;
+  }();
   (void)done;
 }
+// At load time, before the first product.
+const bool openblas_quiet = (openblas_single_threaded(), true);
 
 // call(rows, cols, a, b, c) on blocks of C: its rows (op(A)'s rows) or columns (op(B)'s columns),
 // whichever are more, when the product is large enough to pay for the hand-off.
