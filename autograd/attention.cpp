@@ -125,11 +125,8 @@ template <typename T>
 void drop_block(const Plan<T>& p, std::size_t bh, std::size_t i0, std::size_t bi, std::size_t j0, std::size_t bj,
                 T* w) {
   const Dims& d = p.d;
-  for (std::size_t r = 0; r < bi; ++r) {
-    const std::size_t base = (bh * d.L + i0 + r) * d.S + j0;
-    T* row = w + r * bj;
-    for (std::size_t c = 0; c < bj; ++c) row[c] = p.mask.keep(base + c) ? row[c] * p.keep_scale : T(0);
-  }
+  for (std::size_t r = 0; r < bi; ++r)
+    p.mask.apply(w + r * bj, w + r * bj, p.keep_scale, (bh * d.L + i0 + r) * d.S + j0, bj);
 }
 
 // Runs body(b, h, scratch) for every (batch, head) pair, split over the threads; each thread reuses
