@@ -1,20 +1,35 @@
 #include "tapegrad/autograd/elementwise.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "tapegrad/autograd/broadcast.hpp"
 #include "tapegrad/autograd/elementwise_kernels.hpp"
 #include "tapegrad/autograd/tape.hpp"
+#include "tapegrad/autograd/vector_math.hpp"
 
 namespace tapegrad {
+
+namespace {
+// Gives g to input i summed down to its shape; g itself (copied only if the input has no gradient yet)
+// when the input was not broadcast.
+template <typename T>
+void pass_gradient(GradInputs<T>& in, std::size_t i, const xt::xarray<T>& g, const Shape& shape) {
+  if (!in.needs(i)) return;
+  if (std::equal(g.shape().begin(), g.shape().end(), shape.begin(), shape.end()))
+    in.accumulate(i, g);
+  else
+    in.accumulate(i, unbroadcast(xt::xarray<T>(g), shape));
+}
+}  // namespace
 
 template <typename T>
 Tensor<T> add(const Tensor<T>& a, const Tensor<T>& b) {
   Tensor<T> out(broadcast_apply("add", a.data(), b.data(), [](T x, T y) { return x + y; }));
   if (should_record(a, b))
     record(out, "add", {a, b}, [sa = a.shape(), sb = b.shape()](const xt::xarray<T>& g, GradInputs<T>& in) {
-      if (in.needs(0)) in.accumulate(0, unbroadcast(xt::xarray<T>(g), sa));
-      if (in.needs(1)) in.accumulate(1, unbroadcast(xt::xarray<T>(g), sb));
+      pass_gradient(in, 0, g, sa);
+      pass_gradient(in, 1, g, sb);
     });
   return out;
 }
