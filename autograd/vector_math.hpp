@@ -79,11 +79,12 @@ inline float fast_erfc(float x) {
 inline double fast_erfc(double x) { return std::erfc(x); }
 
 /// Sums and maxima over 16 interleaved lanes, combined in a fixed order: deterministic, and one vector
-/// operation per 16 elements.
+/// operation per 16 elements. Always inlined: rows are often short (64 elements), so a call per row
+/// costs as much as the row.
 constexpr std::size_t kLanes = 16;
 
 template <typename T, typename F>
-T lane_sum(std::size_t n, F&& value) {
+[[gnu::always_inline]] inline T lane_sum(std::size_t n, F&& value) {
   T acc[kLanes] = {};
   std::size_t j = 0;
   for (; j + kLanes <= n; j += kLanes)
@@ -97,7 +98,7 @@ T lane_sum(std::size_t n, F&& value) {
 /// The maximum of x[0..n), ignoring NaNs (-inf for n = 0): a softmax row with a NaN turns NaN through
 /// its sum anyway.
 template <typename T>
-T row_max(const T* x, std::size_t n) {
+[[gnu::always_inline]] inline T row_max(const T* x, std::size_t n) {
   T acc[kLanes];
   for (auto& a : acc) a = -HUGE_VAL;
   std::size_t j = 0;
