@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <cmath>
 
+#include "tapegrad/autograd/activation_kernels.hpp"
 #include "tapegrad/autograd/broadcast.hpp"
 #include "tapegrad/autograd/elementwise_kernels.hpp"
 #include "tapegrad/autograd/tape.hpp"
-#include "tapegrad/autograd/vector_math.hpp"
 
 namespace tapegrad {
 
@@ -228,75 +228,29 @@ Tensor<T> sigmoid(const Tensor<T>& x) {
 
 template <typename T>
 Tensor<T> relu(const Tensor<T>& x) {
-  // NaN propagates (v <= 0 is false for NaN), as in torch, so a diverging model is not silently masked.
-  Tensor<T> out(map(x.data(), [](T v) { return v <= 0 ? T(0) : v; }));
+  // NaN propagates, as in torch, so a diverging model is not silently masked.
+  Tensor<T> out(map(x.data(), [](T v) { return detail::relu_value(v); }));
   if (should_record(x))
     record(out, "relu", {x}, [y = out.saved()](const xt::xarray<T>& g, GradInputs<T>& in) {
-      in.accumulate(0, zip(g, *y, [](T gv, T yv) { return yv <= 0 ? T(0) : gv; }));
+      in.accumulate(0, zip(g, *y, [](T gv, T yv) { return detail::relu_grad_from_output(gv, yv); }));
     });
   return out;
 }
 
-namespace {
-constexpr double kInvSqrt2 = 0.70710678118654752440;
-constexpr double kInvSqrt2Pi = 0.39894228040143267794;
-constexpr double kSqrt2OverPi = 0.79788456080286535588;
-constexpr double kCubic = 0.044715;
-
-// GELU's pieces per element. double keeps std::erf, std::exp and std::tanh (gradchecks and the
-// double fixtures compare to 1e-12); float uses the vectorizable fast_erfc / fast_exp of
-// autograd/vector_math.hpp, branch-free, so that the loops vectorize (std::erf does not).
-// x Phi(x) and its derivative Phi(x) + x phi(x).
-double gelu_value(double v) { return 0.5 * v * (1 + std::erf(v * kInvSqrt2)); }
-double gelu_slope(double v) {
-  const double cdf = 0.5 * (1 + std::erf(v * kInvSqrt2));
-  const double pdf = kInvSqrt2Pi * std::exp(-0.5 * v * v);
-  return cdf + v * pdf;
-}
-// Phi(x) = erfc(-x / sqrt 2) / 2 has no cancellation for x << 0, where 1 + erf(x / sqrt 2) has.
-float gelu_value(float v) { return v * (0.5f * detail::fast_erfc(v * -static_cast<float>(kInvSqrt2))); }
-float gelu_slope(float v) {
-  const float cdf = 0.5f * detail::fast_erfc(v * -static_cast<float>(kInvSqrt2));
-  const float pdf = static_cast<float>(kInvSqrt2Pi) * detail::fast_exp(-0.5f * v * v);
-  return cdf + v * pdf;
-}
-// The tanh approximation 0.5 x (1 + tanh(u)), u = sqrt(2 / pi) (x + 0.044715 x^3), and its derivative.
-double gelu_tanh_value(double v) { return 0.5 * v * (1 + std::tanh(kSqrt2OverPi * (v + kCubic * v * v * v))); }
-double gelu_tanh_slope(double v) {
-  const double t = std::tanh(kSqrt2OverPi * (v + kCubic * v * v * v));
-  const double dinner = kSqrt2OverPi * (1 + 3 * kCubic * v * v);
-  return 0.5 * (1 + t) + 0.5 * v * (1 - t * t) * dinner;
-}
-// In float, (1 + tanh(u)) / 2 = s = 1 / (1 + e) with e = exp(-2 u), which keeps its relative accuracy
-// for u << 0; the derivative is s + 2 x s (1 - s) du/dx, with 1 - s = 1 / (1 + 1 / e) (1 - s itself
-// cancels when s is near 1; both forms are exact at e = 0 and e = inf).
-float gelu_tanh_exp(float v) {
-  const float u = static_cast<float>(kSqrt2OverPi) * (v + static_cast<float>(kCubic) * v * v * v);
-  return detail::fast_exp(-2.0f * u);
-}
-float gelu_tanh_value(float v) { return v / (1.0f + gelu_tanh_exp(v)); }
-float gelu_tanh_slope(float v) {
-  const float e = gelu_tanh_exp(v);
-  const float s = 1.0f / (1.0f + e), one_minus_s = 1.0f / (1.0f + 1.0f / e);
-  const float dinner = static_cast<float>(kSqrt2OverPi) * (1.0f + static_cast<float>(3 * kCubic) * v * v);
-  return s + 2.0f * v * s * one_minus_s * dinner;
-}
-}  // namespace
-
 template <typename T>
 Tensor<T> gelu(const Tensor<T>& x, GeluApproximate approximate) {
   if (approximate == GeluApproximate::None) {
-    Tensor<T> out(map(x.data(), [](T v) { return gelu_value(v); }));
+    Tensor<T> out(map(x.data(), [](T v) { return detail::gelu_value(v); }));
     if (should_record(x))
       record(out, "gelu", {x}, [x_val = x.saved()](const xt::xarray<T>& g, GradInputs<T>& in) {
-        in.accumulate(0, zip(g, *x_val, [](T gv, T v) { return gv * gelu_slope(v); }));
+        in.accumulate(0, zip(g, *x_val, [](T gv, T v) { return gv * detail::gelu_slope(v); }));
       });
     return out;
   }
-  Tensor<T> out(map(x.data(), [](T v) { return gelu_tanh_value(v); }));
+  Tensor<T> out(map(x.data(), [](T v) { return detail::gelu_tanh_value(v); }));
   if (should_record(x))
     record(out, "gelu_tanh", {x}, [x_val = x.saved()](const xt::xarray<T>& g, GradInputs<T>& in) {
-      in.accumulate(0, zip(g, *x_val, [](T gv, T v) { return gv * gelu_tanh_slope(v); }));
+      in.accumulate(0, zip(g, *x_val, [](T gv, T v) { return gv * detail::gelu_tanh_slope(v); }));
     });
   return out;
 }
