@@ -50,7 +50,27 @@ struct Plan {
   AttentionMasks<T> masks;
   Operand q, k, v;
   Layout out;
+  // Per batch: keys at or past key_end[b] are masked for every query by the key padding (bool true or
+  // -inf), so the kernels stop there: their weights are exactly 0 and they take no gradient. Padded
+  // batches cost what their real length costs.
+  std::vector<std::size_t> key_end;
 };
+
+// key_end of the Plan: one past the last key that key_padding_mask / key_padding_bias leave visible.
+template <typename T>
+std::vector<std::size_t> visible_key_end(const AttentionMasks<T>& m, std::size_t B, std::size_t S) {
+  std::vector<std::size_t> end(B, S);
+  for (std::size_t b = 0; b < B; ++b) {
+    std::size_t j = S;
+    const auto dead = [&](std::size_t key) {
+      return (m.key_padding_mask && m.key_padding_mask->data()[b * S + key]) ||
+             (m.key_padding_bias && m.key_padding_bias->data()[b * S + key] == -std::numeric_limits<T>::infinity());
+    };
+    while (j > 0 && dead(j - 1)) --j;
+    end[b] = j;
+  }
+  return end;
+}
 
 template <typename T>
 const T* operand_ptr(const std::vector<const T*>& bases, const Operand& o, std::size_t b, std::size_t h) {
@@ -167,7 +187,7 @@ void flash_forward(const Plan<T>& p, const std::vector<const T*>& in, T* out, T*
       std::fill(sum, sum + bi, T(0));
       std::fill(acc, acc + bi * d.Dv, T(0));
       // With causality, no query of this block sees a key past its last query.
-      const std::size_t j_end = p.causal ? std::min(d.S, i0 + bi) : d.S;
+      const std::size_t j_end = std::min(p.key_end[b], p.causal ? std::min(d.S, i0 + bi) : d.S);
       for (std::size_t j0 = 0; j0 < j_end; j0 += kBlockK) {
         const std::size_t bj = std::min(kBlockK, j_end - j0);
         score_block(p, m, qs, kp, i0, bi, j0, bj, s);
@@ -245,7 +265,7 @@ void flash_backward(const Plan<T>& p, const std::vector<const T*>& in, const T* 
                     GradPtrs<T> grads) {
   const Dims& d = p.d;
   const std::size_t block = kBlockQ * kBlockK;
-  const std::size_t scratch = 2 * d.L * d.D + d.L + 3 * block + kBlockK * (d.D + d.Dv);
+  const std::size_t scratch = 2 * d.L * d.D + d.L + 4 * block + kBlockK * (d.D + d.Dv);
   for_each_pair<T>(d, scratch, [&](std::size_t b, std::size_t h, T* buf) {
     T* qs = buf;             // [L, D]: all queries, scaled
     T* dq = qs + d.L * d.D;  // [L, D]
@@ -253,7 +273,8 @@ void flash_backward(const Plan<T>& p, const std::vector<const T*>& in, const T* 
     T* s = delta + d.L;          // scores, then P
     T* w = s + block;            // dropout(P)
     T* dp = w + block;           // dP, then dS
-    T* dk = dp + block;          // [kBlockK, D]
+    T* keep = dp + block;        // the dropout mask's factors: 1 / (1 - p) or 0
+    T* dk = keep + block;        // [kBlockK, D]
     T* dv = dk + kBlockK * d.D;  // [kBlockK, Dv]
     const std::size_t bh = b * d.H + h;
     const T* qp = operand_ptr(in, p.q, b, h);
@@ -270,8 +291,9 @@ void flash_backward(const Plan<T>& p, const std::vector<const T*>& in, const T* 
       const T* gi = gp + i * gld;
       delta[i] = detail::lane_sum<T>(d.Dv, [&](std::size_t c) { return o[c] * gi[c]; });
     }
-    for (std::size_t j0 = 0; j0 < d.S; j0 += kBlockK) {
-      const std::size_t bj = std::min(kBlockK, d.S - j0);
+    const std::size_t key_end = p.key_end[b];
+    for (std::size_t j0 = 0; j0 < key_end; j0 += kBlockK) {
+      const std::size_t bj = std::min(kBlockK, key_end - j0);
       std::fill(dk, dk + bj * d.D, T(0));
       std::fill(dv, dv + bj * d.Dv, T(0));
       for (std::size_t i0 = 0; i0 < d.L; i0 += kBlockQ) {
@@ -284,16 +306,18 @@ void flash_backward(const Plan<T>& p, const std::vector<const T*>& in, const T* 
           for (std::size_t c = 0; c < bj; ++c) row[c] = detail::fast_exp(row[c] - l);
         }
         const T* wp = s;
-        if (p.dropout) {
-          std::copy(s, s + bi * bj, w);
-          drop_block(p, bh, i0, bi, j0, bj, w);
+        if (p.dropout) {  // the mask once per block, for W and for dP
+          std::fill(keep, keep + bi * bj, T(1));
+          drop_block(p, bh, i0, bi, j0, bj, keep);
+          for (std::size_t c = 0; c < bi * bj; ++c) w[c] = s[c] * keep[c];
           wp = w;
         }
         const T* gi = gp + i0 * gld;
         if (grads.dv) blas::gemm<T>(true, false, bj, d.Dv, bi, T(1), wp, bj, gi, gld, T(1), dv, d.Dv);
         if (!grads.dq && !grads.dk) continue;
         blas::gemm<T>(false, true, bi, bj, d.Dv, T(1), gi, gld, vp + j0 * vld, vld, T(0), dp, bj);
-        if (p.dropout) drop_block(p, bh, i0, bi, j0, bj, dp);
+        if (p.dropout)
+          for (std::size_t c = 0; c < bi * bj; ++c) dp[c] *= keep[c];
         for (std::size_t r = 0; r < bi; ++r) {
           T* __restrict dr = dp + r * bj;
           const T* __restrict pr = s + r * bj;
@@ -312,6 +336,11 @@ void flash_backward(const Plan<T>& p, const std::vector<const T*>& in, const T* 
         T* dst = grads.dv + p.v.layout.at(b, h);
         for (std::size_t r = 0; r < bj; ++r) std::copy(dv + r * d.Dv, dv + (r + 1) * d.Dv, dst + (j0 + r) * vld);
       }
+    }
+    // The keys past key_end take no gradient.
+    for (std::size_t j = key_end; j < d.S; ++j) {
+      if (grads.dk) std::fill_n(grads.dk + p.k.layout.at(b, h) + j * kld, d.D, T(0));
+      if (grads.dv) std::fill_n(grads.dv + p.v.layout.at(b, h) + j * vld, d.Dv, T(0));
     }
     if (grads.dq) {
       T* dst = grads.dq + p.q.layout.at(b, h);
@@ -416,8 +445,12 @@ std::pair<Tensor<T>, Tensor<T>> attention(const char* op, const std::vector<Tens
   // Drawn exactly when dropout(weights, p, true, gen) would draw: one next_u64 as the call's seed.
   const detail::DropoutMask mask(drop ? gen->next_u64() : 0, drop ? dropout_p : 0.0);
   const double sc = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(d.D));
-  const Plan<T> plan{d, static_cast<T>(sc), is_causal, drop, mask, static_cast<T>(1.0 / (1.0 - dropout_p)), masks, q, k,
-                     v, out_layout};
+  const Plan<T> plan{d,          static_cast<T>(sc),
+                     is_causal,  drop,
+                     mask,       static_cast<T>(1.0 / (1.0 - dropout_p)),
+                     masks,      q,
+                     k,          v,
+                     out_layout, visible_key_end(masks, d.B, d.S)};
 
   std::vector<const T*> bases;
   for (const auto& x : inputs) bases.push_back(x.data().data());
