@@ -80,7 +80,8 @@ void forward_rows(std::size_t begin, std::size_t end, std::size_t d, const T* px
 // The backward of rows [begin, end), in one pass over x and g per row for the sums and one for dx.
 // With gh = g * w and x_hat = (x - mean) * rstd: dx = rstd * (gh - mean(gh) - x_hat * mean(gh * x_hat)),
 // and the rows' contributions g * x_hat and g to dw and db are added into dw and db (when given).
-// The sums run in detail::lane_sum's 16 lanes and order; HasW and NeedWB make one branch-free loop each.
+// The sums run in detail::lane_sum's 16 lanes and order (detail::lane_total); HasW and NeedWB make one branch-free loop
+// each.
 template <typename T, bool HasW, bool NeedWB>
 void backward_rows(std::size_t begin, std::size_t end, std::size_t d, const T* px, const T* pg, const T* pw,
                    const T* st, T* pdx, T* __restrict dw, T* __restrict db) {
@@ -105,12 +106,7 @@ void backward_rows(std::size_t begin, std::size_t end, std::size_t d, const T* p
       for (std::size_t k = 0; k < kLanes; ++k) step(j + k, k);
     for (std::size_t k = 0; j + k < d; ++k) step(j + k, k);
     if (!pdx) continue;
-    T sum_gh = 0, sum_ghx = 0;
-    for (std::size_t k = 0; k < kLanes; ++k) {
-      sum_gh += acc_gh[k];
-      sum_ghx += acc_ghx[k];
-    }
-    const T mean_gh = sum_gh * inv_d, mean_gh_xhat = sum_ghx * inv_d;
+    const T mean_gh = detail::lane_total(acc_gh) * inv_d, mean_gh_xhat = detail::lane_total(acc_ghx) * inv_d;
     T* __restrict dr = pdx + r * d;
     for (std::size_t i = 0; i < d; ++i) dr[i] = s * (gh(i) - mean_gh - (xr[i] - m) * s * mean_gh_xhat);
   }
