@@ -46,6 +46,14 @@ struct DropoutMask {
       out[i] = m.keep(first + i) ? v * s : T(0);
     }
   }
+  /// out[i] = keep(first + i) ? scale : 0 for i < n: the mask's factors, for a caller that applies one
+  /// mask to several arrays.
+  template <typename T>
+  void factors(T* out, T scale, std::size_t first, std::size_t n) const {
+    const DropoutMask m = *this;
+    const T s = scale;
+    for (std::size_t i = 0; i < n; ++i) out[i] = m.keep(first + i) ? s : T(0);
+  }
   std::uint64_t seed, threshold;
 };
 
