@@ -35,12 +35,17 @@ inline double gelu_slope(double v) {
   const double pdf = kInvSqrt2Pi * std::exp(-0.5 * v * v);
   return cdf + v * pdf;
 }
-// Phi(x) = erfc(-x / sqrt 2) / 2 has no cancellation for x << 0, where 1 + erf(x / sqrt 2) has.
-inline float gelu_value(float v) { return v * (0.5f * fast_erfc(v * -static_cast<float>(kInvSqrt2))); }
+// Phi(x) = erfc(-x / sqrt 2) / 2, which has no cancellation for x << 0 (where 1 + erf(x / sqrt 2) has),
+// and phi(x) = exp(-x^2 / 2) / sqrt(2 pi) from the same exponential.
+inline float gelu_value(float v) {
+  float gauss;
+  const float h = 0.5f * fast_erfc_gauss(std::fabs(v) * static_cast<float>(kInvSqrt2), &gauss);
+  return v * (v < 0.0f ? h : 1.0f - h);
+}
 inline float gelu_slope(float v) {
-  const float cdf = 0.5f * fast_erfc(v * -static_cast<float>(kInvSqrt2));
-  const float pdf = static_cast<float>(kInvSqrt2Pi) * fast_exp(-0.5f * v * v);
-  return cdf + v * pdf;
+  float gauss;
+  const float h = 0.5f * fast_erfc_gauss(std::fabs(v) * static_cast<float>(kInvSqrt2), &gauss);
+  return (v < 0.0f ? h : 1.0f - h) + v * (static_cast<float>(kInvSqrt2Pi) * gauss);
 }
 ///@}
 

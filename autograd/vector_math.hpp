@@ -45,34 +45,37 @@ inline float fast_exp(float x) {
 
 inline double fast_exp(double x) { return std::exp(x); }
 
-/// erfc(x) for float, branch-free so that loops over it vectorize (GELU's normal CDF), within about
-/// 6 ulp (relative error below 4e-7 where erfc(x) is a normal float; 0 beyond x = 9.3, where it
-/// underflows). For z = |x|: erfc(z) = t exp(-z^2 + P(t)) with t = 1 / (1 + z / 2) and P a degree-9
-/// polynomial in t - 0.6, least-squares fitted (Lawson's weights, toward the minimax error) to
-/// log(erfc(z) / t) + z^2 on z in [0, 10]: 4.5e-8 at most. The exponent's two terms are added with
-/// TwoSum and z^2 is split by an FMA, and both rounding errors go into a first-order correction, so the
-/// large exponent costs no accuracy. erfc(-z) = 2 - erfc(z). The double overload is std::erfc.
-inline float fast_erfc(float x) {
-  // Clamped so that x = +-inf gives 0 or 2 (z^2 would be inf - inf below); NaN stays NaN.
-  const float z = std::fabs(x) > 10.0f ? 10.0f : std::fabs(x);
+/// erfc(z) for float z >= 0 (NaN propagates), and exp(-z^2) beside it (GELU's density needs it too),
+/// branch-free so that loops over it vectorize; within about 6 ulp (relative error below 4e-7 where
+/// the result is a normal float; z is clamped at 10, past which erfc underflows anyway).
+/// erfc(z) = t exp(-z^2) Q(t) with t = 1 / (1 + z / 2) and Q a degree-8 polynomial in t - 0.6,
+/// least-squares fitted (Lawson's weights, toward the minimax relative error) to erfc(z) exp(z^2) / t
+/// on z in [0, 10]: 4.3e-8 at most. z^2 is split by an FMA into its float and the rounding error,
+/// which goes into a first-order correction, so the large exponent costs no accuracy.
+[[gnu::always_inline]] inline float fast_erfc_gauss(float z, float* gauss) {
+  z = z > 10.0f ? 10.0f : z;
   const float t = 1.0f / (1.0f + 0.5f * z);
   const float u = t - 0.6f;
-  float p = 1.421944201e-01f;
-  p = p * u + 1.017859057e-01f;
-  p = p * u - 2.318644226e-01f;
-  p = p * u - 7.110784203e-02f;
-  p = p * u + 2.893454731e-01f;
-  p = p * u - 1.089613792e-02f;
-  p = p * u - 4.089277983e-01f;
-  p = p * u + 7.028921694e-02f;
-  p = p * u + 1.371420383e+00f;
-  p = p * u - 5.357598066e-01f;
+  float q = -5.906882510e-02f;
+  q = q * u + 1.043998287e-03f;
+  q = q * u + 1.125997901e-01f;
+  q = q * u - 3.896390647e-02f;
+  q = q * u - 2.077905238e-01f;
+  q = q * u + 6.873618811e-02f;
+  q = q * u + 5.914708972e-01f;
+  q = q * u + 8.025881052e-01f;
+  q = q * u + 5.852245092e-01f;
   const float zz = z * z;
   const float zz_low = std::fma(z, z, -zz);  // z^2 = zz + zz_low exactly
-  const float s = p - zz;                    // TwoSum: p - zz = s + s_err exactly
-  const float b = s - p;
-  const float s_err = (p - (s - b)) + (-zz - b);
-  const float e = t * fast_exp(s) * (1.0f + (s_err - zz_low));
+  const float g = fast_exp(-zz) * (1.0f - zz_low);
+  *gauss = g;
+  return t * g * q;
+}
+
+/// erfc(x) for float, any sign: erfc(-z) = 2 - erfc(z). The double overload is std::erfc.
+inline float fast_erfc(float x) {
+  float gauss;
+  const float e = fast_erfc_gauss(std::fabs(x), &gauss);
   return x < 0.0f ? 2.0f - e : e;
 }
 
