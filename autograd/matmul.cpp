@@ -217,15 +217,25 @@ Tensor<T> linear_impl(const char* op, const Tensor<T>& x, const Tensor<T>& weigh
   // GELU's backward reads its input, the product plus bias: kept beside the output.
   auto pre = std::make_shared<xt::xarray<T>>(gelu ? xt::xarray<T>::from_shape(out_shape) : xt::xarray<T>());
   const T* pb = bias.defined() ? bias.data().data() : nullptr;
-  // C = x W^T on rows [r0, r1) of z, started from the bias (GEMM adds onto it with beta = 1).
+  // Rows [r0, r1) of z start as the bias: one row copied, then the filled rows doubled (a few large
+  // copies instead of one small copy call per row).
+  const auto fill_bias = [&](std::size_t r0, std::size_t r1, T* z) {
+    if (!pb || r1 == r0) return;
+    T* first = z + r0 * out_features;
+    std::copy(pb, pb + out_features, first);
+    for (std::size_t done = 1; done < r1 - r0; done *= 2)
+      std::copy(first, first + std::min(done, r1 - r0 - done) * out_features, first + done * out_features);
+  };
+  // C = x W^T on rows [r0, r1) of z, added onto the bias (beta = 1) when there is one.
   const auto product = [&](std::size_t r0, std::size_t r1, T* z) {
-    if (pb)
-      for (std::size_t r = r0; r < r1; ++r) std::copy(pb, pb + out_features, z + r * out_features);
     blas::gemm<T>(false, true, r1 - r0, out_features, in_features, T(1), x.data().data() + r0 * in_features,
                   in_features, weight.data().data(), in_features, pb ? T(1) : T(0), z + r0 * out_features,
                   out_features);
   };
   if (!activation) {
+    detail::parallel_for(rows,
+                         std::max<std::size_t>(1, detail::kElementwiseGrain / std::max<std::size_t>(out_features, 1)),
+                         [&](std::size_t r0, std::size_t r1) { fill_bias(r0, r1, out.data()); });
     product(0, rows, out.data());
   } else {
     // Fixed blocks of rows (by the shape only), each a product then its activation while in cache; the
@@ -239,6 +249,7 @@ Tensor<T> linear_impl(const char* op, const Tensor<T>& x, const Tensor<T>& weigh
     detail::parallel_for(blocks, 1, [&](std::size_t b0, std::size_t b1) {
       for (std::size_t blk = b0; blk < b1; ++blk) {
         const std::size_t r0 = blk * block, r1 = std::min(rows, r0 + block);
+        fill_bias(r0, r1, pz);
         product(r0, r1, pz);
         const std::size_t n = (r1 - r0) * out_features;
         T* __restrict y = po + r0 * out_features;
