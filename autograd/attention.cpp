@@ -115,18 +115,25 @@ PairMasks<T> pair_masks(const Plan<T>& p, std::size_t b, std::size_t h, bool up_
   return m;
 }
 
-// s[bi, bj] (row stride bj) = scaled scores of queries i0.. against keys j0.., masked: float masks
-// added (attn_mask first, then key padding, as torch adds them), bool masks and causality -> -inf.
-// The queries are read in place (the scale is the product's alpha).
+// Rows of a score block are padded to a multiple of this many columns (the lanes of detail::lane_sum
+// and row_max), the padding set to -inf: weight exp(-inf) = 0 exactly, so the row loops need no scalar
+// remainder (which cost a third of the exponentials' time when lengths were not multiples of 16).
+constexpr std::size_t kPad = detail::kLanes;
+std::size_t padded(std::size_t n) { return (n + kPad - 1) / kPad * kPad; }
+
+// s[bi, bj] (row stride lds >= bj) = scaled scores of queries i0.. against keys j0.., masked: float masks
+// added (attn_mask first, then key padding, as torch adds them), bool masks and causality -> -inf;
+// columns bj..lds are -inf. The queries are read in place (the scale is the product's alpha).
 template <typename T>
 void score_block(const Plan<T>& p, const PairMasks<T>& m, const T* qp, const T* kp, std::size_t i0, std::size_t bi,
-                 std::size_t j0, std::size_t bj, T* s) {
+                 std::size_t j0, std::size_t bj, T* s, std::size_t lds) {
   const Dims& d = p.d;
   const std::size_t qld = p.q.layout.ld, kld = p.k.layout.ld;
-  blas::gemm<T>(false, true, bi, bj, d.D, p.scale, qp + i0 * qld, qld, kp + j0 * kld, kld, T(0), s, bj);
+  blas::gemm<T>(false, true, bi, bj, d.D, p.scale, qp + i0 * qld, qld, kp + j0 * kld, kld, T(0), s, lds);
   const T inf = std::numeric_limits<T>::infinity();
   for (std::size_t r = 0; r < bi; ++r) {
-    T* __restrict row = s + r * bj;
+    T* __restrict row = s + r * lds;
+    std::fill(row + bj, row + lds, -inf);
     const std::size_t i = i0 + r;
     if (m.bias) {
       const T* __restrict a = m.bias + i * d.S + j0;
@@ -163,18 +170,18 @@ void scaled_rows_out(const T* src, std::size_t rows, std::size_t cols, T scale, 
   }
 }
 
-// In place: w = keep ? w / (1 - p) : 0 over a [bi, bj] block, mask indices of [B, H, L, S]; with
-// factors_only, w = keep ? 1 / (1 - p) : 0 (the mask's factors, for several uses).
+// In place: w = keep ? w / (1 - p) : 0 over a [bi, bj] block (row stride ld), mask indices of
+// [B, H, L, S]; with factors_only, w = keep ? 1 / (1 - p) : 0 (the mask's factors, for several uses).
 template <typename T>
 void drop_block(const Plan<T>& p, std::size_t bh, std::size_t i0, std::size_t bi, std::size_t j0, std::size_t bj, T* w,
-                bool factors_only = false) {
+                std::size_t ld, bool factors_only = false) {
   const Dims& d = p.d;
   for (std::size_t r = 0; r < bi; ++r) {
     const std::size_t first = (bh * d.L + i0 + r) * d.S + j0;
     if (factors_only)
-      p.mask.factors(w + r * bj, p.keep_scale, first, bj);
+      p.mask.factors(w + r * ld, p.keep_scale, first, bj);
     else
-      p.mask.apply(w + r * bj, w + r * bj, p.keep_scale, first, bj);
+      p.mask.apply(w + r * ld, w + r * ld, p.keep_scale, first, bj);
   }
 }
 
@@ -216,18 +223,18 @@ void flash_forward(const Plan<T>& p, const std::vector<const T*>& in, T* out, T*
       // With causality, no query of this block sees a key past its last query.
       const std::size_t j_end = std::min(p.key_end[b], p.causal ? std::min(d.S, i0 + bi) : d.S);
       for (std::size_t j0 = 0; j0 < j_end; j0 += kBlockK) {
-        const std::size_t bj = std::min(kBlockK, j_end - j0);
-        score_block(p, m, qp, kp, i0, bi, j0, bj, s);
+        const std::size_t bj = std::min(kBlockK, j_end - j0), ld = padded(bj);
+        score_block(p, m, qp, kp, i0, bi, j0, bj, s, ld);
         for (std::size_t r = 0; r < bi; ++r) {
-          T* __restrict row = s + r * bj;
-          const T m_new = std::max(mx[r], detail::row_max(row, bj));
+          T* __restrict row = s + r * ld;
+          const T m_new = std::max(mx[r], detail::row_max(row, ld));
           if (m_new == -inf) {  // nothing visible to this query yet
-            std::fill(row, row + bj, T(0));
+            std::fill(row, row + ld, T(0));
             continue;
           }
           const T alpha = detail::fast_exp(mx[r] - m_new);
           // The exponentials and their sum in one pass.
-          const T row_sum = detail::lane_sum<T>(bj, [&](std::size_t c) {
+          const T row_sum = detail::lane_sum<T>(ld, [&](std::size_t c) {
             const T e = detail::fast_exp(row[c] - m_new);
             row[c] = e;
             return e;
@@ -239,8 +246,8 @@ void flash_forward(const Plan<T>& p, const std::vector<const T*>& in, T* out, T*
           }
           mx[r] = m_new;
         }
-        if (p.dropout) drop_block(p, bh, i0, bi, j0, bj, s);
-        blas::gemm<T>(false, false, bi, d.Dv, bj, T(1), s, bj, vp + j0 * p.v.layout.ld, p.v.layout.ld, T(1), acc, d.Dv);
+        if (p.dropout) drop_block(p, bh, i0, bi, j0, bj, s, ld);
+        blas::gemm<T>(false, false, bi, d.Dv, bj, T(1), s, ld, vp + j0 * p.v.layout.ld, p.v.layout.ld, T(1), acc, d.Dv);
       }
       for (std::size_t r = 0; r < bi; ++r) {
         const bool dead = mx[r] == -inf;
@@ -263,13 +270,13 @@ void weights_forward(const Plan<T>& p, const std::vector<const T*>& in, const T*
     for (std::size_t i0 = 0; i0 < d.L; i0 += kBlockQ) {
       const std::size_t bi = std::min(kBlockQ, d.L - i0);
       T* s = w + (bh * d.L + i0) * d.S;
-      score_block(p, m, qp, kp, i0, bi, 0, d.S, s);
+      score_block(p, m, qp, kp, i0, bi, 0, d.S, s, d.S);
       for (std::size_t r = 0; r < bi; ++r) {
         const T l = lse[bh * d.L + i0 + r];
         T* __restrict row = s + r * d.S;
         for (std::size_t c = 0; c < d.S; ++c) row[c] = detail::fast_exp(row[c] - l);
       }
-      if (p.dropout) drop_block(p, bh, i0, bi, 0, d.S, s);
+      if (p.dropout) drop_block(p, bh, i0, bi, 0, d.S, s, d.S);
     }
   });
 }
@@ -323,32 +330,35 @@ void flash_backward(const Plan<T>& p, const std::vector<const T*>& in, const T* 
       const std::size_t bj = std::min(kBlockK, key_end - j0);
       std::fill(dk, dk + bj * d.D, T(0));
       std::fill(dv, dv + bj * d.Dv, T(0));
+      const std::size_t ld = padded(bj);  // the row stride of the blocks
       for (std::size_t i0 = 0; i0 < d.L; i0 += kBlockQ) {
-        const std::size_t bi = std::min(kBlockQ, d.L - i0), n = bi * bj;
+        const std::size_t bi = std::min(kBlockQ, d.L - i0);
         if (p.causal && i0 + bi <= j0) continue;  // every query of the block is before every key
-        score_block(p, m, qp, kp, i0, bi, j0, bj, s);
+        score_block(p, m, qp, kp, i0, bi, j0, bj, s, ld);
         for (std::size_t r = 0; r < bi; ++r) {
           const T l = lse[bh * d.L + i0 + r];
-          T* __restrict row = s + r * bj;
-          for (std::size_t c = 0; c < bj; ++c) row[c] = detail::fast_exp(row[c] - l);
+          T* __restrict row = s + r * ld;
+          for (std::size_t c = 0; c < ld; ++c) row[c] = detail::fast_exp(row[c] - l);
         }
         const T* wp = s;
         if (p.dropout) {  // the mask's factors once per block, for W and for dP
-          drop_block(p, bh, i0, bi, j0, bj, keep, /*factors_only=*/true);
-          const T* __restrict pk = keep;
-          const T* __restrict ps = s;
-          T* __restrict pw = w;
-          for (std::size_t c = 0; c < n; ++c) pw[c] = ps[c] * pk[c];
+          drop_block(p, bh, i0, bi, j0, bj, keep, ld, /*factors_only=*/true);
+          for (std::size_t r = 0; r < bi; ++r) {
+            const T* __restrict pk = keep + r * ld;
+            const T* __restrict ps = s + r * ld;
+            T* __restrict pw = w + r * ld;
+            for (std::size_t c = 0; c < bj; ++c) pw[c] = ps[c] * pk[c];
+          }
           wp = w;
         }
         const T* gi = gp + i0 * gld;
-        if (grads.dv) blas::gemm<T>(true, false, bj, d.Dv, bi, T(1), wp, bj, gi, gld, T(1), dv, d.Dv);
+        if (grads.dv) blas::gemm<T>(true, false, bj, d.Dv, bi, T(1), wp, ld, gi, gld, T(1), dv, d.Dv);
         if (!grads.dq && !grads.dk) continue;
-        blas::gemm<T>(false, true, bi, bj, d.Dv, T(1), gi, gld, vp + j0 * vld, vld, T(0), dp, bj);
+        blas::gemm<T>(false, true, bi, bj, d.Dv, T(1), gi, gld, vp + j0 * vld, vld, T(0), dp, ld);
         for (std::size_t r = 0; r < bi; ++r) {  // dS = P * (dropout(dP) - delta)
-          T* __restrict dr = dp + r * bj;
-          const T* __restrict pr = s + r * bj;
-          const T* __restrict kr = keep + r * bj;
+          T* __restrict dr = dp + r * ld;
+          const T* __restrict pr = s + r * ld;
+          const T* __restrict kr = keep + r * ld;
           const T dl = delta[i0 + r];
           if (p.dropout)
             for (std::size_t c = 0; c < bj; ++c) dr[c] = pr[c] * (dr[c] * kr[c] - dl);
@@ -356,8 +366,8 @@ void flash_backward(const Plan<T>& p, const std::vector<const T*>& in, const T* 
             for (std::size_t c = 0; c < bj; ++c) dr[c] = pr[c] * (dr[c] - dl);
         }
         if (grads.dq)
-          blas::gemm<T>(false, false, bi, d.D, bj, T(1), dp, bj, kp + j0 * kld, kld, T(1), dq + i0 * d.D, d.D);
-        if (grads.dk) blas::gemm<T>(true, false, bj, d.D, bi, p.scale, dp, bj, qp + i0 * qld, qld, T(1), dk, d.D);
+          blas::gemm<T>(false, false, bi, d.D, bj, T(1), dp, ld, kp + j0 * kld, kld, T(1), dq + i0 * d.D, d.D);
+        if (grads.dk) blas::gemm<T>(true, false, bj, d.D, bi, p.scale, dp, ld, qp + i0 * qld, qld, T(1), dk, d.D);
       }
       if (grads.dk) scaled_rows_out(dk, bj, d.D, T(1), false, grads.dk + p.k.layout.at(b, h) + j0 * kld, kld);
       if (grads.dv) scaled_rows_out(dv, bj, d.Dv, T(1), false, grads.dv + p.v.layout.at(b, h) + j0 * vld, vld);
@@ -391,9 +401,9 @@ void weights_backward(const Plan<T>& p, const std::vector<const T*>& in, const T
     std::fill(dk, dk + d.S * d.D, T(0));
     for (std::size_t i0 = 0; i0 < d.L; i0 += kBlockQ) {
       const std::size_t bi = std::min(kBlockQ, d.L - i0);
-      score_block(p, m, qp, kp, i0, bi, 0, d.S, s);
+      score_block(p, m, qp, kp, i0, bi, 0, d.S, s, d.S);
       std::copy(gw + (bh * d.L + i0) * d.S, gw + (bh * d.L + i0 + bi) * d.S, dp);
-      if (p.dropout) drop_block(p, bh, i0, bi, 0, d.S, dp);
+      if (p.dropout) drop_block(p, bh, i0, bi, 0, d.S, dp, d.S);
       for (std::size_t r = 0; r < bi; ++r) {
         const T l = lse[bh * d.L + i0 + r];
         T* __restrict pr = s + r * d.S;
