@@ -50,7 +50,40 @@ struct Plan {
   AttentionMasks<T> masks;
   Operand q, k, v;
   Layout out;
+  // Per batch: keys at or past key_end[b] are masked for every query by the key padding (bool true or
+  // -inf), so the kernels stop there: their weights are exactly 0 and they take no gradient. Padded
+  // batches cost what their real length costs.
+  std::vector<std::size_t> key_end;
+  // Per batch: whether the key padding changes any score before key_end (else it is skipped there).
+  std::vector<char> padding_inside;
 };
+
+// key_end of the Plan: one past the last key that key_padding_mask / key_padding_bias leave visible.
+template <typename T>
+std::vector<std::size_t> visible_key_end(const AttentionMasks<T>& m, std::size_t B, std::size_t S) {
+  std::vector<std::size_t> end(B, S);
+  for (std::size_t b = 0; b < B; ++b) {
+    std::size_t j = S;
+    const auto dead = [&](std::size_t key) {
+      return (m.key_padding_mask && m.key_padding_mask->data()[b * S + key]) ||
+             (m.key_padding_bias && m.key_padding_bias->data()[b * S + key] == -std::numeric_limits<T>::infinity());
+    };
+    while (j > 0 && dead(j - 1)) --j;
+    end[b] = j;
+  }
+  return end;
+}
+
+// padding_inside of the Plan, for key_end.
+template <typename T>
+std::vector<char> padding_before(const AttentionMasks<T>& m, const std::vector<std::size_t>& key_end, std::size_t S) {
+  std::vector<char> inside(key_end.size(), 0);
+  for (std::size_t b = 0; b < key_end.size(); ++b)
+    for (std::size_t j = 0; j < key_end[b] && !inside[b]; ++j)
+      inside[b] = (m.key_padding_mask && m.key_padding_mask->data()[b * S + j]) ||
+                  (m.key_padding_bias && m.key_padding_bias->data()[b * S + j] != T(0));
+  return inside;
+}
 
 template <typename T>
 const T* operand_ptr(const std::vector<const T*>& bases, const Operand& o, std::size_t b, std::size_t h) {
@@ -66,30 +99,41 @@ struct PairMasks {
   const T* kpb = nullptr;      // [S]
 };
 
+// up_to_key_end: the caller stops at p.key_end[b], so key padding that masks nothing before it is left
+// out.
 template <typename T>
-PairMasks<T> pair_masks(const Plan<T>& p, std::size_t b, std::size_t h) {
+PairMasks<T> pair_masks(const Plan<T>& p, std::size_t b, std::size_t h, bool up_to_key_end) {
   const Dims& d = p.d;
   const std::size_t LS = d.L * d.S, bh = b * d.H + h;
   PairMasks<T> m;
   if (p.masks.attn_mask) m.attn = p.masks.attn_mask->data() + (p.masks.attn_mask->dimension() > 2 ? bh * LS : 0);
   if (p.masks.attn_bias) m.bias = p.masks.attn_bias->data() + (p.masks.attn_bias->dimension() > 2 ? bh * LS : 0);
-  if (p.masks.key_padding_mask) m.kpm = p.masks.key_padding_mask->data() + b * d.S;
-  if (p.masks.key_padding_bias) m.kpb = p.masks.key_padding_bias->data() + b * d.S;
+  if (!up_to_key_end || p.padding_inside[b]) {
+    if (p.masks.key_padding_mask) m.kpm = p.masks.key_padding_mask->data() + b * d.S;
+    if (p.masks.key_padding_bias) m.kpb = p.masks.key_padding_bias->data() + b * d.S;
+  }
   return m;
 }
 
-// s[bi, bj] (row stride bj) = scaled scores of queries i0.. against keys j0.., masked: float masks
-// added (attn_mask first, then key padding, as torch adds them), bool masks and causality -> -inf.
-// qs holds the queries already multiplied by the scale, [bi, D] contiguous.
+// Rows of a score block are padded to a multiple of this many columns (the lanes of detail::lane_sum
+// and row_max), the padding set to -inf: weight exp(-inf) = 0 exactly, so the row loops need no scalar
+// remainder (which cost a third of the exponentials' time when lengths were not multiples of 16).
+constexpr std::size_t kPad = detail::kLanes;
+std::size_t padded(std::size_t n) { return (n + kPad - 1) / kPad * kPad; }
+
+// s[bi, bj] (row stride lds >= bj) = scaled scores of queries i0.. against keys j0.., masked: float masks
+// added (attn_mask first, then key padding, as torch adds them), bool masks and causality -> -inf;
+// columns bj..lds are -inf. The queries are read in place (the scale is the product's alpha).
 template <typename T>
-void score_block(const Plan<T>& p, const PairMasks<T>& m, const T* qs, const T* kp, std::size_t i0, std::size_t bi,
-                 std::size_t j0, std::size_t bj, T* s) {
+void score_block(const Plan<T>& p, const PairMasks<T>& m, const T* qp, const T* kp, std::size_t i0, std::size_t bi,
+                 std::size_t j0, std::size_t bj, T* s, std::size_t lds) {
   const Dims& d = p.d;
-  const std::size_t kld = p.k.layout.ld;
-  blas::gemm<T>(false, true, bi, bj, d.D, T(1), qs, d.D, kp + j0 * kld, kld, T(0), s, bj);
+  const std::size_t qld = p.q.layout.ld, kld = p.k.layout.ld;
+  blas::gemm<T>(false, true, bi, bj, d.D, p.scale, qp + i0 * qld, qld, kp + j0 * kld, kld, T(0), s, lds);
   const T inf = std::numeric_limits<T>::infinity();
   for (std::size_t r = 0; r < bi; ++r) {
-    T* __restrict row = s + r * bj;
+    T* __restrict row = s + r * lds;
+    std::fill(row + bj, row + lds, -inf);
     const std::size_t i = i0 + r;
     if (m.bias) {
       const T* __restrict a = m.bias + i * d.S + j0;
@@ -112,23 +156,32 @@ void score_block(const Plan<T>& p, const PairMasks<T>& m, const T* qs, const T* 
   }
 }
 
-// Queries i0..i0+bi of a pair times the scale, into qs [bi, D].
+// dst rows [0, rows) (row stride ld) = src [rows, cols] contiguous times scale, or plus it when add.
 template <typename T>
-void scaled_queries(const Plan<T>& p, const T* qp, std::size_t i0, std::size_t bi, T* qs) {
-  const std::size_t D = p.d.D, ld = p.q.layout.ld;
-  for (std::size_t r = 0; r < bi; ++r)
-    for (std::size_t c = 0; c < D; ++c) qs[r * D + c] = qp[(i0 + r) * ld + c] * p.scale;
+void scaled_rows_out(const T* src, std::size_t rows, std::size_t cols, T scale, bool add, T* dst, std::size_t ld) {
+  const T s = scale;
+  for (std::size_t r = 0; r < rows; ++r) {
+    const T* __restrict a = src + r * cols;
+    T* __restrict o = dst + r * ld;
+    if (add)
+      for (std::size_t c = 0; c < cols; ++c) o[c] += a[c] * s;
+    else
+      for (std::size_t c = 0; c < cols; ++c) o[c] = a[c] * s;
+  }
 }
 
-// In place: w = keep ? w / (1 - p) : 0 over a [bi, bj] block, mask indices of [B, H, L, S].
+// In place: w = keep ? w / (1 - p) : 0 over a [bi, bj] block (row stride ld), mask indices of
+// [B, H, L, S]; with factors_only, w = keep ? 1 / (1 - p) : 0 (the mask's factors, for several uses).
 template <typename T>
-void drop_block(const Plan<T>& p, std::size_t bh, std::size_t i0, std::size_t bi, std::size_t j0, std::size_t bj,
-                T* w) {
+void drop_block(const Plan<T>& p, std::size_t bh, std::size_t i0, std::size_t bi, std::size_t j0, std::size_t bj, T* w,
+                std::size_t ld, bool factors_only = false) {
   const Dims& d = p.d;
   for (std::size_t r = 0; r < bi; ++r) {
-    const std::size_t base = (bh * d.L + i0 + r) * d.S + j0;
-    T* row = w + r * bj;
-    for (std::size_t c = 0; c < bj; ++c) row[c] = p.mask.keep(base + c) ? row[c] * p.keep_scale : T(0);
+    const std::size_t first = (bh * d.L + i0 + r) * d.S + j0;
+    if (factors_only)
+      p.mask.factors(w + r * ld, p.keep_scale, first, bj);
+    else
+      p.mask.apply(w + r * ld, w + r * ld, p.keep_scale, first, bj);
   }
 }
 
@@ -150,10 +203,9 @@ template <typename T>
 void flash_forward(const Plan<T>& p, const std::vector<const T*>& in, T* out, T* lse) {
   const Dims& d = p.d;
   const T inf = std::numeric_limits<T>::infinity();
-  const std::size_t scratch = kBlockQ * d.D + kBlockQ * kBlockK + kBlockQ * d.Dv + 2 * kBlockQ;
+  const std::size_t scratch = kBlockQ * kBlockK + kBlockQ * d.Dv + 2 * kBlockQ;
   for_each_pair<T>(d, scratch, [&](std::size_t b, std::size_t h, T* buf) {
-    T* qs = buf;
-    T* s = qs + kBlockQ * d.D;
+    T* s = buf;
     T* acc = s + kBlockQ * kBlockK;
     T* mx = acc + kBlockQ * d.Dv;
     T* sum = mx + kBlockQ;
@@ -161,43 +213,45 @@ void flash_forward(const Plan<T>& p, const std::vector<const T*>& in, T* out, T*
     const T* qp = operand_ptr(in, p.q, b, h);
     const T* kp = operand_ptr(in, p.k, b, h);
     const T* vp = operand_ptr(in, p.v, b, h);
-    const PairMasks<T> m = pair_masks(p, b, h);
+    const PairMasks<T> m = pair_masks(p, b, h, true);
     T* op = out + p.out.at(b, h);
     for (std::size_t i0 = 0; i0 < d.L; i0 += kBlockQ) {
       const std::size_t bi = std::min(kBlockQ, d.L - i0);
-      scaled_queries(p, qp, i0, bi, qs);
       std::fill(mx, mx + bi, -inf);
       std::fill(sum, sum + bi, T(0));
       std::fill(acc, acc + bi * d.Dv, T(0));
       // With causality, no query of this block sees a key past its last query.
-      const std::size_t j_end = p.causal ? std::min(d.S, i0 + bi) : d.S;
+      const std::size_t j_end = std::min(p.key_end[b], p.causal ? std::min(d.S, i0 + bi) : d.S);
       for (std::size_t j0 = 0; j0 < j_end; j0 += kBlockK) {
-        const std::size_t bj = std::min(kBlockK, j_end - j0);
-        score_block(p, m, qs, kp, i0, bi, j0, bj, s);
+        const std::size_t bj = std::min(kBlockK, j_end - j0), ld = padded(bj);
+        score_block(p, m, qp, kp, i0, bi, j0, bj, s, ld);
         for (std::size_t r = 0; r < bi; ++r) {
-          T* row = s + r * bj;
-          const T m_new = std::max(mx[r], detail::row_max(row, bj));
+          T* __restrict row = s + r * ld;
+          const T m_new = std::max(mx[r], detail::row_max(row, ld));
           if (m_new == -inf) {  // nothing visible to this query yet
-            std::fill(row, row + bj, T(0));
+            std::fill(row, row + ld, T(0));
             continue;
           }
           const T alpha = detail::fast_exp(mx[r] - m_new);
-          for (std::size_t c = 0; c < bj; ++c) row[c] = detail::fast_exp(row[c] - m_new);
-          sum[r] = sum[r] * alpha + detail::lane_sum<T>(bj, [&](std::size_t c) { return row[c]; });
+          // The exponentials and their sum in one pass.
+          const T row_sum = detail::lane_sum<T>(ld, [&](std::size_t c) {
+            const T e = detail::fast_exp(row[c] - m_new);
+            row[c] = e;
+            return e;
+          });
+          sum[r] = sum[r] * alpha + row_sum;
           if (alpha != T(1)) {
-            T* a = acc + r * d.Dv;
+            T* __restrict a = acc + r * d.Dv;
             for (std::size_t c = 0; c < d.Dv; ++c) a[c] *= alpha;
           }
           mx[r] = m_new;
         }
-        if (p.dropout) drop_block(p, bh, i0, bi, j0, bj, s);
-        blas::gemm<T>(false, false, bi, d.Dv, bj, T(1), s, bj, vp + j0 * p.v.layout.ld, p.v.layout.ld, T(1), acc, d.Dv);
+        if (p.dropout) drop_block(p, bh, i0, bi, j0, bj, s, ld);
+        blas::gemm<T>(false, false, bi, d.Dv, bj, T(1), s, ld, vp + j0 * p.v.layout.ld, p.v.layout.ld, T(1), acc, d.Dv);
       }
       for (std::size_t r = 0; r < bi; ++r) {
-        T* o = op + (i0 + r) * p.out.ld;
         const bool dead = mx[r] == -inf;
-        const T inv = dead ? T(0) : T(1) / sum[r];
-        for (std::size_t c = 0; c < d.Dv; ++c) o[c] = acc[r * d.Dv + c] * inv;
+        scaled_rows_out(acc + r * d.Dv, 1, d.Dv, dead ? T(0) : T(1) / sum[r], false, op + (i0 + r) * p.out.ld, 0);
         lse[bh * d.L + i0 + r] = dead ? inf : mx[r] + std::log(sum[r]);
       }
     }
@@ -208,22 +262,21 @@ void flash_forward(const Plan<T>& p, const std::vector<const T*>& in, T* out, T*
 template <typename T>
 void weights_forward(const Plan<T>& p, const std::vector<const T*>& in, const T* lse, T* w) {
   const Dims& d = p.d;
-  for_each_pair<T>(d, kBlockQ * d.D, [&](std::size_t b, std::size_t h, T* qs) {
+  for_each_pair<T>(d, 0, [&](std::size_t b, std::size_t h, T*) {
     const std::size_t bh = b * d.H + h;
     const T* qp = operand_ptr(in, p.q, b, h);
     const T* kp = operand_ptr(in, p.k, b, h);
-    const PairMasks<T> m = pair_masks(p, b, h);
+    const PairMasks<T> m = pair_masks(p, b, h, false);
     for (std::size_t i0 = 0; i0 < d.L; i0 += kBlockQ) {
       const std::size_t bi = std::min(kBlockQ, d.L - i0);
-      scaled_queries(p, qp, i0, bi, qs);
       T* s = w + (bh * d.L + i0) * d.S;
-      score_block(p, m, qs, kp, i0, bi, 0, d.S, s);
+      score_block(p, m, qp, kp, i0, bi, 0, d.S, s, d.S);
       for (std::size_t r = 0; r < bi; ++r) {
         const T l = lse[bh * d.L + i0 + r];
-        T* row = s + r * d.S;
+        T* __restrict row = s + r * d.S;
         for (std::size_t c = 0; c < d.S; ++c) row[c] = detail::fast_exp(row[c] - l);
       }
-      if (p.dropout) drop_block(p, bh, i0, bi, 0, d.S, s);
+      if (p.dropout) drop_block(p, bh, i0, bi, 0, d.S, s, d.S);
     }
   });
 }
@@ -248,15 +301,15 @@ void flash_backward(const Plan<T>& p, const std::vector<const T*>& in, const T* 
                     GradPtrs<T> grads) {
   const Dims& d = p.d;
   const std::size_t block = kBlockQ * kBlockK;
-  const std::size_t scratch = 2 * d.L * d.D + d.L + 3 * block + kBlockK * (d.D + d.Dv);
+  const std::size_t scratch = d.L * d.D + d.L + 4 * block + kBlockK * (d.D + d.Dv);
   for_each_pair<T>(d, scratch, [&](std::size_t b, std::size_t h, T* buf) {
-    T* qs = buf;             // [L, D]: all queries, scaled
-    T* dq = qs + d.L * d.D;  // [L, D]
+    T* dq = buf;  // [L, D]
     T* delta = dq + d.L * d.D;
     T* s = delta + d.L;          // scores, then P
     T* w = s + block;            // dropout(P)
     T* dp = w + block;           // dP, then dS
-    T* dk = dp + block;          // [kBlockK, D]
+    T* keep = dp + block;        // the dropout mask's factors: 1 / (1 - p) or 0
+    T* dk = keep + block;        // [kBlockK, D]
     T* dv = dk + kBlockK * d.D;  // [kBlockK, Dv]
     const std::size_t bh = b * d.H + h;
     const T* qp = operand_ptr(in, p.q, b, h);
@@ -264,63 +317,67 @@ void flash_backward(const Plan<T>& p, const std::vector<const T*>& in, const T* 
     const T* vp = operand_ptr(in, p.v, b, h);
     const T* op = out + p.out.at(b, h);
     const T* gp = g + p.out.at(b, h);
-    const std::size_t gld = p.out.ld, kld = p.k.layout.ld, vld = p.v.layout.ld;
-    const PairMasks<T> m = pair_masks(p, b, h);
-    scaled_queries(p, qp, 0, d.L, qs);
+    const std::size_t gld = p.out.ld, qld = p.q.layout.ld, kld = p.k.layout.ld, vld = p.v.layout.ld;
+    const PairMasks<T> m = pair_masks(p, b, h, true);
     std::fill(dq, dq + d.L * d.D, T(0));
     for (std::size_t i = 0; i < d.L; ++i) {
-      const T* o = op + i * gld;
-      const T* gi = gp + i * gld;
+      const T* __restrict o = op + i * gld;
+      const T* __restrict gi = gp + i * gld;
       delta[i] = detail::lane_sum<T>(d.Dv, [&](std::size_t c) { return o[c] * gi[c]; });
     }
-    for (std::size_t j0 = 0; j0 < d.S; j0 += kBlockK) {
-      const std::size_t bj = std::min(kBlockK, d.S - j0);
+    const std::size_t key_end = p.key_end[b];
+    for (std::size_t j0 = 0; j0 < key_end; j0 += kBlockK) {
+      const std::size_t bj = std::min(kBlockK, key_end - j0);
       std::fill(dk, dk + bj * d.D, T(0));
       std::fill(dv, dv + bj * d.Dv, T(0));
+      const std::size_t ld = padded(bj);  // the row stride of the blocks
       for (std::size_t i0 = 0; i0 < d.L; i0 += kBlockQ) {
         const std::size_t bi = std::min(kBlockQ, d.L - i0);
         if (p.causal && i0 + bi <= j0) continue;  // every query of the block is before every key
-        score_block(p, m, qs + i0 * d.D, kp, i0, bi, j0, bj, s);
+        score_block(p, m, qp, kp, i0, bi, j0, bj, s, ld);
         for (std::size_t r = 0; r < bi; ++r) {
           const T l = lse[bh * d.L + i0 + r];
-          T* row = s + r * bj;
-          for (std::size_t c = 0; c < bj; ++c) row[c] = detail::fast_exp(row[c] - l);
+          T* __restrict row = s + r * ld;
+          for (std::size_t c = 0; c < ld; ++c) row[c] = detail::fast_exp(row[c] - l);
         }
         const T* wp = s;
-        if (p.dropout) {
-          std::copy(s, s + bi * bj, w);
-          drop_block(p, bh, i0, bi, j0, bj, w);
+        if (p.dropout) {  // the mask's factors once per block, for W and for dP
+          drop_block(p, bh, i0, bi, j0, bj, keep, ld, /*factors_only=*/true);
+          for (std::size_t r = 0; r < bi; ++r) {
+            const T* __restrict pk = keep + r * ld;
+            const T* __restrict ps = s + r * ld;
+            T* __restrict pw = w + r * ld;
+            for (std::size_t c = 0; c < bj; ++c) pw[c] = ps[c] * pk[c];
+          }
           wp = w;
         }
         const T* gi = gp + i0 * gld;
-        if (grads.dv) blas::gemm<T>(true, false, bj, d.Dv, bi, T(1), wp, bj, gi, gld, T(1), dv, d.Dv);
+        if (grads.dv) blas::gemm<T>(true, false, bj, d.Dv, bi, T(1), wp, ld, gi, gld, T(1), dv, d.Dv);
         if (!grads.dq && !grads.dk) continue;
-        blas::gemm<T>(false, true, bi, bj, d.Dv, T(1), gi, gld, vp + j0 * vld, vld, T(0), dp, bj);
-        if (p.dropout) drop_block(p, bh, i0, bi, j0, bj, dp);
-        for (std::size_t r = 0; r < bi; ++r) {
-          T* __restrict dr = dp + r * bj;
-          const T* __restrict pr = s + r * bj;
+        blas::gemm<T>(false, true, bi, bj, d.Dv, T(1), gi, gld, vp + j0 * vld, vld, T(0), dp, ld);
+        for (std::size_t r = 0; r < bi; ++r) {  // dS = P * (dropout(dP) - delta)
+          T* __restrict dr = dp + r * ld;
+          const T* __restrict pr = s + r * ld;
+          const T* __restrict kr = keep + r * ld;
           const T dl = delta[i0 + r];
-          for (std::size_t c = 0; c < bj; ++c) dr[c] = pr[c] * (dr[c] - dl);
+          if (p.dropout)
+            for (std::size_t c = 0; c < bj; ++c) dr[c] = pr[c] * (dr[c] * kr[c] - dl);
+          else
+            for (std::size_t c = 0; c < bj; ++c) dr[c] = pr[c] * (dr[c] - dl);
         }
         if (grads.dq)
-          blas::gemm<T>(false, false, bi, d.D, bj, T(1), dp, bj, kp + j0 * kld, kld, T(1), dq + i0 * d.D, d.D);
-        if (grads.dk) blas::gemm<T>(true, false, bj, d.D, bi, T(1), dp, bj, qs + i0 * d.D, d.D, T(1), dk, d.D);
+          blas::gemm<T>(false, false, bi, d.D, bj, T(1), dp, ld, kp + j0 * kld, kld, T(1), dq + i0 * d.D, d.D);
+        if (grads.dk) blas::gemm<T>(true, false, bj, d.D, bi, p.scale, dp, ld, qp + i0 * qld, qld, T(1), dk, d.D);
       }
-      if (grads.dk) {
-        T* dst = grads.dk + p.k.layout.at(b, h);
-        for (std::size_t r = 0; r < bj; ++r) std::copy(dk + r * d.D, dk + (r + 1) * d.D, dst + (j0 + r) * kld);
-      }
-      if (grads.dv) {
-        T* dst = grads.dv + p.v.layout.at(b, h);
-        for (std::size_t r = 0; r < bj; ++r) std::copy(dv + r * d.Dv, dv + (r + 1) * d.Dv, dst + (j0 + r) * vld);
-      }
+      if (grads.dk) scaled_rows_out(dk, bj, d.D, T(1), false, grads.dk + p.k.layout.at(b, h) + j0 * kld, kld);
+      if (grads.dv) scaled_rows_out(dv, bj, d.Dv, T(1), false, grads.dv + p.v.layout.at(b, h) + j0 * vld, vld);
     }
-    if (grads.dq) {
-      T* dst = grads.dq + p.q.layout.at(b, h);
-      for (std::size_t i = 0; i < d.L; ++i)
-        for (std::size_t c = 0; c < d.D; ++c) dst[i * p.q.layout.ld + c] = dq[i * d.D + c] * p.scale;
+    // The keys past key_end take no gradient.
+    for (std::size_t j = key_end; j < d.S; ++j) {
+      if (grads.dk) std::fill_n(grads.dk + p.k.layout.at(b, h) + j * kld, d.D, T(0));
+      if (grads.dv) std::fill_n(grads.dv + p.v.layout.at(b, h) + j * vld, d.Dv, T(0));
     }
+    if (grads.dq) scaled_rows_out(dq, d.L, d.D, p.scale, false, grads.dq + p.q.layout.at(b, h), qld);
   });
 }
 
@@ -329,26 +386,24 @@ void flash_backward(const Plan<T>& p, const std::vector<const T*>& in, const T* 
 template <typename T>
 void weights_backward(const Plan<T>& p, const std::vector<const T*>& in, const T* gw, const T* lse, GradPtrs<T> grads) {
   const Dims& d = p.d;
-  const std::size_t scratch = d.L * d.D + d.L * d.D + d.S * d.D + 2 * kBlockQ * d.S;
+  const std::size_t scratch = d.L * d.D + d.S * d.D + 2 * kBlockQ * d.S;
   for_each_pair<T>(d, scratch, [&](std::size_t b, std::size_t h, T* buf) {
-    T* qs = buf;
-    T* dq = qs + d.L * d.D;
+    T* dq = buf;
     T* dk = dq + d.L * d.D;
     T* s = dk + d.S * d.D;
     T* dp = s + kBlockQ * d.S;
     const std::size_t bh = b * d.H + h;
     const T* qp = operand_ptr(in, p.q, b, h);
     const T* kp = operand_ptr(in, p.k, b, h);
-    const std::size_t kld = p.k.layout.ld;
-    const PairMasks<T> m = pair_masks(p, b, h);
-    scaled_queries(p, qp, 0, d.L, qs);
+    const std::size_t qld = p.q.layout.ld, kld = p.k.layout.ld;
+    const PairMasks<T> m = pair_masks(p, b, h, false);
     std::fill(dq, dq + d.L * d.D, T(0));
     std::fill(dk, dk + d.S * d.D, T(0));
     for (std::size_t i0 = 0; i0 < d.L; i0 += kBlockQ) {
       const std::size_t bi = std::min(kBlockQ, d.L - i0);
-      score_block(p, m, qs + i0 * d.D, kp, i0, bi, 0, d.S, s);
+      score_block(p, m, qp, kp, i0, bi, 0, d.S, s, d.S);
       std::copy(gw + (bh * d.L + i0) * d.S, gw + (bh * d.L + i0 + bi) * d.S, dp);
-      if (p.dropout) drop_block(p, bh, i0, bi, 0, d.S, dp);
+      if (p.dropout) drop_block(p, bh, i0, bi, 0, d.S, dp, d.S);
       for (std::size_t r = 0; r < bi; ++r) {
         const T l = lse[bh * d.L + i0 + r];
         T* __restrict pr = s + r * d.S;
@@ -358,18 +413,10 @@ void weights_backward(const Plan<T>& p, const std::vector<const T*>& in, const T
         for (std::size_t c = 0; c < d.S; ++c) dr[c] = pr[c] * (dr[c] - dot);
       }
       if (grads.dq) blas::gemm<T>(false, false, bi, d.D, d.S, T(1), dp, d.S, kp, kld, T(1), dq + i0 * d.D, d.D);
-      if (grads.dk) blas::gemm<T>(true, false, d.S, d.D, bi, T(1), dp, d.S, qs + i0 * d.D, d.D, T(1), dk, d.D);
+      if (grads.dk) blas::gemm<T>(true, false, d.S, d.D, bi, p.scale, dp, d.S, qp + i0 * qld, qld, T(1), dk, d.D);
     }
-    if (grads.dq) {
-      T* dst = grads.dq + p.q.layout.at(b, h);
-      for (std::size_t i = 0; i < d.L; ++i)
-        for (std::size_t c = 0; c < d.D; ++c) dst[i * p.q.layout.ld + c] += dq[i * d.D + c] * p.scale;
-    }
-    if (grads.dk) {
-      T* dst = grads.dk + p.k.layout.at(b, h);
-      for (std::size_t j = 0; j < d.S; ++j)
-        for (std::size_t c = 0; c < d.D; ++c) dst[j * kld + c] += dk[j * d.D + c];
-    }
+    if (grads.dq) scaled_rows_out(dq, d.L, d.D, p.scale, true, grads.dq + p.q.layout.at(b, h), qld);
+    if (grads.dk) scaled_rows_out(dk, d.S, d.D, T(1), true, grads.dk + p.k.layout.at(b, h), kld);
   });
 }
 
@@ -419,8 +466,14 @@ std::pair<Tensor<T>, Tensor<T>> attention(const char* op, const std::vector<Tens
   // Drawn exactly when dropout(weights, p, true, gen) would draw: one next_u64 as the call's seed.
   const detail::DropoutMask mask(drop ? gen->next_u64() : 0, drop ? dropout_p : 0.0);
   const double sc = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(d.D));
-  const Plan<T> plan{d, static_cast<T>(sc), is_causal, drop, mask, static_cast<T>(1.0 / (1.0 - dropout_p)), masks, q, k,
-                     v, out_layout};
+  Plan<T> plan{d,          static_cast<T>(sc),
+               is_causal,  drop,
+               mask,       static_cast<T>(1.0 / (1.0 - dropout_p)),
+               masks,      q,
+               k,          v,
+               out_layout, visible_key_end(masks, d.B, d.S),
+               {}};
+  plan.padding_inside = padding_before(masks, plan.key_end, d.S);
 
   std::vector<const T*> bases;
   for (const auto& x : inputs) bases.push_back(x.data().data());

@@ -23,26 +23,46 @@ bool empty_product(std::size_t m, std::size_t n, std::size_t k, T beta, T* c, st
 // OpenBLAS itself runs single-threaded: tapegrad splits a large product over its own worker threads
 // (autograd/parallel.hpp) by blocks of C's rows or columns, never along k, so each element comes
 // from one call in one order (deterministic), and OpenBLAS's pool, which spins on sched_yield while
-// it waits for work, never competes with tapegrad's threads for the cores.
+// it waits for work, never competes with tapegrad's threads for the cores. Setting one thread does not
+// stop the workers OpenBLAS started when it was loaded (OPENBLAS_NUM_THREADS of them): they spin on
+// sched_yield for their first ~0.1 s, which cost a quarter of the cores in short programs and
+// benchmarks (system time), so they are shut down; OpenBLAS would start them again if it ever needed
+// them. blas_thread_shutdown_ is OpenBLAS's own (its fork handler calls it), weak so that a BLAS
+// without it links too.
+extern "C" int blas_thread_shutdown_(void) __attribute__((weak));
+
 void openblas_single_threaded() {
-  static const bool done = (openblas_set_num_threads(1), true);
+  static const bool done = [] {
+    openblas_set_num_threads(1);
+    if (blas_thread_shutdown_) blas_thread_shutdown_();
+    return true;
+  }();
   (void)done;
 }
+// At load time, before the first product.
+const bool openblas_quiet = (openblas_single_threaded(), true);
 
 // call(rows, cols, a, b, c) on blocks of C: its rows (op(A)'s rows) or columns (op(B)'s columns),
-// whichever are more, when the product is large enough to pay for the hand-off.
+// whichever are more, when the product is large enough to pay for the hand-off. Blocks start at
+// multiples of kGemmAlign rows or columns: OpenBLAS's kernels take C in tiles of up to 16 along either
+// dim and compute the leftover edge with other kernels, whose sums may round differently, so an element
+// must sit in the same kind of tile whatever the split (the result is then the same for any thread
+// count, and the same as one call over all of C).
 template <typename T, typename Call>
 void split_gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, const T* a, std::size_t lda,
                 const T* b, std::size_t ldb, T* c, std::size_t ldc, Call&& call) {
   openblas_single_threaded();
   constexpr std::size_t kMinWork = std::size_t{1} << 20;  // multiply-adds worth a thread
   const std::size_t blocks = std::max<std::size_t>(1, m * n * k / kMinWork);
+  const auto units = [](std::size_t extent) { return (extent + kGemmAlign - 1) / kGemmAlign; };
   if (m >= n) {
-    detail::parallel_for(m, std::max<std::size_t>(8, m / blocks), [&](std::size_t r0, std::size_t r1) {
+    detail::parallel_for(units(m), std::max<std::size_t>(1, units(m) / blocks), [&](std::size_t u0, std::size_t u1) {
+      const std::size_t r0 = u0 * kGemmAlign, r1 = std::min(m, u1 * kGemmAlign);
       call(r1 - r0, n, trans_a ? a + r0 : a + r0 * lda, b, c + r0 * ldc);
     });
   } else {
-    detail::parallel_for(n, std::max<std::size_t>(16, n / blocks), [&](std::size_t c0, std::size_t c1) {
+    detail::parallel_for(units(n), std::max<std::size_t>(1, units(n) / blocks), [&](std::size_t u0, std::size_t u1) {
+      const std::size_t c0 = u0 * kGemmAlign, c1 = std::min(n, u1 * kGemmAlign);
       call(m, c1 - c0, a, trans_b ? b + c0 * ldb : b + c0, c + c0);
     });
   }

@@ -12,7 +12,7 @@ namespace {
 template <typename T>
 void apply_mask(const detail::DropoutMask& mask, T scale, const T* in, T* out, std::size_t n) {
   detail::parallel_for(n, 1 << 15, [&](std::size_t begin, std::size_t end) {
-    for (std::size_t i = begin; i < end; ++i) out[i] = mask.keep(i) ? in[i] * scale : T(0);
+    mask.apply(in + begin, out + begin, scale, begin, end - begin);
   });
 }
 }  // namespace

@@ -35,6 +35,25 @@ struct DropoutMask {
     z ^= z >> 31;
     return (z >> 32) >= threshold;
   }
+  /// out[i] = keep(first + i) ? in[i] * scale : 0 for i < n (in may equal out). Everything the loop
+  /// reads is a local, so the compiler vectorizes it (the hash in 64-bit lanes), branch-free.
+  template <typename T>
+  void apply(const T* in, T* out, T scale, std::size_t first, std::size_t n) const {
+    const DropoutMask m = *this;
+    const T s = scale;
+    for (std::size_t i = 0; i < n; ++i) {
+      const T v = in[i];
+      out[i] = m.keep(first + i) ? v * s : T(0);
+    }
+  }
+  /// out[i] = keep(first + i) ? scale : 0 for i < n: the mask's factors, for a caller that applies one
+  /// mask to several arrays.
+  template <typename T>
+  void factors(T* out, T scale, std::size_t first, std::size_t n) const {
+    const DropoutMask m = *this;
+    const T s = scale;
+    for (std::size_t i = 0; i < n; ++i) out[i] = m.keep(first + i) ? s : T(0);
+  }
   std::uint64_t seed, threshold;
 };
 

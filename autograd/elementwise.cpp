@@ -1,20 +1,35 @@
 #include "tapegrad/autograd/elementwise.hpp"
 
+#include <algorithm>
 #include <cmath>
 
+#include "tapegrad/autograd/activation_kernels.hpp"
 #include "tapegrad/autograd/broadcast.hpp"
 #include "tapegrad/autograd/elementwise_kernels.hpp"
 #include "tapegrad/autograd/tape.hpp"
 
 namespace tapegrad {
 
+namespace {
+// Gives g to input i summed down to its shape; g itself (copied only if the input has no gradient yet)
+// when the input was not broadcast.
+template <typename T>
+void pass_gradient(GradInputs<T>& in, std::size_t i, const xt::xarray<T>& g, const Shape& shape) {
+  if (!in.needs(i)) return;
+  if (std::equal(g.shape().begin(), g.shape().end(), shape.begin(), shape.end()))
+    in.accumulate(i, g);
+  else
+    in.accumulate(i, unbroadcast(xt::xarray<T>(g), shape));
+}
+}  // namespace
+
 template <typename T>
 Tensor<T> add(const Tensor<T>& a, const Tensor<T>& b) {
   Tensor<T> out(broadcast_apply("add", a.data(), b.data(), [](T x, T y) { return x + y; }));
   if (should_record(a, b))
     record(out, "add", {a, b}, [sa = a.shape(), sb = b.shape()](const xt::xarray<T>& g, GradInputs<T>& in) {
-      if (in.needs(0)) in.accumulate(0, unbroadcast(xt::xarray<T>(g), sa));
-      if (in.needs(1)) in.accumulate(1, unbroadcast(xt::xarray<T>(g), sb));
+      pass_gradient(in, 0, g, sa);
+      pass_gradient(in, 1, g, sb);
     });
   return out;
 }
@@ -24,7 +39,7 @@ Tensor<T> sub(const Tensor<T>& a, const Tensor<T>& b) {
   Tensor<T> out(broadcast_apply("sub", a.data(), b.data(), [](T x, T y) { return x - y; }));
   if (should_record(a, b))
     record(out, "sub", {a, b}, [sa = a.shape(), sb = b.shape()](const xt::xarray<T>& g, GradInputs<T>& in) {
-      if (in.needs(0)) in.accumulate(0, unbroadcast(xt::xarray<T>(g), sa));
+      pass_gradient(in, 0, g, sa);
       if (in.needs(1)) in.accumulate(1, unbroadcast(map(g, [](T v) { return -v; }), sb));
     });
   return out;
@@ -213,44 +228,29 @@ Tensor<T> sigmoid(const Tensor<T>& x) {
 
 template <typename T>
 Tensor<T> relu(const Tensor<T>& x) {
-  // NaN propagates (v <= 0 is false for NaN), as in torch, so a diverging model is not silently masked.
-  Tensor<T> out(map(x.data(), [](T v) { return v <= 0 ? T(0) : v; }));
+  // NaN propagates, as in torch, so a diverging model is not silently masked.
+  Tensor<T> out(map(x.data(), [](T v) { return detail::relu_value(v); }));
   if (should_record(x))
     record(out, "relu", {x}, [y = out.saved()](const xt::xarray<T>& g, GradInputs<T>& in) {
-      in.accumulate(0, zip(g, *y, [](T gv, T yv) { return yv <= 0 ? T(0) : gv; }));
+      in.accumulate(0, zip(g, *y, [](T gv, T yv) { return detail::relu_grad_from_output(gv, yv); }));
     });
   return out;
 }
 
 template <typename T>
 Tensor<T> gelu(const Tensor<T>& x, GeluApproximate approximate) {
-  constexpr double kInvSqrt2 = 0.70710678118654752440;
-  constexpr double kInvSqrt2Pi = 0.39894228040143267794;
-  constexpr double kSqrt2OverPi = 0.79788456080286535588;
-  constexpr double kCubic = 0.044715;
   if (approximate == GeluApproximate::None) {
-    Tensor<T> out(map(x.data(), [](T v) { return T(0.5) * v * (T(1) + std::erf(v * T(kInvSqrt2))); }));
+    Tensor<T> out(map(x.data(), [](T v) { return detail::gelu_value(v); }));
     if (should_record(x))
       record(out, "gelu", {x}, [x_val = x.saved()](const xt::xarray<T>& g, GradInputs<T>& in) {
-        // d/dx x Phi(x) = Phi(x) + x phi(x).
-        in.accumulate(0, zip(g, *x_val, [](T gv, T v) {
-                        const T cdf = T(0.5) * (T(1) + std::erf(v * T(kInvSqrt2)));
-                        const T pdf = T(kInvSqrt2Pi) * std::exp(T(-0.5) * v * v);
-                        return gv * (cdf + v * pdf);
-                      }));
+        in.accumulate(0, zip(g, *x_val, [](T gv, T v) { return gv * detail::gelu_slope(v); }));
       });
     return out;
   }
-  Tensor<T> out(map(
-      x.data(), [](T v) { return T(0.5) * v * (T(1) + std::tanh(T(kSqrt2OverPi) * (v + T(kCubic) * v * v * v))); }));
+  Tensor<T> out(map(x.data(), [](T v) { return detail::gelu_tanh_value(v); }));
   if (should_record(x))
     record(out, "gelu_tanh", {x}, [x_val = x.saved()](const xt::xarray<T>& g, GradInputs<T>& in) {
-      in.accumulate(0, zip(g, *x_val, [](T gv, T v) {
-                      const T inner = T(kSqrt2OverPi) * (v + T(kCubic) * v * v * v);
-                      const T t = std::tanh(inner);
-                      const T dinner = T(kSqrt2OverPi) * (T(1) + T(3 * kCubic) * v * v);
-                      return gv * (T(0.5) * (T(1) + t) + T(0.5) * v * (T(1) - t * t) * dinner);
-                    }));
+      in.accumulate(0, zip(g, *x_val, [](T gv, T v) { return gv * detail::gelu_tanh_slope(v); }));
     });
   return out;
 }

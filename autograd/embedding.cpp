@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <memory>
 
+#include "tapegrad/autograd/elementwise_kernels.hpp"
+#include "tapegrad/autograd/parallel.hpp"
 #include "tapegrad/autograd/tape.hpp"
 
 namespace tapegrad {
@@ -65,23 +67,34 @@ Tensor<T> embedding(const Tensor<T>& weight, const xt::xarray<std::int64_t>& ids
   xt::xarray<T> out = xt::xarray<T>::from_shape(out_shape);
   const T* pw = weight.data().data();
   T* po = out.data();
-  for (std::size_t i = 0; i < count; ++i) std::copy_n(pw + pi[i] * dim, dim, po + i * dim);
+  detail::parallel_for(count, std::max<std::size_t>(1, detail::kElementwiseGrain / std::max<std::size_t>(dim, 1)),
+                       [&](std::size_t begin, std::size_t end) {
+                         for (std::size_t i = begin; i < end; ++i) std::copy_n(pw + pi[i] * dim, dim, po + i * dim);
+                       });
 
   Tensor<T> result(std::move(out));
   if (should_record(weight)) {
     auto saved_ids = std::make_shared<const xt::xarray<std::int64_t>>(ids);
     record(result, "embedding", {weight}, [saved_ids, pad, vocab, dim](const xt::xarray<T>& g, GradInputs<T>& in) {
-      // Scatter-add: a row used several times gets the sum of its gradients.
-      xt::xarray<T> dw = xt::zeros<T>({vocab, dim});
+      // Scatter-add: a row used several times gets the sum of its gradients, added in the order of the
+      // ids. The threads split the table's rows (each zeroes its rows and takes the ids that fall in
+      // them), so every row is summed in that order whatever the thread count.
+      xt::xarray<T> dw = xt::xarray<T>::from_shape({vocab, dim});
       const std::int64_t* ids = saved_ids->data();
+      const std::size_t count = saved_ids->size();
       const T* pg = g.data();
       T* pd = dw.data();
-      for (std::size_t i = 0; i < saved_ids->size(); ++i) {
-        if (ids[i] == pad) continue;
-        T* row = pd + ids[i] * dim;
-        const T* gr = pg + i * dim;
-        for (std::size_t j = 0; j < dim; ++j) row[j] += gr[j];
-      }
+      detail::parallel_for(vocab, std::max<std::size_t>(1, detail::kElementwiseGrain / std::max<std::size_t>(dim, 1)),
+                           [&](std::size_t r0, std::size_t r1) {
+                             std::fill(pd + r0 * dim, pd + r1 * dim, T(0));
+                             for (std::size_t i = 0; i < count; ++i) {
+                               const auto id = static_cast<std::size_t>(ids[i]);
+                               if (ids[i] == pad || id < r0 || id >= r1) continue;
+                               T* __restrict row = pd + id * dim;
+                               const T* __restrict gr = pg + i * dim;
+                               for (std::size_t j = 0; j < dim; ++j) row[j] += gr[j];
+                             }
+                           });
       in.accumulate(0, std::move(dw));
     });
   }

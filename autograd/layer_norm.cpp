@@ -15,10 +15,22 @@ namespace tapegrad {
 
 namespace {
 template <typename T>
-void check_affine(const char* name, const Tensor<T>& p, const Shape& normalized_shape) {
+void check_affine(const char* op, const char* name, const Tensor<T>& p, const Shape& normalized_shape) {
   if (p.defined() && p.shape() != normalized_shape) {
-    throw ShapeError(fmt::format("layer_norm: {} of shape {} does not match normalized_shape {}", name,
+    throw ShapeError(fmt::format("{}: {} of shape {} does not match normalized_shape {}", op, name,
                                  format_shape(p.shape()), format_shape(normalized_shape)));
+  }
+}
+
+void check_input(const char* op, const Shape& xs, const Shape& normalized_shape) {
+  if (normalized_shape.empty()) {
+    throw ShapeError(
+        fmt::format("{}: normalized_shape must have at least one dim, got [] for input {}", op, format_shape(xs)));
+  }
+  const std::size_t k = normalized_shape.size();
+  if (xs.size() < k || !std::equal(normalized_shape.begin(), normalized_shape.end(), xs.end() - k)) {
+    throw ShapeError(fmt::format("{}: input {} does not end in normalized_shape {}", op, format_shape(xs),
+                                 format_shape(normalized_shape)));
   }
 }
 
@@ -39,126 +51,183 @@ void affine_row(const T* __restrict xr, T* __restrict yr, std::size_t d, T m, T 
     for (std::size_t j = 0; j < d; ++j) yr[j] = (xr[j] - m) * s;
 }
 
+// The forward of rows [begin, end): the input row is x's, or x + residual's (written to sum when given,
+// for the backward to read as its input); mean and 1/std go to st, the normalized and affine row to y.
+template <typename T>
+void forward_rows(std::size_t begin, std::size_t end, std::size_t d, const T* px, const T* pr, T* sum, const T* pw,
+                  const T* pb, T eps, T* st, T* py) {
+  const T inv_d = T(1) / static_cast<T>(d);
+  std::vector<T> row(pr && !sum ? d : 0);
+  for (std::size_t r = begin; r < end; ++r) {
+    const T* xr = px + r * d;
+    if (pr) {
+      const T* __restrict a = xr;
+      const T* __restrict b = pr + r * d;
+      T* __restrict sr = sum ? sum + r * d : row.data();
+      for (std::size_t j = 0; j < d; ++j) sr[j] = a[j] + b[j];
+      xr = sr;
+    }
+    // Two passes (mean, then squared deviations) avoid the cancellation of E[x^2] - E[x]^2.
+    const T m = detail::lane_sum<T>(d, [&](std::size_t j) { return xr[j]; }) * inv_d;
+    const T v = detail::lane_sum<T>(d, [&](std::size_t j) { return (xr[j] - m) * (xr[j] - m); }) * inv_d;
+    const T s = T(1) / std::sqrt(v + eps);
+    st[2 * r] = m;
+    st[2 * r + 1] = s;
+    affine_row(xr, py + r * d, d, m, s, pw, pb);
+  }
+}
+
+// The backward of rows [begin, end), in one pass over x and g per row for the sums and one for dx.
+// With gh = g * w and x_hat = (x - mean) * rstd: dx = rstd * (gh - mean(gh) - x_hat * mean(gh * x_hat)),
+// and the rows' contributions g * x_hat and g to dw and db are added into dw and db (when given).
+// The sums run in detail::lane_sum's 16 lanes and order (detail::lane_total); HasW and NeedWB make one branch-free loop
+// each.
+template <typename T, bool HasW, bool NeedWB>
+void backward_rows(std::size_t begin, std::size_t end, std::size_t d, const T* px, const T* pg, const T* pw,
+                   const T* st, T* pdx, T* __restrict dw, T* __restrict db) {
+  using detail::kLanes;
+  const T inv_d = T(1) / static_cast<T>(d);
+  for (std::size_t r = begin; r < end; ++r) {
+    const T* __restrict xr = px + r * d;
+    const T* __restrict gr = pg + r * d;
+    const T m = st[2 * r], s = st[2 * r + 1];
+    const auto gh = [&](std::size_t j) { return HasW ? gr[j] * pw[j] : gr[j]; };
+    T acc_gh[kLanes] = {}, acc_ghx[kLanes] = {};
+    const auto step = [&](std::size_t j, std::size_t lane) {
+      if (NeedWB) {
+        dw[j] += gr[j] * (xr[j] - m) * s;
+        db[j] += gr[j];
+      }
+      acc_gh[lane] += gh(j);
+      acc_ghx[lane] += gh(j) * ((xr[j] - m) * s);
+    };
+    std::size_t j = 0;
+    for (; j + kLanes <= d; j += kLanes)
+      for (std::size_t k = 0; k < kLanes; ++k) step(j + k, k);
+    for (std::size_t k = 0; j + k < d; ++k) step(j + k, k);
+    if (!pdx) continue;
+    const T mean_gh = detail::lane_total(acc_gh) * inv_d, mean_gh_xhat = detail::lane_total(acc_ghx) * inv_d;
+    T* __restrict dr = pdx + r * d;
+    for (std::size_t i = 0; i < d; ++i) dr[i] = s * (gh(i) - mean_gh - (xr[i] - m) * s * mean_gh_xhat);
+  }
+}
+
 // The weight and bias gradients are sums over rows: each fixed block of rows (the blocks depend on
 // the row count only, never on the thread count) sums into its own partial row, and the partials are
 // added in block order, so the result is the same for any number of threads.
 constexpr std::size_t kMaxBlocks = 64;
+
+// layer_norm(x) or, with a residual, layer_norm(x + residual): the forward, and the backward on the tape
+// (dx is given to x and to the residual alike).
+template <typename T>
+Tensor<T> layer_norm_impl(const char* op, const Tensor<T>& x, const Tensor<T>* residual, const Shape& normalized_shape,
+                          const Tensor<T>& weight, const Tensor<T>& bias, double eps) {
+  const Shape& xs = x.shape();
+  if (residual && residual->shape() != xs) {
+    throw ShapeError(fmt::format("{}: residual {} must have the input's shape {}", op, format_shape(residual->shape()),
+                                 format_shape(xs)));
+  }
+  check_input(op, xs, normalized_shape);
+  check_affine(op, "weight", weight, normalized_shape);
+  check_affine(op, "bias", bias, normalized_shape);
+
+  const std::size_t d = numel(normalized_shape);
+  const std::size_t rows = d == 0 ? 0 : x.numel() / d;
+  const bool grad = residual ? should_record(x, *residual, weight, bias) : should_record(x, weight, bias);
+  // mean and 1/std per row, side by side; only kept when the backward needs them.
+  auto stats = std::make_shared<std::vector<T>>(2 * rows);
+  xt::xarray<T> y = xt::xarray<T>::from_shape(xs);
+  // The normalized input x + residual, kept for the backward (formed row by row in a scratch row
+  // otherwise).
+  const bool keep_sum = residual && grad;
+  auto sum = std::make_shared<xt::xarray<T>>(keep_sum ? xt::xarray<T>::from_shape(xs) : xt::xarray<T>());
+  const T* px = x.data().data();
+  const T* pr = residual ? residual->data().data() : nullptr;
+  const T* pw = weight.defined() ? weight.data().data() : nullptr;
+  const T* pb = bias.defined() ? bias.data().data() : nullptr;
+  detail::parallel_for(rows, min_rows(d), [&](std::size_t begin, std::size_t end) {
+    forward_rows(begin, end, d, px, pr, keep_sum ? sum->data() : nullptr, pw, pb, static_cast<T>(eps), stats->data(),
+                 y.data());
+  });
+
+  Tensor<T> out(std::move(y));
+  if (!grad) return out;
+  // x_hat is recomputed from the input, mean and rstd, so the backward keeps two values per row besides
+  // the input.
+  std::shared_ptr<const xt::xarray<T>> input = residual ? std::shared_ptr<const xt::xarray<T>>(sum) : x.saved();
+  const auto backward = [input, w_val = weight.defined() ? weight.saved() : nullptr, stats, rows, d, normalized_shape,
+                         with_residual = residual != nullptr](const xt::xarray<T>& g, GradInputs<T>& in) {
+    const std::size_t iw = with_residual ? 2 : 1, ib = iw + 1;  // input positions of weight and bias
+    const bool need_x = in.needs(0) || (with_residual && in.needs(1)), need_w = in.needs(iw), need_b = in.needs(ib);
+    const bool need_wb = need_w || need_b;
+    xt::xarray<T> dx;
+    if (need_x) dx = xt::xarray<T>::from_shape(input->shape());
+    const std::size_t block = std::max<std::size_t>(min_rows(d), (rows + kMaxBlocks - 1) / kMaxBlocks);
+    const std::size_t blocks = (rows + block - 1) / block;
+    // Per block: the partial dw (first d) and db (next d).
+    std::vector<T> partial(need_wb ? blocks * 2 * d : 0, T(0));
+    const T* pw = w_val ? w_val->data() : nullptr;
+    detail::parallel_for(blocks, 1, [&](std::size_t b0, std::size_t b1) {
+      for (std::size_t blk = b0; blk < b1; ++blk) {
+        const std::size_t r0 = blk * block, r1 = std::min(rows, r0 + block);
+        T* dw = need_wb ? partial.data() + blk * 2 * d : nullptr;
+        const auto run = [&](auto has_w, auto need) {
+          backward_rows<T, decltype(has_w)::value, decltype(need)::value>(r0, r1, d, input->data(), g.data(), pw,
+                                                                          stats->data(), need_x ? dx.data() : nullptr,
+                                                                          dw, dw ? dw + d : nullptr);
+        };
+        using Yes = std::true_type;
+        using No = std::false_type;
+        if (pw)
+          need_wb ? run(Yes{}, Yes{}) : run(Yes{}, No{});
+        else
+          need_wb ? run(No{}, Yes{}) : run(No{}, No{});
+      }
+    });
+    if (need_x) {
+      if (with_residual && in.needs(0)) in.accumulate(1, static_cast<const xt::xarray<T>&>(dx));
+      in.accumulate(with_residual && !in.needs(0) ? 1 : 0, std::move(dx));
+    }
+    if (!need_wb) return;
+    xt::xarray<T> dw = xt::zeros<T>(normalized_shape), db = xt::zeros<T>(normalized_shape);
+    T* __restrict pdw = dw.data();
+    T* __restrict pdb = db.data();
+    for (std::size_t blk = 0; blk < blocks; ++blk) {
+      const T* __restrict part = partial.data() + blk * 2 * d;
+      for (std::size_t j = 0; j < d; ++j) {
+        pdw[j] += part[j];
+        pdb[j] += part[d + j];
+      }
+    }
+    if (need_w) in.accumulate(iw, std::move(dw));
+    if (need_b) in.accumulate(ib, std::move(db));
+  };
+  if (residual)
+    record(out, op, {x, *residual, weight, bias}, backward);
+  else
+    record(out, op, {x, weight, bias}, backward);
+  return out;
+}
 }  // namespace
 
 template <typename T>
 Tensor<T> layer_norm(const Tensor<T>& x, const Shape& normalized_shape, const Tensor<T>& weight, const Tensor<T>& bias,
                      double eps) {
-  const Shape& xs = x.shape();
-  if (normalized_shape.empty()) {
-    throw ShapeError(
-        fmt::format("layer_norm: normalized_shape must have at least one dim, got [] for input {}", format_shape(xs)));
-  }
-  const std::size_t k = normalized_shape.size();
-  if (xs.size() < k || !std::equal(normalized_shape.begin(), normalized_shape.end(), xs.end() - k)) {
-    throw ShapeError(fmt::format("layer_norm: input {} does not end in normalized_shape {}", format_shape(xs),
-                                 format_shape(normalized_shape)));
-  }
-  check_affine("weight", weight, normalized_shape);
-  check_affine("bias", bias, normalized_shape);
-
-  const std::size_t d = numel(normalized_shape);
-  const std::size_t rows = d == 0 ? 0 : x.numel() / d;
-  const bool grad = should_record(x, weight, bias);
-  // mean and 1/std per row, side by side; only kept when the backward needs them.
-  auto stats = std::make_shared<std::vector<T>>(2 * rows);
-  xt::xarray<T> y = xt::xarray<T>::from_shape(xs);
-  const T* px = x.data().data();
-  const T* pw = weight.defined() ? weight.data().data() : nullptr;
-  const T* pb = bias.defined() ? bias.data().data() : nullptr;
-  T* py = y.data();
-  T* st = stats->data();
-  const T inv_d = T(1) / static_cast<T>(d), e = static_cast<T>(eps);
-  detail::parallel_for(rows, min_rows(d), [&](std::size_t begin, std::size_t end) {
-    for (std::size_t r = begin; r < end; ++r) {
-      const T* xr = px + r * d;
-      // Two passes (mean, then squared deviations) avoid the cancellation of E[x^2] - E[x]^2.
-      const T m = detail::lane_sum<T>(d, [&](std::size_t j) { return xr[j]; }) * inv_d;
-      const T v = detail::lane_sum<T>(d, [&](std::size_t j) { return (xr[j] - m) * (xr[j] - m); }) * inv_d;
-      const T s = T(1) / std::sqrt(v + e);
-      st[2 * r] = m;
-      st[2 * r + 1] = s;
-      affine_row(xr, py + r * d, d, m, s, pw, pb);
-    }
-  });
-
-  Tensor<T> out(std::move(y));
-  if (grad) {
-    // x_hat is recomputed from x, mean and rstd, so the backward keeps two values per row besides x.
-    record(out, "layer_norm", {x, weight, bias},
-           [x_val = x.saved(), w_val = weight.defined() ? weight.saved() : nullptr, stats, rows, d, normalized_shape](
-               const xt::xarray<T>& g, GradInputs<T>& in) {
-             const T* px = x_val->data();
-             const T* pg = g.data();
-             const T* pw = w_val ? w_val->data() : nullptr;
-             const T* st = stats->data();
-             const bool need_x = in.needs(0), need_w = in.needs(1), need_b = in.needs(2);
-             xt::xarray<T> dx;
-             if (need_x) dx = xt::xarray<T>::from_shape(x_val->shape());
-             T* pdx = need_x ? dx.data() : nullptr;
-             const T inv_d = T(1) / static_cast<T>(d);
-             const std::size_t block = std::max<std::size_t>(min_rows(d), (rows + kMaxBlocks - 1) / kMaxBlocks);
-             const std::size_t blocks = (rows + block - 1) / block;
-             const bool need_wb = need_w || need_b;
-             // Per block: the partial dw (first d) and db (next d).
-             std::vector<T> partial(need_wb ? blocks * 2 * d : 0, T(0));
-             detail::parallel_for(blocks, 1, [&](std::size_t b0, std::size_t b1) {
-               std::vector<T> gh_buf(pw ? d : 0);
-               for (std::size_t blk = b0; blk < b1; ++blk) {
-                 T* __restrict dw = need_wb ? partial.data() + blk * 2 * d : nullptr;
-                 T* __restrict db = need_wb ? dw + d : nullptr;
-                 const std::size_t r_end = std::min(rows, (blk + 1) * block);
-                 for (std::size_t r = blk * block; r < r_end; ++r) {
-                   const T* __restrict xr = px + r * d;
-                   const T* __restrict gr = pg + r * d;
-                   const T m = st[2 * r], s = st[2 * r + 1];
-                   if (need_wb)
-                     for (std::size_t j = 0; j < d; ++j) {
-                       dw[j] += gr[j] * (xr[j] - m) * s;
-                       db[j] += gr[j];
-                     }
-                   if (!need_x) continue;
-                   // With gh = g * w: dx = rstd * (gh - mean(gh) - x_hat * mean(gh * x_hat)).
-                   const T* gh = gr;
-                   if (pw) {
-                     T* __restrict buf = gh_buf.data();
-                     for (std::size_t j = 0; j < d; ++j) buf[j] = gr[j] * pw[j];
-                     gh = buf;
-                   }
-                   const T mean_gh = detail::lane_sum<T>(d, [&](std::size_t j) { return gh[j]; }) * inv_d;
-                   const T mean_gh_xhat =
-                       detail::lane_sum<T>(d, [&](std::size_t j) { return gh[j] * ((xr[j] - m) * s); }) * inv_d;
-                   T* __restrict dr = pdx + r * d;
-                   for (std::size_t j = 0; j < d; ++j) dr[j] = s * (gh[j] - mean_gh - (xr[j] - m) * s * mean_gh_xhat);
-                 }
-               }
-             });
-             if (need_x) in.accumulate(0, std::move(dx));
-             if (!need_wb) return;
-             xt::xarray<T> dw = xt::zeros<T>(normalized_shape), db = xt::zeros<T>(normalized_shape);
-             T* __restrict pdw = dw.data();
-             T* __restrict pdb = db.data();
-             for (std::size_t blk = 0; blk < blocks; ++blk) {
-               const T* __restrict pw_part = partial.data() + blk * 2 * d;
-               for (std::size_t j = 0; j < d; ++j) {
-                 pdw[j] += pw_part[j];
-                 pdb[j] += pw_part[d + j];
-               }
-             }
-             if (need_w) in.accumulate(1, std::move(dw));
-             if (need_b) in.accumulate(2, std::move(db));
-           });
-  }
-  return out;
+  return layer_norm_impl<T>("layer_norm", x, nullptr, normalized_shape, weight, bias, eps);
 }
 
-template Tensor<float> layer_norm<float>(const Tensor<float>&, const Shape&, const Tensor<float>&, const Tensor<float>&,
-                                         double);
-template Tensor<double> layer_norm<double>(const Tensor<double>&, const Shape&, const Tensor<double>&,
-                                           const Tensor<double>&, double);
+template <typename T>
+Tensor<T> add_layer_norm(const Tensor<T>& x, const Tensor<T>& residual, const Shape& normalized_shape,
+                         const Tensor<T>& weight, const Tensor<T>& bias, double eps) {
+  return layer_norm_impl<T>("add_layer_norm", x, &residual, normalized_shape, weight, bias, eps);
+}
+
+#define TAPEGRAD_LAYER_NORM(T)                                                                                  \
+  template Tensor<T> layer_norm<T>(const Tensor<T>&, const Shape&, const Tensor<T>&, const Tensor<T>&, double); \
+  template Tensor<T> add_layer_norm<T>(const Tensor<T>&, const Tensor<T>&, const Shape&, const Tensor<T>&,      \
+                                       const Tensor<T>&, double);
+TAPEGRAD_LAYER_NORM(float)
+TAPEGRAD_LAYER_NORM(double)
+#undef TAPEGRAD_LAYER_NORM
 
 }  // namespace tapegrad

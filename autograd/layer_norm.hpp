@@ -1,5 +1,6 @@
 /// @file
-/// Layer normalization over the trailing dims, with a fused backward.
+/// Layer normalization over the trailing dims, with a fused backward; and fused with the residual add
+/// before it.
 #pragma once
 
 #include "tapegrad/autograd/tensor.hpp"
@@ -14,5 +15,14 @@ namespace tapegrad {
 template <typename T>
 Tensor<T> layer_norm(const Tensor<T>& x, const Shape& normalized_shape, const Tensor<T>& weight = {},
                      const Tensor<T>& bias = {}, double eps = 1e-5);
+
+/// layer_norm(x + residual, ...) in one op, the residual connection of a post-LN Transformer block:
+/// the sum is formed row by row inside the normalization (no separate pass over memory) and kept for
+/// the backward instead of x, whose gradient is computed once and given to x and residual alike. The
+/// same values as the composed ops. Throws ShapeError as layer_norm does, and when residual's shape
+/// differs from x's (no broadcasting).
+template <typename T>
+Tensor<T> add_layer_norm(const Tensor<T>& x, const Tensor<T>& residual, const Shape& normalized_shape,
+                         const Tensor<T>& weight = {}, const Tensor<T>& bias = {}, double eps = 1e-5);
 
 }  // namespace tapegrad

@@ -2,10 +2,15 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
+#include <memory>
+#include <optional>
 
+#include "tapegrad/autograd/activation_kernels.hpp"
 #include "tapegrad/autograd/blas.hpp"
 #include "tapegrad/autograd/broadcast.hpp"
+#include "tapegrad/autograd/elementwise_kernels.hpp"
 #include "tapegrad/autograd/parallel.hpp"
 #include "tapegrad/autograd/tape.hpp"
 
@@ -164,60 +169,154 @@ Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b) {
   return result;
 }
 
+namespace {
+
+// Column sums of g [rows, cols] into db, each column summed over the rows in order (the same order for
+// any thread count), the columns split over the threads; with an activation, g is first multiplied by
+// the activation's slope, written to dz, and summed from there.
+template <typename T, typename Slope>
+void bias_gradient(const T* g, std::size_t rows, std::size_t cols, T* db, T* dz, Slope slope) {
+  const std::size_t min_cols = std::max<std::size_t>(16, detail::kElementwiseGrain / std::max<std::size_t>(rows, 1));
+  detail::parallel_for(cols, min_cols, [&](std::size_t c0, std::size_t c1) {
+    for (std::size_t r = 0; r < rows; ++r) {
+      const T* __restrict gr = g + r * cols;
+      T* __restrict zr = dz ? dz + r * cols : nullptr;
+      T* __restrict d = db;
+      if (zr) {
+        for (std::size_t j = c0; j < c1; ++j) zr[j] = slope(gr[j], r * cols + j);
+        if (d)
+          for (std::size_t j = c0; j < c1; ++j) d[j] += zr[j];
+      } else {
+        for (std::size_t j = c0; j < c1; ++j) d[j] += gr[j];
+      }
+    }
+  });
+}
+
+// linear, and linear followed by an activation: the forward and the backward on the tape.
 template <typename T>
-Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& bias) {
+Tensor<T> linear_impl(const char* op, const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& bias,
+                      std::optional<Activation> activation) {
   const Shape& sx = x.shape();
   const Shape& sw = weight.shape();
   if (sw.size() != 2 || sx.empty() || sx.back() != sw[1]) {
-    throw ShapeError(fmt::format("linear: input {} does not fit weight {} (expected weight [out_features, {}])",
+    throw ShapeError(fmt::format("{}: input {} does not fit weight {} (expected weight [out_features, {}])", op,
                                  format_shape(sx), format_shape(sw), sx.empty() ? 0 : sx.back()));
   }
   const std::size_t in_features = sw[1], out_features = sw[0];
   if (bias.defined() && bias.shape() != Shape{out_features}) {
-    throw ShapeError(fmt::format("linear: bias {} does not fit weight {} (expected [{}])", format_shape(bias.shape()),
+    throw ShapeError(fmt::format("{}: bias {} does not fit weight {} (expected [{}])", op, format_shape(bias.shape()),
                                  format_shape(sw), out_features));
   }
   // The product of the leading dims (not numel / in_features, which is 0 / 0 when in_features is 0).
   const std::size_t rows = numel(Shape(sx.begin(), sx.end() - 1));
   Shape out_shape = sx;
   out_shape.back() = out_features;
+  const bool gelu = activation == Activation::GELU;
   xt::xarray<T> out = xt::xarray<T>::from_shape(out_shape);
-  T* po = out.data();
-  if (bias.defined()) {  // start from the bias and let GEMM add x W^T onto it (beta = 1)
-    const T* pb = bias.data().data();
-    for (std::size_t r = 0; r < rows; ++r) std::copy(pb, pb + out_features, po + r * out_features);
+  // GELU's backward reads its input, the product plus bias: kept beside the output.
+  auto pre = std::make_shared<xt::xarray<T>>(gelu ? xt::xarray<T>::from_shape(out_shape) : xt::xarray<T>());
+  const T* pb = bias.defined() ? bias.data().data() : nullptr;
+  // Rows [r0, r1) of z start as the bias: one row copied, then the filled rows doubled (a few large
+  // copies instead of one small copy call per row).
+  const auto fill_bias = [&](std::size_t r0, std::size_t r1, T* z) {
+    if (!pb || r1 == r0) return;
+    T* first = z + r0 * out_features;
+    std::copy(pb, pb + out_features, first);
+    for (std::size_t done = 1; done < r1 - r0; done *= 2)
+      std::copy(first, first + std::min(done, r1 - r0 - done) * out_features, first + done * out_features);
+  };
+  // C = x W^T on rows [r0, r1) of z, added onto the bias (beta = 1) when there is one.
+  const auto product = [&](std::size_t r0, std::size_t r1, T* z) {
+    blas::gemm<T>(false, true, r1 - r0, out_features, in_features, T(1), x.data().data() + r0 * in_features,
+                  in_features, weight.data().data(), in_features, pb ? T(1) : T(0), z + r0 * out_features,
+                  out_features);
+  };
+  if (!activation) {
+    detail::parallel_for(rows,
+                         std::max<std::size_t>(1, detail::kElementwiseGrain / std::max<std::size_t>(out_features, 1)),
+                         [&](std::size_t r0, std::size_t r1) { fill_bias(r0, r1, out.data()); });
+    product(0, rows, out.data());
+  } else {
+    // Fixed blocks of rows (by the shape only), each a product then its activation while in cache; the
+    // blocks are split over the threads, and each GEMM runs on its thread alone.
+    const std::size_t block = std::max<std::size_t>(1, detail::kElementwiseGrain /
+                                                           std::max<std::size_t>(out_features, 1) / blas::kGemmAlign) *
+                              blas::kGemmAlign;
+    const std::size_t blocks = (rows + block - 1) / block;
+    T* po = out.data();
+    T* pz = gelu ? pre->data() : po;
+    detail::parallel_for(blocks, 1, [&](std::size_t b0, std::size_t b1) {
+      for (std::size_t blk = b0; blk < b1; ++blk) {
+        const std::size_t r0 = blk * block, r1 = std::min(rows, r0 + block);
+        fill_bias(r0, r1, pz);
+        product(r0, r1, pz);
+        const std::size_t n = (r1 - r0) * out_features;
+        T* __restrict y = po + r0 * out_features;
+        if (gelu) {
+          const T* __restrict z = pz + r0 * out_features;
+          for (std::size_t i = 0; i < n; ++i) y[i] = detail::gelu_value(z[i]);
+        } else {
+          for (std::size_t i = 0; i < n; ++i) y[i] = detail::relu_value(y[i]);
+        }
+      }
+    });
   }
-  blas::gemm<T>(false, true, rows, out_features, in_features, T(1), x.data().data(), in_features, weight.data().data(),
-                in_features, bias.defined() ? T(1) : T(0), po, out_features);
 
   Tensor<T> result(std::move(out));
-  if (should_record(x, weight, bias)) {
-    record(result, "linear", {x, weight, bias},
-           [x_val = x.saved(), w_val = weight.saved(), sx, rows, in_features, out_features](const xt::xarray<T>& g,
-                                                                                            GradInputs<T>& in) {
-             const T* pg = g.data();
-             if (in.needs(0)) {  // dx = g W
-               xt::xarray<T> dx = xt::xarray<T>::from_shape(sx);
-               blas::gemm<T>(false, false, rows, in_features, out_features, T(1), pg, out_features, w_val->data(),
-                             in_features, T(0), dx.data(), in_features);
-               in.accumulate(0, std::move(dx));
-             }
-             if (in.needs(1)) {  // dW = g^T x
-               xt::xarray<T> dw = xt::xarray<T>::from_shape({out_features, in_features});
-               blas::gemm<T>(true, false, out_features, in_features, rows, T(1), pg, out_features, x_val->data(),
-                             in_features, T(0), dw.data(), in_features);
-               in.accumulate(1, std::move(dw));
-             }
-             if (in.needs(2)) {  // db = column sums of g
-               xt::xarray<T> db = xt::zeros<T>({out_features});
-               T* pd = db.data();
-               for (std::size_t r = 0; r < rows; ++r)
-                 for (std::size_t j = 0; j < out_features; ++j) pd[j] += pg[r * out_features + j];
-               in.accumulate(2, std::move(db));
-             }
-           });
-  }
+  if (!should_record(x, weight, bias)) return result;
+  // What the activation's backward reads: ReLU its output, GELU its input.
+  std::shared_ptr<const xt::xarray<T>> act_val;
+  if (activation) act_val = gelu ? std::shared_ptr<const xt::xarray<T>>(pre) : result.saved();
+  record(result, op, {x, weight, bias},
+         [x_val = x.saved(), w_val = weight.saved(), act_val, gelu, sx, rows, in_features, out_features](
+             const xt::xarray<T>& g, GradInputs<T>& in) {
+           const T* pg = g.data();
+           xt::xarray<T> dz;  // the gradient before the activation
+           xt::xarray<T> db;
+           if (in.needs(2)) db = xt::zeros<T>({out_features});
+           if (act_val) {
+             dz = xt::xarray<T>::from_shape(g.shape());
+             const T* a = act_val->data();
+             T* pdb = in.needs(2) ? db.data() : nullptr;
+             if (gelu)
+               bias_gradient(pg, rows, out_features, pdb, dz.data(),
+                             [a](T gv, std::size_t i) { return gv * detail::gelu_slope(a[i]); });
+             else
+               bias_gradient(pg, rows, out_features, pdb, dz.data(),
+                             [a](T gv, std::size_t i) { return detail::relu_grad_from_output(gv, a[i]); });
+             pg = dz.data();
+           } else if (in.needs(2)) {
+             bias_gradient(pg, rows, out_features, db.data(), static_cast<T*>(nullptr),
+                           [](T gv, std::size_t) { return gv; });
+           }
+           if (in.needs(0)) {  // dx = dz W
+             xt::xarray<T> dx = xt::xarray<T>::from_shape(sx);
+             blas::gemm<T>(false, false, rows, in_features, out_features, T(1), pg, out_features, w_val->data(),
+                           in_features, T(0), dx.data(), in_features);
+             in.accumulate(0, std::move(dx));
+           }
+           if (in.needs(1)) {  // dW = dz^T x
+             xt::xarray<T> dw = xt::xarray<T>::from_shape({out_features, in_features});
+             blas::gemm<T>(true, false, out_features, in_features, rows, T(1), pg, out_features, x_val->data(),
+                           in_features, T(0), dw.data(), in_features);
+             in.accumulate(1, std::move(dw));
+           }
+           if (in.needs(2)) in.accumulate(2, std::move(db));
+         });
   return result;
+}
+
+}  // namespace
+
+template <typename T>
+Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& bias) {
+  return linear_impl<T>("linear", x, weight, bias, std::nullopt);
+}
+
+template <typename T>
+Tensor<T> linear_activation(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& bias, Activation activation) {
+  return linear_impl<T>("linear_activation", x, weight, bias, activation);
 }
 
 int set_num_threads(int threads) { return blas::set_num_threads(threads); }
@@ -227,5 +326,9 @@ template Tensor<float> matmul<float>(const Tensor<float>&, const Tensor<float>&)
 template Tensor<double> matmul<double>(const Tensor<double>&, const Tensor<double>&);
 template Tensor<float> linear<float>(const Tensor<float>&, const Tensor<float>&, const Tensor<float>&);
 template Tensor<double> linear<double>(const Tensor<double>&, const Tensor<double>&, const Tensor<double>&);
+template Tensor<float> linear_activation<float>(const Tensor<float>&, const Tensor<float>&, const Tensor<float>&,
+                                                Activation);
+template Tensor<double> linear_activation<double>(const Tensor<double>&, const Tensor<double>&, const Tensor<double>&,
+                                                  Activation);
 
 }  // namespace tapegrad

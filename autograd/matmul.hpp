@@ -1,5 +1,6 @@
 /// @file
-/// Matrix products through BLAS (cblas_sgemm / cblas_dgemm) on contiguous buffers.
+/// Matrix products through BLAS (cblas_sgemm / cblas_dgemm) on contiguous buffers: matmul, linear, and
+/// linear fused with its activation.
 #pragma once
 
 #include "tapegrad/autograd/tensor.hpp"
@@ -15,6 +16,19 @@ Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b);
 /// may be undefined), in one GEMM over all leading dims.
 template <typename T>
 Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& bias = {});
+
+/// The activations of a Transformer's feed-forward block (torch's activation="relu" | "gelu"; GELU is
+/// the exact, erf form).
+enum class Activation { ReLU, GELU };
+
+/// activation(linear(x, weight, bias)) in one op, the feed-forward block's first half, with the same
+/// values as the composed ops, forward and backward. The product runs on fixed blocks of rows, each
+/// followed at once by the bias and the activation while it is in cache (no second pass over the
+/// output); the backward forms the pre-activation gradient and the bias gradient in one pass, then
+/// the two products. ReLU keeps only its output for the backward, GELU its input. bias may be
+/// undefined. Throws ShapeError as linear does.
+template <typename T>
+Tensor<T> linear_activation(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& bias, Activation activation);
 
 /// Number of threads matrix products (OpenBLAS on blocks, see autograd/blas.hpp) and tapegrad's own
 /// parallel kernels (autograd/parallel.hpp) may use; returns the previous value.

@@ -1,5 +1,7 @@
 #include "tapegrad/autograd/parallel.hpp"
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
@@ -12,6 +14,28 @@ namespace tapegrad::detail {
 namespace {
 
 thread_local bool in_task = false;
+
+// How long a thread that waits (a worker for the next job, the caller for the workers to finish)
+// first polls before it sleeps on the condition variable. A training step runs hundreds of parallel
+// regions back to back; waking a sleeping thread costs tens of microseconds, as much as a whole
+// elementwise pass, while a short poll catches the next job at once. Short enough that on a loaded
+// machine the poll costs little beside the work: at most this long per gap between jobs.
+constexpr auto kPoll = std::chrono::microseconds(50);
+
+// Polls ready() for up to kPoll; true if it turned true.
+template <typename F>
+bool poll(F&& ready) {
+  const auto until = std::chrono::steady_clock::now() + kPoll;
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      if (ready()) return true;
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    }
+    if (std::chrono::steady_clock::now() >= until) return ready();
+  }
+}
 
 int default_threads() {
   if (const char* env = std::getenv("OMP_NUM_THREADS")) {
@@ -46,15 +70,19 @@ class Pool {
       std::lock_guard<std::mutex> lock(mutex_);
       job_ = &task;
       job_threads_ = threads;
-      pending_ = threads - 1;
-      ++generation_;
+      pending_.store(threads - 1, std::memory_order_relaxed);
+      generation_.fetch_add(1, std::memory_order_release);
     }
     work_.notify_all();
     in_task = true;
     task(0);
     in_task = false;
-    std::unique_lock<std::mutex> lock(mutex_);
-    done_.wait(lock, [&] { return pending_ == 0; });
+    const auto finished = [&] { return pending_.load(std::memory_order_acquire) == 0; };
+    if (!poll(finished)) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      done_.wait(lock, finished);
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
     job_ = nullptr;
   }
 
@@ -64,7 +92,7 @@ class Pool {
     stopping_ = false;
     // A worker starts from the generation current now (no job is running), not from whatever it reads
     // once scheduled: a job posted in between would otherwise be missed and never finish.
-    const std::uint64_t current = generation_;
+    const std::uint64_t current = generation_.load();
     for (int i = 1; i < threads; ++i)
       workers_.emplace_back([this, i, current] { work(static_cast<std::size_t>(i), current); });
   }
@@ -81,10 +109,11 @@ class Pool {
 
   void work(std::size_t index, std::uint64_t seen) {
     for (;;) {
+      poll([&] { return generation_.load(std::memory_order_acquire) != seen || stopping_.load(); });
       std::unique_lock<std::mutex> lock(mutex_);
-      work_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+      work_.wait(lock, [&] { return stopping_.load() || generation_.load() != seen; });
       if (stopping_) return;
-      seen = generation_;
+      seen = generation_.load();
       if (index >= job_threads_) continue;
       const auto* job = job_;
       lock.unlock();
@@ -92,7 +121,7 @@ class Pool {
       (*job)(index);
       in_task = false;
       lock.lock();
-      if (--pending_ == 0) done_.notify_one();
+      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) done_.notify_one();
     }
   }
 
@@ -101,9 +130,11 @@ class Pool {
   std::condition_variable work_, done_;
   std::vector<std::thread> workers_;
   const std::function<void(std::size_t)>* job_ = nullptr;
-  std::size_t job_threads_ = 0, pending_ = 0;
-  std::uint64_t generation_ = 0;
-  bool stopping_ = false;
+  std::size_t job_threads_ = 0;
+  // Written under mutex_, and atomic so that a polling thread may read them without it.
+  std::atomic<std::size_t> pending_{0};
+  std::atomic<std::uint64_t> generation_{0};
+  std::atomic<bool> stopping_{false};
   int threads_ = 1;
 };
 

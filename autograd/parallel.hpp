@@ -4,7 +4,8 @@
 /// [0, n), so results never depend on scheduling; bodies write disjoint outputs and must not throw.
 /// Idle workers sleep on a condition variable rather than spin, so they never take a core from
 /// BLAS's threads or from the caller's serial work (on a loaded machine, spinning pools cost more
-/// than they save).
+/// than they save); but a thread that starts waiting polls for 50 microseconds first, which catches
+/// the next of back-to-back parallel regions without the tens of microseconds of a wake-up.
 #pragma once
 
 #include <cstddef>

@@ -7,6 +7,8 @@
 #include <limits>
 
 #include "tapegrad/autograd/broadcast.hpp"
+#include "tapegrad/autograd/elementwise_kernels.hpp"
+#include "tapegrad/autograd/parallel.hpp"
 #include "tapegrad/autograd/strided_copy.hpp"
 #include "tapegrad/autograd/tape.hpp"
 
@@ -101,20 +103,25 @@ double sum_run(const T* p, std::size_t n, F f) {
   return s;
 }
 
-// out[o, i] = sum over r of x[o, r, i], accumulated in double.
+// out[o, i] = sum over r of x[o, r, i], accumulated in double; the outer slices (each summed by one
+// thread, in order) split over the threads.
 template <typename T>
 void sum_slices(const T* x, std::size_t outer, std::size_t count, std::size_t inner, std::vector<double>& out) {
   out.assign(outer * inner, 0.0);
-  for (std::size_t o = 0; o < outer; ++o) {
-    const T* xo = x + o * count * inner;
-    double* acc = out.data() + o * inner;
-    if (inner == 1) {
-      *acc = sum_run(xo, count, [](double v) { return v; });
-    } else {
-      for (std::size_t r = 0; r < count; ++r)
-        for (std::size_t i = 0; i < inner; ++i) acc[i] += xo[r * inner + i];
-    }
-  }
+  const std::size_t per_slice = std::max<std::size_t>(1, count * inner);
+  detail::parallel_for(outer, std::max<std::size_t>(1, detail::kElementwiseGrain / per_slice),
+                       [&](std::size_t o0, std::size_t o1) {
+                         for (std::size_t o = o0; o < o1; ++o) {
+                           const T* xo = x + o * count * inner;
+                           double* acc = out.data() + o * inner;
+                           if (inner == 1) {
+                             *acc = sum_run(xo, count, [](double v) { return v; });
+                           } else {
+                             for (std::size_t r = 0; r < count; ++r)
+                               for (std::size_t i = 0; i < inner; ++i) acc[i] += xo[r * inner + i];
+                           }
+                         }
+                       });
 }
 
 template <typename T>

@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "tapegrad/autograd/broadcast.hpp"
+#include "tapegrad/autograd/elementwise_kernels.hpp"
+#include "tapegrad/autograd/parallel.hpp"
 
 namespace tapegrad {
 
@@ -94,20 +96,31 @@ void strided_copy(const Shape& shape, const T* src, const std::vector<std::size_
   const std::size_t outer_rank = rank - inner_rank;
   std::size_t outer = 1;
   for (std::size_t d = 0; d < outer_rank; ++d) outer *= l.shape[d];
-  std::vector<std::size_t> index(outer_rank, 0);
-  std::size_t s = 0, o = 0;
-  for (std::size_t step = 0; step < outer; ++step) {
-    copy_inner(l, rank, src + s, dst + o);
-    for (std::size_t d = outer_rank; d-- > 0;) {  // odometer over the outer dims
-      ++index[d];
-      s += l.src[d];
-      o += l.dst[d];
-      if (index[d] < l.shape[d]) break;
-      s -= l.src[d] * index[d];
-      o -= l.dst[d] * index[d];
-      index[d] = 0;
-    }
-  }
+  const std::size_t inner = numel(shape) / outer;
+  // The outer steps split over the threads (each element is written once: any split gives the same).
+  detail::parallel_for(outer, std::max<std::size_t>(1, detail::kElementwiseGrain / std::max<std::size_t>(inner, 1)),
+                       [&](std::size_t first, std::size_t last) {
+                         std::vector<std::size_t> index(outer_rank, 0);
+                         std::size_t s = 0, o = 0;
+                         for (std::size_t d = outer_rank, rest = first; d-- > 0;) {  // the odometer, started at `first`
+                           index[d] = rest % l.shape[d];
+                           rest /= l.shape[d];
+                           s += index[d] * l.src[d];
+                           o += index[d] * l.dst[d];
+                         }
+                         for (std::size_t step = first; step < last; ++step) {
+                           copy_inner(l, rank, src + s, dst + o);
+                           for (std::size_t d = outer_rank; d-- > 0;) {
+                             ++index[d];
+                             s += l.src[d];
+                             o += l.dst[d];
+                             if (index[d] < l.shape[d]) break;
+                             s -= l.src[d] * index[d];
+                             o -= l.dst[d] * index[d];
+                             index[d] = 0;
+                           }
+                         }
+                       });
 }
 
 template <typename T>

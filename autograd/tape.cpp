@@ -9,6 +9,9 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "tapegrad/autograd/elementwise_kernels.hpp"
+#include "tapegrad/autograd/parallel.hpp"
+
 namespace tapegrad {
 
 namespace {
@@ -38,6 +41,7 @@ template <typename T>
       where, format_shape(shape), index));
 }
 
+// Elementwise passes over gradients split over the worker threads, as every elementwise kernel.
 template <typename T>
 void add_into(xt::xarray<T>& dst, bool& has, xt::xarray<T>&& g) {
   if (!has) {
@@ -47,8 +51,31 @@ void add_into(xt::xarray<T>& dst, bool& has, xt::xarray<T>&& g) {
   }
   T* d = dst.data();
   const T* s = g.data();
-  const std::size_t n = dst.size();
-  for (std::size_t i = 0; i < n; ++i) d[i] += s[i];
+  detail::parallel_for(dst.size(), detail::kElementwiseGrain, [&](std::size_t begin, std::size_t end) {
+    T* __restrict out = d;
+    const T* __restrict in = s;
+    for (std::size_t i = begin; i < end; ++i) out[i] += in[i];
+  });
+}
+
+template <typename T>
+void add_into(xt::xarray<T>& dst, bool& has, const xt::xarray<T>& g) {
+  if (has) {
+    T* d = dst.data();
+    const T* s = g.data();
+    detail::parallel_for(dst.size(), detail::kElementwiseGrain, [&](std::size_t begin, std::size_t end) {
+      T* __restrict out = d;
+      const T* __restrict in = s;
+      for (std::size_t i = begin; i < end; ++i) out[i] += in[i];
+    });
+    return;
+  }
+  dst = xt::xarray<T>::from_shape(g.shape());
+  T* d = dst.data();
+  const T* s = g.data();
+  detail::parallel_for(dst.size(), detail::kElementwiseGrain,
+                       [&](std::size_t begin, std::size_t end) { std::copy(s + begin, s + end, d + begin); });
+  has = true;
 }
 
 // Runs a leaf's post-accumulate-grad hooks; a copy, so that a hook may remove itself.
@@ -65,9 +92,8 @@ bool is_anomaly_enabled() { return anomaly_enabled.load(std::memory_order_relaxe
 void set_detect_anomaly(bool enabled) { anomaly_enabled.store(enabled, std::memory_order_relaxed); }
 
 template <typename T>
-void GradInputs<T>::accumulate(std::size_t i, xt::xarray<T>&& g) {
-  if (!needs(i)) return;
-  AutogradMeta<T>& meta = *inputs_[i];
+void GradInputs<T>::check(std::size_t i, const xt::xarray<T>& g) const {
+  const AutogradMeta<T>& meta = *inputs_[i];
   if (!std::equal(g.shape().begin(), g.shape().end(), meta.shape.begin(), meta.shape.end())) {
     Shape gs(g.shape().begin(), g.shape().end());
     throw std::logic_error(fmt::format("backward of {}: gradient for input {} has shape {}, expected {}", op_, i,
@@ -79,11 +105,31 @@ void GradInputs<T>::accumulate(std::size_t i, xt::xarray<T>&& g) {
       throw_anomaly("backward", op_, sequence_, fmt::format("the gradient for input {}", i), g.data(), bad, meta.shape);
     }
   }
+}
+
+template <typename T>
+void GradInputs<T>::accumulate(std::size_t i, xt::xarray<T>&& g) {
+  if (!needs(i)) return;
+  check(i, g);
+  AutogradMeta<T>& meta = *inputs_[i];
   if (meta.grad_fn) {
-    if (meta.retains_grad) add_into(meta.grad, meta.has_grad, xt::xarray<T>(g));
+    if (meta.retains_grad) add_into(meta.grad, meta.has_grad, static_cast<const xt::xarray<T>&>(g));
     add_into(meta.grad_fn->pending_grad, meta.grad_fn->has_pending_grad, std::move(g));
   } else {
     add_into(meta.grad, meta.has_grad, std::move(g));
+  }
+}
+
+template <typename T>
+void GradInputs<T>::accumulate(std::size_t i, const xt::xarray<T>& g) {
+  if (!needs(i)) return;
+  check(i, g);
+  AutogradMeta<T>& meta = *inputs_[i];
+  if (meta.grad_fn) {
+    if (meta.retains_grad) add_into(meta.grad, meta.has_grad, g);
+    add_into(meta.grad_fn->pending_grad, meta.grad_fn->has_pending_grad, g);
+  } else {
+    add_into(meta.grad, meta.has_grad, g);
   }
 }
 
@@ -109,7 +155,7 @@ void attach_node(Tensor<T>& output, const char* name, const std::vector<Tensor<T
 }
 
 template <typename T>
-void run_backward(const Tensor<T>& root, xt::xarray<T> seed, bool retain_graph) {
+void run_backward(const Tensor<T>& root, const xt::xarray<T>& seed, bool retain_graph) {
   const auto& root_meta = root.meta();
   if (!root_meta->requires_grad) {
     throw std::logic_error(
@@ -118,7 +164,7 @@ void run_backward(const Tensor<T>& root, xt::xarray<T> seed, bool retain_graph) 
   }
   if (!root_meta->grad_fn) {  // a leaf: its gradient is the seed itself
     const std::vector<std::shared_ptr<AutogradMeta<T>>> self{root_meta};
-    GradInputs<T>("backward", self).accumulate(0, std::move(seed));
+    GradInputs<T>("backward", self).accumulate(0, seed);
     run_post_accumulate_grad_hooks(*root_meta);
     return;
   }
@@ -152,21 +198,16 @@ void run_backward(const Tensor<T>& root, xt::xarray<T> seed, bool retain_graph) 
   }
   std::sort(order.begin(), order.end(), [](const Node<T>* a, const Node<T>* b) { return a->sequence > b->sequence; });
 
-  if (root_meta->retains_grad) {
-    bool& has = root_meta->has_grad;
-    add_into(root_meta->grad, has, xt::xarray<T>(seed));
-  }
+  if (root_meta->retains_grad) add_into(root_meta->grad, root_meta->has_grad, seed);
+  // The root is the newest node reached, so nothing else feeds it: its closure reads the seed in place.
   Node<T>* first = root_meta->grad_fn.get();
-  first->pending_grad = std::move(seed);
-  first->has_pending_grad = true;
-
   for (Node<T>* node : order) {
-    if (node->has_pending_grad) {  // else nothing flowed into it
+    if (node == first || node->has_pending_grad) {  // else nothing flowed into it
       xt::xarray<T> grad = std::move(node->pending_grad);
       node->pending_grad = xt::xarray<T>();
       node->has_pending_grad = false;
       GradInputs<T> grad_inputs(node->name, node->inputs, node->sequence);
-      node->backward(grad, grad_inputs);
+      node->backward(node == first ? seed : grad, grad_inputs);
       if (!retain_graph) {
         node->backward = nullptr;
         node->released = true;
@@ -185,7 +226,7 @@ template class GradInputs<float>;
 template class GradInputs<double>;
 template void attach_node<float>(Tensor<float>&, const char*, const std::vector<Tensor<float>>&, BackwardFn<float>);
 template void attach_node<double>(Tensor<double>&, const char*, const std::vector<Tensor<double>>&, BackwardFn<double>);
-template void run_backward<float>(const Tensor<float>&, xt::xarray<float>, bool);
-template void run_backward<double>(const Tensor<double>&, xt::xarray<double>, bool);
+template void run_backward<float>(const Tensor<float>&, const xt::xarray<float>&, bool);
+template void run_backward<double>(const Tensor<double>&, const xt::xarray<double>&, bool);
 
 }  // namespace tapegrad

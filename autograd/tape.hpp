@@ -97,9 +97,13 @@ class GradInputs {
   /// Adds g to input i's gradient; g must have input i's shape (checked: a wrong shape is a bug in
   /// the op and is reported with the op's name).
   void accumulate(std::size_t i, xt::xarray<T>&& g);
-  void accumulate(std::size_t i, const xt::xarray<T>& g) { accumulate(i, xt::xarray<T>(g)); }
+  /// The same for a gradient the closure keeps (one gradient for several inputs): copied only when
+  /// the input has no gradient yet, added in place otherwise.
+  void accumulate(std::size_t i, const xt::xarray<T>& g);
 
  private:
+  void check(std::size_t i, const xt::xarray<T>& g) const;
+
   const char* op_;
   const std::vector<std::shared_ptr<AutogradMeta<T>>>& inputs_;
   std::uint64_t sequence_;

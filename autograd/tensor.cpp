@@ -22,7 +22,7 @@ xt::xarray<T> filled(const Shape& shape, T value) {
 
 // Defined in tape.cpp: the reverse pass itself.
 template <typename T>
-void run_backward(const Tensor<T>& root, xt::xarray<T> seed, bool retain_graph);
+void run_backward(const Tensor<T>& root, const xt::xarray<T>& seed, bool retain_graph);
 
 template <typename T>
 Tensor<T>::Tensor(xt::xarray<T> value, bool requires_grad) : impl_(std::make_shared<Impl>()) {

@@ -158,6 +158,54 @@ std::vector<double> run_case(const std::string& name) {
       x.zero_grad(), w.zero_grad(), b.zero_grad();
     });
   }
+  // The elementwise ops of a training step, at the default model's shapes: the feed-forward
+  // activation [B, L, ff], dropout there, a residual add [B, L, d], and the embedding's scale plus the
+  // positional rows broadcast over the batch.
+  if (name == "relu" || name == "gelu" || name == "dropout") {
+    auto x = input({64, 256, 128}, 3, true);
+    auto g = xt::xarray<float>(input({64, 256, 128}, 4, false).data());
+    Generator gen(0);
+    return measure([&] {
+      auto y = name == "relu" ? relu(x) : name == "gelu" ? gelu(x) : dropout(x, 0.1, true, gen);
+      y.backward(g);
+      x.zero_grad();
+    });
+  }
+  if (name == "add") {
+    auto x = input({64, 256, 64}, 3, true), r = input({64, 256, 64}, 5, true);
+    auto g = xt::xarray<float>(input({64, 256, 64}, 4, false).data());
+    return measure([&] {
+      (x + r).backward(g);
+      x.zero_grad(), r.zero_grad();
+    });
+  }
+  if (name == "scale_add_pe") {
+    auto x = input({64, 256, 64}, 3, true), pe = input({1, 256, 64}, 5, false);
+    auto g = xt::xarray<float>(input({64, 256, 64}, 4, false).data());
+    return measure([&] {
+      (x * 8.0f + pe).backward(g);
+      x.zero_grad();
+    });
+  }
+  // The fused ops against torch's composed ones: linear1 with its bias and ReLU, and the post-LN
+  // residual add with its layer_norm.
+  if (name == "linear_relu") {
+    auto x = input({64, 256, 64}, 3, true), w = input({128, 64}, 5, true), b = input({128}, 6, true);
+    auto g = xt::xarray<float>(input({64, 256, 128}, 4, false).data());
+    return measure([&] {
+      linear_activation(x, w, b, Activation::ReLU).backward(g);
+      x.zero_grad(), w.zero_grad(), b.zero_grad();
+    });
+  }
+  if (name == "add_layer_norm") {
+    auto x = input({64, 256, 64}, 3, true), r = input({64, 256, 64}, 7, true);
+    auto w = input({64}, 5, true), b = input({64}, 6, true);
+    auto g = xt::xarray<float>(input({64, 256, 64}, 4, false).data());
+    return measure([&] {
+      add_layer_norm(x, r, {64}, w, b, 1e-5).backward(g);
+      x.zero_grad(), r.zero_grad(), w.zero_grad(), b.zero_grad();
+    });
+  }
   if (name == "attention") {  // self-attention [B, L, d] with a key padding mask, dropout 0.1, training
     Generator gen(0);
     nn::MultiheadAttentionOptions o(64, 4);

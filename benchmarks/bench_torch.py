@@ -135,6 +135,50 @@ def run_case(name):
             x.grad = w.grad = b.grad = None
 
         return measure(step)
+    if name in ("relu", "gelu", "dropout"):
+        x, g = tensor((64, 256, 128), 3, True), tensor((64, 256, 128), 4)
+        f = {"relu": torch.relu, "gelu": torch.nn.functional.gelu,
+             "dropout": lambda t: torch.nn.functional.dropout(t, 0.1, True)}[name]
+
+        def step():
+            f(x).backward(g)
+            x.grad = None
+
+        return measure(step)
+    if name == "add":
+        x, r, g = tensor((64, 256, 64), 3, True), tensor((64, 256, 64), 5, True), tensor((64, 256, 64), 4)
+
+        def step():
+            (x + r).backward(g)
+            x.grad = r.grad = None
+
+        return measure(step)
+    if name == "scale_add_pe":
+        x, pe, g = tensor((64, 256, 64), 3, True), tensor((1, 256, 64), 5), tensor((64, 256, 64), 4)
+
+        def step():
+            (x * 8.0 + pe).backward(g)
+            x.grad = None
+
+        return measure(step)
+    if name == "linear_relu":
+        x, w, b = tensor((64, 256, 64), 3, True), tensor((128, 64), 5, True), tensor((128,), 6, True)
+        g = tensor((64, 256, 128), 4)
+
+        def step():
+            torch.relu(torch.nn.functional.linear(x, w, b)).backward(g)
+            x.grad = w.grad = b.grad = None
+
+        return measure(step)
+    if name == "add_layer_norm":
+        x, r = tensor((64, 256, 64), 3, True), tensor((64, 256, 64), 7, True)
+        w, b, g = tensor((64,), 5, True), tensor((64,), 6, True), tensor((64, 256, 64), 4)
+
+        def step():
+            torch.nn.functional.layer_norm(x + r, (64,), w, b, 1e-5).backward(g)
+            x.grad = r.grad = w.grad = b.grad = None
+
+        return measure(step)
     if name == "attention":
         torch.manual_seed(0)
         mha = nn.MultiheadAttention(64, 4, dropout=0.1, batch_first=True).train()

@@ -24,6 +24,7 @@ def train_fwd(B, L, E, F, layers):
 
 SOFTMAX_N = 64 * 4 * 256 * 256
 LN_N = 64 * 256 * 64
+FF_N = 64 * 256 * 128
 # case: (description, FLOPs per call, formula)
 CASES = {
     "gemm_2048": ("sgemm 2048^3 (the ceiling)", 2 * 2048**3, "2 n^3"),
@@ -35,6 +36,15 @@ CASES = {
     "softmax": ("softmax fwd+bwd [64,4,256,256] dim -1", 8 * SOFTMAX_N, "8 N (fwd 5 N, bwd 3 N)"),
     "log_softmax": ("log_softmax fwd+bwd [64,4,256,256] dim -1", 8 * SOFTMAX_N, "8 N (fwd 5 N, bwd 3 N)"),
     "layer_norm": ("layer_norm fwd+bwd [64,256,64] over 64, affine", 18 * LN_N, "18 N (fwd 8 N, bwd 10 N)"),
+    "relu": ("relu fwd+bwd [64,256,128]", 2 * FF_N, "2 N (fwd N, bwd N)"),
+    "gelu": ("gelu (erf) fwd+bwd [64,256,128]", 2 * FF_N, "2 N (one per element and pass; erf and exp not counted)"),
+    "dropout": ("dropout p 0.1 fwd+bwd [64,256,128]", 2 * FF_N, "2 N (fwd N, bwd N)"),
+    "add": ("residual add fwd+bwd [64,256,64] + [64,256,64]", LN_N, "N (the gradient passes through)"),
+    "scale_add_pe": ("x * 8 + pe[1,256,64] fwd+bwd, x [64,256,64]", 3 * LN_N, "3 N (fwd 2 N, bwd N)"),
+    "linear_relu": ("relu(linear) fwd+bwd [16384,64] -> 128 (tapegrad: fused linear_activation)",
+                    6 * 16384 * 64 * 128, "3 x 2 m n k (one product forward, two backward)"),
+    "add_layer_norm": ("layer_norm(x + r) fwd+bwd [64,256,64] over 64, affine (tapegrad: fused add_layer_norm)",
+                       19 * LN_N, "19 N (layer_norm's 18 N, the add's N)"),
     "attention": ("MultiheadAttention self-attn fwd+bwd [64,256,64], 4 heads, key padding mask, dropout 0.1",
                   3 * attention_fwd(64, 256, 64), "3 x (6 B L E^2 + 4 B L^2 E + 2 B L E^2)"),
     "embedding_adamw": ("embedding [64,256] in [20000,64] fwd+bwd + AdamW step", 13 * 20000 * 64 + 64 * 256 * 64,

@@ -12,8 +12,8 @@ section=${1:-current}
 shift || true
 cases=("$@")
 if [ ${#cases[@]} -eq 0 ]; then
-  cases=(gemm_2048 matmul_qkv matmul_ff1 matmul_ff2 matmul_scores softmax log_softmax layer_norm attention
-         embedding_adamw train_default train_large eval_default train_default_1k train_default_4k)
+  cases=(gemm_2048 matmul_qkv matmul_ff1 matmul_ff2 matmul_scores softmax log_softmax layer_norm relu gelu dropout add
+         scale_add_pe linear_relu add_layer_norm attention embedding_adamw train_default train_large eval_default train_default_1k train_default_4k)
 fi
 
 export CCACHE_BASEDIR=$PWD/..

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "tapegrad/autograd/elementwise.hpp"
+#include "tapegrad/autograd/matmul.hpp"
 #include "tapegrad/nn/module.hpp"
 
 namespace tapegrad::nn {
@@ -32,8 +33,9 @@ class GELU : public Module<T, GELU<T>> {
   GeluApproximate approximate;
 };
 
-/// The activation of the transformer feed-forward blocks (torch's activation="relu" | "gelu").
-enum class Activation { ReLU, GELU };
+/// The activation of the transformer feed-forward blocks (torch's activation="relu" | "gelu"), the one
+/// autograd's linear_activation takes.
+using Activation = tapegrad::Activation;
 
 /// relu(x) or gelu(x).
 template <typename T>

@@ -19,6 +19,11 @@ Tensor<T> LayerNorm<T>::forward(const Tensor<T>& x) const {
 }
 
 template <typename T>
+Tensor<T> LayerNorm<T>::forward(const Tensor<T>& x, const Tensor<T>& residual) const {
+  return add_layer_norm(x, residual, normalized_shape, weight, bias, eps);
+}
+
+template <typename T>
 std::string LayerNorm<T>::extra_repr() const {
   // Python prints the shape as a tuple: (8,) or (4, 5).
   std::string shape = "(";

@@ -18,6 +18,9 @@ class LayerNorm : public Module<T, LayerNorm<T>> {
       : LayerNorm(Shape{normalized_size}, eps, elementwise_affine) {}
 
   Tensor<T> forward(const Tensor<T>& x) const;
+  /// forward(x + residual) in one fused op (autograd's add_layer_norm), the post-LN residual block's
+  /// norm: the same values, one pass less over memory each way.
+  Tensor<T> forward(const Tensor<T>& x, const Tensor<T>& residual) const;
 
   std::string name() const override { return "LayerNorm"; }
   std::string extra_repr() const override;

@@ -23,6 +23,11 @@ Tensor<T> Linear<T>::forward(const Tensor<T>& x) const {
 }
 
 template <typename T>
+Tensor<T> Linear<T>::forward(const Tensor<T>& x, Activation activation) const {
+  return linear_activation(x, weight, bias, activation);
+}
+
+template <typename T>
 std::string Linear<T>::extra_repr() const {
   return fmt::format("in_features={}, out_features={}, bias={}", in_features, out_features,
                      bias.defined() ? "True" : "False");

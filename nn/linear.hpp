@@ -5,6 +5,7 @@
 #include <string>
 
 #include "tapegrad/autograd/generator.hpp"
+#include "tapegrad/autograd/matmul.hpp"
 #include "tapegrad/nn/module.hpp"
 
 namespace tapegrad::nn {
@@ -19,6 +20,9 @@ class Linear : public Module<T, Linear<T>> {
 
   /// x [..., in] -> [..., out].
   Tensor<T> forward(const Tensor<T>& x) const;
+  /// activation(forward(x)) in one fused op (autograd's linear_activation), as a feed-forward block
+  /// applies it: the same values, one pass less over the output.
+  Tensor<T> forward(const Tensor<T>& x, Activation activation) const;
 
   std::string name() const override { return type_name_; }
   std::string extra_repr() const override;

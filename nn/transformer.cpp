@@ -48,7 +48,7 @@ FeedForward<T>::FeedForward(std::size_t d_model, std::size_t dim_feedforward, Ge
 
 template <typename T>
 Tensor<T> FeedForward<T>::forward(const Tensor<T>& x) const {
-  return linear2->forward(dropout->forward(apply_activation(activation, linear1->forward(x))));
+  return linear2->forward(dropout->forward(linear1->forward(x, activation)));
 }
 
 template <typename T>
@@ -78,16 +78,15 @@ template <typename SelfAttention>
 Tensor<T> TransformerEncoderLayer<T>::blocks(const Tensor<T>& src, const SelfAttention& self_attention) const {
   const auto sa = [&](const Tensor<T>& x) { return dropout1->forward(self_attention(x)); };
   const auto ff = [&](const Tensor<T>& x) {
-    return dropout2->forward(
-        linear2->forward(dropout->forward(apply_activation(options.activation, linear1->forward(x)))));
+    return dropout2->forward(linear2->forward(dropout->forward(linear1->forward(x, options.activation))));
   };
   Tensor<T> x = src;
   if (options.norm_first) {
     x = x + sa(norm1->forward(x));
     x = x + ff(norm2->forward(x));
-  } else {
-    x = norm1->forward(x + sa(x));
-    x = norm2->forward(x + ff(x));
+  } else {  // norm(x + block(x)), the add fused into the norm
+    x = norm1->forward(x, sa(x));
+    x = norm2->forward(x, ff(x));
   }
   return x;
 }
@@ -145,18 +144,17 @@ Tensor<T> TransformerDecoderLayer<T>::forward(const Tensor<T>& tgt, const Tensor
         multihead_attn->forward(x, memory, memory, memory_key_padding_mask, /*need_weights=*/false, memory_mask).first);
   };
   const auto ff = [&](const Tensor<T>& x) {
-    return dropout3->forward(
-        linear2->forward(dropout->forward(apply_activation(options.activation, linear1->forward(x)))));
+    return dropout3->forward(linear2->forward(dropout->forward(linear1->forward(x, options.activation))));
   };
   Tensor<T> x = tgt;
   if (options.norm_first) {
     x = x + sa(norm1->forward(x));
     x = x + mha(norm2->forward(x));
     x = x + ff(norm3->forward(x));
-  } else {
-    x = norm1->forward(x + sa(x));
-    x = norm2->forward(x + mha(x));
-    x = norm3->forward(x + ff(x));
+  } else {  // norm(x + block(x)), the add fused into the norm
+    x = norm1->forward(x, sa(x));
+    x = norm2->forward(x, mha(x));
+    x = norm3->forward(x, ff(x));
   }
   return x;
 }

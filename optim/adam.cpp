@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
-#include <vector>
+#include <type_traits>
 
 #include "tapegrad/autograd/parallel.hpp"
 
@@ -29,7 +29,7 @@ void check_adam_options(const char* op, double lr, std::pair<double, double> bet
 
 template <typename T>
 void adam_update(T* p, const T* g, T* m, T* v, T* vmax, std::size_t n, std::int64_t t, double lr,
-                 std::pair<double, double> betas, double eps) {
+                 std::pair<double, double> betas, double eps, T decay, T l2) {
   // The scalars are computed in double, as torch computes them in Python, then used at T's precision.
   const double step = static_cast<double>(t);
   const double bias_correction1 = 1.0 - std::pow(betas.first, step);
@@ -39,32 +39,55 @@ void adam_update(T* p, const T* g, T* m, T* v, T* vmax, std::size_t n, std::int6
   const T b1 = static_cast<T>(betas.first), b2 = static_cast<T>(betas.second);
   const T one_minus_b1 = static_cast<T>(1.0 - betas.first), one_minus_b2 = static_cast<T>(1.0 - betas.second);
   const T e = static_cast<T>(eps);
-  // Elementwise: split over the threads (the result does not depend on how), one loop per variant so
-  // that each vectorizes.
-  tapegrad::detail::parallel_for(n, 1 << 15, [&](std::size_t begin, std::size_t end) {
-    if (vmax) {
+  // One pass over p, g, m and v per element, in torch's order of operations: the decay of p (AdamW:
+  // p * (1 - lr wd)) or the L2 term of the gradient (Adam: g + wd p), the moments, the step. Split over
+  // the threads (the result does not depend on how); every operand is a local so that each variant's
+  // loop vectorizes.
+  const auto run = [&](auto amsgrad, auto decays, auto has_l2) {
+    tapegrad::detail::parallel_for(n, 1 << 14, [&, p, g, m, v, vmax](std::size_t begin, std::size_t end) {
+      T* __restrict pp = p;
+      const T* __restrict gg = g;
+      T* __restrict mm = m;
+      T* __restrict vv = v;
+      T* __restrict vm = vmax;
+      const T s = neg_step_size, c2 = bc2_sqrt, beta1 = b1, beta2 = b2, c1 = one_minus_b1, c3 = one_minus_b2;
+      const T ep = e, dec = decay, wd = l2;
       for (std::size_t k = begin; k < end; ++k) {
-        m[k] = m[k] * b1 + g[k] * one_minus_b1;
-        v[k] = v[k] * b2 + one_minus_b2 * g[k] * g[k];
-        vmax[k] = std::max(vmax[k], v[k]);
-        const T denom = std::sqrt(vmax[k]) / bc2_sqrt + e;
-        p[k] = p[k] + neg_step_size * (m[k] / denom);
+        T pk = pp[k];
+        T gk = gg[k];
+        if (decltype(decays)::value) pk = pk * dec;
+        if (decltype(has_l2)::value) gk = gk + wd * pk;
+        const T mk = mm[k] * beta1 + gk * c1;
+        const T vk = vv[k] * beta2 + c3 * gk * gk;
+        mm[k] = mk;
+        vv[k] = vk;
+        T denom;
+        if (decltype(amsgrad)::value) {
+          const T vmk = std::max(vm[k], vk);
+          vm[k] = vmk;
+          denom = std::sqrt(vmk) / c2 + ep;
+        } else {
+          denom = std::sqrt(vk) / c2 + ep;
+        }
+        pp[k] = pk + s * (mk / denom);
       }
-      return;
-    }
-    for (std::size_t k = begin; k < end; ++k) {
-      m[k] = m[k] * b1 + g[k] * one_minus_b1;
-      v[k] = v[k] * b2 + one_minus_b2 * g[k] * g[k];
-      const T denom = std::sqrt(v[k]) / bc2_sqrt + e;
-      p[k] = p[k] + neg_step_size * (m[k] / denom);
-    }
-  });
+    });
+  };
+  using Yes = std::true_type;
+  using No = std::false_type;
+  const bool decays = decay != T(1), has_l2 = l2 != T(0);
+  if (vmax) {
+    if (decays) return has_l2 ? run(Yes{}, Yes{}, Yes{}) : run(Yes{}, Yes{}, No{});
+    return has_l2 ? run(Yes{}, No{}, Yes{}) : run(Yes{}, No{}, No{});
+  }
+  if (decays) return has_l2 ? run(No{}, Yes{}, Yes{}) : run(No{}, Yes{}, No{});
+  return has_l2 ? run(No{}, No{}, Yes{}) : run(No{}, No{}, No{});
 }
 
 template void adam_update<float>(float*, const float*, float*, float*, float*, std::size_t, std::int64_t, double,
-                                 std::pair<double, double>, double);
+                                 std::pair<double, double>, double, float, float);
 template void adam_update<double>(double*, const double*, double*, double*, double*, std::size_t, std::int64_t, double,
-                                  std::pair<double, double>, double);
+                                  std::pair<double, double>, double, double, double);
 
 }  // namespace detail
 
@@ -90,23 +113,14 @@ std::vector<std::string> Adam<T>::buffer_names() const {
 template <typename T>
 void Adam<T>::step() {
   const T wd = static_cast<T>(options_.weight_decay);
-  std::vector<T> decayed;
   for (std::size_t i = 0; i < this->params_.size(); ++i) {
     Tensor<T>& param = this->params_[i];
     if (!param.has_grad()) continue;
     auto& st = this->state_for(i);
     st.step += 1;
-    T* p = param.mutable_data().data();
-    const T* g = param.grad().data();
-    const std::size_t n = param.numel();
-    if (options_.weight_decay != 0.0) {
-      decayed.resize(n);
-      for (std::size_t k = 0; k < n; ++k) decayed[k] = g[k] + wd * p[k];
-      g = decayed.data();
-    }
-    detail::adam_update(p, g, st.buffers[0].data(), st.buffers[1].data(),
-                        options_.amsgrad ? st.buffers[2].data() : nullptr, n, st.step, this->lr_, options_.betas,
-                        options_.eps);
+    detail::adam_update(param.mutable_data().data(), param.grad().data(), st.buffers[0].data(), st.buffers[1].data(),
+                        options_.amsgrad ? st.buffers[2].data() : nullptr, param.numel(), st.step, this->lr_,
+                        options_.betas, options_.eps, T(1), wd);
   }
 }
 

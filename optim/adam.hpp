@@ -51,11 +51,11 @@ namespace detail {
 void check_adam_options(const char* op, double lr, std::pair<double, double> betas, double eps, double weight_decay);
 
 /// The moment updates and the parameter update shared by Adam and AdamW, for one parameter of n
-/// elements at step t (already incremented); vmax is null without amsgrad. The gradient g already
-/// includes any L2 term.
+/// elements at step t (already incremented), in one pass; vmax is null without amsgrad. AdamW's
+/// weight decay multiplies p by decay first; Adam's adds l2 * p to the gradient (1 and 0: none).
 template <typename T>
 void adam_update(T* p, const T* g, T* m, T* v, T* vmax, std::size_t n, std::int64_t t, double lr,
-                 std::pair<double, double> betas, double eps);
+                 std::pair<double, double> betas, double eps, T decay, T l2);
 
 }  // namespace detail
 

@@ -1,7 +1,5 @@
 #include "tapegrad/optim/adamw.hpp"
 
-#include "tapegrad/autograd/parallel.hpp"
-
 namespace tapegrad::optim {
 
 namespace {
@@ -32,14 +30,9 @@ void AdamW<T>::step() {
     if (!param.has_grad()) continue;
     auto& st = this->state_for(i);
     st.step += 1;
-    T* p = param.mutable_data().data();
-    const std::size_t n = param.numel();
-    tapegrad::detail::parallel_for(n, 1 << 15, [&](std::size_t begin, std::size_t end) {
-      for (std::size_t k = begin; k < end; ++k) p[k] *= decay;
-    });
-    detail::adam_update(p, param.grad().data(), st.buffers[0].data(), st.buffers[1].data(),
-                        options_.amsgrad ? st.buffers[2].data() : nullptr, n, st.step, this->lr_, options_.betas,
-                        options_.eps);
+    detail::adam_update(param.mutable_data().data(), param.grad().data(), st.buffers[0].data(), st.buffers[1].data(),
+                        options_.amsgrad ? st.buffers[2].data() : nullptr, param.numel(), st.step, this->lr_,
+                        options_.betas, options_.eps, decay, T(0));
   }
 }
 

@@ -5,10 +5,37 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <vector>
+
+#include "tapegrad/autograd/elementwise_kernels.hpp"
+#include "tapegrad/autograd/parallel.hpp"
+#include "tapegrad/autograd/vector_math.hpp"
 
 namespace tapegrad::optim {
 
 namespace {
+
+// Sum of squares in double over fixed blocks of elements (the blocks depend on n only): each block in
+// detail::lane_sum's lanes, the blocks split over the threads, their sums added in block order. The
+// same value for any thread count, and vectorized (a plain running sum in double is neither).
+template <typename T>
+double sum_of_squares(const T* d, std::size_t n) {
+  constexpr std::size_t kBlock = std::size_t{1} << 14;
+  const std::size_t blocks = (n + kBlock - 1) / kBlock;
+  std::vector<double> partial(blocks);
+  tapegrad::detail::parallel_for(blocks, 4, [&](std::size_t b0, std::size_t b1) {
+    for (std::size_t b = b0; b < b1; ++b) {
+      const T* x = d + b * kBlock;
+      partial[b] = tapegrad::detail::lane_sum<double>(std::min(kBlock, n - b * kBlock), [x](std::size_t k) {
+        const double v = static_cast<double>(x[k]);
+        return v * v;
+      });
+    }
+  });
+  double total = 0.0;
+  for (double v : partial) total += v;
+  return total;
+}
 
 // One gradient's p-norm, accumulated in double.
 template <typename T>
@@ -18,10 +45,7 @@ double p_norm(const T* d, std::size_t n, double p) {
     for (std::size_t k = 0; k < n; ++k) acc = std::max(acc, std::abs(static_cast<double>(d[k])));
     return acc;
   }
-  if (p == 2.0) {
-    for (std::size_t k = 0; k < n; ++k) acc += static_cast<double>(d[k]) * static_cast<double>(d[k]);
-    return std::sqrt(acc);
-  }
+  if (p == 2.0) return std::sqrt(sum_of_squares(d, n));
   if (p == 1.0) {
     for (std::size_t k = 0; k < n; ++k) acc += std::abs(static_cast<double>(d[k]));
     return acc;
@@ -59,7 +83,11 @@ double clip_grad_norm_(const std::vector<Tensor<T>>& params, double max_norm, do
     for (auto& p : with_grad) {
       auto& g = p.mutable_grad();
       T* d = g.data();
-      for (std::size_t k = 0, n = g.size(); k < n; ++k) d[k] *= c;
+      tapegrad::detail::parallel_for(g.size(), tapegrad::detail::kElementwiseGrain,
+                                     [d, c](std::size_t begin, std::size_t end) {
+                                       T* __restrict x = d;
+                                       for (std::size_t k = begin; k < end; ++k) x[k] *= c;
+                                     });
     }
   }
   return total;

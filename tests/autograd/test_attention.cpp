@@ -106,6 +106,18 @@ std::vector<Case> cases(std::size_t B, std::size_t H, std::size_t L, std::size_t
   Masks kf;
   kf.key_padding_bias = floats({B, S}, 5);
   c.push_back({"float key padding", B, H, L, S, D, Dv, kf, 0.0, false});
+  // Padded tails of different lengths (the kernels stop at each batch's last visible key), as bool and
+  // as -inf, with a few visible keys in the bool tail's range left to the float one.
+  Masks tails;
+  BoolArray tail = xt::zeros<bool>({B, S});
+  xt::xarray<double> tail_bias = xt::zeros<double>({B, S});
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t j = S - S * b / (B + 1); j < S; ++j) tail(b, j) = true;
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t j = S - (S * (b + 1)) / (B + 2); j < S; ++j) tail_bias(b, j) = -kInf;
+  tails.key_padding_mask = std::make_shared<const BoolArray>(tail);
+  tails.key_padding_bias = std::make_shared<const xt::xarray<double>>(tail_bias);
+  c.push_back({"padded tails of different lengths, dropout", B, H, L, S, D, Dv, tails, 0.2, false});
   Masks all;
   all.attn_mask = bools({L, S}, 6, 0.2);
   all.attn_bias = floats({L, S}, 7);

@@ -310,6 +310,59 @@ TEST_CASE("gelu matches torch.nn.functional.gelu", "[elementwise]") {
   CHECK(gelu(xg, GeluApproximate::Tanh).grad_fn_name() == "gelu_tanh");
 }
 
+// float GELU runs on the vectorized fast_erfc / fast_exp (autograd/vector_math.hpp): on a dense grid it
+// must agree with the same functions computed in double without cancellation (erfc rather than
+// 1 + erf, which torch's formula and tapegrad's double path lose below x = -8) to a few float ulp of
+// what float can resolve: of the result, plus of the input carried through the function's slope (the
+// rounding of x / sqrt 2 or of the tanh argument alone costs that much for large |x|), and 1e-34
+// absolute (where intermediates are denormal floats: exp(-2 u) of the tanh form at x = -10).
+TEST_CASE("gelu in float is within a few ulp of double references in values and gradients", "[elementwise]") {
+  std::vector<float> xs;
+  for (int i = -140000; i <= 140000; ++i) xs.push_back(static_cast<float>(i) * 1e-4f);  // [-14, 14]
+  for (float v : {1e-30f, -1e-30f, 1e-8f, -1e-8f, 30.0f, -30.0f}) xs.push_back(v);
+  const double inv_sqrt2 = 1 / std::sqrt(2.0), inv_sqrt2pi = 1 / std::sqrt(2 * M_PI), c = std::sqrt(2 / M_PI);
+  const auto exact = [&](double x, bool slope) {
+    const double cdf = 0.5 * std::erfc(-x * inv_sqrt2);
+    return slope ? cdf + x * inv_sqrt2pi * std::exp(-0.5 * x * x) : x * cdf;
+  };
+  const auto tanh_form = [&](double x, bool slope) {
+    const double s = 1 / (1 + std::exp(-2 * c * (x + 0.044715 * x * x * x)));  // (1 + tanh(u)) / 2
+    return slope ? s + 2 * x * s * (1 - s) * c * (1 + 3 * 0.044715 * x * x) : x * s;
+  };
+  for (auto approximate : {GeluApproximate::None, GeluApproximate::Tanh}) {
+    const bool is_exact = approximate == GeluApproximate::None;
+    INFO((is_exact ? "exact" : "tanh"));
+    const auto ref = [&](double x, bool slope) { return is_exact ? exact(x, slope) : tanh_form(x, slope); };
+    auto x = TensorF::from_vector(xs, {xs.size()}, true);
+    auto y = gelu(x, approximate);
+    y.backward(xt::xarray<float>(xt::ones<float>({xs.size()})));
+    double worst[2] = {0, 0};  // error over tolerance, value and gradient
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      const double v = xs[i];
+      for (int slope = 0; slope < 2; ++slope) {
+        const double want = ref(v, slope);
+        const double h = 1e-6 * std::max(1.0, std::abs(v));
+        const double derivative = (ref(v + h, slope) - ref(v - h, slope)) / (2 * h);
+        const double tol = 1e-34 + 5e-7 * (std::abs(want) + std::abs(v * derivative));
+        const double got = slope ? x.grad()(i) : y.data()(i);
+        const double err = std::abs(got - want) / tol;
+        worst[slope] = std::isnan(err) ? HUGE_VAL : std::max(worst[slope], err);
+      }
+    }
+    INFO("worst error over tolerance: value " << worst[0] << ", gradient " << worst[1]);
+    CHECK(worst[0] <= 1.0);
+    CHECK(worst[1] <= 1.0);
+  }
+  // As torch 1.13: gelu(inf) = inf, gelu(-inf) = NaN (-inf * 0), NaN stays NaN, in both forms.
+  const float inf = std::numeric_limits<float>::infinity();
+  for (auto approximate : {GeluApproximate::None, GeluApproximate::Tanh}) {
+    const auto y = gelu(TensorF::from_vector({inf, -inf, std::nanf("")}, {3}), approximate).to_vector();
+    CHECK(y[0] == inf);
+    CHECK(std::isnan(y[1]));
+    CHECK(std::isnan(y[2]));
+  }
+}
+
 TEST_CASE("sigmoid, tanh and gelu stay finite at large |x|", "[elementwise]") {
   auto check = [](auto x) {
     using T = typename decltype(x)::value_type;
