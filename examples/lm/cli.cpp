@@ -34,6 +34,10 @@ void add_training_flags(CLI::App& app, Config& c) {
   data->add_option("--context", c.context, "tokens per review the model sees (its positions)")->capture_default_str();
   data->add_option("--valid-fraction", c.valid_fraction, "share of train/ held out, as train_imdb's (seeded)")
       ->capture_default_str();
+  data->add_option("--valid-reviews", c.valid_reviews,
+                   "validation reviews scored during training, a fixed seeded subset (0: all); the best model is "
+                   "then scored on all")
+      ->capture_default_str();
 
   auto* model = group("Model (the masked objective defaults to train_imdb's classifier)");
   model->add_option("--objective", c.objective, "causal (GPT) | masked (BERT-style, for train_imdb --init-from)")
@@ -139,8 +143,9 @@ int evaluate_command(const EvaluateArgs& a, std::ostream& out, std::ostream& err
   err << fmt::format("data: {} ({}): {} validation reviews\n", data.path.string(), data.source, data.valid.size());
   const Validation v =
       validate(*run.model, run.model->module(), data.valid, static_cast<std::size_t>(run.config.batch_size));
-  out << fmt::format("valid: loss {:.4f}, perplexity {:.2f}, next-token accuracy {:.2f}% ({} tokens, {:.1f} s)\n",
-                     v.loss, v.perplexity, 100.0 * v.accuracy, v.tokens, v.seconds);
+  out << fmt::format(
+      "valid: loss {:.4f}, perplexity {:.2f}, next-token accuracy {:.2f}% ({} reviews, {} tokens, {:.1f} s)\n", v.loss,
+      v.perplexity, 100.0 * v.accuracy, data.valid.size(), v.tokens, v.seconds);
   if (run.model->causal()) {
     for (const auto& b : bigram_baselines(data)) {
       out << fmt::format("{}: loss {:.4f}, perplexity {:.2f}\n", b.name, b.loss, b.perplexity);

@@ -21,6 +21,9 @@ struct Config {
   std::int64_t vocab_size = 8000;  // including <pad> and <unk> (and <mask> for the masked objective)
   std::int64_t context = 1024;     // tokens per review the model sees (the positional table's size)
   double valid_fraction = 0.1;
+  // Validation reviews scored during training: a fixed seeded subset, to save time; 0 = all. The final
+  // validation of the best model always scores all of them.
+  std::int64_t valid_reviews = 500;
 
   // Model.
   std::string objective = "causal";  // causal (GPT) | masked (BERT-style encoder for train_imdb --init-from)

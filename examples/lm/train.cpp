@@ -10,6 +10,7 @@
 #include "tapegrad/optim/schedule.hpp"
 #include "tapegrad/train/errors.hpp"
 #include "tapegrad/train/loop.hpp"
+#include "tapegrad/train/model_file.hpp"
 #include "tapegrad/train/progress.hpp"
 #include "tapegrad/train/run_directory.hpp"
 #include "tapegrad/train/timing.hpp"
@@ -58,16 +59,25 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
   const Data data =
       prepare_data(config, config.resume ? std::optional(ds::Vocabulary::load(run.file(kVocabFile))) : std::nullopt);
   result.data_seconds = data.seconds;
+  const bool sampled = data.valid_sample.size() < data.valid.size();
   progress.message(fmt::format(
       "data: {} ({}): {} train / {} valid reviews (the train/ split only), vocabulary {} tokens, {} tokens kept "
       "per review; ready in {:.1f} s",
       data.path.string(), data.source, data.train.size(), data.valid.size(), data.vocab.size(), kept_tokens(config),
       data.seconds));
+  if (sampled) {
+    progress.message(
+        fmt::format("validation during training: a fixed seeded subset of {} of the {} validation "
+                    "reviews; the best model is then scored on all of them",
+                    data.valid_sample.size(), data.valid.size()));
+  }
   if (config.objective == "causal") {
     result.baselines = bigram_baselines(data);
     for (const auto& b : result.baselines) {
-      progress.message(fmt::format("baseline: {} on the validation reviews: loss {:.4f}, perplexity {:.2f} ({} tokens)",
-                                   b.name, b.loss, b.perplexity, b.tokens));
+      progress.message(fmt::format(
+          "baseline: {} on the validation reviews: loss {:.4f}, perplexity {:.2f} ({} tokens){}", b.name, b.loss,
+          b.perplexity, b.tokens,
+          sampled ? fmt::format("; on the subset: perplexity {:.2f}", b.sample_perplexity) : std::string()));
     }
   }
 
@@ -126,7 +136,7 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
     return o;
   };
   hooks.validate = [&] {
-    const Validation v = validate(model, module, data.valid, static_cast<std::size_t>(config.batch_size));
+    const Validation v = validate(model, module, data.valid_sample, static_cast<std::size_t>(config.batch_size));
     tt::Evaluation e;
     e.score = -v.loss;
     e.metrics = {{"valid_loss", v.loss}, {"valid_ppl", v.perplexity}, {"valid_acc", v.accuracy}};
@@ -137,8 +147,12 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
   if (!config.resume) {
     nlohmann::json line = {{"step", 0}, {"objective", config.objective}};
     for (const auto& b : result.baselines) {
-      line[b.name == "add-one bigram" ? "baseline_add_one_ppl" : "baseline_kneser_ney_ppl"] = b.perplexity;
+      const std::string key = b.name == "add-one bigram" ? "baseline_add_one_ppl" : "baseline_kneser_ney_ppl";
+      line[key] = b.perplexity;
+      line[key + "_sample"] = b.sample_perplexity;
     }
+    line["valid_reviews"] = data.valid.size();
+    line["valid_sample_reviews"] = data.valid_sample.size();
     trainer.metrics().write(line);
   }
   const tt::TrainerResult r = trainer.run();
@@ -153,16 +167,38 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
   }
   result.train_seconds = r.train_seconds;
   result.tokens_per_second = r.train_seconds > 0 ? r.train_tokens / r.train_seconds : 0.0;
+  if (!r.interrupted) {
+    // The best model (model.safetensors) on every validation review; the subset's score when it is all.
+    if (sampled && r.best_step > 0) {
+      tt::load_model(run.model(), module);
+      result.final = validate(model, module, data.valid, static_cast<std::size_t>(config.batch_size));
+      progress.message(
+          fmt::format("final validation of the best model (step {}) on all {} validation reviews: {} "
+                      "({:.1f} s)",
+                      r.best_step, data.valid.size(), validation_summary(result.final), result.final.seconds));
+    } else {
+      result.final = result.best;
+    }
+  }
   result.wall_seconds = wall.seconds();
   if (!r.interrupted) {
     trainer.metrics().write({{"step", r.step},
                              {"final", true},
                              {"best_step", r.best_step},
                              {"best_valid_ppl", result.best.perplexity},
+                             {"final_valid_loss", result.final.loss},
+                             {"final_valid_ppl", result.final.perplexity},
+                             {"final_valid_acc", result.final.accuracy},
                              {"train_seconds", result.train_seconds},
                              {"wall_seconds", result.wall_seconds}});
-    out << fmt::format("best validation (step {}): loss {:.4f}, perplexity {:.2f}, next-token accuracy {:.2f}%\n",
-                       r.best_step, result.best.loss, result.best.perplexity, 100.0 * result.best.accuracy);
+    out << fmt::format("best validation (step {}{}): loss {:.4f}, perplexity {:.2f}, next-token accuracy {:.2f}%\n",
+                       r.best_step,
+                       sampled ? fmt::format(", {} of the validation reviews", data.valid_sample.size()) : "",
+                       result.best.loss, result.best.perplexity, 100.0 * result.best.accuracy);
+    out << fmt::format(
+        "final validation (the best model, all {} validation reviews): loss {:.4f}, perplexity {:.2f}, "
+        "next-token accuracy {:.2f}%\n",
+        data.valid.size(), result.final.loss, result.final.perplexity, 100.0 * result.final.accuracy);
     for (const auto& b : result.baselines) out << fmt::format("{}: perplexity {:.2f}\n", b.name, b.perplexity);
     out << fmt::format("time: {} wall ({} data, {} training at {} tokens/s)\n",
                        tt::format_duration(result.wall_seconds), tt::format_duration(result.data_seconds),

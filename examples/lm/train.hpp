@@ -15,14 +15,16 @@ namespace lm {
 struct TrainResult {
   bool interrupted = false;
   std::int64_t steps = 0;
-  Validation best;  // of the best validation (lowest loss)
+  Validation best;  // of the best validation (lowest loss), on the reviews validated during training
   std::int64_t best_step = 0;
+  Validation final;  // the best model on all validation reviews (after the last step, not interrupted)
   std::vector<BaselineScore> baselines;  // causal objective only
   double data_seconds = 0.0, train_seconds = 0.0, wall_seconds = 0.0, tokens_per_second = 0.0;
 };
 
 // Trains as config says into config.out: config.json, vocab.txt, metrics.jsonl, model.safetensors (the
-// best validation loss) and last.ckpt.safetensors. Progress goes to log, the summary to out. Stops
+// best validation loss on the --valid-reviews subset) and last.ckpt.safetensors; then scores that model
+// on all validation reviews. Progress goes to log, the summary to out. Stops
 // early (like Ctrl-C) when stop_after_step says so. Throws train::UsageError for settings that do not
 // fit the run folder or the data, std::runtime_error for file problems.
 TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bool interactive,

@@ -17,6 +17,7 @@
 #include "examples/imdb/train.hpp"
 #include "examples/lm/cli.hpp"
 #include "examples/lm/config.hpp"
+#include "examples/lm/data.hpp"
 #include "examples/lm/model.hpp"
 #include "examples/lm/train.hpp"
 #include "tapegrad/io/safetensors.hpp"
@@ -132,7 +133,10 @@ std::string last_line(const std::string& text) {
 TEST_CASE("train_lm: a tiny causal run, its files, report, baselines and evaluate", "[lm]") {
   TempDir tmp;
   const fs::path run = tmp.path / "run";
-  const CliResult r = run_lm(tiny(run));
+  // Validations during training score 1 of the 2 validation reviews; the final one scores both.
+  std::vector<std::string> args = tiny(run);
+  args.insert(args.end(), {"--valid-reviews", "1"});
+  const CliResult r = run_lm(args);
   INFO(r.err << r.out);
   REQUIRE(r.code == 0);
   for (const char* f :
@@ -151,12 +155,48 @@ TEST_CASE("train_lm: a tiny causal run, its files, report, baselines and evaluat
   }
   CHECK(validations == 2);
   CHECK(lines.front().contains("baseline_kneser_ney_ppl"));
-  // evaluate recomputes the best model's validation perplexity from the files.
+  CHECK(lines.front().contains("baseline_kneser_ney_ppl_sample"));
+  CHECK(lines.front()["valid_reviews"] == 2);
+  CHECK(lines.front()["valid_sample_reviews"] == 1);
+  const nlohmann::json& final_line = lines.back();
+  REQUIRE(final_line.value("final", false));
+  CHECK(final_line["best_valid_ppl"].get<double>() == best);
+  const double final_ppl = final_line["final_valid_ppl"].get<double>();
+  CHECK_THAT(r.out, Catch::Contains(fmt::format("all 2 validation reviews): loss {:.4f}, perplexity {:.2f}",
+                                                final_line["final_valid_loss"].get<double>(), final_ppl)));
+  // evaluate recomputes the final validation perplexity (all validation reviews) from the files.
   const CliResult e = run_lm({"evaluate", "--run", run.string(), "--threads", "1"});
   INFO(e.err);
   REQUIRE(e.code == 0);
-  CHECK_THAT(e.out, Catch::Contains(fmt::format("perplexity {:.2f}", best)));
+  CHECK_THAT(e.out, Catch::Contains(fmt::format("perplexity {:.2f}", final_ppl)));
+  CHECK_THAT(e.out, Catch::Contains("(2 reviews"));
   CHECK_THAT(e.out, Catch::Contains("add-one bigram"));
+}
+
+TEST_CASE("train_lm data: the validation subset is a fixed seeded choice among the validation reviews", "[lm]") {
+  lm::Config c = tiny_config("unused", "causal");
+  c.valid_fraction = 0.67;  // 4 of the fixture's 6 training reviews
+  c.valid_reviews = 2;
+  const lm::Data a = lm::prepare_data(c), b = lm::prepare_data(c);
+  REQUIRE(a.valid.size() == 4);
+  REQUIRE(a.valid_sample.size() == 2);
+  const auto ids = [](const tapegrad::datasets::EncodedDataset& d, std::size_t i) {
+    return std::vector<std::int64_t>(d.ids(i), d.ids(i) + d.length(i));
+  };
+  for (std::size_t i = 0; i < 2; ++i) {
+    CHECK(ids(a.valid_sample, i) == ids(b.valid_sample, i));  // the same choice every time
+    bool found = false;
+    for (std::size_t j = 0; j < a.valid.size(); ++j) found = found || ids(a.valid, j) == ids(a.valid_sample, i);
+    CHECK(found);
+  }
+  CHECK(ids(a.valid_sample, 0) != ids(a.valid_sample, 1));
+  // 0, or as many as there are: all of them, in order.
+  for (std::int64_t all : {0, 4, 100}) {
+    c.valid_reviews = all;
+    const lm::Data d = lm::prepare_data(c);
+    REQUIRE(d.valid_sample.size() == 4);
+    for (std::size_t i = 0; i < 4; ++i) CHECK(ids(d.valid_sample, i) == ids(d.valid, i));
+  }
 }
 
 TEST_CASE("train_lm generate: same seed same text, the cache changes nothing, the model is causal", "[lm]") {
