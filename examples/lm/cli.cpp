@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "examples/common/command_line.hpp"
+#include "examples/lm/bench.hpp"
 #include "examples/lm/config.hpp"
 #include "examples/lm/data.hpp"
 #include "examples/lm/generate.hpp"
@@ -161,7 +162,7 @@ int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& o
   CLI::App app(
       "Trains a Transformer language model on the text of the IMDb training reviews: a GPT (causal) or a\n"
       "masked-token encoder that starts train_imdb's classifier (--init-from).\n"
-      "With no subcommand it trains; `generate`, `evaluate` and `report` use a finished run.",
+      "With no subcommand it trains; `generate`, `evaluate`, `bench` and `report` use a finished run.",
       kProgram);
   app.require_subcommand(0, 1);
   Config config;
@@ -192,6 +193,20 @@ int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& o
   evaluate_app->add_flag("--no-download", eval_args.no_download, "fail instead of downloading the data");
   evaluate_app->add_option("--threads", eval_args.threads, "BLAS threads")->capture_default_str();
 
+  BenchArgs bench;
+  CLI::App* bench_app = app.add_subcommand(
+      "bench", "generation speed of a causal run with and without the KV cache, at several context lengths");
+  bench_app->add_option("--run", bench.run, "run folder")->required();
+  bench_app->add_option("--contexts", bench.contexts, "tokens of context at the last new token")
+      ->capture_default_str()
+      ->delimiter(',');
+  bench_app->add_option("--new-tokens", bench.new_tokens, "new tokens per measurement (the prompt is the rest)")
+      ->capture_default_str();
+  bench_app->add_option("--repeats", bench.repeats, "measurements per setting; the fastest is reported")
+      ->capture_default_str();
+  bench_app->add_option("--seed", bench.seed, "seeds the prompt's random tokens")->capture_default_str();
+  bench_app->add_option("--threads", bench.threads, "BLAS threads")->capture_default_str();
+
   std::string report_run;
   CLI::App* report_app = app.add_subcommand("report", "an HTML page of a run's curves and settings (RUN/report.html)");
   report_app->add_option("--run", report_run, "run folder")->required();
@@ -199,7 +214,7 @@ int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& o
   if (const auto code = examples::parse_command_line(app, argc, argv, out, err, kProgram)) return *code;
   return tt::exit_code_of(kProgram, err, [&] {
     CLI::App* command = nullptr;
-    for (CLI::App* sub : {generate_app, evaluate_app, report_app})
+    for (CLI::App* sub : {generate_app, evaluate_app, bench_app, report_app})
       if (sub->parsed()) command = sub;
     if (!command) return train_command(app, config, out, err, interactive);
     for (CLI::App* group : app.get_subcommands([](CLI::App* sub) { return sub->get_name().empty(); })) {
@@ -211,6 +226,7 @@ int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& o
     }
     if (command == generate_app) return generate_command(gen, in, out, err);
     if (command == evaluate_app) return evaluate_command(eval_args, out, err);
+    if (command == bench_app) return bench_command(bench, out, err);
     const tt::RunDirectory run(report_run);
     run.check_has({tt::RunDirectory::kConfig});
     out << fmt::format("report: {}\n", write_report(report_run).string());

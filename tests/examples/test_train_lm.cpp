@@ -11,6 +11,7 @@
 #include <iterator>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "examples/imdb/config.hpp"
@@ -238,6 +239,30 @@ TEST_CASE("train_lm generate: same seed same text, the cache changes nothing, th
       CHECK(same == (s < t));
     }
   }
+  // bench: the speed with and without the cache at each context, and the same greedy tokens both ways.
+  const CliResult b = run_lm(
+      {"bench", "--run", run.string(), "--contexts", "8,48", "--new-tokens", "4", "--repeats", "1", "--threads", "1"});
+  INFO(b.err);
+  REQUIRE(b.code == 0);
+  std::istringstream table(b.out);
+  std::string header, line;
+  std::getline(table, header);
+  CHECK_THAT(header, Catch::Contains("tokens/s with cache") && Catch::Contains("tokens/s without"));
+  std::vector<std::string> rows;
+  while (std::getline(table, line)) rows.push_back(line);
+  REQUIRE(rows.size() == 2);
+  for (const auto& [row, context, prompt] : {std::tuple{rows[0], "8", "4"}, std::tuple{rows[1], "48", "44"}}) {
+    std::istringstream fields(row);
+    std::string c, p;
+    fields >> c >> p;
+    CHECK(c == context);
+    CHECK(p == prompt);
+    CHECK(row.size() >= 3);
+    CHECK(row.substr(row.size() - 3) == "yes");
+  }
+  CHECK(last_line(run_lm({"bench", "--run", run.string(), "--contexts", "49"}).err) ==
+        "train_lm: --contexts 49: each context must exceed --new-tokens 32 and be at most the model's context of 48");
+
   // Bad arguments: one line, exit 2.
   CHECK(last_line(run_lm({"generate", "--run", run.string(), "--top-p", "0"}, "x").err) ==
         "train_lm: --top-p 0 is outside (0, 1]");
