@@ -99,7 +99,8 @@ Config with_saved_settings(const CLI::App& app, const Config& config) {
   return result;
 }
 
-int train_command(const CLI::App& app, Config config, std::ostream& out, std::ostream& err, bool interactive) {
+int train_command(const CLI::App& app, Config config, std::ostream& out, std::ostream& err, bool interactive,
+                  const Parallel& parallel) {
   if (config.resume) {
     config = with_saved_settings(app, config);
   } else if (config.objective == "masked") {
@@ -112,13 +113,16 @@ int train_command(const CLI::App& app, Config config, std::ostream& out, std::os
   tt::install_interrupt_handler();
   TrainResult result;
   try {
-    result = train(config, out, err, interactive);
+    // Ranks other than 0 train silently; their errors still reach stderr through exit_code_of.
+    std::ostream silent(nullptr);
+    const bool rank0 = parallel.rank == 0;
+    result = train(config, rank0 ? out : silent, rank0 ? err : silent, interactive && rank0, {}, parallel);
   } catch (...) {
     tt::remove_interrupt_handler();
     throw;
   }
   tt::remove_interrupt_handler();
-  if (fs::exists(fs::path(config.out) / tt::RunDirectory::kConfig)) {
+  if (parallel.rank == 0 && fs::exists(fs::path(config.out) / tt::RunDirectory::kConfig)) {
     out << fmt::format("report: {}\n", write_report(config.out).string()) << std::flush;
   }
   return result.interrupted ? tt::kInterruptedExitCode : 0;
@@ -157,8 +161,8 @@ int evaluate_command(const EvaluateArgs& a, std::ostream& out, std::ostream& err
 
 }  // namespace
 
-int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& out, std::ostream& err,
-            bool interactive) {
+int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& out, std::ostream& err, bool interactive,
+            const Parallel& parallel) {
   CLI::App app(
       "Trains a Transformer language model on the text of the IMDb training reviews: a GPT (causal) or a\n"
       "masked-token encoder that starts train_imdb's classifier (--init-from).\n"
@@ -216,13 +220,16 @@ int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& o
     CLI::App* command = nullptr;
     for (CLI::App* sub : {generate_app, evaluate_app, bench_app, report_app})
       if (sub->parsed()) command = sub;
-    if (!command) return train_command(app, config, out, err, interactive);
+    if (!command) return train_command(app, config, out, err, interactive, parallel);
     for (CLI::App* group : app.get_subcommands([](CLI::App* sub) { return sub->get_name().empty(); })) {
       for (const CLI::Option* option : group->get_options()) {
         if (option->count() == 0) continue;
         throw tt::UsageError(fmt::format("{} is a training flag; put {} flags after the subcommand", option->get_name(),
                                          command->get_name()));
       }
+    }
+    if (parallel.size > 1) {
+      throw tt::UsageError(fmt::format("{} runs in one process: start it without mpirun", command->get_name()));
     }
     if (command == generate_app) return generate_command(gen, in, out, err);
     if (command == evaluate_app) return evaluate_command(eval_args, out, err);
