@@ -69,7 +69,7 @@ int bench_command(const BenchArgs& a, std::ostream& out, std::ostream& err) {
                       c, a.new_tokens, max_len));
     }
   }
-  err << fmt::format("{} threads; {} new tokens per measurement (greedy), the fastest of {} repeats\n", a.threads,
+  err << fmt::format("{} thread(s); {} new tokens per measurement (greedy), the fastest of {} repeats\n", a.threads,
                      a.new_tokens, a.repeats);
   out << "context  prompt  prefill (cache)  tokens/s with cache  tokens/s without  speedup  same tokens\n";
   tapegrad::Generator gen(static_cast<std::uint64_t>(a.seed));

@@ -47,20 +47,22 @@ void add_training_flags(CLI::App& app, Config& c) {
   model->add_option("--d-model", c.d_model, "embedding width (masked: 64)")->capture_default_str();
   model->add_option("--heads", c.heads, "attention heads (must divide --d-model)")->capture_default_str();
   model->add_option("--ff", c.ff, "feed-forward width (masked: 128)")->capture_default_str();
-  model->add_option("--dropout", c.dropout, "dropout probability")->capture_default_str();
-  model->add_option("--attn-dropout", c.attn_dropout, "attention-weight dropout probability")->capture_default_str();
+  model->add_option("--dropout", c.dropout, "dropout probability (masked: 0.1)")->capture_default_str();
+  model->add_option("--attn-dropout", c.attn_dropout, "attention-weight dropout probability (masked: 0.1)")
+      ->capture_default_str();
   model->add_option("--activation", c.activation, "relu|gelu (masked: relu)")->capture_default_str();
   model->add_option("--norm", c.norm, "pre|post LayerNorm (causal: pre only; masked: post)")->capture_default_str();
-  model->add_option("--pos", c.pos, "positions: learned|sinusoidal (masked: sinusoidal)")->capture_default_str();
+  model->add_option("--pos", c.pos, "positions: learned|sinusoidal")->capture_default_str();
 
   auto* opt = group("Optimization (AdamW, warmup then cosine decay)");
   opt->add_option("--lr", c.lr, "peak learning rate (masked: 0.001)")->capture_default_str();
-  opt->add_option("--warmup", c.warmup, "warmup steps")->capture_default_str();
+  opt->add_option("--warmup", c.warmup, "warmup steps (masked: 30)")->capture_default_str();
   opt->add_option("--weight-decay", c.weight_decay, "decoupled weight decay")->capture_default_str();
   opt->add_option("--clip-norm", c.clip_norm, "gradient norm clipping, 0 disables")->capture_default_str();
-  opt->add_option("--batch-size", c.batch_size, "reviews per step")->capture_default_str();
-  opt->add_option("--steps", c.steps, "optimizer steps")->capture_default_str();
-  opt->add_option("--eval-every", c.eval_every, "steps between validations and checkpoints")->capture_default_str();
+  opt->add_option("--batch-size", c.batch_size, "reviews per step (masked: 16)")->capture_default_str();
+  opt->add_option("--steps", c.steps, "optimizer steps (masked: 300)")->capture_default_str();
+  opt->add_option("--eval-every", c.eval_every, "steps between validations and checkpoints (masked: 100)")
+      ->capture_default_str();
   opt->add_option("--seed", c.seed, "seeds the split (as train_imdb's), init, order, dropout and masking")
       ->capture_default_str();
   opt->add_option("--bucket", c.bucket, "bucketing chunk in batches (0 = off)")->capture_default_str();

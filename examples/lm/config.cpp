@@ -26,6 +26,13 @@ void apply_masked_defaults(Config& c, const std::function<bool(const char* flag)
   set("--norm", c.norm, std::string("post"));
   set("--pos", c.pos, std::string("sinusoidal"));
   set("--lr", c.lr, 1e-3);
+  // The masked objective's recipe, not the classifier's shape.
+  set("--dropout", c.dropout, 0.1);
+  set("--attn-dropout", c.attn_dropout, 0.1);
+  set("--batch-size", c.batch_size, std::int64_t{16});
+  set("--steps", c.steps, std::int64_t{300});
+  set("--warmup", c.warmup, std::int64_t{30});
+  set("--eval-every", c.eval_every, std::int64_t{100});
 }
 
 std::optional<std::string> validate(const Config& c) {

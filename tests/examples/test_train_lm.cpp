@@ -76,6 +76,8 @@ std::vector<std::string> tiny(const fs::path& out, const std::string& objective 
           "1",
           "--lr",
           "0.01",
+          "--dropout",  // not the default 0: --resume must restore the dropout generators
+          "0.1",
           "--valid-fraction",
           "0.34",
           "--log-every",
@@ -102,6 +104,7 @@ lm::Config tiny_config(const fs::path& out, const std::string& objective) {
   c.eval_every = 3;
   c.warmup = 1;
   c.lr = 0.01;
+  c.dropout = 0.1;
   c.valid_fraction = 0.34;
   c.log_every = 1;
   c.threads = 1;
@@ -307,7 +310,7 @@ TEST_CASE("train_lm: bad settings are one line naming the flag, exit code 2", "[
   CHECK(error({"--objective", "next"}) == "train_lm: --objective next is not one of causal|masked");
   CHECK(error({"--norm", "post"}) == "train_lm: --norm post: the causal model (GPT) is pre-LN only");
   CHECK(error({"--d-model", "30", "--heads", "4"}) == "train_lm: --d-model 30 is not divisible by --heads 4");
-  CHECK(error({"--warmup", "700"}) == "train_lm: --warmup 700 must be less than --steps 300");
+  CHECK(error({"--warmup", "6000"}) == "train_lm: --warmup 6000 must be less than --steps 5600");
   CHECK(error({"--context", "1"}) == "train_lm: --context 1 leaves no token to predict from another");
 }
 
@@ -324,6 +327,16 @@ TEST_CASE("train_lm --objective masked defaults to train_imdb's classifier", "[l
   CHECK(c.activation == i.activation);
   CHECK(c.norm == i.norm);
   CHECK(c.pos == i.pos);
+  // and its own recipe, whatever the causal defaults.
+  CHECK(c.dropout == 0.1);
+  CHECK(c.attn_dropout == 0.1);
+  CHECK(c.batch_size == 16);
+  CHECK(c.steps == 300);
+  // A flag given on the command line stays as given.
+  lm::Config given;
+  lm::apply_masked_defaults(given, [](const char* flag) { return std::string(flag) == "--steps"; });
+  CHECK(given.steps == lm::Config().steps);
+  CHECK(given.batch_size == 16);
 }
 
 TEST_CASE("train_imdb --init-from loads a masked run's embedding and encoder exactly, and rejects a misfit", "[lm]") {
