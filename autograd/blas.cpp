@@ -21,31 +21,39 @@ bool empty_product(std::size_t m, std::size_t n, std::size_t k, T beta, T* c, st
 }
 
 // OpenBLAS itself runs single-threaded: tapegrad splits a large product over its own worker threads
-// (autograd/parallel.hpp) by blocks of C's rows or columns, never along k, so each element comes
-// from one call in one order (deterministic), and OpenBLAS's pool, which spins on sched_yield while
-// it waits for work, never competes with tapegrad's threads for the cores.
+// (autograd/parallel.hpp) by blocks of C's rows or columns, never along k, and OpenBLAS's pool, which
+// spins on sched_yield while it waits for work, never competes with tapegrad's threads for the cores.
 void openblas_single_threaded() {
   static const bool done = (openblas_set_num_threads(1), true);
   (void)done;
 }
 
 // call(rows, cols, a, b, c) on blocks of C: its rows (op(A)'s rows) or columns (op(B)'s columns),
-// whichever are more, when the product is large enough to pay for the hand-off.
+// whichever are more. The blocks depend on the product's shape only, never on the thread count, and the
+// threads share them out: OpenBLAS's value for an element depends on the shape of the call that
+// computes it (a [1200, 2000] product cut in two halves of columns differs from the whole in 3.5% of its
+// elements), so cutting by the thread count would make results depend on it.
 template <typename T, typename Call>
 void split_gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, const T* a, std::size_t lda,
                 const T* b, std::size_t ldb, T* c, std::size_t ldc, Call&& call) {
   openblas_single_threaded();
-  constexpr std::size_t kMinWork = std::size_t{1} << 20;  // multiply-adds worth a thread
-  const std::size_t blocks = std::max<std::size_t>(1, m * n * k / kMinWork);
-  if (m >= n) {
-    detail::parallel_for(m, std::max<std::size_t>(8, m / blocks), [&](std::size_t r0, std::size_t r1) {
-      call(r1 - r0, n, trans_a ? a + r0 : a + r0 * lda, b, c + r0 * ldc);
-    });
-  } else {
-    detail::parallel_for(n, std::max<std::size_t>(16, n / blocks), [&](std::size_t c0, std::size_t c1) {
-      call(m, c1 - c0, a, trans_b ? b + c0 * ldb : b + c0, c + c0);
-    });
-  }
+  constexpr std::size_t kMinWork = std::size_t{4} << 20;  // multiply-adds worth a block
+  constexpr std::size_t kMinExtent = 32;                  // rows or columns of a block, at least
+  constexpr std::size_t kMaxBlocks = 8;                   // threads that can share one product
+  const bool by_rows = m >= n;
+  const std::size_t extent = by_rows ? m : n;
+  const std::size_t blocks =
+      std::max<std::size_t>(1, std::min({kMaxBlocks, m * n * k / kMinWork, extent / kMinExtent}));
+  detail::parallel_for(blocks, 1, [&](std::size_t first, std::size_t last) {
+    for (std::size_t block = first; block < last; ++block) {
+      const std::size_t lo = extent * block / blocks, hi = extent * (block + 1) / blocks;
+      if (by_rows) {
+        call(hi - lo, n, trans_a ? a + lo : a + lo * lda, b, c + lo * ldc);
+      } else {
+        call(m, hi - lo, a, trans_b ? b + lo * ldb : b + lo, c + lo);
+      }
+    }
+  });
 }
 
 blasint bi(std::size_t v) { return static_cast<blasint>(v); }
