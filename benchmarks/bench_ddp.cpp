@@ -1,8 +1,11 @@
 // Data-parallel training speed (docs/distributed.md): train_imdb's default model on synthetic batches,
 // timed per step under mpirun, with the gradient reduction's cost and how much of it backward hid.
 //
-//   mpirun -np 1 build/benchmarks/bench_ddp --threads 2     one process, two threads
-//   mpirun -np 2 build/benchmarks/bench_ddp --threads 1     two processes, one thread each
+//   CXX=clang++ cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DTAPEGRAD_BUILD_EXAMPLES=OFF \
+//     -DTAPEGRAD_BUILD_TESTS=OFF -DTAPEGRAD_BUILD_BENCHMARKS=ON     (benchmarks/run.sh's folder)
+//   cmake --build build-bench -j2 --target bench_ddp
+//   mpirun --bind-to none -np 1 build-bench/benchmarks/bench_ddp --threads 2     one process, two threads
+//   mpirun --bind-to none -np 2 build-bench/benchmarks/bench_ddp --threads 1     two processes, one thread each
 //
 // The global batch (--batch, default 64 reviews of --len 256 tokens) is split over the ranks, so both
 // lines do the same work per step. Rank 0 prints one JSON object: step_s is the mean over ranks of the

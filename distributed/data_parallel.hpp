@@ -15,6 +15,7 @@
 
 namespace tapegrad::distributed {
 
+/// How DistributedDataParallel groups the gradients into buckets (torch's bucket_cap_mb and first bucket).
 struct DataParallelOptions {
   /// The first bucket is small so that its reduction starts early in backward (torch's
   /// dist._DEFAULT_FIRST_BUCKET_BYTES, 1 MiB); the others hold up to bucket_bytes (bucket_cap_mb = 25).

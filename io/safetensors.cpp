@@ -1,23 +1,21 @@
 #include "tapegrad/io/safetensors.hpp"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <signal.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <string_view>
+#include <vector>
 
 #include "tapegrad/autograd/messages.hpp"
+#include "tapegrad/io/atomic_file.hpp"
+#include "tapegrad/io/json.hpp"
 
 namespace tapegrad::io::safetensors {
 
@@ -78,109 +76,13 @@ std::string brief(const nlohmann::json& j) { return clip_for_message(j.dump()); 
 // The name of a tensor or metadata key as an error message shows it.
 std::string quoted(const std::string& name) { return "\"" + clip_for_message(name) + "\""; }
 
-// Thrown by the parser callback when the nesting passes kMaxHeaderDepth.
-struct TooDeep {};
-
-// Parses the header; nlohmann's parser keeps its own stack, but the values it builds are walked
-// recursively later (dump, comparisons), so the depth is bounded while parsing.
+// Parses the header with its nesting bounded, so that no recursive walk of it (dump, comparisons) can
+// overflow the stack.
 nlohmann::json parse_header(const std::string& path, const std::string& header) {
   try {
-    return nlohmann::json::parse(header, [](int depth, nlohmann::json::parse_event_t event, nlohmann::json&) {
-      if (depth >= kMaxHeaderDepth && (event == nlohmann::json::parse_event_t::object_start ||
-                                       event == nlohmann::json::parse_event_t::array_start)) {
-        throw TooDeep{};
-      }
-      return true;
-    });
-  } catch (const TooDeep&) {
-    fail(path, fmt::format("header nests arrays or objects deeper than {} levels", kMaxHeaderDepth));
-  } catch (const nlohmann::json::exception& ex) {  // syntax errors, numbers beyond double's range
-    fail(path, fmt::format("header is not valid JSON: {}", clip_for_message(ex.what(), 200)));
-  }
-}
-
-// Writes all of buf, retrying partial writes and interrupted calls.
-bool write_all(int fd, const char* buf, std::size_t n) {
-  while (n > 0) {
-    const ssize_t w = ::write(fd, buf, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    buf += w;
-    n -= static_cast<std::size_t>(w);
-  }
-  return true;
-}
-
-// Removes "<path>.tmp.<pid>.<n>" files left by saves to path whose process no longer exists (killed
-// during a save): each is as large as the file, and nothing else would ever remove them. Files of
-// running processes, which may be saving right now, are kept.
-void remove_stale_temporaries(const std::filesystem::path& target, const std::filesystem::path& dir) {
-  namespace fs = std::filesystem;
-  const std::string prefix = target.filename().string() + ".tmp.";
-  std::error_code ec;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if (name.compare(0, prefix.size(), prefix) != 0) continue;
-    const std::string rest = name.substr(prefix.size());  // "<pid>.<n>"
-    const auto dot = rest.find('.');
-    if (dot == 0 || dot == std::string::npos || dot + 1 == rest.size()) continue;
-    const auto digits = [](const std::string& t) {
-      return !t.empty() && t.size() < 12 &&
-             std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
-    };
-    if (!digits(rest.substr(0, dot)) || !digits(rest.substr(dot + 1))) continue;
-    const long pid = std::stol(rest.substr(0, dot));
-    if (pid <= 0 || pid == static_cast<long>(::getpid())) continue;
-    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to judge
-    std::error_code remove_ec;
-    fs::remove(it->path(), remove_ec);
-  }
-}
-
-// header bytes + tensor bytes to a temporary file next to path, fsync, rename over path.
-void write_atomically(const std::string& path, const std::string& header, const std::vector<RawEntry>& entries) {
-  namespace fs = std::filesystem;
-  static std::atomic<unsigned> counter{0};
-  const fs::path target(path);
-  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  remove_stale_temporaries(target, dir);
-  std::string tmp;
-  int fd = -1;
-  for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
-    tmp = fmt::format("{}.tmp.{}.{}", path, static_cast<long>(::getpid()), counter.fetch_add(1));
-    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0 && errno != EEXIST) fail(path, fmt::format("cannot create temporary file {}: {}", tmp, errno_text()));
-  }
-  if (fd < 0) fail(path, "cannot create a temporary file: every candidate name exists");
-  auto abandon = [&](const std::string& what) {
-    const std::string reason = errno_text();
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    fail(path, fmt::format("{} (temporary file {}): {}; the previous file is unchanged", what, tmp, reason));
-  };
-  if (!write_all(fd, header.data(), header.size())) abandon("cannot write the header");
-  for (const auto& e : entries) {
-    if (!write_all(fd, static_cast<const char*>(e.bytes), e.nbytes)) abandon("cannot write tensor " + e.name);
-  }
-  if (::fsync(fd) != 0) abandon("cannot flush to disk");
-  if (::close(fd) != 0) {
-    const std::string reason = errno_text();
-    ::unlink(tmp.c_str());
-    fail(path, fmt::format("cannot close temporary file {}: {}; the previous file is unchanged", tmp, reason));
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string reason = errno_text();
-    ::unlink(tmp.c_str());
-    fail(path, fmt::format("cannot rename {} over it: {}; the previous file is unchanged", tmp, reason));
-  }
-  // Make the rename itself durable; the data is already safe, so a directory that cannot be
-  // opened or synced (some filesystems refuse) is not an error.
-  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
+    return parse_json(header, kMaxHeaderDepth);
+  } catch (const std::runtime_error& e) {
+    fail(path, fmt::format("header {}", e.what()));
   }
 }
 
@@ -219,7 +121,9 @@ void write_file(const std::string& path, std::vector<RawEntry> entries, const Me
   std::uint64_t n = json.size();
   std::memcpy(bytes.data(), &n, 8);
   bytes += json;
-  write_atomically(path, bytes, entries);
+  std::vector<std::string_view> parts = {bytes};
+  for (const auto& e : entries) parts.emplace_back(static_cast<const char*>(e.bytes), e.nbytes);
+  write_file_atomically(path, parts);
 }
 
 template <typename V>

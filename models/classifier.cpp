@@ -38,6 +38,15 @@ void TransformerClassifierOptions::validate() const {
   if (ngram_buckets > 0 && ngram_max < 2) {
     throw std::invalid_argument(fmt::format("ngram_max must be at least 2, got {}", ngram_max));
   }
+  if (wide_buckets == 1) throw std::invalid_argument("wide_buckets must be 0 (none) or at least 2, got 1");
+  if (wide_buckets > 0 && wide_max_n < 1) {
+    throw std::invalid_argument(fmt::format("wide_max_n must be at least 1, got {}", wide_max_n));
+  }
+  if (wide_feature_scale && (wide_buckets == 0 || num_classes != 2)) {
+    throw std::invalid_argument(
+        fmt::format("wide_feature_scale needs a wide part (wide_buckets {}) and two classes (num_classes {})",
+                    wide_buckets, num_classes));
+  }
   if (padding_idx < 0 || static_cast<std::size_t>(padding_idx) >= vocab_size) {
     throw std::invalid_argument(
         fmt::format("padding_idx {} is outside the vocabulary of {} tokens", padding_idx, vocab_size));
@@ -90,11 +99,29 @@ TransformerClassifier<T>::TransformerClassifier(const TransformerClassifierOptio
 
   encoder = this->register_module("encoder", make_classifier_encoder<T>(o, gen, dropout_gen_));
   classifier = this->register_module("classifier", std::make_shared<nn::Linear<T>>(o.d_model, o.num_classes, gen));
+  if (o.wide_buckets > 0) {
+    wide = this->register_module("wide", std::make_shared<nn::HashedNgramBag<T>>(o.wide_buckets, o.num_classes,
+                                                                                 o.wide_max_n, o.wide_feature_scale));
+    wide_weight = this->register_buffer("wide_weight", Tensor<T>::ones({1}));
+  }
+}
+
+template <typename T>
+Tensor<T> ClassifierLogits<T>::total() const {
+  if (!wide.defined()) return encoder;
+  return wide_weight == T(1) ? add(encoder, wide) : add(encoder, mul(wide, wide_weight));
 }
 
 template <typename T>
 Tensor<T> TransformerClassifier<T>::forward(const xt::xarray<std::int64_t>& ids, const BoolArray& padding_mask,
                                             ClassifierTrace<T>* trace) const {
+  return forward_parts(ids, padding_mask, trace).total();
+}
+
+template <typename T>
+ClassifierLogits<T> TransformerClassifier<T>::forward_parts(const xt::xarray<std::int64_t>& ids,
+                                                            const BoolArray& padding_mask,
+                                                            ClassifierTrace<T>* trace) const {
   if (ids.dimension() != 2 || padding_mask.dimension() != 2 || ids.shape(0) != padding_mask.shape(0) ||
       ids.shape(1) != padding_mask.shape(1)) {
     throw ShapeError(fmt::format("TransformerClassifier: ids {} and padding_mask {} must both be [batch, length]",
@@ -161,13 +188,21 @@ Tensor<T> TransformerClassifier<T>::forward(const xt::xarray<std::int64_t>& ids,
       pooled = select(x, 1, 0);
       break;
   }
-  return classifier->forward(pooled);
+  ClassifierLogits<T> logits;
+  logits.encoder = classifier->forward(pooled);
+  if (wide) {
+    logits.wide = wide->forward(ids, padding_mask);
+    logits.wide_weight = wide_weight.data()(0);
+  }
+  return logits;
 }
 
 template std::shared_ptr<nn::TransformerEncoder<float>> make_classifier_encoder<float>(
     const TransformerClassifierOptions&, Generator&, std::shared_ptr<Generator>);
 template std::shared_ptr<nn::TransformerEncoder<double>> make_classifier_encoder<double>(
     const TransformerClassifierOptions&, Generator&, std::shared_ptr<Generator>);
+template struct ClassifierLogits<float>;
+template struct ClassifierLogits<double>;
 template class TransformerClassifier<float>;
 template class TransformerClassifier<double>;
 

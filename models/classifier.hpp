@@ -52,6 +52,16 @@ struct TransformerClassifierOptions {
   /// by a Linear without bias ("ngram_proj"), so that the same memory holds d_model / ngram_dim times
   /// as many buckets (fewer collisions), as fastText's low-dimensional n-gram vectors do.
   std::size_t ngram_dim = 0;
+  /// A linear model over each review's set of hashed n-grams (n = 1 .. wide_max_n, nn::HashedNgramBag)
+  /// whose logits are added to the encoder's: the "wide" part of a wide-and-deep model (Cheng et al.
+  /// 2016), NBSVM's features (Wang and Manning 2012) beside the Transformer. 0 = none, else the table's
+  /// rows (at least 2).
+  std::size_t wide_buckets = 0;
+  std::size_t wide_max_n = 2;
+  /// The wide part's features scaled per bucket (nn::HashedNgramBag's feature_scale, the buffer
+  /// "wide.scale"), to be set from the training documents' naive-Bayes log-count ratios
+  /// (nn::NgramLogCountRatio); two classes only.
+  bool wide_feature_scale = false;
 
   /// Throws std::invalid_argument naming the offending field and value.
   void validate() const;
@@ -77,6 +87,18 @@ struct ClassifierTrace {
   std::vector<Tensor<T>> attention;
 };
 
+/// The two parts of a classifier's logits, [B, num_classes] each: the encoder's head, and the wide
+/// n-gram model (undefined when the classifier has none). The prediction is encoder + wide_weight *
+/// wide (total()); a training program may also give each part a loss of its own.
+template <typename T>
+struct ClassifierLogits {
+  Tensor<T> encoder;
+  Tensor<T> wide;
+  T wide_weight = T(1);  ///< the classifier's wide_weight buffer when the logits were computed
+  /// encoder + wide_weight * wide, or encoder alone without a wide part.
+  Tensor<T> total() const;
+};
+
 /// forward(ids [B, L], padding_mask [B, L] with true at padding) -> logits [B, num_classes].
 ///
 /// As in "Attention Is All You Need" (section 3.4), token embeddings are drawn from N(0, d_model^-0.5)
@@ -85,6 +107,8 @@ struct ClassifierTrace {
 /// Adam moves them at a rate relative to that scale (torch's N(0, 1) embeddings times sqrt(d_model)
 /// start 8x larger at d_model 64 and learn correspondingly slower). Then dropout, the batch-first
 /// encoder (with a final LayerNorm when pre-LN), pooling and a Linear head.
+///
+/// With options.wide_buckets, the wide part's logits are added (forward_parts returns both parts).
 ///
 /// A sequence with no real token at all (an empty review) is pooled over its first position, which the
 /// attention may then also see, so no row is fully masked and no NaN can appear.
@@ -95,6 +119,9 @@ class TransformerClassifier : public nn::Module<T, TransformerClassifier<T>> {
 
   Tensor<T> forward(const xt::xarray<std::int64_t>& ids, const BoolArray& padding_mask,
                     ClassifierTrace<T>* trace = nullptr) const;
+  /// The encoder's and the wide part's logits apart; forward() is their sum.
+  ClassifierLogits<T> forward_parts(const xt::xarray<std::int64_t>& ids, const BoolArray& padding_mask,
+                                    ClassifierTrace<T>* trace = nullptr) const;
 
   std::string name() const override { return "TransformerClassifier"; }
   /// The generator all dropout masks are drawn from (saved in training checkpoints).
@@ -110,11 +137,17 @@ class TransformerClassifier : public nn::Module<T, TransformerClassifier<T>> {
   Tensor<T> cls_token;  ///< [d_model], only for Pooling::Cls
   std::shared_ptr<nn::TransformerEncoder<T>> encoder;
   std::shared_ptr<nn::Linear<T>> classifier;
+  std::shared_ptr<nn::HashedNgramBag<T>> wide;  ///< set when options.wide_buckets > 0
+  /// [1], a persistent buffer beside `wide` (1 at first): the wide part's weight in the sum, which a
+  /// program may fit on held-out data after training (train::fit_logit_weights), as it fits a temperature.
+  Tensor<T> wide_weight;
 
  private:
   std::shared_ptr<Generator> dropout_gen_;
 };
 
+extern template struct ClassifierLogits<float>;
+extern template struct ClassifierLogits<double>;
 extern template class TransformerClassifier<float>;
 extern template class TransformerClassifier<double>;
 

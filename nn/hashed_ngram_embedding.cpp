@@ -2,8 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <stdexcept>
+#include <vector>
 
+#include "tapegrad/autograd/elementwise.hpp"
 #include "tapegrad/autograd/embedding.hpp"
 #include "tapegrad/autograd/shape.hpp"
 
@@ -49,6 +53,41 @@ xt::xarray<std::int64_t> ngram_buckets(const xt::xarray<std::int64_t>& ids, cons
   return out;
 }
 
+xt::xarray<std::int64_t> document_ngram_buckets(const xt::xarray<std::int64_t>& ids, const BoolArray& padding_mask,
+                                                std::size_t num_buckets, std::size_t max_n) {
+  if (num_buckets < 2) {
+    throw std::invalid_argument(fmt::format("document_ngram_buckets: num_buckets {} < 2", num_buckets));
+  }
+  if (max_n < 1) throw std::invalid_argument("document_ngram_buckets: max_n 0 < 1");
+  if (ids.dimension() != 2 || shape_of(ids) != shape_of(padding_mask)) {
+    throw std::invalid_argument(
+        fmt::format("document_ngram_buckets: ids {} and padding_mask {} must both be [batch, length]",
+                    format_shape(shape_of(ids)), format_shape(shape_of(padding_mask))));
+  }
+  const std::size_t batch = ids.shape(0), length = ids.shape(1);
+  const std::int64_t* id = ids.data();
+  const bool* pad = padding_mask.data();
+  std::vector<std::vector<std::int64_t>> rows(batch);
+  std::size_t widest = 0;
+  for (std::size_t b = 0; b < batch; ++b) {
+    auto& row = rows[b];
+    std::size_t run = 0;  // real tokens ending at t, counted back to the last padding
+    for (std::size_t t = 0; t < length; ++t) {
+      const std::size_t at = b * length + t;
+      run = pad[at] ? 0 : run + 1;
+      for (std::size_t n = 1; n <= max_n && n <= run; ++n) {
+        row.push_back(static_cast<std::int64_t>(1 + ngram_hash(id + at + 1 - n, n) % (num_buckets - 1)));
+      }
+    }
+    std::sort(row.begin(), row.end());
+    row.erase(std::unique(row.begin(), row.end()), row.end());
+    widest = std::max(widest, row.size());
+  }
+  xt::xarray<std::int64_t> out = xt::zeros<std::int64_t>({batch, widest});
+  for (std::size_t b = 0; b < batch; ++b) std::copy(rows[b].begin(), rows[b].end(), out.data() + b * widest);
+  return out;
+}
+
 template <typename T>
 HashedNgramEmbedding<T>::HashedNgramEmbedding(std::size_t num_buckets_, std::size_t embedding_dim_, std::size_t max_n_,
                                               Generator& gen, double init_std)
@@ -77,5 +116,102 @@ std::string HashedNgramEmbedding<T>::extra_repr() const {
 
 template class HashedNgramEmbedding<float>;
 template class HashedNgramEmbedding<double>;
+
+template <typename T>
+HashedNgramBag<T>::HashedNgramBag(std::size_t num_buckets_, std::size_t out_features_, std::size_t max_n_,
+                                  bool feature_scale)
+    : num_buckets(num_buckets_), out_features(out_features_), max_n(max_n_) {
+  if (num_buckets < 2 || out_features == 0 || max_n < 1) {
+    throw std::invalid_argument(
+        fmt::format("HashedNgramBag: num_buckets {} must be at least 2, out_features {} positive and max_n {} at "
+                    "least 1",
+                    num_buckets, out_features, max_n));
+  }
+  weight = this->register_parameter("weight", Tensor<T>::zeros({num_buckets, out_features}));
+  if (feature_scale) scale = this->register_buffer("scale", Tensor<T>::ones({num_buckets, std::size_t{1}}));
+}
+
+template <typename T>
+Tensor<T> HashedNgramBag<T>::forward(const xt::xarray<std::int64_t>& ids, const BoolArray& padding_mask) const {
+  // A feature's scale depends on its bucket alone, so scaling the table's rows is the same as weighting
+  // each n-gram of each bag (torch's per_sample_weights), at one multiply per table entry.
+  const Tensor<T> table = scale.defined() ? mul(weight, scale) : weight;
+  return embedding_bag_sum(table, document_ngram_buckets(ids, padding_mask, num_buckets, max_n), std::int64_t{0});
+}
+
+template <typename T>
+void HashedNgramBag<T>::set_feature_scale(const xt::xarray<double>& per_bucket) {
+  if (!scale.defined()) throw std::invalid_argument("HashedNgramBag: built without feature_scale, it has no scale");
+  if (per_bucket.dimension() != 1 || per_bucket.size() != num_buckets) {
+    throw std::invalid_argument(fmt::format("HashedNgramBag: the feature scale {} must be [{}]",
+                                            format_shape(shape_of(per_bucket)), num_buckets));
+  }
+  auto& s = scale.mutable_data();
+  for (std::size_t b = 0; b < num_buckets; ++b) {
+    if (!std::isfinite(per_bucket(b))) {
+      throw std::invalid_argument(
+          fmt::format("HashedNgramBag: the feature scale of bucket {} is {}", b, per_bucket(b)));
+    }
+    s(b, 0) = static_cast<T>(per_bucket(b));
+  }
+}
+
+template <typename T>
+std::string HashedNgramBag<T>::extra_repr() const {
+  return fmt::format("{}, {}, max_n={}{}", num_buckets, out_features, max_n, scale.defined() ? ", feature_scale" : "");
+}
+
+template class HashedNgramBag<float>;
+template class HashedNgramBag<double>;
+
+NgramLogCountRatio::NgramLogCountRatio(std::size_t num_buckets, std::size_t max_n)
+    : num_buckets_(num_buckets), max_n_(max_n) {
+  if (num_buckets < 2 || max_n < 1) {
+    throw std::invalid_argument(fmt::format(
+        "NgramLogCountRatio: num_buckets {} must be at least 2 and max_n {} at least 1", num_buckets, max_n));
+  }
+  counts_[0].assign(num_buckets, 0);
+  counts_[1].assign(num_buckets, 0);
+}
+
+void NgramLogCountRatio::add(const xt::xarray<std::int64_t>& ids, const BoolArray& padding_mask,
+                             const xt::xarray<std::int64_t>& labels) {
+  if (labels.dimension() != 1 || ids.dimension() != 2 || labels.size() != ids.shape(0)) {
+    throw std::invalid_argument(fmt::format("NgramLogCountRatio: labels {} must be [batch] for ids {}",
+                                            format_shape(shape_of(labels)), format_shape(shape_of(ids))));
+  }
+  for (std::size_t b = 0; b < labels.size(); ++b) {
+    if (labels(b) != 0 && labels(b) != 1) {
+      throw std::invalid_argument(
+          fmt::format("NgramLogCountRatio: label {} of document {} is not 0 or 1", labels(b), b));
+    }
+  }
+  const auto buckets = document_ngram_buckets(ids, padding_mask, num_buckets_, max_n_);
+  const std::size_t width = buckets.dimension() == 2 ? buckets.shape(1) : 0;
+  for (std::size_t b = 0; b < labels.size(); ++b) {
+    auto& counts = counts_[labels(b)];
+    for (std::size_t k = 0; k < width; ++k) {
+      const std::int64_t bucket = buckets(b, k);
+      if (bucket != 0) ++counts[static_cast<std::size_t>(bucket)];
+    }
+    ++documents_[labels(b)];
+  }
+}
+
+xt::xarray<double> NgramLogCountRatio::ratio(double alpha) const {
+  if (!(alpha > 0.0) || std::isinf(alpha)) {
+    throw std::invalid_argument(fmt::format("NgramLogCountRatio: alpha {} must be a finite number > 0", alpha));
+  }
+  double total[2] = {0.0, 0.0};
+  for (int c = 0; c < 2; ++c)
+    for (std::size_t b = 1; b < num_buckets_; ++b) total[c] += alpha + static_cast<double>(counts_[c][b]);
+  xt::xarray<double> r = xt::zeros<double>({num_buckets_});
+  for (std::size_t b = 1; b < num_buckets_; ++b) {
+    const double p = (alpha + static_cast<double>(counts_[1][b])) / total[1];
+    const double q = (alpha + static_cast<double>(counts_[0][b])) / total[0];
+    r(b) = std::log(p / q);
+  }
+  return r;
+}
 
 }  // namespace tapegrad::nn

@@ -78,6 +78,16 @@ class Module<T, void> {
   /// Parameters and persistent buffers; the tensors alias the module's own, so writing into their
   /// values (mutable_data()) loads a checkpoint into the module.
   StateDict<T> state_dict() const;
+  /// Copies a state_dict's values into this module's parameters and persistent buffers, as torch's
+  /// `module.load_state_dict(state_dict, strict)`: a float64 state_dict loads into a float32 module and
+  /// back (torch's copy_), and a missing or unexpected name (with strict), a wrong shape or a NaN is
+  /// refused, all named in one std::runtime_error, leaving the module unchanged (io::load_state_dict).
+  /// U is float or double. A file loads through io::safetensors::load_state_dict(path, state_dict()).
+  template <typename U>
+  void load_state_dict(const StateDict<U>& state, bool strict = true) {
+    StateDict<T> own = state_dict();
+    io::load_state_dict(own, state, strict);
+  }
   /// Direct submodules only.
   const std::vector<std::pair<std::string, std::shared_ptr<Module<T>>>>& named_children() const { return children_; }
   std::vector<std::shared_ptr<Module<T>>> children() const;

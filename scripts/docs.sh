@@ -6,7 +6,15 @@
 # to carry a comment of their own, so their "is not documented" warnings are set aside.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-command -v doxygen >/dev/null || { echo "docs.sh: doxygen is not installed (apt-get install doxygen)" >&2; exit 1; }
+# Debian's doxygen, installed here if missing (as scripts/install_deps.sh installs the build's packages;
+# the test command does not need it).
+if ! command -v doxygen >/dev/null; then
+  echo "docs.sh: installing Debian's doxygen"
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -q
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends doxygen
+fi
 mkdir -p build/docs
 rm -f build/docs/warnings.log
 doxygen docs/Doxyfile >/dev/null

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds tapegrad with clang under AddressSanitizer + UndefinedBehaviorSanitizer (with float-cast-overflow)
 # and the libFuzzer targets into build-asan/, then runs the whole suite there under CTest: the library
-# tests, both programs' tests and CLI tests, and each fuzz target for TAPEGRAD_FUZZ_SECONDS (default 10)
+# tests, the three programs' tests and CLI tests, and each fuzz target for TAPEGRAD_FUZZ_SECONDS (default 10)
 # on its committed corpus. Run by .ci/run after scripts/test.sh; docs/sanitizers.md says more.
 set -euo pipefail
 cd "$(dirname "$0")/.."

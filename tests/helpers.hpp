@@ -1,7 +1,8 @@
-// Shared test helpers: random tensors, a gradcheck assertion that prints the failing element, and a
-// temporary folder removed at the end of the test.
+// Shared test helpers: random tensors, a gradcheck assertion that prints the failing element, a
+// temporary folder removed at the end of the test, and the pid of a process that is gone.
 #pragma once
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -34,6 +35,16 @@ struct TempDir {
   TempDir& operator=(const TempDir&) = delete;
   std::string file(const std::string& name) const { return (path / name).string(); }
 };
+
+// The pid of a child process that has exited and been reaped: a temporary file named after it can only
+// be the debris of a killed save.
+inline pid_t exited_pid() {
+  const pid_t child = ::fork();
+  if (child < 0) throw std::runtime_error("fork failed");
+  if (child == 0) ::_exit(0);
+  if (::waitpid(child, nullptr, 0) != child) throw std::runtime_error("waitpid failed");
+  return child;
+}
 
 // A random double tensor that requires grad, values in [low, high).
 inline Tensor<double> rand_input(const Shape& shape, std::uint64_t seed, double low = -1.0, double high = 1.0) {

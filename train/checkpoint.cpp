@@ -64,6 +64,10 @@ void save(const std::string& path, const StateDict<T>& model, const optim::Optim
     if (!tensor.defined()) throw std::invalid_argument(fmt::format("{}: extra tensor \"{}\" is undefined", path, name));
     entries[kExtra + name] = tensor.data();
   }
+  // A model load refuses non-finite weights: such a checkpoint must not replace a good one.
+  std::vector<std::string> problems;
+  check_finite(entries, kModel, problems);
+  if (!problems.empty()) throw std::invalid_argument(fmt::format("{}: not saved, {}", path, problems.front()));
   entries["step"] = xt::xarray<std::int64_t>(step);
   for (const auto& [key, gen] : generators) {
     const Generator::State g = gen->state();
@@ -86,11 +90,10 @@ std::int64_t load(const std::string& path, StateDict<T>& model, optim::Optimizer
   const auto tensors = read_all(file, problems);
   check_checksum(file, tensors, problems);
   const bool model_only = optimizer == nullptr;
-  // Mismatches found below are reported too: with a damaged name, they say which entry was hit.
+  // Mismatches found below are reported too: with a damaged name, they say which entry was hit. Non-finite
+  // model values are among them: a model, for further training or for use, must hold numbers.
   auto model_problems = io::safetensors::detail::state_dict_problems(file, model, true, kModel);
   problems.insert(problems.end(), model_problems.begin(), model_problems.end());
-  // A model loaded for use, not for further training, must hold numbers.
-  if (model_only) check_finite(tensors, kModel, problems);
   if (extra) {
     auto extra_problems = io::safetensors::detail::state_dict_problems(file, *extra, true, kExtra);
     problems.insert(problems.end(), extra_problems.begin(), extra_problems.end());

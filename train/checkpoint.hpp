@@ -32,7 +32,8 @@ using NamedGenerators = std::vector<std::pair<std::string, Generator*>>;
 /// A whole model: its state_dict and every generator of model.named_generators() (the dropout
 /// masks), so that a model with several generators resumes exactly too. Throws std::runtime_error
 /// naming the path if writing fails (the previous file is then untouched), std::invalid_argument for
-/// metadata using the reserved key "tapegrad.checksum".
+/// metadata using the reserved key "tapegrad.checksum" or a model holding NaN or infinity (nothing
+/// is written then).
 template <typename T>
 void save_checkpoint(const std::string& path, const nn::Module<T>& model, const optim::Optimizer<T>& optimizer,
                      std::int64_t step, const io::safetensors::Metadata& metadata = {}, const StateDict<T>& extra = {},

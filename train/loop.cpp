@@ -2,12 +2,15 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
 #include <stdexcept>
+#include <string>
 
 #include "tapegrad/autograd/tape.hpp"
+#include "tapegrad/io/json.hpp"
 #include "tapegrad/optim/clip_grad.hpp"
 #include "tapegrad/train/interrupt.hpp"
 #include "tapegrad/train/model_file.hpp"
@@ -25,6 +28,21 @@ const char* const kTrainSeconds = "trainer.train_seconds";
 const char* const kTrainTokens = "trainer.train_tokens";
 
 double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
+
+// The first NaN or infinity of a model's parameters and buffers, as "\"name\" holds nan at flat index
+// i", or nothing.
+template <typename T>
+std::optional<std::string> first_non_finite(const nn::Module<T>& model) {
+  for (const auto& [name, tensor] : model.state_dict()) {
+    const auto& values = tensor.data();
+    const auto bad = std::find_if(values.begin(), values.end(), [](T v) { return !std::isfinite(v); });
+    if (bad != values.end()) {
+      return fmt::format("\"{}\" holds {} at flat index {}", name, *bad,
+                         static_cast<std::size_t>(bad - values.begin()));
+    }
+  }
+  return std::nullopt;
+}
 
 }  // namespace
 
@@ -61,7 +79,8 @@ Trainer<T>::Trainer(const RunDirectory& run, nn::Module<T>& model, optim::Optimi
     try {
       best_step_ = std::stoll(metadata.at(kBestStep));
       best_score_ = std::stod(metadata.at(kBestScore));
-      best_metrics_ = nlohmann::json::parse(metadata.at(kBestMetrics));
+      best_metrics_ = io::parse_json(metadata.at(kBestMetrics));  // bounded: it is written back with dump()
+      if (!best_metrics_.is_object()) throw std::runtime_error("best metrics not an object");
       train_seconds_ = std::stod(metadata.at(kTrainSeconds));
       train_tokens_ = std::stod(metadata.at(kTrainTokens));
     } catch (const std::exception&) {
@@ -238,6 +257,17 @@ TrainerResult Trainer<T>::run() {
 template <typename T>
 bool Trainer<T>::validate_and_save(std::int64_t epoch, std::int64_t index, TrainerResult& result) {
   const std::int64_t per_epoch = options_.steps_per_epoch;
+  // A step can leave NaN or infinite parameters behind a finite loss (an update that overflows, Adam
+  // with eps 0 on a zero gradient). Validated, they would score NaN and count as the best, and saving
+  // them would replace the last good model and checkpoint with files that no load accepts.
+  if (const auto bad = first_non_finite(model_)) {
+    throw std::runtime_error(fmt::format(
+        "after step {} the model's {}; stopped before validating and saving it, {} (a smaller learning rate, "
+        "clipping or a larger eps may help)",
+        step_, *bad,
+        checkpoint_step_ ? fmt::format("the last checkpoint (step {}) is kept", *checkpoint_step_)
+                         : std::string("there is no checkpoint yet")));
+  }
   ValidationRecord record;
   record.step = step_;
   record.epoch_end = index + 1 == per_epoch;
@@ -260,7 +290,15 @@ bool Trainer<T>::validate_and_save(std::int64_t epoch, std::int64_t index, Train
       record.evaluation.score = std::numeric_limits<double>::quiet_NaN();
     }
     model_.train();
-    if (record.evaluation.stopped) return false;
+    // A validation stopped by Ctrl-C on one rank must stop every rank here: one that went on would wait
+    // forever in the next collective for the others.
+    bool stopped = record.evaluation.stopped;
+    if (hooks_.replicas.all_reduce_sum) {
+      std::vector<double> votes = {stopped ? 1.0 : 0.0};
+      hooks_.replicas.all_reduce_sum(votes);
+      stopped = votes[0] > 0;
+    }
+    if (stopped) return false;
     const double score = record.evaluation.score;
     record.best = std::isnan(score) || score > best_score_ || (options_.ties_improve && score == best_score_);
     if (record.best) {

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "tapegrad/io/json.hpp"
 #include "tapegrad/train/files.hpp"
 
 namespace tapegrad::train {
@@ -14,8 +15,13 @@ std::vector<nlohmann::json> read_metrics(const std::filesystem::path& path) {
   std::ifstream in(path);
   for (std::string text; std::getline(in, text);) {
     if (text.empty()) continue;
-    auto json = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (json.is_discarded() || !json.is_object()) continue;
+    nlohmann::json json;
+    try {
+      json = io::parse_json(text);  // bounded: the line may be written back (--resume) with dump()
+    } catch (const std::runtime_error&) {
+      continue;
+    }
+    if (!json.is_object()) continue;
     lines.push_back(std::move(json));
   }
   return lines;

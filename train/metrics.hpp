@@ -30,7 +30,7 @@ class MetricsLog {
 };
 
 /// The objects of a metrics.jsonl in order; a missing file gives none, and a line that is not a JSON
-/// object (one cut short by a crash) is skipped.
+/// object (one cut short by a crash, or nested deeper than io::kMaxJsonDepth) is skipped.
 std::vector<nlohmann::json> read_metrics(const std::filesystem::path& path);
 
 }  // namespace tapegrad::train

@@ -24,6 +24,12 @@ void save_model(const std::filesystem::path& path, const StateDict<T>& state,
     }
     tensors[name] = tensor.data();
   }
+  // load_model refuses non-finite values: such a file must not replace a good one.
+  std::vector<std::string> problems;
+  check_finite(tensors, "", problems);
+  if (!problems.empty()) {
+    throw std::invalid_argument(fmt::format("{}: not saved, the model {}", path.string(), problems.front()));
+  }
   io::safetensors::Metadata with_checksum = metadata;
   with_checksum[kChecksumKey] = checksum(tensors, metadata);
   io::safetensors::save_file(path.string(), tensors, with_checksum);
@@ -42,8 +48,7 @@ io::safetensors::Metadata load_model(const std::filesystem::path& path, StateDic
   const auto tensors = read_all(file, problems);
   check_checksum(file, tensors, problems);
   auto mismatches = io::safetensors::detail::state_dict_problems(file, state, true, "");
-  problems.insert(problems.end(), mismatches.begin(), mismatches.end());
-  check_finite(tensors, "", problems);
+  problems.insert(problems.end(), mismatches.begin(), mismatches.end());  // non-finite values among them
   io::safetensors::detail::throw_problems(path.string(), "load_model", problems);
   io::safetensors::load_state_dict(file, state, true);
   io::safetensors::Metadata metadata = file.metadata();

@@ -14,8 +14,9 @@
 namespace tapegrad::train {
 
 /// Writes model's state_dict (F32 or F64) and metadata atomically. Throws std::invalid_argument for
-/// metadata using the reserved key "tapegrad.checksum" or an undefined tensor, std::runtime_error
-/// naming the path if writing fails (the previous file is then untouched).
+/// metadata using the reserved key "tapegrad.checksum", an undefined tensor or a NaN or infinite
+/// value (which load_model would refuse), std::runtime_error naming the path if writing fails; the
+/// previous file is then untouched.
 template <typename T>
 void save_model(const std::filesystem::path& path, const nn::Module<T>& model,
                 const io::safetensors::Metadata& metadata = {});

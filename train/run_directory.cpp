@@ -3,12 +3,14 @@
 #include <fmt/format.h>
 
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <stdexcept>
 #include <string_view>
 
 #include "tapegrad/autograd/messages.hpp"
 #include "tapegrad/io/fnv1a.hpp"
+#include "tapegrad/io/json.hpp"
 #include "tapegrad/train/errors.hpp"
 #include "tapegrad/train/files.hpp"
 
@@ -126,11 +128,12 @@ void RunDirectory::check_files(const fs::path& recorded_in) const {
 
 nlohmann::json RunDirectory::read_config() const {
   const fs::path path = config();
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error(fmt::format("{}: cannot open", path.string()));
+  const std::string text(std::istreambuf_iterator<char>(in), {});
   try {
-    return nlohmann::json::parse(in);
-  } catch (const std::exception& e) {
+    return io::parse_json(text);
+  } catch (const std::runtime_error& e) {
     throw std::runtime_error(fmt::format("{}: {}", path.string(), e.what()));
   }
 }

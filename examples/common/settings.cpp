@@ -20,6 +20,13 @@ std::optional<std::string> table_memory_problem(const char* vocab_flag, std::int
       vocab_flag, vocab_size, len_flag, max_len, d_model, table_bytes / 1e9, memory / 1e9);
 }
 
+std::optional<std::string> threads_problem(std::int64_t threads) {
+  if (threads <= 0) return fmt::format("--threads {} must be positive", threads);
+  if (threads > limits::kThreads)
+    return fmt::format("--threads {} is above the limit of {}", threads, limits::kThreads);
+  return std::nullopt;
+}
+
 std::optional<std::string> choice_problem(const char* flag, const std::string& value,
                                           std::initializer_list<const char*> choices) {
   std::string text;

@@ -33,6 +33,7 @@ inline constexpr std::int64_t kSteps = 1'000'000'000;  ///< steps, warmup, loggi
 inline constexpr double kLearningRate = 1000.0;
 inline constexpr std::int64_t kNgramBuckets = 100'000'000;  ///< rows of a hashed n-gram table
 inline constexpr std::int64_t kNgramMax = 8;                ///< the longest hashed n-gram
+inline constexpr std::int64_t kBeam = 1'024;                ///< beam search's width (its hypotheses are kept in memory)
 }  // namespace limits
 
 /// The machine's physical memory in bytes (64 GB if the system does not say).
@@ -43,6 +44,10 @@ double physical_memory_bytes();
 /// memory, naming the flags given; else nothing.
 std::optional<std::string> table_memory_problem(const char* vocab_flag, std::int64_t vocab_size, const char* len_flag,
                                                 std::int64_t max_len, std::int64_t d_model);
+
+/// "--threads 0 must be positive" or "--threads 5000 is above the limit of 1024", else nothing: the
+/// check of a subcommand's --threads (a training's is part of its settings' checks).
+std::optional<std::string> threads_problem(std::int64_t threads);
 
 /// "--pooling median is not one of max|mean|cls" when value is not among choices, else nothing.
 std::optional<std::string> choice_problem(const char* flag, const std::string& value,

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "examples/common/command_line.hpp"
+#include "examples/common/settings.hpp"
 #include "examples/imdb/config.hpp"
 #include "examples/imdb/data.hpp"
 #include "examples/imdb/evaluate.hpp"
@@ -21,6 +22,7 @@
 #include "examples/imdb/model.hpp"
 #include "examples/imdb/train.hpp"
 #include "tapegrad/autograd/matmul.hpp"
+#include "tapegrad/datasets/text/tokenizer.hpp"
 #include "tapegrad/train/errors.hpp"
 #include "tapegrad/train/files.hpp"
 #include "tapegrad/train/interrupt.hpp"
@@ -67,6 +69,21 @@ void add_training_flags(CLI::App& app, Config& c) {
   model->add_option("--ngram-max", c.ngram_max, "longest hashed n-gram (2 = bigrams only)")->capture_default_str();
   model
       ->add_option("--ngram-dim", c.ngram_dim, "width of the n-gram table's rows, projected to --d-model (0 = d-model)")
+      ->capture_default_str();
+  model
+      ->add_option("--wide-buckets", c.wide_buckets,
+                   "rows of a linear model over each review's hashed n-grams, added to the logits (0 = none)")
+      ->capture_default_str();
+  model->add_option("--wide-max-n", c.wide_max_n, "longest n-gram of the linear model (1 = words only)")
+      ->capture_default_str();
+  model
+      ->add_flag("--wide-nb,!--no-wide-nb", c.wide_nb,
+                 "scale the linear model's n-gram features by their naive-Bayes log-count ratios on the training "
+                 "reviews (NBSVM)")
+      ->capture_default_str();
+  model
+      ->add_option("--wide-loss", c.wide_loss,
+                   "separate|joint: one loss per part (encoder and linear model), or one on the summed logits")
       ->capture_default_str();
 
   auto* opt = group("Optimization");
@@ -184,13 +201,18 @@ struct EvaluateArgs {
 };
 
 int evaluate_command(const EvaluateArgs& a, std::ostream& out, std::ostream& err) {
-  check_run_folder(a.run);
-  if (a.split != "test" && a.split != "valid" && a.split != "train") {
-    throw UsageError(fmt::format("--split {} is not one of test|valid|train", a.split));
+  // The flags first, then the files they name.
+  if (const auto problem = examples::choice_problem("--split", a.split, {"test", "valid", "train"})) {
+    throw UsageError(*problem);
   }
-  if (!a.data.empty() && !fs::exists(a.data)) throw UsageError(fmt::format("--data {} does not exist", a.data));
-  if (a.batch_size < 0) throw UsageError(fmt::format("--batch-size {} must be positive", a.batch_size));
+  if (a.batch_size < 0) throw UsageError(fmt::format("--batch-size {} must not be negative", a.batch_size));
+  if (a.batch_size > examples::limits::kBatchSize) {
+    throw UsageError(
+        fmt::format("--batch-size {} is above the limit of {}", a.batch_size, examples::limits::kBatchSize));
+  }
   check_threads(a.threads);
+  check_run_folder(a.run);
+  if (!a.data.empty() && !fs::exists(a.data)) throw UsageError(fmt::format("--data {} does not exist", a.data));
   tapegrad::set_num_threads(static_cast<int>(a.threads));
 
   LoadedRun run = load_run(a.run);
@@ -215,6 +237,11 @@ int evaluate_command(const EvaluateArgs& a, std::ostream& out, std::ostream& err
   const EvalResult r = evaluate(*run.model, data, batch_size);
   out << fmt::format("{}: accuracy {:.2f}% ({}/{}), loss {:.4f} ({:.1f} s)\n", a.split, 100.0 * r.accuracy, r.correct,
                      r.count, r.loss, r.seconds);
+  if (r.encoder_accuracy && r.wide_accuracy) {
+    out << fmt::format("{}: the parts alone: encoder {:.2f}%, n-grams {:.2f}% (weighted {:.3f} x n-grams in the sum)\n",
+                       a.split, 100.0 * *r.encoder_accuracy, 100.0 * *r.wide_accuracy,
+                       run.model->wide_weight.data()(0));
+  }
   const Calibration c = calibration_of(r, run.temperature);
   out << fmt::format("{}: expected calibration error {:.2f}% with temperature {:.3f} ({:.2f}% without)\n", a.split,
                      100.0 * c.calibrated.expected_calibration_error, c.temperature,
@@ -229,14 +256,25 @@ struct PredictArgs {
 };
 
 int predict_command(const PredictArgs& a, std::istream& in, std::ostream& out) {
-  check_run_folder(a.run);
   check_threads(a.threads);
+  check_run_folder(a.run);
   tapegrad::set_num_threads(static_cast<int>(a.threads));
   std::vector<std::string> texts = a.texts;
-  if (texts.empty()) {
+  const bool from_stdin = texts.empty();
+  if (from_stdin) {
     for (std::string line; std::getline(in, line);) texts.push_back(line);
   }
   if (texts.empty()) throw UsageError("nothing to predict: give reviews as arguments or as lines on stdin");
+  // A review without a token (a blank line) would get the model's P(positive) of nothing, which looks
+  // like an answer; the output keeps one line per review, so it is refused rather than skipped.
+  for (std::size_t i = 0; i < texts.size(); ++i) {
+    bool any = false;
+    tapegrad::datasets::for_each_token(texts[i], [&](std::string_view) { any = true; });
+    if (!any) {
+      throw UsageError(fmt::format("{} {} has no tokens: nothing to predict from", from_stdin ? "line" : "review",
+                                   from_stdin ? fmt::format("{} of stdin", i + 1) : std::to_string(i + 1)));
+    }
+  }
   LoadedRun run = load_run(a.run);
   const auto probabilities = predict_proba(*run.model, run.vocab, run.config, texts,
                                            static_cast<std::size_t>(run.config.batch_size), run.temperature);
@@ -251,8 +289,8 @@ struct ExplainArgs {
 };
 
 int explain_command(const ExplainArgs& a, std::istream& in, std::ostream& out) {
-  check_run_folder(a.run);
   check_threads(a.threads);
+  check_run_folder(a.run);
   tapegrad::set_num_threads(static_cast<int>(a.threads));
   std::string text;
   if (a.words.empty()) {

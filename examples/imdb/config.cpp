@@ -86,6 +86,18 @@ std::optional<std::string> validate(const Config& c) {
         "machine's {:.1f} GB",
         c.ngram_buckets, c.d_model, ngram_bytes / 1e9, examples::physical_memory_bytes() / 1e9);
   }
+  if (c.wide_buckets < 0 || c.wide_buckets == 1 || c.wide_buckets > lim::kNgramBuckets) {
+    return fmt::format("--wide-buckets {} must be 0 (none) or between 2 and {}", c.wide_buckets, lim::kNgramBuckets);
+  }
+  // The wide table (a column per class), its gradient and Adam's moments, and the feature scale.
+  const double wide_bytes = (16.0 * 2 + (c.wide_nb ? 4.0 : 0.0)) * double(c.wide_buckets);
+  if (wide_bytes > examples::physical_memory_bytes() / 2) {
+    return fmt::format("--wide-buckets {} needs {:.1f} GB for its table, more than half of this machine's {:.1f} GB",
+                       c.wide_buckets, wide_bytes / 1e9, examples::physical_memory_bytes() / 1e9);
+  }
+  if (c.wide_max_n < 1 || c.wide_max_n > lim::kNgramMax) {
+    return fmt::format("--wide-max-n {} is outside [1, {}]", c.wide_max_n, lim::kNgramMax);
+  }
   if (c.vocab_size < 3)
     return fmt::format("--vocab-size {} leaves no room for a token besides <pad> and <unk>", c.vocab_size);
   if (c.d_model % c.heads != 0) return fmt::format("--d-model {} is not divisible by --heads {}", c.d_model, c.heads);
@@ -119,6 +131,7 @@ std::optional<std::string> validate(const Config& c) {
       {"--norm", c.norm, {"post", "pre"}},
       {"--pooling", c.pooling, {"max", "mean", "cls"}},
       {"--pos", c.pos, {"sinusoidal", "learned"}},
+      {"--wide-loss", c.wide_loss, {"joint", "separate"}},
       {"--optimizer", c.optimizer, {"adam", "adamw", "sgd"}},
       {"--schedule", c.schedule, {"constant", "linear", "cosine", "inv-sqrt", "noam"}},
   };
@@ -160,6 +173,10 @@ nlohmann::json to_json(const Config& c) {
       {"ngram-buckets", c.ngram_buckets},
       {"ngram-max", c.ngram_max},
       {"ngram-dim", c.ngram_dim},
+      {"wide-buckets", c.wide_buckets},
+      {"wide-max-n", c.wide_max_n},
+      {"wide-loss", c.wide_loss},
+      {"wide-nb", c.wide_nb},
       {"optimizer", c.optimizer},
       {"lr", c.lr},
       {"warmup", c.warmup},
@@ -200,6 +217,10 @@ Config config_from_json(const nlohmann::json& json) {
   examples::read_setting(json, "ngram-buckets", c.ngram_buckets);
   examples::read_setting(json, "ngram-max", c.ngram_max);
   examples::read_setting(json, "ngram-dim", c.ngram_dim);
+  examples::read_setting(json, "wide-buckets", c.wide_buckets);
+  examples::read_setting(json, "wide-max-n", c.wide_max_n);
+  examples::read_setting(json, "wide-loss", c.wide_loss);
+  examples::read_setting(json, "wide-nb", c.wide_nb);
   examples::read_setting(json, "optimizer", c.optimizer);
   examples::read_setting(json, "lr", c.lr);
   examples::read_setting(json, "warmup", c.warmup);
@@ -239,6 +260,9 @@ tapegrad::models::TransformerClassifierOptions model_options(const Config& c, st
   o.ngram_buckets = static_cast<std::size_t>(c.ngram_buckets);
   o.ngram_max = static_cast<std::size_t>(c.ngram_max);
   o.ngram_dim = static_cast<std::size_t>(c.ngram_dim);
+  o.wide_buckets = static_cast<std::size_t>(c.wide_buckets);
+  o.wide_max_n = static_cast<std::size_t>(c.wide_max_n);
+  o.wide_feature_scale = c.wide_nb && c.wide_buckets > 0;  // without a wide part there is nothing to scale
   o.num_classes = 2;
   o.padding_idx = tapegrad::datasets::Vocabulary::pad_id;
   return o;

@@ -41,6 +41,15 @@ struct Config {
   std::int64_t ngram_buckets = 0;
   std::int64_t ngram_max = 3;
   std::int64_t ngram_dim = 0;  // the n-gram table's width, projected to d_model; 0 = d_model
+  // A linear model over each review's set of hashed n-grams (1 .. wide_max_n) whose logits are added to
+  // the encoder's: the table's rows, 0 = none; and how it trains: "separate" (each part's own loss,
+  // summed, so that neither leans on the other; their weights are fitted on validation afterwards) or
+  // "joint" (one loss on the summed logits).
+  std::int64_t wide_buckets = 8'000'000;
+  std::int64_t wide_max_n = 3;
+  std::string wide_loss = "separate";  // separate | joint
+  bool wide_nb =
+      true;  // scale the wide part's features by naive Bayes' log-count ratios (NBSVM); no effect without one
 
   // Optimization.
   std::string optimizer = "adamw";  // adam | adamw | sgd

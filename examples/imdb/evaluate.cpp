@@ -49,7 +49,9 @@ EvalResult evaluate(Model& model, const ds::EncodedDataset& data, std::size_t ba
 
   EvalResult result;
   result.logits = xt::zeros<double>({data.size(), std::size_t{2}});
+  if (model.wide) result.encoder_logits = result.wide_logits = result.logits;
   double loss_sum = 0.0;
+  std::size_t encoder_correct = 0, wide_correct = 0;
   tapegrad::CrossEntropyOptions ce;
   ce.reduction = tapegrad::Reduction::Sum;
   for (const auto& indices : plan) {
@@ -58,12 +60,23 @@ EvalResult evaluate(Model& model, const ds::EncodedDataset& data, std::size_t ba
       break;
     }
     const ds::Batch batch = ds::collate(data, indices);
-    const auto logits = model.forward(batch.ids, batch.padding_mask);
+    const auto parts = model.forward_parts(batch.ids, batch.padding_mask);
+    const auto logits = parts.total();
     loss_sum += static_cast<double>(tapegrad::cross_entropy(logits, batch.labels, ce).item());
     const auto& l = logits.data();
+    const auto right = [&](const tapegrad::Tensor<float>& part, std::size_t b) {
+      return (part.data()(b, 1) > part.data()(b, 0) ? 1 : 0) == batch.labels(b) ? 1 : 0;
+    };
     for (std::size_t b = 0; b < indices.size(); ++b) {
-      const std::int64_t predicted = l(b, 1) > l(b, 0) ? 1 : 0;
-      result.correct += predicted == batch.labels(b) ? 1 : 0;
+      result.correct += right(logits, b);
+      if (parts.wide.defined()) {
+        encoder_correct += right(parts.encoder, b);
+        wide_correct += right(parts.wide, b);
+        for (std::size_t c = 0; c < 2; ++c) {
+          result.encoder_logits(result.count + b, c) = parts.encoder.data()(b, c);
+          result.wide_logits(result.count + b, c) = parts.wide.data()(b, c);
+        }
+      }
       result.tokens += data.length(indices[b]);
       result.logits(result.count + b, 0) = l(b, 0);
       result.logits(result.count + b, 1) = l(b, 1);
@@ -72,12 +85,41 @@ EvalResult evaluate(Model& model, const ds::EncodedDataset& data, std::size_t ba
     }
     result.count += indices.size();
   }
-  if (result.count < data.size()) result.logits = xt::view(result.logits, xt::range(0, result.count), xt::all());
+  if (result.count < data.size()) {
+    const auto first_rows = [&](const xt::xarray<double>& all) -> xt::xarray<double> {
+      return xt::view(all, xt::range(std::size_t{0}, result.count), xt::all());
+    };
+    result.logits = first_rows(result.logits);
+    if (model.wide) {
+      result.encoder_logits = first_rows(result.encoder_logits);
+      result.wide_logits = first_rows(result.wide_logits);
+    }
+  }
   result.loss = result.count ? loss_sum / static_cast<double>(result.count) : std::nan("");
   result.accuracy =
       result.count ? static_cast<double>(result.correct) / static_cast<double>(result.count) : std::nan("");
+  if (model.wide && result.count) {
+    result.encoder_accuracy = static_cast<double>(encoder_correct) / static_cast<double>(result.count);
+    result.wide_accuracy = static_cast<double>(wide_correct) / static_cast<double>(result.count);
+  }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
+}
+
+std::optional<PartWeights> fit_part_weights(const EvalResult& result) {
+  if (!result.encoder_accuracy || result.count == 0) return std::nullopt;
+  const auto w = tapegrad::train::fit_logit_weights({result.encoder_logits, result.wide_logits}, result.labels);
+  PartWeights fitted;
+  fitted.encoder = w[0];
+  fitted.wide = w[1];
+  std::size_t correct = 0;
+  for (std::size_t i = 0; i < result.count; ++i) {
+    const double margin = w[0] * (result.encoder_logits(i, 1) - result.encoder_logits(i, 0)) +
+                          w[1] * (result.wide_logits(i, 1) - result.wide_logits(i, 0));
+    correct += (margin > 0 ? 1 : 0) == result.labels[i] ? 1 : 0;
+  }
+  fitted.accuracy = static_cast<double>(correct) / static_cast<double>(result.count);
+  return fitted;
 }
 
 std::vector<double> predict_proba(Model& model, const ds::Vocabulary& vocab, const Config& config,

@@ -24,11 +24,23 @@ struct EvalResult {
   std::size_t tokens = 0;  // real (non-padding) tokens seen
   double seconds = 0.0;
   bool stopped = false;  // should_stop said so before the end; the numbers are then partial
+  // With a wide n-gram part (--wide-buckets): the accuracy of each part's logits alone, which shows
+  // what each contributes to the sum, and the parts' logits [count, 2] (the wide one unweighted).
+  std::optional<double> encoder_accuracy, wide_accuracy;
+  xt::xarray<double> encoder_logits, wide_logits;
   // Per review, in the order evaluated: the two logits [count, 2], the label and the real tokens.
   xt::xarray<double> logits;
   std::vector<std::int64_t> labels;
   std::vector<std::size_t> lengths;
 };
+
+// With a wide part: the weights (encoder, wide) of the two parts' logits that fit the labels best
+// (train::fit_logit_weights) and the accuracy of that mixture; nothing without a wide part.
+struct PartWeights {
+  double encoder = 1.0, wide = 1.0;
+  double accuracy = 0.0;
+};
+std::optional<PartWeights> fit_part_weights(const EvalResult& result);
 
 // Runs the model in eval mode without recording a tape, in batches of batch_size sorted by length (the
 // scores do not depend on the order or the padding), and restores its training mode afterwards.

@@ -12,6 +12,7 @@
 
 #include "examples/imdb/data.hpp"
 #include "examples/imdb/model.hpp"
+#include "tapegrad/autograd/elementwise.hpp"
 #include "tapegrad/autograd/loss.hpp"
 #include "tapegrad/autograd/matmul.hpp"
 #include "tapegrad/autograd/tape.hpp"
@@ -127,6 +128,24 @@ void init_from_pretrained(Model& model, const Config& config, tr::Progress& prog
                                dir.string(), loaded.size()));
 }
 
+// --wide-nb: NBSVM's feature scale, the naive-Bayes log-count ratio of every n-gram bucket over the
+// training reviews (as read, before word dropout). A resumed run has it in its checkpoint.
+void fit_wide_feature_scale(Model& model, const ds::EncodedDataset& train, tr::Progress& progress) {
+  const tr::Stopwatch watch;
+  tapegrad::nn::NgramLogCountRatio counts(model.wide->num_buckets, model.wide->max_n);
+  constexpr std::size_t kChunk = 256;
+  for (std::size_t begin = 0; begin < train.size(); begin += kChunk) {
+    std::vector<std::size_t> indices(std::min(kChunk, train.size() - begin));
+    std::iota(indices.begin(), indices.end(), begin);
+    const ds::Batch batch = ds::collate(train, indices);
+    counts.add(batch.ids, batch.padding_mask, batch.labels);
+  }
+  model.wide->set_feature_scale(counts.ratio(1.0));
+  progress.message(
+      fmt::format("--wide-nb: log-count ratios of {} n-gram buckets from {} + {} training reviews in {:.1f} s",
+                  model.wide->num_buckets, counts.documents(1), counts.documents(0), watch.seconds()));
+}
+
 }  // namespace
 
 TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bool interactive,
@@ -175,6 +194,8 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
   }
   const auto model = make_model(config, vocab.size());
   if (!config.init_from.empty() && !config.resume) init_from_pretrained(*model, config, progress);
+  if (model->wide && model->wide->scale.defined() && !config.resume)
+    fit_wide_feature_scale(*model, data.train, progress);
   // Several ranks: the same model everywhere (checked), gradients averaged; each trains its rows.
   const tr::Replicas replicas = parallel.attach ? parallel.attach(*model) : tr::Replicas{};
   auto optimizer = make_optimizer(config, model->parameters());
@@ -222,9 +243,13 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
       std::iota(rows.begin(), rows.end(), std::size_t{0});
       batch = ds::take_rows(batch, tr::shard(rows, replicas.size, replicas.rank));
     }
-    const auto logits = model->forward(batch.ids, batch.padding_mask);
+    const auto parts = model->forward_parts(batch.ids, batch.padding_mask);
+    const auto logits = parts.total();
     tr::StepOutput<float> output;
-    output.loss = tapegrad::cross_entropy(logits, batch.labels);
+    output.loss = parts.wide.defined() && config.wide_loss == "separate"
+                      ? tapegrad::add(tapegrad::cross_entropy(parts.encoder, batch.labels),
+                                      tapegrad::cross_entropy(parts.wide, batch.labels))
+                      : tapegrad::cross_entropy(logits, batch.labels);
     const std::size_t rows = batch.indices.size();
     const auto& l = logits.data();
     for (std::size_t r = 0; r < rows; ++r) {
@@ -241,6 +266,19 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
     e.score = valid.accuracy;  // NaN without validation reviews: every epoch's model is then kept
     e.metrics = {{"valid_loss", valid.loss}, {"valid_acc", valid.accuracy}};
     e.summary = fmt::format("valid loss {:.4f} acc {:.2f}%", valid.loss, 100.0 * valid.accuracy);
+    if (const auto weights = fit_part_weights(valid)) {
+      // The model is judged as it will predict: with its parts weighted as fitted after training.
+      e.score = weights->accuracy;
+      e.metrics["valid_acc_sum"] = valid.accuracy;
+      e.metrics["valid_acc"] = weights->accuracy;
+      e.metrics["valid_acc_encoder"] = *valid.encoder_accuracy;
+      e.metrics["valid_acc_wide"] = *valid.wide_accuracy;
+      e.summary = fmt::format(
+          "valid loss {:.4f} acc {:.2f}% (weighted {:.2f} x encoder + {:.2f} x n-grams; encoder alone {:.2f}%, "
+          "n-grams alone {:.2f}%)",
+          valid.loss, 100.0 * weights->accuracy, weights->encoder, weights->wide, 100.0 * *valid.encoder_accuracy,
+          100.0 * *valid.wide_accuracy);
+    }
     e.stopped = valid.stopped;
     return e;
   };
@@ -304,7 +342,18 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
   if (data.valid.size() > 0) {
     const EvalResult valid = evaluate(*model, data.valid, batch_size, tr::interrupt_requested);
     if (!valid.stopped) {
-      temperature = tr::fit_temperature(valid.logits, valid.labels);
+      // With a wide part, the weights of the two parts (a, b) that fit the validation reviews best:
+      // logits a * encoder + b * wide = (encoder + (b / a) * wide) / (1 / a), the wide weight and the
+      // temperature. Weights that are not both positive (a part that hurts) keep the plain sum.
+      const auto weights = fit_part_weights(valid);
+      if (weights && weights->encoder > 0 && weights->wide > 0) {
+        model->wide_weight.mutable_data()(0) = static_cast<float>(weights->wide / weights->encoder);
+        temperature = 1.0 / weights->encoder;
+        progress.message(fmt::format("the parts' weights fitted on validation: encoder {:.3f}, n-grams {:.3f}",
+                                     weights->encoder, weights->wide));
+      } else {
+        temperature = tr::fit_temperature(valid.logits, valid.labels);
+      }
       metadata[kTemperatureKey] = fmt::format("{:.17g}", temperature);
       tr::save_model(run.model(), *model, metadata);
     }
@@ -346,6 +395,10 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
       {"test_short_ece_uncalibrated", result.test_calibration.short_ece_uncalibrated},
       {"reliability", reliability},
       {"elapsed", trained.train_seconds}};
+  if (result.test.encoder_accuracy && result.test.wide_accuracy) {
+    test_line["test_acc_encoder"] = *result.test.encoder_accuracy;
+    test_line["test_acc_wide"] = *result.test.wide_accuracy;
+  }
   if (result.contrast) {
     test_line["contrast_pairs"] = result.contrast->pairs;
     test_line["contrast_pair_acc"] = result.contrast->accuracy;
@@ -364,6 +417,10 @@ void print_summary(std::ostream& out, const Config& config, const TrainResult& r
                             100.0 * r.best_valid_accuracy, r.best_valid_loss))
       << fmt::format("test accuracy {:.2f}% (loss {:.4f}) on {} reviews, evaluated once with the best model\n",
                      100.0 * r.test.accuracy, r.test.loss, r.test.count)
+      << (r.test.encoder_accuracy && r.test.wide_accuracy
+              ? fmt::format("the parts alone on the test set: encoder {:.2f}%, n-grams {:.2f}%\n",
+                            100.0 * *r.test.encoder_accuracy, 100.0 * *r.test.wide_accuracy)
+              : std::string())
       << fmt::format(
              "calibration on the test set: expected calibration error {:.2f}% with temperature {:.3f} "
              "fitted on validation ({:.2f}% without); {} short reviews (under {} tokens): {:.2f}% ({:.2f}% "

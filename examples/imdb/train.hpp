@@ -8,10 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "examples/common/parallel.hpp"
 #include "examples/imdb/config.hpp"
 #include "examples/imdb/evaluate.hpp"
-#include "tapegrad/nn/module.hpp"
-#include "tapegrad/train/replicas.hpp"
 
 namespace imdb {
 
@@ -37,17 +36,8 @@ struct TrainResult {
   double train_tokens_per_second = 0.0;
 };
 
-// Data-parallel training (train_imdb under mpirun, see main.cpp): this process's rank and the number
-// of ranks, and `attach`, called on every rank once the model exists, which wraps it for data-parallel
-// training and returns the trainer's Replicas. The default is one process. --batch-size is the global
-// batch, cut into one part per rank, so that a run's result does not depend on the number of ranks and
-// --resume may use any number.
-struct Parallel {
-  int rank = 0, size = 1;
-  std::function<tapegrad::train::Replicas(tapegrad::nn::Module<float>& model)> attach;
-  // Collective: throws on every rank, naming the ranks that differ, unless `text` is the same on all.
-  std::function<void(const std::string& what, const std::string& text)> verify_same;
-};
+// Data-parallel training under mpirun (main.cpp): the shared examples::Parallel.
+using Parallel = examples::Parallel;
 
 // Trains as config says, writing into config.out (created if needed): vocab.txt, config.json,
 // metrics.jsonl, model.safetensors (best validation accuracy) and last.ckpt.safetensors (after each

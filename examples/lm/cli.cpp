@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "examples/common/command_line.hpp"
+#include "examples/common/settings.hpp"
 #include "examples/lm/bench.hpp"
 #include "examples/lm/config.hpp"
 #include "examples/lm/data.hpp"
@@ -88,7 +89,8 @@ Config with_saved_settings(const CLI::App& app, const Config& config) {
   const tt::RunDirectory run(config.out, {kVocabFile});
   run.check_resumable({tt::RunDirectory::kConfig});
   nlohmann::json merged = to_json(config);
-  const nlohmann::json saved = run.read_config();
+  // Named: items() of a temporary would outlive it in the range-for.
+  const nlohmann::json saved = to_json(read_config(run));
   for (const auto& [key, value] : saved.items()) {
     if (!given(app, "--" + key)) merged[key] = value;
   }
@@ -117,14 +119,14 @@ int train_command(const CLI::App& app, Config config, std::ostream& out, std::os
   try {
     // Ranks other than 0 train silently; their errors still reach stderr through exit_code_of.
     std::ostream silent(nullptr);
-    const bool rank0 = parallel.rank == 0;
+    const bool rank0 = parallel.writes_files();
     result = train(config, rank0 ? out : silent, rank0 ? err : silent, interactive && rank0, {}, parallel);
   } catch (...) {
     tt::remove_interrupt_handler();
     throw;
   }
   tt::remove_interrupt_handler();
-  if (parallel.rank == 0 && fs::exists(fs::path(config.out) / tt::RunDirectory::kConfig)) {
+  if (parallel.writes_files() && fs::exists(fs::path(config.out) / tt::RunDirectory::kConfig)) {
     out << fmt::format("report: {}\n", write_report(config.out).string()) << std::flush;
   }
   return result.interrupted ? tt::kInterruptedExitCode : 0;
@@ -138,7 +140,7 @@ struct EvaluateArgs {
 
 // The validation loss and perplexity of a run's saved model, recomputed from the files.
 int evaluate_command(const EvaluateArgs& a, std::ostream& out, std::ostream& err) {
-  if (a.threads <= 0) throw tt::UsageError(fmt::format("--threads {} must be positive", a.threads));
+  if (const auto problem = examples::threads_problem(a.threads)) throw tt::UsageError(*problem);
   if (!a.data.empty() && !fs::exists(a.data)) throw tt::UsageError(fmt::format("--data {} does not exist", a.data));
   tapegrad::set_num_threads(static_cast<int>(a.threads));
   LoadedRun run = load_run(a.run);

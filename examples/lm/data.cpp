@@ -1,7 +1,10 @@
 #include "examples/lm/data.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <tuple>
 
 #include "tapegrad/autograd/generator.hpp"
@@ -54,6 +57,15 @@ Data prepare_data(const Config& config, const std::optional<ds::Vocabulary>& sav
   const std::vector<std::size_t> valid = usable(split.valid);
   data.train = encode(usable(split.train));
   data.valid = encode(valid);
+  // Without such a review there is nothing to train on (the loader's 0 batches ended in a division by
+  // zero) or to validate on (a perplexity of 0 tokens was reported as 1.00).
+  for (const auto& [part, indices, encoded] :
+       {std::tuple{"training", &split.train, &data.train}, std::tuple{"validation", &split.valid, &data.valid}}) {
+    if (encoded->size() == 0) {
+      throw std::runtime_error(fmt::format("{}: none of the {} {} reviews has the 2 tokens a language model needs",
+                                           located.path.string(), indices->size(), part));
+    }
+  }
   const auto sample = static_cast<std::size_t>(config.valid_reviews);
   if (sample == 0 || sample >= valid.size()) {
     data.valid_sample = data.valid;

@@ -4,7 +4,9 @@
 
 #include <cmath>
 #include <iterator>
+#include <tuple>
 
+#include "examples/common/settings.hpp"
 #include "examples/lm/model.hpp"
 #include "tapegrad/autograd/matmul.hpp"
 #include "tapegrad/models/generate.hpp"
@@ -22,7 +24,14 @@ int generate_command(const GenerateArgs& a, std::istream& in, std::ostream& out,
   if (a.seed < 0) throw tt::UsageError(fmt::format("--seed {} must not be negative", a.seed));
   if (a.prompt_tokens < 0)
     throw tt::UsageError(fmt::format("--prompt-tokens {} must not be negative", a.prompt_tokens));
-  if (a.threads <= 0) throw tt::UsageError(fmt::format("--threads {} must be positive", a.threads));
+  // Bounds known before the run is read: no context is longer, no vocabulary larger.
+  namespace lim = examples::limits;
+  for (const auto& [flag, value, limit] : {std::tuple{"--max-new-tokens", a.max_new_tokens, lim::kSequenceLength},
+                                           std::tuple{"--prompt-tokens", a.prompt_tokens, lim::kSequenceLength},
+                                           std::tuple{"--top-k", a.top_k, lim::kVocabSize}}) {
+    if (value > limit) throw tt::UsageError(fmt::format("{} {} is above the limit of {}", flag, value, limit));
+  }
+  if (const auto problem = examples::threads_problem(a.threads)) throw tt::UsageError(*problem);
   tapegrad::models::GenerateOptions options;
   options.sampling.temperature = a.temperature;
   options.sampling.top_k = static_cast<std::size_t>(a.top_k);

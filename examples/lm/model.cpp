@@ -134,20 +134,27 @@ Validation validate(const LanguageModel& model, tapegrad::nn::Module<float>& mod
   return v;
 }
 
-LoadedRun load_run(const std::filesystem::path& dir) {
-  const tapegrad::train::RunDirectory run(dir, {kVocabFile});
-  run.check_has({tapegrad::train::RunDirectory::kConfig, kVocabFile, tapegrad::train::RunDirectory::kModel});
-  run.check_files(run.model());
+Config read_config(const tapegrad::train::RunDirectory& run) {
   Config config;
   try {
     config = config_from_json(run.read_config());
   } catch (const std::runtime_error& e) {
-    throw std::runtime_error(fmt::format("{}: {}", run.config().string(), e.what()));
+    // read_config names the file already; config_from_json names only the key.
+    const std::string message = e.what();
+    if (message.rfind(run.config().string(), 0) == 0) throw;
+    throw std::runtime_error(fmt::format("{}: {}", run.config().string(), message));
   }
   if (const auto problem = validate(config)) {
     throw std::runtime_error(fmt::format("{}: {}", run.config().string(), *problem));
   }
-  LoadedRun loaded{config, ds::Vocabulary::load(run.file(kVocabFile)), nullptr};
+  return config;
+}
+
+LoadedRun load_run(const std::filesystem::path& dir) {
+  const tapegrad::train::RunDirectory run(dir, {kVocabFile});
+  run.check_has({tapegrad::train::RunDirectory::kConfig, kVocabFile, tapegrad::train::RunDirectory::kModel});
+  run.check_files(run.model());
+  LoadedRun loaded{read_config(run), ds::Vocabulary::load(run.file(kVocabFile)), nullptr};
   loaded.model = std::make_unique<LanguageModel>(loaded.config, loaded.vocab);
   tapegrad::train::load_model(run.model(), loaded.model->module());
   loaded.model->module().eval();

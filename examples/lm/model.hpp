@@ -13,6 +13,7 @@
 #include "tapegrad/datasets/text/vocab.hpp"
 #include "tapegrad/models/gpt.hpp"
 #include "tapegrad/models/masked_lm.hpp"
+#include "tapegrad/train/run_directory.hpp"
 
 namespace lm {
 
@@ -66,5 +67,8 @@ struct LoadedRun {
 };
 // Throws train::UsageError for a folder without the files, std::runtime_error for bad ones.
 LoadedRun load_run(const std::filesystem::path& dir);
+// A run's config.json, read strictly and validated; throws std::runtime_error naming the file and the
+// key or setting at fault.
+Config read_config(const tapegrad::train::RunDirectory& run);
 
 }  // namespace lm

@@ -45,7 +45,7 @@ void check_resume_matches(const Config& config, const tt::RunDirectory& run) {
 
 TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bool interactive,
                   const std::function<bool(std::int64_t)>& stop_after_step, const Parallel& parallel) {
-  const bool writer = parallel.rank == 0;
+  const bool writer = parallel.writes_files();
   const tt::Stopwatch wall;
   if (const auto problem = validate(config)) throw tt::UsageError(*problem);
   tapegrad::set_num_threads(static_cast<int>(config.threads));

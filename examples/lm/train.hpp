@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "examples/common/parallel.hpp"
 #include "examples/lm/config.hpp"
 #include "examples/lm/data.hpp"
 #include "examples/lm/model.hpp"
@@ -25,18 +26,11 @@ struct TrainResult {
   double data_seconds = 0.0, train_seconds = 0.0, wall_seconds = 0.0, tokens_per_second = 0.0;
 };
 
-// Data-parallel training (train_lm under mpirun, see main.cpp), as train_imdb's: this process's rank
-// and the number of ranks, and `attach`, called on every rank once the model exists, which wraps it for
-// data-parallel training and returns the trainer's Replicas. --batch-size is the global batch, cut into
-// one part per rank; each rank's loss is weighted by its share of the batch's target tokens, so that the
-// averaged gradient is that of the global batch and a run's result does not depend on the number of
-// ranks. The default is one process.
-struct Parallel {
-  int rank = 0, size = 1;
-  std::function<tapegrad::train::Replicas(tapegrad::nn::Module<float>& model)> attach;
-  // Collective: throws on every rank, naming the ranks that differ, unless `text` is the same on all.
-  std::function<void(const std::string& what, const std::string& text)> verify_same;
-};
+// Data-parallel training under mpirun (main.cpp), as train_imdb's. --batch-size is the global batch,
+// cut into one part per rank; each rank's loss is weighted by its share of the batch's target tokens,
+// so that the averaged gradient is that of the global batch and a run's result does not depend on the
+// number of ranks.
+using Parallel = examples::Parallel;
 
 // Trains as config says into config.out: config.json, vocab.txt, metrics.jsonl, model.safetensors (the
 // best validation loss on the --valid-reviews subset) and last.ckpt.safetensors; then scores that model

@@ -8,10 +8,12 @@
 #include <vector>
 
 #include "examples/common/command_line.hpp"
+#include "examples/common/settings.hpp"
 #include "examples/translate/config.hpp"
 #include "examples/translate/report.hpp"
 #include "examples/translate/training.hpp"
 #include "tapegrad/autograd/matmul.hpp"
+#include "tapegrad/autograd/messages.hpp"
 #include "tapegrad/datasets/numbers/numbers.hpp"
 #include "tapegrad/train/errors.hpp"
 #include "tapegrad/train/interrupt.hpp"
@@ -49,7 +51,7 @@ Config resumed_config(const CLI::App& app, const Config& given) {
                                    run.config().string(), option->get_name()));
     }
   }
-  Config c = Config::from_json(run.read_config().dump());
+  Config c = read_config(run);
   c.out = given.out;
   if (app.get_option_no_throw("--threads") && app.get_option_no_throw("--threads")->count() > 0) {
     c.threads = given.threads;
@@ -58,30 +60,42 @@ Config resumed_config(const CLI::App& app, const Config& given) {
   return c;
 }
 
-int train_command(const CLI::App& app, Config c, std::ostream& out, std::ostream& err, bool interactive) {
+int train_command(const CLI::App& app, Config c, std::ostream& out, std::ostream& err, bool interactive,
+                  const examples::Parallel& parallel) {
   if (c.resume && c.overwrite) throw UsageError("--resume and --overwrite exclude each other");
   if (c.resume) c = resumed_config(app, c);
   tr::install_interrupt_handler();
   TrainResult result;
   try {
-    result = train(c, out, err, interactive);
+    // Ranks other than 0 train silently; their errors still reach stderr through exit_code_of.
+    std::ostream silent(nullptr);
+    const bool rank0 = parallel.writes_files();
+    result = train(c, rank0 ? out : silent, rank0 ? err : silent, interactive && rank0, {}, parallel);
   } catch (...) {
     tr::remove_interrupt_handler();
     throw;
   }
   tr::remove_interrupt_handler();
   // Once config.json exists the run has a report, even an interrupted one.
-  if (fs::exists(run_directory(c.out).config())) {
+  if (parallel.writes_files() && fs::exists(run_directory(c.out).config())) {
     out << fmt::format("report: {}\n", write_report(c.out).string()) << std::flush;
   }
   return result.interrupted ? tr::kInterruptedExitCode : 0;
 }
 
+// --beam of evaluate and translate: bounded like training's (a beam of 2^32 was a bad_alloc).
+void check_beam(std::size_t beam) {
+  if (beam == 0) throw UsageError("--beam 0 must be positive");
+  if (beam > std::size_t(examples::limits::kBeam)) {
+    throw UsageError(fmt::format("--beam {} is above the limit of {}", beam, examples::limits::kBeam));
+  }
+}
+
 int evaluate_command(const std::string& run_dir, std::size_t beam, const std::string& split, std::ostream& out) {
   if (split != "valid" && split != "test") {
-    throw UsageError(fmt::format("--split must be valid or test, got '{}'", split));
+    throw UsageError(fmt::format("--split must be valid or test, got '{}'", tapegrad::clip_for_message(split)));
   }
-  if (beam == 0) throw UsageError("--beam must be positive");
+  check_beam(beam);
   run_directory(run_dir).check_has({tr::RunDirectory::kConfig, tr::RunDirectory::kModel}, "--out");
   LoadedRun run = load_run(run_dir);
   tapegrad::set_num_threads(run.config.threads);
@@ -98,7 +112,7 @@ int evaluate_command(const std::string& run_dir, std::size_t beam, const std::st
 
 int translate_command(const std::string& run_dir, std::size_t beam, const std::string& attention,
                       std::vector<std::string> texts, std::istream& in, std::ostream& out) {
-  if (beam == 0) throw UsageError("--beam must be positive");
+  check_beam(beam);
   run_directory(run_dir).check_has({tr::RunDirectory::kConfig, tr::RunDirectory::kModel}, "--out");
   LoadedRun run = load_run(run_dir);
   const Direction dir = parse_direction(run.config.direction);
@@ -110,8 +124,10 @@ int translate_command(const std::string& run_dir, std::size_t beam, const std::s
   std::vector<Ids> sources;
   for (const auto& t : texts) {
     Ids ids = encode_source(t, dir);
-    if (ids.size() > run.config.model_options().max_len)
-      throw std::runtime_error(fmt::format("'{}' is longer than {} tokens", t, run.config.model_options().max_len));
+    if (ids.size() > run.config.model_options().max_len) {
+      throw UsageError(fmt::format("'{}' is {} tokens, longer than the model's {}", tapegrad::clip_for_message(t),
+                                   ids.size(), run.config.model_options().max_len));
+    }
     sources.push_back(std::move(ids));
   }
   const auto outputs = translate_all(*run.model, sources, beam);
@@ -122,44 +138,29 @@ int translate_command(const std::string& run_dir, std::size_t beam, const std::s
 
 }  // namespace
 
-// CLI11 reads "-1" into an unsigned setting as 2^64 - 1 (a batch size that never ends); refused here,
-// naming the flag, before it is converted.
-const CLI::Validator kNotNegative(
-    [](std::string& value) {
-      return !value.empty() && value[0] == '-' ? value + " must not be negative" : std::string();
-    },
-    "", "not negative");
-
-int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& out, std::ostream& err,
-            bool interactive) {
+int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& out, std::ostream& err, bool interactive,
+            const examples::Parallel& parallel) {
   Config c;
   CLI::App app{"Trains a Transformer to translate numbers between English words and digits.", kProgram};
   app.add_option("--direction", c.direction, "words2digits|digits2words")->capture_default_str();
   auto* data = app.add_option_group("Data");
-  data->add_option("--valid-size", c.valid_size, "validation numbers")->capture_default_str()->check(kNotNegative);
-  data->add_option("--test-size", c.test_size, "test numbers")->capture_default_str()->check(kNotNegative);
+  data->add_option("--valid-size", c.valid_size, "validation numbers")->capture_default_str();
+  data->add_option("--test-size", c.test_size, "test numbers")->capture_default_str();
   data->add_option("--seed", c.seed, "seeds the sets, the initialization, the shuffle and dropout")
-      ->capture_default_str()
-      ->check(kNotNegative);
+      ->capture_default_str();
   auto* model = app.add_option_group("Model");
-  model->add_option("--d-model", c.d_model, "embedding width")->capture_default_str()->check(kNotNegative);
-  model->add_option("--nhead", c.nhead, "attention heads")->capture_default_str()->check(kNotNegative);
-  model->add_option("--num-encoder-layers", c.num_encoder_layers, "encoder layers")
-      ->capture_default_str()
-      ->check(kNotNegative);
-  model->add_option("--num-decoder-layers", c.num_decoder_layers, "decoder layers")
-      ->capture_default_str()
-      ->check(kNotNegative);
-  model->add_option("--dim-feedforward", c.dim_feedforward, "feed-forward width")
-      ->capture_default_str()
-      ->check(kNotNegative);
+  model->add_option("--d-model", c.d_model, "embedding width")->capture_default_str();
+  model->add_option("--nhead", c.nhead, "attention heads")->capture_default_str();
+  model->add_option("--num-encoder-layers", c.num_encoder_layers, "encoder layers")->capture_default_str();
+  model->add_option("--num-decoder-layers", c.num_decoder_layers, "decoder layers")->capture_default_str();
+  model->add_option("--dim-feedforward", c.dim_feedforward, "feed-forward width")->capture_default_str();
   model->add_option("--dropout", c.dropout, "dropout probability")->capture_default_str();
   model->add_option("--activation", c.activation, "relu|gelu")->capture_default_str();
   model->add_flag("--norm-first,!--post-norm", c.norm_first, "pre-LN instead of the paper's post-LN");
   model->add_flag("--tie-output,!--no-tie-output", c.tie_output, "output projection shares the target embedding")
       ->capture_default_str();
   auto* opt = app.add_option_group("Optimization");
-  opt->add_option("--batch-size", c.batch_size, "sentences per step")->capture_default_str()->check(kNotNegative);
+  opt->add_option("--batch-size", c.batch_size, "sentences per step")->capture_default_str();
   opt->add_option("--steps", c.steps, "training steps")->capture_default_str();
   opt->add_option("--time-limit", c.time_limit, "stop training after this many seconds (0 = none)")
       ->capture_default_str();
@@ -177,9 +178,7 @@ int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& o
       ->capture_default_str();
   run->add_option("--eval-every", c.eval_every, "steps between validations (the best model is kept)")
       ->capture_default_str();
-  run->add_option("--beam", c.beam, "also evaluate the test set with this beam size")
-      ->capture_default_str()
-      ->check(kNotNegative);
+  run->add_option("--beam", c.beam, "also evaluate the test set with this beam size")->capture_default_str();
   run->add_option("--out", c.out, "run folder (config.json, metrics.jsonl, checkpoint, model, report.html)")
       ->capture_default_str();
   run->add_flag("--resume", c.resume, "continue the run in --out from its last checkpoint, as its config.json says");
@@ -194,11 +193,11 @@ int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& o
   std::vector<std::string> texts;
   auto* evaluate = app.add_subcommand("evaluate", "exact match of a trained run on its test or validation set");
   evaluate->add_option("--out", run_dir, "run folder")->capture_default_str();
-  evaluate->add_option("--beam", beam, "beam size (1 = greedy)")->capture_default_str()->check(kNotNegative);
+  evaluate->add_option("--beam", beam, "beam size (1 = greedy)")->capture_default_str();
   evaluate->add_option("--split", split, "valid|test")->capture_default_str();
   auto* translate = app.add_subcommand("translate", "translate text given as arguments, else each line of stdin");
   translate->add_option("--out", run_dir, "run folder")->capture_default_str();
-  translate->add_option("--beam", beam, "beam size (1 = greedy)")->capture_default_str()->check(kNotNegative);
+  translate->add_option("--beam", beam, "beam size (1 = greedy)")->capture_default_str();
   translate->add_option("--attention", attention, "write the first input's cross-attention to this SVG file");
   translate->add_option("text", texts, "texts to translate");
   auto* report = app.add_subcommand("report", "an HTML page of a run's curves and exact match (RUN/report.html)");
@@ -207,6 +206,11 @@ int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& o
 
   if (const auto code = examples::parse_command_line(app, argc, argv, out, err, kProgram)) return *code;
   return tr::exit_code_of(kProgram, err, [&] {
+    for (const CLI::App* command : {evaluate, translate, report}) {
+      if (command->parsed() && parallel.size > 1) {
+        throw UsageError(fmt::format("{} runs in one process: start it without mpirun", command->get_name()));
+      }
+    }
     if (evaluate->parsed()) return evaluate_command(run_dir, beam, split, out);
     if (translate->parsed()) return translate_command(run_dir, beam, attention, texts, in, out);
     if (report->parsed()) {
@@ -214,7 +218,7 @@ int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& o
       out << fmt::format("report: {}\n", write_report(run_dir).string());
       return 0;
     }
-    return train_command(app, c, out, err, interactive);
+    return train_command(app, c, out, err, interactive, parallel);
   });
 }
 

@@ -10,14 +10,17 @@
 #include <tuple>
 
 #include "examples/common/settings.hpp"
+#include "tapegrad/autograd/messages.hpp"
 #include "tapegrad/datasets/numbers/numbers.hpp"
+#include "tapegrad/io/json.hpp"
 
 namespace translate {
 
 Direction parse_direction(const std::string& name) {
   if (name == "words2digits") return Direction::WordsToDigits;
   if (name == "digits2words") return Direction::DigitsToWords;
-  throw std::invalid_argument(fmt::format("unknown direction '{}' (expected words2digits or digits2words)", name));
+  throw std::invalid_argument(
+      fmt::format("unknown direction '{}' (expected words2digits or digits2words)", tapegrad::clip_for_message(name)));
 }
 
 std::string direction_name(Direction d) { return d == Direction::WordsToDigits ? "words2digits" : "digits2words"; }
@@ -25,7 +28,8 @@ std::string direction_name(Direction d) { return d == Direction::WordsToDigits ?
 void Config::validate() const {
   parse_direction(direction);
   if (activation != "relu" && activation != "gelu")
-    throw std::invalid_argument(fmt::format("unknown activation '{}' (expected relu or gelu)", activation));
+    throw std::invalid_argument(
+        fmt::format("unknown activation '{}' (expected relu or gelu)", tapegrad::clip_for_message(activation)));
   // Positive, and below bounds far above any useful run, where memory or time would explode before
   // anything happens (a 10^9-wide model is a bad_alloc, 10^9 layers never finish building).
   namespace lim = examples::limits;
@@ -38,7 +42,7 @@ void Config::validate() const {
       {"--num-decoder-layers", num_decoder_layers, lim::kLayers},
       {"--dim-feedforward", dim_feedforward, lim::kWidth},
       {"--batch-size", batch_size, lim::kBatchSize},
-      {"--beam", beam, 1'024}};
+      {"--beam", beam, lim::kBeam}};
   for (const auto& [flag, value, limit] : counts) {
     if (value == 0) throw std::invalid_argument(fmt::format("{} 0 must be positive", flag));
     if (value > std::uint64_t(limit))
@@ -109,8 +113,8 @@ std::string Config::to_json() const {
 Config Config::from_json(const std::string& text) {
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
+    j = tapegrad::io::parse_json(text);
+  } catch (const std::runtime_error& e) {
     throw std::runtime_error(fmt::format("bad configuration: {}", e.what()));
   }
   Config c;

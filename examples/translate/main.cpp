@@ -6,12 +6,18 @@
 //   train_translate --out DIR --resume                                             continue a run
 //   train_translate evaluate --out DIR [--beam K] [--split valid|test]
 //   train_translate translate --out DIR [--beam K] [--attention FILE.svg] [TEXT...]   (else stdin lines)
+//
+// Started by mpirun (in a build with MPI), it trains data-parallel: `mpirun -np 2 train_translate
+// --threads 1 ...`, --batch-size staying the global batch.
 #include <iostream>
 
+#include "examples/common/parallel_main.hpp"
 #include "examples/translate/cli.hpp"
 #include "tapegrad/train/progress.hpp"
 
 int main(int argc, char** argv) {
-  return translate::run_cli(argc, argv, std::cin, std::cout, std::cerr,
-                            tapegrad::train::Progress::stderr_is_terminal());
+  const bool interactive = tapegrad::train::Progress::stderr_is_terminal();
+  return examples::parallel_main(argc, argv, "train_translate", [&](const examples::Parallel& parallel) {
+    return translate::run_cli(argc, argv, std::cin, std::cout, std::cerr, interactive, parallel);
+  });
 }

@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <numeric>
 #include <stdexcept>
 #include <xtensor/xadapt.hpp>
 #include <xtensor/xview.hpp>
@@ -11,6 +13,7 @@
 #include "examples/translate/attention_svg.hpp"
 #include "tapegrad/autograd/loss.hpp"
 #include "tapegrad/autograd/matmul.hpp"
+#include "tapegrad/autograd/messages.hpp"
 #include "tapegrad/autograd/shape_ops.hpp"
 #include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/datasets/numbers/numbers.hpp"
@@ -22,6 +25,7 @@
 #include "tapegrad/train/loop.hpp"
 #include "tapegrad/train/model_file.hpp"
 #include "tapegrad/train/progress.hpp"
+#include "tapegrad/train/replicas.hpp"
 #include "tapegrad/train/timing.hpp"
 
 namespace translate {
@@ -146,23 +150,38 @@ LoadedRun load_run(const fs::path& dir) {
         fmt::format("{}: no model (train with --out {} first)", run.model().string(), dir.string()));
   }
   run.check_files(run.model());
-  LoadedRun loaded{Config::from_json(run.read_config().dump()), nullptr, 0};
-  try {
-    loaded.config.validate();
-  } catch (const std::invalid_argument& e) {
-    throw std::runtime_error(fmt::format("{}: {}", run.config().string(), e.what()));
-  }
+  LoadedRun loaded{read_config(run), nullptr, 0};
   tapegrad::Generator gen(loaded.config.seed);
   loaded.model = std::make_unique<Model>(loaded.config.model_options(), gen);
   const auto metadata = tr::load_model(run.model(), *loaded.model);
-  const auto step = metadata.find("step");
-  loaded.step = step == metadata.end() ? 0 : std::stoll(step->second);
+  if (const auto step = metadata.find("step"); step != metadata.end()) {
+    const char* end = step->second.data() + step->second.size();
+    const auto [stop, error] = std::from_chars(step->second.data(), end, loaded.step);
+    if (error != std::errc() || stop != end || loaded.step < 0) {
+      throw std::runtime_error(fmt::format("{}: metadata \"step\" is \"{}\", not a step count", run.model().string(),
+                                           tapegrad::clip_for_message(step->second)));
+    }
+  }
   loaded.model->eval();
   return loaded;
 }
 
+Config read_config(const tr::RunDirectory& run) {
+  try {
+    const Config config = Config::from_json(run.read_config().dump());
+    config.validate();
+    return config;
+  } catch (const std::exception& e) {
+    // read_config names the file already; from_json and validate name only the key or the setting.
+    const std::string message = e.what();
+    if (message.rfind(run.config().string(), 0) == 0) throw std::runtime_error(message);
+    throw std::runtime_error(fmt::format("{}: {}", run.config().string(), message));
+  }
+}
+
 TrainResult train(const Config& c, std::ostream& out, std::ostream& log, bool interactive,
-                  const std::function<bool(std::int64_t step)>& stop_after_step) {
+                  const std::function<bool(std::int64_t step)>& stop_after_step, const examples::Parallel& parallel) {
+  const bool writer = parallel.writes_files();
   const tr::Stopwatch wall;
   try {
     c.validate();
@@ -180,17 +199,28 @@ TrainResult train(const Config& c, std::ostream& out, std::ostream& log, bool in
   tr::Progress progress(log, interactive, static_cast<std::size_t>(c.log_every));
 
   const auto data = evaluation_sets(c);
+  if (parallel.verify_same) {
+    // Ranks started with other settings would train another model in lockstep. The thread count may
+    // differ (results do not depend on it), as may the folder's path on another machine.
+    auto settings = nlohmann::json::parse(c.to_json());
+    settings.erase("threads");
+    settings.erase("out");
+    parallel.verify_same("configuration", settings.dump(1));
+  }
   tapegrad::Generator gen(c.seed);
   Model model(c.model_options(), gen);
+  // Several ranks: the same model everywhere (checked), gradients averaged; each trains its rows.
+  const tr::Replicas replicas = parallel.attach ? parallel.attach(model) : tr::Replicas{};
   tapegrad::optim::AdamOptions adam;
   adam.betas = {c.beta1, c.beta2};
   adam.eps = c.eps;
   tapegrad::optim::Adam<float> optimizer(model.parameters(), adam);
   const auto options_for_loss = loss_options(c);
-  // Training numbers are drawn afresh for every batch from the training split.
+  // Training numbers are drawn afresh for every batch from the training split; with several ranks each
+  // draws the whole global batch, so that their samplers stay the same.
   tapegrad::Generator sampler(c.seed ^ 0x5eedULL);
 
-  if (!c.resume) {
+  if (!c.resume && writer) {
     for (const auto& name : run.start_new(c.overwrite)) {
       progress.message(fmt::format("--overwrite: removed the previous run's {} from {}", name, run.dir().string()));
     }
@@ -200,6 +230,10 @@ TrainResult train(const Config& c, std::ostream& out, std::ostream& log, bool in
       "train_translate: {} | training numbers drawn afresh for every batch from the training split | valid {} test "
       "{} | {} parameters | {} thread(s)",
       direction_name(dir), data.valid.size(), data.test.size(), model.num_parameters(), c.threads));
+  if (replicas.size > 1) {
+    progress.message(fmt::format("data-parallel: {} ranks x {} thread(s); global batch {} = {} per rank", replicas.size,
+                                 c.threads, c.batch_size, (c.batch_size + replicas.size - 1) / replicas.size));
+  }
 
   tr::TrainerOptions options;
   options.epochs = 1;  // no epochs: every batch is new
@@ -222,13 +256,43 @@ TrainResult train(const Config& c, std::ostream& out, std::ostream& log, bool in
       src.push_back(encode_source(source_text(value, dir), dir));
       tgt.push_back(encode_target(target_text(value, dir), dir));
     }
-    const Batch b = make_batch(src, tgt);
-    Forced f = teacher_forced(model, b, options_for_loss);
     tr::StepOutput<float> output;
-    output.loss = f.loss;
-    output.count = static_cast<double>(b.target_tokens);
+    if (replicas.size == 1) {
+      const Batch b = make_batch(src, tgt);
+      Forced f = teacher_forced(model, b, options_for_loss);
+      output.loss = f.loss;
+      output.count = static_cast<double>(b.target_tokens);
+      output.correct = static_cast<double>(f.correct);
+      output.tokens = static_cast<double>(b.target_tokens);
+      return output;
+    }
+    // This rank's rows of the global batch. The ranks' rows hold different numbers of target tokens, so
+    // a per-rank mean would weigh a token of a short shard more: each rank's loss is the sum over its
+    // tokens divided by the tokens per rank of the whole batch, and the ranks' average gradient is then
+    // the gradient of the mean over all the batch's tokens, as one process computes it. count (that
+    // share) makes the logged loss the batch's mean too.
+    std::vector<std::size_t> rows(src.size());
+    std::iota(rows.begin(), rows.end(), std::size_t{0});
+    std::size_t total_tokens = 0;
+    Batch mine;
+    for (int r = 0; r < replicas.size; ++r) {
+      std::vector<Ids> shard_src, shard_tgt;
+      for (const std::size_t i : tr::shard(rows, replicas.size, r)) {
+        shard_src.push_back(src[i]);
+        shard_tgt.push_back(tgt[i]);
+      }
+      Batch b = make_batch(shard_src, shard_tgt);
+      total_tokens += b.target_tokens;
+      if (r == replicas.rank) mine = std::move(b);
+    }
+    auto summed = options_for_loss;
+    summed.reduction = tapegrad::Reduction::Sum;
+    Forced f = teacher_forced(model, mine, summed);
+    const double per_rank = static_cast<double>(total_tokens) / replicas.size;
+    output.loss = f.loss * static_cast<float>(1.0 / per_rank);
+    output.count = per_rank;
     output.correct = static_cast<double>(f.correct);
-    output.tokens = static_cast<double>(b.target_tokens);
+    output.tokens = static_cast<double>(mine.target_tokens);
     return output;
   };
   const auto valid_sources = sources_of(data.valid, dir), valid_targets = targets_of(data.valid, dir);
@@ -260,6 +324,7 @@ TrainResult train(const Config& c, std::ostream& out, std::ostream& log, bool in
     return e;
   };
   hooks.generators = {{"sampler", &sampler}};
+  hooks.replicas = replicas;
   tr::Trainer<float> trainer(run, model, optimizer, options, hooks, progress);
   const tr::TrainerResult trained = trainer.run();
 
@@ -270,7 +335,7 @@ TrainResult train(const Config& c, std::ostream& out, std::ostream& log, bool in
   result.best_valid = trained.best_score;
   result.validations = trained.validations.size();
   result.train_seconds = trained.train_seconds;
-  if (result.interrupted) {
+  if (result.interrupted || !writer) {
     result.wall_seconds = wall.seconds();
     return result;
   }

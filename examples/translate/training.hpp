@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "examples/common/parallel.hpp"
 #include "examples/translate/batches.hpp"
 #include "examples/translate/config.hpp"
 #include "tapegrad/models/transformer.hpp"
@@ -47,6 +48,9 @@ struct LoadedRun {
 };
 // Reads config.json and model.safetensors; throws std::runtime_error naming the missing or bad file.
 LoadedRun load_run(const std::filesystem::path& dir);
+// A run's config.json, read strictly and validated; throws std::runtime_error naming the file and the
+// key or setting at fault (it describes a run: not the command line's fault, so not a UsageError).
+Config read_config(const tapegrad::train::RunDirectory& run);
 
 struct TrainResult {
   bool interrupted = false;  // Ctrl-C (or stop_after_step): no test evaluation
@@ -62,7 +66,12 @@ struct TrainResult {
 // Progress goes to log (a redrawn bar when interactive), the results to out. Stops early, like Ctrl-C,
 // when interrupt_requested() or stop_after_step(step) says so after a step. Throws
 // tapegrad::train::UsageError for bad settings, std::runtime_error for file problems.
+// With parallel.size > 1 every rank draws the same global batch of config.batch_size numbers and trains
+// its rows of it (train::shard); the loss is scaled so that the averaged gradient is the one of the whole
+// batch's mean over its target tokens, as one process computes it. Rank 0 alone writes files and
+// evaluates the test set.
 TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bool interactive,
-                  const std::function<bool(std::int64_t step)>& stop_after_step = {});
+                  const std::function<bool(std::int64_t step)>& stop_after_step = {},
+                  const examples::Parallel& parallel = {});
 
 }  // namespace translate

@@ -42,7 +42,7 @@ int main() {
   // The training loop, as in torch: zero the gradients, forward, loss, backward, step.
   for (int step = 1; step <= 300; ++step) {
     adam.zero_grad();
-    auto loss = cross_entropy(model->forward(train_x), train_y);
+    auto loss = cross_entropy((*model)(train_x), train_y);  // model(x): the module's forward
     loss.backward();
     adam.step();
     if (step % 100 == 0) std::cout << "step " << step << ": loss " << loss.item() << "\n";
@@ -50,7 +50,7 @@ int main() {
 
   // Evaluation records nothing.
   NoGradGuard no_grad;
-  const float acc = accuracy(model->forward(test_x), test_y);
+  const float acc = accuracy((*model)(test_x), test_y);
   std::cout << "test accuracy " << acc << "\n";
   return acc > 0.95f ? 0 : 1;
 }

@@ -19,7 +19,7 @@ int main() {
   const IndexArray y = {0, 1, 2, 1, 0};
   for (int step = 0; step < 10; ++step) {
     adam.zero_grad();
-    cross_entropy(model->forward(x), y).backward();
+    cross_entropy((*model)(x), y).backward();
     adam.step();
   }
 
@@ -32,7 +32,7 @@ int main() {
   auto restored = make_model(other);  // different initial weights
   auto state = restored->state_dict();
   io::safetensors::load_state_dict(weights, state);  // copies into the model's own parameters
-  const bool same = restored->forward(x).data() == model->forward(x).data();
+  const bool same = (*restored)(x).data() == (*model)(x).data();
   std::cout << "the loaded model gives the same outputs: " << std::boolalpha << same << "\n";
 
   // 2. A training checkpoint: model, optimizer state and step, to resume exactly.

@@ -31,8 +31,8 @@ Batch make_batch(std::size_t size, Generator& gen) {
 }
 
 // Embeddings plus sinusoidal positions, a Transformer encoder (torch.nn.TransformerEncoder's layers and
-// names), and a linear classifier on the [CLS] position's output.
-class Classifier : public nn::Module<float> {
+// names), and a linear classifier on the [CLS] position's output. Callable, as in chapter 3.
+class Classifier : public nn::Module<float, Classifier> {
  public:
   Classifier(std::size_t d_model, Generator& gen) {
     nn::TransformerLayerOptions layer(d_model, /*nhead=*/4);
@@ -48,9 +48,9 @@ class Classifier : public nn::Module<float> {
 
   // ids [B, L], padding [B, L] -> logits [B, 2]
   Tensor<float> forward(const xt::xarray<std::int64_t>& ids, const BoolArray& padding) const {
-    auto h = positions->forward(embedding->forward(ids));
-    h = encoder->forward(h, /*mask=*/{}, /*src_key_padding_mask=*/padding);
-    return head->forward(select(h, /*dim=*/1, /*index=*/0));
+    auto h = (*positions)((*embedding)(ids));
+    h = (*encoder)(h, /*mask=*/nn::AttentionMask<float>(), /*src_key_padding_mask=*/padding);
+    return (*head)(select(h, /*dim=*/1, /*index=*/0));  // h[:, 0] in torch
   }
 
   std::string name() const override { return "Classifier"; }
@@ -72,7 +72,7 @@ int main() {
   for (int step = 1; step <= 300; ++step) {
     const Batch batch = make_batch(32, gen);
     adam.zero_grad();
-    auto loss = cross_entropy(model.forward(batch.ids, batch.padding), batch.labels);
+    auto loss = cross_entropy(model(batch.ids, batch.padding), batch.labels);
     loss.backward();
     optim::clip_grad_norm_(model.parameters(), 1.0);
     adam.step();
@@ -82,7 +82,7 @@ int main() {
   model.eval();
   NoGradGuard no_grad;
   const Batch test = make_batch(1000, gen);
-  const auto predicted = argmax(model.forward(test.ids, test.padding), 1);
+  const auto predicted = argmax(model(test.ids, test.padding), 1);
   std::size_t right = 0;
   for (std::size_t i = 0; i < 1000; ++i) right += predicted(i) == test.labels(i);
   std::cout << "test accuracy " << right / 10.0 << "%\n";

@@ -2,15 +2,21 @@
 """The tutorial cannot rot: every C++ block of docs/tutorial.md names its file on its first line
 (`// examples/tutorial/NAME.cpp`) and must equal that file byte for byte, and every program in
 examples/tutorial/ must appear in the tutorial. The programs themselves are built and run as CTest
-tests (tests/CMakeLists.txt). Usage: check_tutorial.py <repository root> [--update]; --update
-copies each file into its block instead of comparing."""
+tests (tests/CMakeLists.txt). An output block marked `<!-- output of examples/tutorial/NAME.cpp -->`
+on the line before it must equal what that program prints (only for programs whose output does not
+depend on the machine's floating-point kernels), checked when the folder of the built programs is given.
+Usage: check_tutorial.py <repository root> [--update | --programs <build>/examples/tutorial];
+--update copies each file into its block instead of comparing."""
 import pathlib
 import re
+import subprocess
 import sys
+import tempfile
 
 root = pathlib.Path(sys.argv[1])
 tutorial = root / "docs/tutorial.md"
 markdown = tutorial.read_text()
+programs = pathlib.Path(sys.argv[3]).resolve() if sys.argv[2:3] == ["--programs"] and len(sys.argv) == 4 else None
 if sys.argv[2:] == ["--update"]:
     def copy_file(match):
         path = re.fullmatch(r"// (examples/tutorial/[\w.-]+\.cpp)", match.group(1).split("\n", 1)[0])
@@ -41,8 +47,18 @@ for file in sorted((root / "examples/tutorial").glob("*.cpp")):
         problems.append(f"{path} is not shown in docs/tutorial.md")
 if not blocks:
     problems.append("docs/tutorial.md has no C++ blocks")
+outputs = re.findall(r"^<!-- output of (examples/tutorial/[\w.-]+\.cpp) -->\n```\n(.*?)^```$", markdown, flags=re.S | re.M)
+for path, expected in outputs if programs else []:
+    program = programs / ("tutorial_" + pathlib.Path(path).stem)
+    with tempfile.TemporaryDirectory() as work:
+        run = subprocess.run([str(program)], cwd=work, capture_output=True, text=True, timeout=300)
+    if run.returncode != 0:
+        problems.append(f"{program} exited with {run.returncode}: {run.stderr}")
+    elif run.stdout != expected:
+        problems.append(f"the output shown for {path} differs from what it prints:\n{run.stdout}")
 for p in problems:
     print(f"check_tutorial: {p}", file=sys.stderr)
 if problems:
     sys.exit(1)
-print(f"check_tutorial: {len(blocks)} blocks of docs/tutorial.md equal their files in examples/tutorial/")
+checked = f" and {len(outputs)} outputs their programs' output" if programs else ""
+print(f"check_tutorial: {len(blocks)} blocks of docs/tutorial.md equal their files in examples/tutorial/{checked}")

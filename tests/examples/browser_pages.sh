@@ -16,7 +16,7 @@ trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 epochs=3 layers=2 heads=2
-"$program" --data "$fixture" --no-download --d-model 8 --heads $heads --layers $layers --ff 16 --vocab-size 50 --ngram-buckets 64 \
+"$program" --data "$fixture" --no-download --d-model 8 --heads $heads --layers $layers --ff 16 --vocab-size 50 --ngram-buckets 64 --wide-buckets 97 \
   --max-len 32 --epochs $epochs --batch-size 2 --valid-fraction 0.34 --warmup 1 --lr 0.02 --log-every 1 \
   --threads 1 --out "$work/run" > "$work/train.out" 2> "$work/train.err" || fail "training: $(cat "$work/train.err")"
 grep -qx "report: $work/run/report.html" "$work/train.out" || fail "training did not print where the report is"

@@ -94,10 +94,11 @@ TEST_CASE("usage errors for predict without input and evaluate of a split the ru
           "[imdb][config]") {
   tapegrad::testing::TempDir tmp;
   const std::string run = (tmp.path / "run").string();
-  const auto [trained, log] = train_imdb_stderr(fmt::format(
-      "--data '{}/aclImdb_small' --no-download --d-model 8 --heads 2 --layers 1 --ff 16 --vocab-size 50 --ngram-buckets 64 --max-len 32 "
-      "--epochs 1 --batch-size 2 --valid-fraction 0 --warmup 1 --threads 1 --out '{}'",
-      TAPEGRAD_TEST_DATA_DIR, run));
+  const auto [trained, log] =
+      train_imdb_stderr(fmt::format("--data '{}/aclImdb_small' --no-download --d-model 8 --heads 2 --layers 1 --ff 16 "
+                                    "--vocab-size 50 --ngram-buckets 64 --wide-buckets 97 --max-len 32 "
+                                    "--epochs 1 --batch-size 2 --valid-fraction 0 --warmup 1 --threads 1 --out '{}'",
+                                    TAPEGRAD_TEST_DATA_DIR, run));
   REQUIRE(trained == 0);
   CHECK(train_imdb_stderr(fmt::format("predict --run '{}' < /dev/null", run)) ==
         std::pair<int, std::string>{
@@ -112,6 +113,15 @@ TEST_CASE("usage errors for predict without input and evaluate of a split the ru
                "train_imdb: --split valid: the run {} has no validation reviews (its --valid-fraction is 0)\n", run)));
   CHECK(train_imdb_stderr(fmt::format("predict --run '{}' --threads 4294967298 good", run)) ==
         std::pair<int, std::string>{2, "train_imdb: --threads 4294967298 is above the limit of 1024\n"});
+  // A review without a token got the model's P(positive) of nothing (0.4999), as if it were an answer.
+  std::ofstream(tmp.path / "reviews.txt") << "good film\n\n";
+  CHECK(train_imdb_stderr(fmt::format("predict --run '{}' < '{}'", run, (tmp.path / "reviews.txt").string())) ==
+        std::pair<int, std::string>{2, "train_imdb: line 2 of stdin has no tokens: nothing to predict from\n"});
+  CHECK(train_imdb_stderr(fmt::format("predict --run '{}' good ' '", run)) ==
+        std::pair<int, std::string>{2, "train_imdb: review 2 has no tokens: nothing to predict from\n"});
+  // evaluate's --batch-size is bounded like training's, and checked before the run folder is read.
+  CHECK(train_imdb_stderr("evaluate --run /nonexistent --batch-size 4294967298") ==
+        std::pair<int, std::string>{2, "train_imdb: --batch-size 4294967298 is above the limit of 1000000\n"});
 }
 
 TEST_CASE("training on reviews that hold no tokens is an error, not a run at chance", "[imdb][config]") {

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <numeric>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -28,8 +29,10 @@
 #include "examples/imdb/model.hpp"
 #include "examples/imdb/train.hpp"
 #include "tapegrad/autograd/tape.hpp"
+#include "tapegrad/datasets/text/batching.hpp"
 #include "tapegrad/datasets/text/tokenizer.hpp"
 #include "tapegrad/io/safetensors.hpp"
+#include "tapegrad/nn/hashed_ngram_embedding.hpp"
 #include "tapegrad/train/calibration.hpp"
 #include "tapegrad/train/progress.hpp"
 #include "tests/examples/cli_harness.hpp"
@@ -60,6 +63,7 @@ imdb::Config tiny_config(const fs::path& out, std::int64_t epochs) {
   c.ff = 16;
   c.vocab_size = 50;
   c.ngram_buckets = 64;
+  c.wide_buckets = 97;
   c.max_len = 32;
   c.epochs = epochs;
   c.batch_size = 2;
@@ -168,6 +172,8 @@ TEST_CASE("train_imdb rejects bad settings with one line naming the flag and exi
       {{"--ngram-buckets", "1"}, "train_imdb: --ngram-buckets 1 must be 0 (none) or between 2 and 100000000\n"},
       {{"--ngram-max", "1"}, "train_imdb: --ngram-max 1 is outside [2, 8]\n"},
       {{"--ngram-dim", "65"}, "train_imdb: --ngram-dim 65 is outside [0, --d-model 64]\n"},
+      {{"--wide-buckets", "1"}, "train_imdb: --wide-buckets 1 must be 0 (none) or between 2 and 100000000\n"},
+      {{"--wide-loss", "both"}, "train_imdb: --wide-loss both is not one of joint|separate\n"},
       {{"--data", "/nonexistent/aclImdb"}, "train_imdb: --data /nonexistent/aclImdb does not exist\n"},
       {{"evaluate", "--run", "/nonexistent/run"}, "train_imdb: --run /nonexistent/run has no config.json\n"},
       {{"--epochs", "2", "predict", "--run", "x"},
@@ -230,7 +236,8 @@ TEST_CASE("train_imdb: warmup longer than training and a --resume without a run 
 
 TEST_CASE("train_imdb trains a tiny model on the fixture and predict agrees with the model in-process", "[imdb]") {
   TempDir tmp;
-  const imdb::Config config = tiny_config(tmp.path, 8);
+  imdb::Config config = tiny_config(tmp.path, 8);
+  config.wide_buckets = 0;  // the encoder alone, whose temperature is fitted by itself (the wide part: below)
   std::ostringstream out, log;
   const imdb::TrainResult result = imdb::train(config, out, log, false);
 
@@ -347,6 +354,66 @@ TEST_CASE("train_imdb --ngram-buckets: the hashed n-gram table is trained, saved
   CHECK(xt::amax(xt::abs(xt::view(table, 0, xt::all())))() == 0.0f);
 
   // The same text scores the same in and out of process.
+  const std::string review = "not bad at all , actually quite good";
+  const double p = imdb::predict_proba(*run.model, run.vocab, run.config, {review}, 64, run.temperature).at(0);
+  const CliResult predicted = run_in_process({"predict", "--run", tmp.path.string(), review});
+  REQUIRE(predicted.code == 0);
+  CHECK(parse_numbers(predicted.out).at(0) == Approx(p).margin(1e-6));
+}
+
+TEST_CASE("train_imdb --wide-buckets --wide-nb: NB-scaled n-gram part, weights fitted on validation, predict",
+          "[imdb]") {
+  TempDir tmp;
+  imdb::Config config = tiny_config(tmp.path, 3);
+  config.wide_buckets = 101;
+  config.wide_max_n = 2;
+  config.wide_nb = true;
+  config.wide_loss = "separate";
+  std::ostringstream out, log;
+  const imdb::TrainResult result = imdb::train(config, out, log, false);
+  REQUIRE_FALSE(result.interrupted);
+
+  imdb::LoadedRun run = imdb::load_run(tmp.path);
+  REQUIRE(run.model->wide != nullptr);
+  // The saved scale is naive Bayes' log-count ratio over the training reviews, and the table trained.
+  const imdb::RawData raw = imdb::read_data(kFixture.string(), true);
+  const auto splits = imdb::encode_splits(raw, imdb::split_of(raw, run.config), run.vocab, run.config);
+  tapegrad::nn::NgramLogCountRatio counts(101, 2);
+  std::vector<std::size_t> all(splits.train.size());
+  std::iota(all.begin(), all.end(), std::size_t{0});
+  const auto train_batch = tapegrad::datasets::collate(splits.train, all);
+  counts.add(train_batch.ids, train_batch.padding_mask, train_batch.labels);
+  const xt::xarray<double> ratio = counts.ratio(1.0);
+  CHECK(counts.documents(0) + counts.documents(1) == splits.train.size());
+  CHECK(log.str().find(fmt::format("--wide-nb: log-count ratios of 101 n-gram buckets from {} + {} training reviews",
+                                   counts.documents(1), counts.documents(0))) != std::string::npos);
+  for (std::size_t b = 0; b < 101; ++b) CHECK(run.model->wide->scale.data()(b, 0) == Approx(ratio(b)).epsilon(1e-6));
+  CHECK(xt::amax(xt::abs(run.model->wide->weight.data()))() > 1e-4);
+
+  // The parts' weights (a, b) fitted on the validation reviews are in the model: wide_weight = b / a and
+  // the temperature 1 / a, so the probabilities are those of a * encoder + b * wide.
+  const imdb::EvalResult valid = imdb::evaluate(*run.model, splits.valid, 2);
+  const auto weights = imdb::fit_part_weights(valid);
+  REQUIRE(weights);
+  REQUIRE(weights->encoder > 0);
+  REQUIRE(weights->wide > 0);
+  CHECK(run.model->wide_weight.data()(0) == Approx(weights->wide / weights->encoder).epsilon(1e-4));
+  CHECK(run.temperature == Approx(1.0 / weights->encoder).epsilon(1e-4));
+  for (std::size_t i = 0; i < valid.count; ++i) {
+    const double total = valid.logits(i, 1) - valid.logits(i, 0);
+    const double parts = valid.encoder_logits(i, 1) - valid.encoder_logits(i, 0) +
+                         run.model->wide_weight.data()(0) * (valid.wide_logits(i, 1) - valid.wide_logits(i, 0));
+    CHECK(total == Approx(parts).margin(1e-4));
+  }
+  // Each validation line reports both parts alone.
+  const auto lines = metrics_without_timing(tmp.path / "metrics.jsonl");
+  const auto epoch_line =
+      std::find_if(lines.begin(), lines.end(), [](const auto& l) { return l.contains("valid_acc"); });
+  REQUIRE(epoch_line != lines.end());
+  CHECK(epoch_line->contains("valid_acc_encoder"));
+  CHECK(epoch_line->contains("valid_acc_wide"));
+
+  // predict uses all of it with no flag, in and out of process alike.
   const std::string review = "not bad at all , actually quite good";
   const double p = imdb::predict_proba(*run.model, run.vocab, run.config, {review}, 64, run.temperature).at(0);
   const CliResult predicted = run_in_process({"predict", "--run", tmp.path.string(), review});

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -21,6 +22,8 @@
 #include "examples/lm/data.hpp"
 #include "examples/lm/model.hpp"
 #include "examples/lm/train.hpp"
+#include "tapegrad/datasets/imdb/imdb.hpp"
+#include "tapegrad/datasets/text/split.hpp"
 #include "tapegrad/io/safetensors.hpp"
 #include "tapegrad/train/metrics.hpp"
 #include "tests/helpers.hpp"
@@ -296,6 +299,14 @@ TEST_CASE("train_lm --resume after an interruption ends exactly where an uninter
   CHECK(r.err ==
         fmt::format("train_lm: --resume: --lr 0.5 differs from 0.01 in {}\n", (parts.path / "config.json").string()));
   CHECK(run_lm({"--resume", "--out", (parts.path / "nothing").string()}).code == 2);
+  // A config.json edited by hand is read strictly, and the error names it.
+  const fs::path config = parts.path / "config.json";
+  std::string text = read_bytes(config);
+  text.replace(text.find("\"heads\""), 7, "\"haeds\"");
+  std::ofstream(config, std::ios::binary) << text;
+  const CliResult misspelled = run_lm({"--out", parts.path.string(), "--resume"});
+  CHECK(misspelled.code == 1);
+  CHECK(misspelled.err == fmt::format("train_lm: {}: unknown key \"haeds\"\n", config.string()));
 }
 
 TEST_CASE("train_lm: bad settings are one line naming the flag, exit code 2", "[lm]") {
@@ -312,6 +323,41 @@ TEST_CASE("train_lm: bad settings are one line naming the flag, exit code 2", "[
   CHECK(error({"--d-model", "30", "--heads", "4"}) == "train_lm: --d-model 30 is not divisible by --heads 4");
   CHECK(error({"--warmup", "6000"}) == "train_lm: --warmup 6000 must be less than --steps 5600");
   CHECK(error({"--context", "1"}) == "train_lm: --context 1 leaves no token to predict from another");
+  // The subcommands' --threads, bounded like training's (4294967298 used to become 2 threads).
+  for (const auto& args : {std::vector<std::string>{"evaluate", "--run", "x", "--threads", "4294967298"},
+                           {"generate", "--run", "x", "--threads", "4294967298", "good"}}) {
+    const CliResult r = run_lm(args);
+    CHECK(r.code == 2);
+    CHECK(r.err == "train_lm: --threads 4294967298 is above the limit of 1024\n");
+  }
+}
+
+TEST_CASE("train_lm: reviews too short to predict anything are an error, not a crash or a perplexity of 1", "[lm]") {
+  // One-word or empty reviews give no training pairs: the loader's 0 batches ended in SIGFPE; with no
+  // validation pair, the baselines reported a perplexity of 1.00 over 0 tokens.
+  TempDir tmp;
+  for (const char* file : {"train/neg/0_1.txt", "train/neg/1_2.txt", "train/pos/0_9.txt", "train/pos/1_8.txt",
+                           "test/neg/0_2.txt", "test/pos/0_8.txt"}) {
+    fs::create_directories((tmp.path / "data" / file).parent_path());
+    std::ofstream(tmp.path / "data" / file) << (file[1] == 'r' ? " great \n" : "fine film");
+  }
+  const CliResult r = run_lm({"--data", (tmp.path / "data").string(), "--no-download", "--valid-fraction", "0.5",
+                              "--out", (tmp.path / "run").string()});
+  CHECK(r.code == 1);
+  CHECK_THAT(r.err, Catch::EndsWith("none of the 2 training reviews has the 2 tokens a language model needs\n"));
+  CHECK_FALSE(fs::exists(tmp.path / "run"));  // nothing written for a run that cannot start
+
+  // Longer training reviews, found as train_lm finds them: the same split of the same reviews.
+  const auto reviews = tapegrad::datasets::read_imdb(tmp.path / "data").train;
+  const std::map<int, std::string> file_of_rating = {
+      {1, "train/neg/0_1.txt"}, {2, "train/neg/1_2.txt"}, {9, "train/pos/0_9.txt"}, {8, "train/pos/1_8.txt"}};
+  for (const std::size_t i : tapegrad::datasets::train_valid_split(reviews, 0.5, 0).train) {
+    std::ofstream(tmp.path / "data" / file_of_rating.at(reviews[i].rating)) << "a fine film";
+  }
+  const CliResult valid = run_lm({"--data", (tmp.path / "data").string(), "--no-download", "--valid-fraction", "0.5",
+                                  "--out", (tmp.path / "run").string()});
+  CHECK(valid.code == 1);
+  CHECK_THAT(valid.err, Catch::EndsWith("none of the 2 validation reviews has the 2 tokens a language model needs\n"));
 }
 
 TEST_CASE("train_lm --objective masked defaults to train_imdb's classifier", "[lm]") {
@@ -364,6 +410,7 @@ TEST_CASE("train_imdb --init-from loads a masked run's embedding and encoder exa
   c.threads = 1;
   c.init_from = pretrained.string();
   c.ngram_buckets = 64;  // fresh, like the head
+  c.wide_buckets = 31;   // fresh too
   c.out = (tmp.path / "imdb").string();
   std::ostringstream out, log;
   imdb::train(c, out, log, false);
@@ -374,7 +421,7 @@ TEST_CASE("train_imdb --init-from loads a masked run's embedding and encoder exa
   const tapegrad::io::safetensors::File classifier((tmp.path / "imdb" / "model.safetensors").string());
   std::size_t same = 0;
   for (const auto& name : classifier.names()) {
-    if (name.rfind("classifier.", 0) == 0 || name.rfind("ngrams.", 0) == 0) continue;
+    if (name.rfind("classifier.", 0) == 0 || name.rfind("ngrams.", 0) == 0 || name.rfind("wide", 0) == 0) continue;
     INFO(name);
     REQUIRE(from.contains(name));
     CHECK(bool(classifier.get<float>(name) == from.get<float>(name)));

@@ -13,6 +13,7 @@
 #include <iterator>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "examples/translate/cli.hpp"
@@ -33,7 +34,8 @@ namespace {
 using tapegrad::testing::CliResult;
 
 CliResult run_in_process(std::vector<std::string> args, const std::string& input = "") {
-  return tapegrad::testing::run_cli_in_process(translate::run_cli, "train_translate", std::move(args), input);
+  return tapegrad::testing::run_cli_in_process([](auto&&... a) { return translate::run_cli(a...); }, "train_translate",
+                                               std::move(args), input);
 }
 
 // A tiny model: 6 steps of 8 numbers, validation after steps 3 and 6.
@@ -161,6 +163,17 @@ TEST_CASE("train_translate: a tiny run writes metrics.jsonl, the model, the chec
   CHECK(eval.out.rfind(fmt::format("words2digits test exact match (greedy): {:.2f}%", 100.0 * test_exact), 0) == 0);
   const CliResult tr = run_in_process({"translate", "--out", tmp.path.string()}, "one\n");
   CHECK(tr.code == 0);
+  // A text longer than the model reads: a usage error that quotes its start, not the whole 1 MB line.
+  std::string long_text;
+  for (int i = 0; i < 250'000; ++i) long_text += "one ";
+  const CliResult too_long = run_in_process({"translate", "--out", tmp.path.string()}, long_text + "\n");
+  CHECK(too_long.code == 2);
+  CHECK(too_long.err == "train_translate: '" + long_text.substr(0, 80) +
+                            "... (1000000 bytes)' is 250000 tokens, longer than the model's 32\n");
+  // A beam wider than training's limit was a std::bad_alloc; the limit is checked before the run is read.
+  const CliResult wide = run_in_process({"translate", "--out", tmp.path.string(), "--beam", "4294967298", "one"});
+  CHECK(wide.code == 2);
+  CHECK(wide.err == "train_translate: --beam 4294967298 is above the limit of 1024\n");
 
   // A second run into the same folder is refused and leaves it as it was.
   const std::string model = read_bytes(tmp.path / "model.safetensors");
@@ -287,4 +300,15 @@ TEST_CASE("train_translate: config.json is read strictly, and a changed one is r
   CHECK(evaluated.code == 1);
   CHECK_THAT(evaluated.err,
              Catch::Contains(config.string() + ": changed or damaged since model.safetensors was written"));
+
+  // --resume reads it strictly too, naming the file: a misspelled key, a setting out of its range.
+  for (const auto& [from, to, expected] :
+       {std::tuple{"\"nhead\": 1", "\"nhaed\": 2", "bad configuration: unknown key \"nhaed\""},
+        std::tuple{"\"nhaed\": 2", "\"nhead\": 3", "--d-model 16 is not divisible by --nhead 3"}}) {
+    text.replace(text.find(from), std::string(from).size(), to);
+    std::ofstream(config, std::ios::binary) << text;
+    const CliResult resumed = run_in_process({"--resume", "--out", tmp.path.string()});
+    CHECK(resumed.code == 1);
+    CHECK(resumed.err == fmt::format("train_translate: {}: {}\n", config.string(), expected));
+  }
 }

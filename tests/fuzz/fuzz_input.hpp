@@ -52,6 +52,24 @@ void write_seeds_if_asked(F&& write) {
   std::exit(0);
 }
 
+/// One folder per process for a target whose reader takes a run folder: in memory where the system
+/// has /dev/shm, removed at exit.
+struct ScratchFolder {
+  explicit ScratchFolder(const std::string& name) {
+    const std::filesystem::path base =
+        std::filesystem::is_directory("/dev/shm") ? "/dev/shm" : std::filesystem::temp_directory_path();
+    path = base / (name + "." + std::to_string(::getpid()));
+    std::filesystem::create_directories(path);
+  }
+  ~ScratchFolder() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  ScratchFolder(const ScratchFolder&) = delete;
+  ScratchFolder& operator=(const ScratchFolder&) = delete;
+  std::filesystem::path path;
+};
+
 inline void copy_file(const std::filesystem::path& from, const std::filesystem::path& to) {
   std::filesystem::copy_file(from, to, std::filesystem::copy_options::overwrite_existing);
 }

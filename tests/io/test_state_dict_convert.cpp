@@ -1,10 +1,12 @@
 // load_state_dict converts between F64 files and float models and between F32 files and double
-// models, as torch's copy_ does, and still refuses wrong names, shapes and non-float dtypes.
+// models, as torch's copy_ does (and io::load_state_dict between state_dicts in memory), and still
+// refuses wrong names, shapes and non-float dtypes.
 #include <catch2/catch.hpp>
 #include <string>
 #include <xtensor/xbuilder.hpp>
 
 #include "tapegrad/io/safetensors.hpp"
+#include "tapegrad/io/state_dict.hpp"
 #include "tests/helpers.hpp"
 
 using namespace tapegrad;
@@ -79,4 +81,26 @@ TEST_CASE("a converting load still refuses wrong shapes, names and dtypes, and c
   StateDict<float> renamed{{"weight", Tensor<float>::zeros({2, 2})}};
   CHECK_THROWS_WITH(st::load_state_dict(path, renamed),
                     Catch::Contains("unexpected \"w\"") && Catch::Contains("missing \"weight\""));
+}
+
+TEST_CASE("io::load_state_dict copies a state_dict in memory, converting, and refuses what does not fit",
+          "[io][convert]") {
+  auto w32 = Tensor<float>::zeros({2, 2}, true);
+  StateDict<float> target{{"w", w32}, {"b", Tensor<float>::zeros({2})}};
+  const StateDict<double> source{{"w", Tensor<double>::from_vector({0.1, 0.2, 0.3, 0.4}, {2, 2})},
+                                 {"b", Tensor<double>::from_vector({1.0 / 3.0, -2.0}, {2})}};
+  io::load_state_dict(target, source);
+  CHECK(w32.data()(1, 0) == 0.3f);  // into the tensor the target holds, converted to nearest
+  CHECK(target.at("b").data()(0) == static_cast<float>(1.0 / 3.0));
+
+  // An undefined tensor on either side and a value beyond float's range are named; nothing changes.
+  const StateDict<double> bad{{"w", Tensor<double>()}, {"b", Tensor<double>::from_vector({1e300, 0.0}, {2})}};
+  CHECK_THROWS_WITH(io::load_state_dict(target, bad),
+                    Catch::Contains("2 problem(s)") &&
+                        Catch::Contains("\"w\" is an undefined tensor in the state_dict") &&
+                        Catch::Contains("\"b\" holds inf at flat index 0"));
+  CHECK(w32.data()(1, 0) == 0.3f);
+  StateDict<float> undefined_target{{"w", Tensor<float>()}};
+  CHECK_THROWS_WITH(io::load_state_dict(undefined_target, source, /*strict=*/false),
+                    Catch::Contains("\"w\" is an undefined tensor in the model"));
 }

@@ -185,6 +185,52 @@ TEST_CASE("TransformerClassifier with narrower n-gram rows: projected to d_model
                     Catch::Contains("ngram_dim (5) must not exceed d_model (4)"));
 }
 
+TEST_CASE("TransformerClassifier with a wide n-gram part: logits add up, gradcheck, names, errors",
+          "[classifier][ngram]") {
+  auto o = tiny(Pooling::Mean, false);
+  o.num_layers = 1;
+  o.wide_buckets = 19;
+  o.wide_max_n = 2;
+  Generator gen(10);
+  TransformerClassifier<double> model(o, gen);
+  REQUIRE(model.wide);
+  const auto state = model.state_dict();
+  CHECK(state.at("wide.weight").shape() == Shape{19, 2});  // one column per class, zero at first
+  CHECK(xt::all(xt::equal(model.wide->weight.data(), 0.0)));
+  model.wide->weight.mutable_data() = Tensor<double>::normal({19, 2}, 0.0, 1.0, gen).data();
+  const auto f = [&](const std::vector<Tensor<double>>&) { return model.forward(kIds, kPad); };
+  CHECK_GRADCHECK(f, model.parameters());
+  model.eval();
+  const auto parts = model.forward_parts(kIds, kPad);
+  CHECK(parts.wide.data() == model.wide->forward(kIds, kPad).data());
+  CHECK(xt::allclose(model.forward(kIds, kPad).data(), parts.encoder.data() + parts.wide.data()));
+  // The buffer wide_weight (saved with the model) weighs the wide part in the sum.
+  CHECK(state.at("wide_weight").shape() == Shape{1});
+  model.wide_weight.mutable_data()(0) = 0.25;
+  const auto weighted = model.forward_parts(kIds, kPad);
+  CHECK(weighted.wide.data() == parts.wide.data());
+  CHECK(xt::allclose(weighted.total().data(), parts.encoder.data() + 0.25 * parts.wide.data()));
+  CHECK(xt::allclose(model.forward(kIds, kPad).data(), weighted.total().data()));
+  model.wide_weight.mutable_data()(0) = 1.0;
+  // Padding changes neither part, and the encoder's logits are those of the same model without it.
+  auto ids2 = kIds;
+  ids2(1, 3) = 9;
+  CHECK(model.forward(kIds, kPad).data() == model.forward(ids2, kPad).data());
+  Generator same(10);
+  auto plain_options = o;
+  plain_options.wide_buckets = 0;
+  TransformerClassifier<double> plain(plain_options, same);
+  plain.eval();
+  CHECK(plain.forward(kIds, kPad).data() == parts.encoder.data());
+  CHECK_FALSE(plain.forward_parts(kIds, kPad).wide.defined());
+  o.wide_buckets = 1;
+  CHECK_THROWS_WITH(TransformerClassifier<double>(o, gen),
+                    Catch::Contains("wide_buckets must be 0 (none) or at least 2"));
+  o.wide_buckets = 5;
+  o.wide_max_n = 0;
+  CHECK_THROWS_WITH(TransformerClassifier<double>(o, gen), Catch::Contains("wide_max_n must be at least 1, got 0"));
+}
+
 TEST_CASE("TransformerClassifier: calling the model runs forward", "[classifier][call]") {
   Generator gen(4);
   TransformerClassifier<double> model(tiny(Pooling::Mean, false), gen);

@@ -77,3 +77,103 @@ TEST_CASE("HashedNgramEmbedding: gradcheck, and the 'no n-gram' row gets no grad
   // Every real bigram and trigram adds 1 to its bucket's row: 4 + 3 + 2 + 1 = 10 n-grams in all.
   CHECK(xt::sum(emb.weight.grad())() == Approx(10.0 * 3));
 }
+
+TEST_CASE("document_ngram_buckets: each row's distinct n-grams, sorted, padded with 0", "[nn][ngram]") {
+  // Buckets from the same independent implementation: [5] 39, [7] 31, [9] 23, [5 7] 62, [7 9] 98;
+  // [4] 35, [6] 27, [8] 19, [6 8] 17; [3] 47 and [3 3] 47 (a collision across orders).
+  const xt::xarray<std::int64_t> ids = {{5, 7, 9, 0}, {4, 0, 6, 8}, {3, 3, 3, 3}};
+  const BoolArray pad = {{false, false, false, true}, {false, true, false, false}, {false, false, false, false}};
+  const auto b = document_ngram_buckets(ids, pad, 100, 2);
+  const xt::xarray<std::int64_t> expected = {{23, 31, 39, 62, 98}, {17, 19, 27, 35, 0}, {47, 0, 0, 0, 0}};
+  CHECK(bool(b == expected));
+  // Words only, and a batch without a real token.
+  const xt::xarray<std::int64_t> words = {{23, 31, 39}, {19, 27, 35}, {47, 0, 0}};
+  CHECK(bool(document_ngram_buckets(ids, pad, 100, 1) == words));
+  const BoolArray all_pad = xt::ones<bool>({3, 4});
+  CHECK(document_ngram_buckets(ids, all_pad, 100, 3).shape(1) == 0);
+  CHECK_THROWS_WITH(document_ngram_buckets(ids, pad, 1, 2), Catch::Contains("num_buckets 1 < 2"));
+  CHECK_THROWS_WITH(document_ngram_buckets(ids, pad, 100, 0), Catch::Contains("max_n 0 < 1"));
+  CHECK_THROWS_WITH(document_ngram_buckets(ids, BoolArray(xt::zeros<bool>({3, 3})), 100, 2),
+                    Catch::Contains("must both be [batch, length]"));
+}
+
+TEST_CASE("HashedNgramBag: the sum of a document's distinct n-gram rows, zero at first", "[nn][ngram]") {
+  HashedNgramBag<double> bag(100, 2, 2);
+  CHECK(bag.named_parameters().size() == 1);
+  CHECK(xt::all(xt::equal(bag.weight.data(), 0.0)));
+  CHECK(bag.to_string() == "HashedNgramBag(100, 2, max_n=2)");
+  Generator gen(8);
+  bag.weight.mutable_data() = Tensor<double>::normal({100, 2}, 0.0, 1.0, gen).data();
+  const xt::xarray<std::int64_t> ids = {{5, 7, 9, 0}, {5, 7, 5, 7}};
+  const BoolArray pad = {{false, false, false, true}, {false, false, false, false}};
+  const auto out = bag.forward(ids, pad);
+  REQUIRE(out.shape() == Shape{2, 2});
+  const auto& w = bag.weight.data();
+  for (std::size_t k = 0; k < 2; ++k) {
+    CHECK(out.data()(0, k) == Approx(w(23, k) + w(31, k) + w(39, k) + w(62, k) + w(98, k)));
+    // "5 7 5 7": the words 5 and 7 and the bigram "5 7" count once each; "7 5" is new.
+    const std::int64_t seven_five[] = {7, 5};
+    const auto b75 = static_cast<std::size_t>(1 + ngram_hash(seven_five, 2) % 99);
+    CHECK(out.data()(1, k) == Approx(w(31, k) + w(39, k) + w(62, k) + w(b75, k)));
+  }
+  CHECK_THROWS_WITH(HashedNgramBag<double>(100, 2, 0), Catch::Contains("and max_n 0 at least 1"));
+}
+
+TEST_CASE("HashedNgramBag: gradcheck, and the padding row gets no gradient", "[nn][ngram]") {
+  HashedNgramBag<double> bag(7, 3, 3);
+  Generator gen(9);
+  bag.weight.mutable_data() = Tensor<double>::normal({7, 3}, 0.0, 1.0, gen).data();
+  const xt::xarray<std::int64_t> ids = {{1, 2, 3, 4, 5}, {6, 2, 3, 0, 0}};
+  const BoolArray pad = {{false, false, false, false, false}, {false, false, false, true, true}};
+  const Tensor<double> projection = testing::rand_input({2, 3}, 2);
+  // Through the table itself: gradcheck perturbs bag.weight, which the module reads.
+  const auto f = [&](const std::vector<Tensor<double>>&) { return sum(mul(bag.forward(ids, pad), projection)); };
+  CHECK_GRADCHECK(f, bag.parameters());
+  bag.zero_grad();
+  auto loss = sum(bag.forward(ids, pad));
+  loss.backward();
+  CHECK(xt::all(xt::equal(xt::view(bag.weight.grad(), 0), 0.0)));
+}
+
+TEST_CASE("NgramLogCountRatio: naive Bayes' log-count ratios per bucket", "[nn][ngram]") {
+  // Words only, 100 buckets: 5 -> 39, 7 -> 31, 9 -> 23. Class 1 has "5 7", class 0 has "5 9" and "9".
+  NgramLogCountRatio counts(100, 1);
+  const xt::xarray<std::int64_t> ids = {{5, 7}, {5, 9}, {9, 0}};
+  const BoolArray pad = {{false, false}, {false, false}, {false, true}};
+  counts.add(ids, pad, xt::xarray<std::int64_t>{1, 0, 0});
+  CHECK(counts.documents(1) == 1);
+  CHECK(counts.documents(0) == 2);
+  const auto r = counts.ratio(1.0);
+  REQUIRE(r.size() == 100);
+  // |p|_1 = 99 + 2, |q|_1 = 99 + 3 over buckets 1..99.
+  const double p1 = 101.0, q1 = 102.0;
+  CHECK(r(0) == 0.0);
+  CHECK(r(31) == Approx(std::log((2.0 / p1) / (1.0 / q1))));
+  CHECK(r(23) == Approx(std::log((1.0 / p1) / (3.0 / q1))));
+  CHECK(r(39) == Approx(std::log((2.0 / p1) / (2.0 / q1))));
+  CHECK(r(50) == Approx(std::log(q1 / p1)));
+  CHECK_THROWS_WITH(counts.add(ids, pad, xt::xarray<std::int64_t>{1, 2, 0}),
+                    Catch::Contains("label 2 of document 1 is not 0 or 1"));
+  CHECK_THROWS_WITH(counts.add(ids, pad, xt::xarray<std::int64_t>{1, 0}), Catch::Contains("must be [batch]"));
+  CHECK_THROWS_WITH(counts.ratio(0.0), Catch::Contains("alpha 0 must be a finite number > 0"));
+
+  // The ratios as a bag's feature scale: each n-gram's row counts r times.
+  HashedNgramBag<double> bag(100, 2, 1, /*feature_scale=*/true);
+  CHECK(bag.state_dict().at("scale").shape() == Shape{100, 1});
+  CHECK(xt::all(xt::equal(bag.scale.data(), 1.0)));
+  bag.set_feature_scale(r);
+  Generator gen(11);
+  bag.weight.mutable_data() = Tensor<double>::normal({100, 2}, 0.0, 1.0, gen).data();
+  const auto out = bag.forward(ids, pad);
+  const auto& w = bag.weight.data();
+  for (std::size_t k = 0; k < 2; ++k) CHECK(out.data()(0, k) == Approx(r(39) * w(39, k) + r(31) * w(31, k)));
+  const auto f = [&](const std::vector<Tensor<double>>&) { return bag.forward(ids, pad); };
+  CHECK_GRADCHECK(f, bag.parameters());
+  CHECK(bag.to_string() == "HashedNgramBag(100, 2, max_n=1, feature_scale)");
+  CHECK_THROWS_WITH(bag.set_feature_scale(xt::zeros<double>({99})), Catch::Contains("must be [100]"));
+  auto bad = r;
+  bad(7) = std::nan("");
+  CHECK_THROWS_WITH(bag.set_feature_scale(bad), Catch::Contains("bucket 7 is nan"));
+  HashedNgramBag<double> plain(100, 2, 1);
+  CHECK_THROWS_WITH(plain.set_feature_scale(r), Catch::Contains("built without feature_scale"));
+}

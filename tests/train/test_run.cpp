@@ -256,11 +256,19 @@ TEST_CASE("save_model / load_model: a model file that checks itself, without an 
   CHECK_THAT(refused(flipped), Catch::Contains("checksum mismatch"));
   CHECK_THAT(refused(bytes.substr(0, bytes.size() - 5)), Catch::Contains(path.string()));
 
-  // Non-finite weights are refused even with a valid checksum (a diverged run's model).
+  // A diverged run's non-finite weights: save_model refuses them, leaving the previous file as it was...
   Net diverged(1);
   diverged.fc2->bias.mutable_data()(1) = std::numeric_limits<double>::quiet_NaN();
-  train::save_model(path, diverged);
-  CHECK_THAT(refused(read_bytes(path)), Catch::Contains("\"fc2.bias\" holds 1 non-finite value(s)"));
+  write_bytes(path, bytes);
+  CHECK_THROWS_WITH(train::save_model(path, diverged),
+                    Catch::Contains("not saved, the model \"fc2.bias\" holds 1 non-finite value(s)"));
+  CHECK(read_bytes(path) == bytes);
+  // ... and load_model refuses them even with a valid checksum (a file written by other means).
+  std::map<std::string, st::Array> tensors;
+  for (const auto& [name, tensor] : diverged.state_dict()) tensors[name] = tensor.data();
+  st::save_file(path.string(), tensors, {{train::kChecksumKey, train::checksum(tensors, {})}});
+  const std::string nan_message = refused(read_bytes(path));
+  CHECK_THAT(nan_message, Catch::Contains("1 problem(s)") && Catch::Contains("\"fc2.bias\" holds nan at flat index 1"));
 
   // A file without the checksum (written by another tool) is not taken for a checked one.
   st::save_state_dict(path.string(), trained.state_dict());
@@ -339,6 +347,22 @@ TEST_CASE("MetricsLog on --resume replaces the log atomically instead of truncat
   for (const auto& entry : fs::directory_iterator(tmp.path)) {
     CHECK(entry.path().filename().string().find(".tmp") == std::string::npos);
   }
+
+  // A resume killed during its rewrite left its temporary file, as large as the log: the next
+  // resume removes it (they used to pile up, one per killed resume).
+  const fs::path debris = tmp.path / fmt::format("metrics.jsonl.tmp.{}", testing::exited_pid());
+  std::ofstream(debris) << read_bytes(path).substr(0, 20);
+  { train::MetricsLog log(path, 5); }
+  CHECK_FALSE(fs::exists(debris));
+  CHECK(train::read_metrics(path).size() == 5);
+
+  // A line nested 100,000 deep is skipped like a damaged one: kept, it was written back with dump(),
+  // which overflowed the stack.
+  std::ofstream(path, std::ios::app) << "{\"step\": 1, \"x\": " << std::string(100'000, '[')
+                                     << std::string(100'000, ']') << "}\n";
+  CHECK(train::read_metrics(path).size() == 5);
+  { train::MetricsLog log(path, 5); }
+  CHECK(train::read_metrics(path).size() == 5);
 }
 
 TEST_CASE("write_file_atomically and exit codes", "[train]") {
@@ -356,6 +380,19 @@ TEST_CASE("write_file_atomically and exit codes", "[train]") {
         train::kUsageExitCode);
   CHECK(train::exit_code_of("prog", err, []() -> int { throw std::runtime_error("run/x: cannot open"); }) == 1);
   CHECK(err.str() == "prog: --lr -1 must be positive\nprog: run/x: cannot open\n");
+
+  // A message quoting a whole untrusted input (a 10 MB line) is clipped line by line, and a list of
+  // problems after 50 lines.
+  CHECK(train::error_message("prog", "a\nb\n") == "prog: a\nb\n");
+  CHECK(train::error_message("prog", "") == "prog: \n");
+  const std::string long_line(10'000'000, 'x');
+  CHECK(train::error_message("prog", "bad '" + long_line + "'") ==
+        "prog: bad '" + std::string(1019, 'x') + "... (10000006 bytes)\n");
+  std::string many;
+  for (int i = 0; i < 120; ++i) many += fmt::format("problem {}\n", i);
+  const std::string shown = train::error_message("prog", many);
+  CHECK_THAT(shown,
+             Catch::StartsWith("prog: problem 0\nproblem 1\n") && Catch::EndsWith("problem 49\n... (70 more lines)\n"));
   CHECK(train::kUsageExitCode == 2);
   CHECK(train::kInterruptedExitCode == 130);
 }
@@ -474,6 +511,21 @@ TEST_CASE("Trainer: the model file and checkpoint record the run's config and ow
   write_bytes(run.config(), config);
   Run third(1);
   CHECK_NOTHROW(third.train(run, true));
+
+  // The trainer's entries of the checkpoint's metadata are read strictly too: a best_metrics nested
+  // 100,000 deep (the checksum is no secret) was accepted and overflowed the stack when written back.
+  for (const std::string& bad : {std::string(100'000, '[') + std::string(100'000, ']'), std::string("[1]")}) {
+    const st::File file(run.checkpoint().string());
+    std::vector<std::string> problems;
+    const auto tensors = train::read_all(file, problems);
+    st::Metadata metadata = file.metadata();
+    metadata.erase(train::kChecksumKey);
+    metadata["trainer.best_metrics"] = bad;
+    metadata[train::kChecksumKey] = train::checksum(tensors, metadata);
+    st::save_file(run.checkpoint().string(), tensors, metadata);
+    Run fourth(1);
+    CHECK_THROWS_WITH(fourth.train(run, true), Catch::Contains("not a checkpoint of train::Trainer"));
+  }
 }
 
 TEST_CASE("Trainer: a non-finite loss stops the run before the step, keeping the model and the checkpoint", "[train]") {
@@ -528,6 +580,49 @@ TEST_CASE("Trainer: a non-finite loss stops the run before the step, keeping the
   CHECK_FALSE(is_anomaly_enabled());
 }
 
+TEST_CASE("Trainer: a step that leaves NaN weights behind a finite loss stops before validating and saving",
+          "[train]") {
+  // An update can overflow (or divide 0 by 0, as Adam with eps 0 on a zero gradient) while the loss it
+  // came from was finite. Validated, those weights scored NaN, counted as the best, and were saved over
+  // the last good model and checkpoint as files that no load accepts.
+  TempDir tmp;
+  const train::RunDirectory run(tmp.path);
+  Net model(1);
+  optim::Adam<double> adam(model.parameters());
+  std::ostringstream log;
+  train::Progress progress(log, false, 1);
+  train::TrainerOptions options;
+  options.schedule = [](std::int64_t) { return 0.01; };
+  options.steps_per_epoch = 3;
+  options.epochs = 2;
+  train::TrainerHooks<double> hooks;
+  Generator data(4);
+  hooks.forward = [&](std::int64_t, std::int64_t) {
+    auto [x, labels] = draw(data, 4);
+    train::StepOutput<double> out;
+    out.loss = cross_entropy(model.forward(x), labels);
+    out.count = 4;
+    return out;
+  };
+  std::int64_t steps = 0;
+  hooks.after_step = [&] {
+    if (++steps == 6) model.fc2->bias.mutable_data()(1) = std::numeric_limits<double>::quiet_NaN();
+  };
+  hooks.validate = [&] {
+    train::Evaluation e;
+    const Tensor<double> logits = model.forward(Tensor<double>::ones({2, 4}));
+    e.score = -static_cast<double>(logits.data()(0, 0));  // NaN once the bias is
+    return e;
+  };
+  train::Trainer<double> trainer(run, model, adam, options, hooks, progress);
+  CHECK_THROWS_WITH(trainer.run(), Catch::Contains("after step 6 the model's \"fc2.bias\" holds nan at flat index 1; "
+                                                   "stopped before validating and saving it, the last checkpoint "
+                                                   "(step 3) is kept"));
+  Net saved(2);
+  CHECK(train::load_checkpoint(run.checkpoint().string(), saved) == 3);
+  CHECK(train::load_model(run.model(), saved).at("step") == "3");
+}
+
 TEST_CASE("Trainer: a rank other than 0 trains without writing files and logs the sums over the ranks", "[train]") {
   TempDir tmp;
   const train::RunDirectory run(tmp.path);
@@ -560,10 +655,57 @@ TEST_CASE("Trainer: a rank other than 0 trains without writing files and logs th
   const auto result = trainer.run();
   CHECK(result.step == 3);
   CHECK(synchronizations == 3);
-  CHECK(reductions == 3);
+  CHECK(reductions == 3 + 1);           // each step's sums, and the validation's stop vote at the epoch's end
   CHECK(result.train_tokens == 3 * 8);  // the global batch's tokens
   CHECK(run.existing_files().empty());
   CHECK_THROWS_AS(trainer.metrics(), std::logic_error);
+}
+
+TEST_CASE("Trainer: a validation stopped by Ctrl-C on another rank stops this one too", "[train]") {
+  TempDir tmp;
+  const train::RunDirectory run(tmp.path);
+  Run rank1(1);
+  train::TrainerOptions options;
+  options.epochs = 1;
+  options.steps_per_epoch = 6;
+  options.eval_every = 2;
+  options.schedule = [](std::int64_t) { return 0.05; };
+  train::TrainerHooks<double> hooks;
+  Generator data(4);
+  hooks.forward = [&](std::int64_t, std::int64_t) {
+    const auto [x, labels] = draw(data, 4);
+    train::StepOutput<double> out;
+    out.loss = cross_entropy(rank1.model.forward(x), labels);
+    out.count = 4;
+    return out;
+  };
+  int validations = 0;
+  hooks.validate = [&] {
+    ++validations;
+    train::Evaluation e;
+    e.score = 0.5;  // this rank's validation always completes
+    return e;
+  };
+  // Rank 0, simulated: its validation after step 4 is interrupted, which it reports in the one-value
+  // vote that follows every validation; the step sums it contributes are this rank's own.
+  std::vector<std::size_t> votes;
+  hooks.replicas.rank = 1;
+  hooks.replicas.size = 2;
+  hooks.replicas.synchronize_gradients = [] {};
+  hooks.replicas.all_reduce_sum = [&](std::vector<double>& values) {
+    if (values.size() == 1) {
+      votes.push_back(values.size());
+      values[0] += votes.size() == 2 ? 1.0 : 0.0;
+    } else {
+      for (double& v : values) v *= 2;
+    }
+  };
+  train::Trainer<double> trainer(run, rank1.model, rank1.optimizer, options, hooks, rank1.progress);
+  const auto result = trainer.run();
+  CHECK(result.interrupted);
+  CHECK(result.step == 4);  // stopped at the second validation, as rank 0 did, not after step 6
+  CHECK(validations == 2);
+  CHECK(votes.size() == 2);
 }
 
 TEST_CASE("shard gives each rank every N-th element, padding with the first ones", "[train]") {

@@ -1,6 +1,7 @@
 // A program outside the tapegrad tree, built against an installed tapegrad (tests/package/run.sh):
 // every layer is reached through the one umbrella header, and each result is checked, so a missing
-// header, library or dependency fails to build and a wrong one fails to run.
+// header, library or dependency fails to build and a wrong one fails to run. It is written as a PyTorch
+// user would write it: callable modules, torch's Tensor methods, mse_loss.
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -21,6 +22,17 @@ void check(bool ok, const std::string& what) {
   if (!ok) ++failures;
 }
 
+// A module of the user's own, callable as torch's (model(x)) by naming itself in its base.
+struct Regressor : nn::Module<float, Regressor> {
+  explicit Regressor(Generator& gen) {
+    hidden = register_module("hidden", std::make_shared<nn::Linear<float>>(2, 16, gen));
+    out = register_module("out", std::make_shared<nn::Linear<float>>(16, 1, gen));
+  }
+  Tensor<float> forward(const Tensor<float>& x) const { return (*out)((*hidden)(x).relu()); }
+  std::string name() const override { return "Regressor"; }
+  std::shared_ptr<nn::Linear<float>> hidden, out;
+};
+
 std::shared_ptr<nn::Sequential<float>> make_mlp(std::uint64_t seed) {
   Generator gen(seed);
   return std::make_shared<nn::Sequential<float>>(std::make_shared<nn::Linear<float>>(4, 16, gen),
@@ -38,15 +50,35 @@ int main(int argc, char** argv) {
   const fs::path work = argv[1];
   fs::create_directories(work);
 
-  // autograd: a gradient against its closed form, and gradcheck in double.
+  // autograd: a gradient against its closed form (torch's method forms), and gradcheck in double.
   auto x = Tensor<double>::from_vector({1.0, 2.0, 3.0}, {3}, /*requires_grad=*/true);
-  auto y = sum(mul(x, x));
+  auto y = x.pow(2).sum();
   y.backward();
-  check(y.item() == 14.0 && x.grad()(0) == 2.0 && x.grad()(2) == 6.0, "d sum(x*x) / dx = 2x");
+  check(y.item() == 14.0 && x.grad()(0) == 2.0 && x.grad()(2) == 6.0, "d x.pow(2).sum() / dx = 2x");
+  auto m = Tensor<double>::from_vector({1, 2, 3, 4, 5, 6}, {2, 3});
+  check(m.sum({1}, /*keepdim=*/true).shape() == Shape{2, 1} && sum(m, 1).shape() == Shape{2} &&
+            m.t().matmul(m).shape() == Shape{3, 3} && m.reshape({3, 2}).softmax(1).sum().item() > 2.999,
+        "sum({1}, keepdim), sum(x, 1), t(), matmul, reshape, softmax");
   Generator gen(0);
   auto grad_ok = gradcheck([](const std::vector<Tensor<double>>& in) { return softmax(in[0], 1); },
                            {Tensor<double>::uniform({2, 5}, -1, 1, gen, true)});
   check(static_cast<bool>(grad_ok), "gradcheck(softmax)");
+
+  // nn + optim: a callable module of one's own fits x0^2 + x1^2 with mse_loss and Adam.
+  Regressor regressor(gen);
+  const auto points = Tensor<float>::uniform({64, 2}, -1.0f, 1.0f, gen);
+  const auto targets_r = points.pow(2).sum({1}, /*keepdim=*/true);
+  optim::Adam<float> adam_r(regressor.parameters());
+  float first_mse = 0, last_mse = 0;
+  for (int step = 0; step < 300; ++step) {
+    adam_r.zero_grad();
+    auto loss = mse_loss(regressor(points), targets_r);
+    loss.backward();
+    adam_r.step();
+    (step == 0 ? first_mse : last_mse) = loss.item();
+  }
+  std::cout << "mse " << first_mse << " -> " << last_mse << "\n";
+  check(last_mse < 0.2f * first_mse, "regressor(x) with mse_loss and Adam: the loss falls below a fifth");
 
   // nn + optim: a small MLP learns three points with Adam.
   auto model = make_mlp(1);
@@ -58,7 +90,7 @@ int main(int argc, char** argv) {
   float first_loss = 0, last_loss = 0;
   for (int step = 0; step < 30; ++step) {
     adam.zero_grad();
-    auto loss = cross_entropy(model->forward(inputs), targets);
+    auto loss = cross_entropy((*model)(inputs), targets);
     loss.backward();
     adam.step();
     (step == 0 ? first_loss : last_loss) = loss.item();

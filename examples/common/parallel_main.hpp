@@ -1,0 +1,55 @@
+// The main() of an example program that trains data-parallel under mpirun: included by the program's
+// main.cpp alone, which the build compiles with TAPEGRAD_WITH_MPI where CMake finds MPI (and links
+// tapegrad::distributed); without it the program runs as one process.
+#pragma once
+
+#include <functional>
+
+#include "examples/common/parallel.hpp"
+#include "tapegrad/train/errors.hpp"
+#ifdef TAPEGRAD_WITH_MPI
+#include <fmt/format.h>
+
+#include <memory>
+
+#include "tapegrad/distributed/communicator.hpp"
+#include "tapegrad/distributed/trainer.hpp"
+#endif
+
+namespace examples {
+
+/// A program's main: `run(Parallel{})` in one process; started by mpirun in a build with MPI, `run` on
+/// every rank with that rank's Parallel, inside distributed::run (an exception on any rank ends the
+/// whole job naming the rank). A rank whose run fails on its own (its message already printed) ends the
+/// job too, so that no rank waits forever in a collective; Ctrl-C is agreed on by all ranks, which then
+/// end normally.
+inline int parallel_main(int argc, char** argv, const char* program, const std::function<int(const Parallel&)>& run) {
+#ifdef TAPEGRAD_WITH_MPI
+  namespace dist = tapegrad::distributed;
+  if (dist::launched_by_mpirun()) {
+    return dist::run(argc, argv, [&](const dist::Communicator& world) {
+      std::unique_ptr<dist::DataParallelTraining<float>> training;
+      Parallel parallel;
+      parallel.rank = world.rank();
+      parallel.size = world.size();
+      parallel.attach = [&](tapegrad::nn::Module<float>& model) {
+        training = std::make_unique<dist::DataParallelTraining<float>>(model, world);
+        return training->replicas();
+      };
+      parallel.verify_same = [&](const std::string& what, const std::string& text) {
+        dist::verify_same_on_all_ranks(world, what, text);
+      };
+      const int code = run(parallel);
+      if (code != 0 && code != tapegrad::train::kInterruptedExitCode && world.size() > 1) {
+        dist::abort_job(fmt::format("{} failed (exit code {})", program, code), code);
+      }
+      return code;
+    });
+  }
+#else
+  (void)argc, (void)argv, (void)program;
+#endif
+  return run(Parallel{});
+}
+
+}  // namespace examples

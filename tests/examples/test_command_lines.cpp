@@ -1,0 +1,463 @@
+// The three programs' command lines as a hostile or careless user meets them: every numeric flag read
+// strictly and within the range examples/README.md documents for it, every error one short line
+// naming the flag and the value, with exit code 2.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "examples/imdb/cli.hpp"
+#include "examples/lm/cli.hpp"
+#include "examples/translate/cli.hpp"
+#include "tests/examples/cli_harness.hpp"
+#include "tests/helpers.hpp"
+
+using tapegrad::testing::CliResult;
+
+namespace {
+
+struct Program {
+  std::string name;
+  std::function<CliResult(std::vector<std::string>, const std::string&)> run;
+};
+
+const std::vector<Program>& programs() {
+  static const std::vector<Program> all = {
+      {"train_imdb",
+       [](std::vector<std::string> args, const std::string& input) {
+         return tapegrad::testing::run_cli_in_process([](auto&&... a) { return imdb::run_cli(a...); }, "train_imdb",
+                                                      std::move(args), input);
+       }},
+      {"train_translate",
+       [](std::vector<std::string> args, const std::string& input) {
+         return tapegrad::testing::run_cli_in_process([](auto&&... a) { return translate::run_cli(a...); },
+                                                      "train_translate", std::move(args), input);
+       }},
+      {"train_lm",
+       [](std::vector<std::string> args, const std::string& input) {
+         return tapegrad::testing::run_cli_in_process([](auto&&... a) { return lm::run_cli(a...); }, "train_lm", std::move(args), input);
+       }},
+  };
+  return all;
+}
+
+// The subcommands a program's --help lists ("" for training itself).
+std::vector<std::string> subcommands_of(const Program& p) {
+  std::vector<std::string> subs = {""};
+  std::istringstream help(p.run({"--help"}, "").out);
+  bool listed = false;
+  for (std::string line; std::getline(help, line);) {
+    if (line == "Subcommands:") listed = true;
+    std::smatch m;
+    if (listed && std::regex_search(line, m, std::regex("^  ([a-z]+) "))) subs.push_back(m[1]);
+  }
+  return subs;
+}
+
+// The numeric flags of a program's or subcommand's --help, with their CLI11 type: INT, UINT or FLOAT.
+std::map<std::string, std::string> numeric_flags(const Program& p, const std::string& sub) {
+  std::vector<std::string> args;
+  if (!sub.empty()) args.push_back(sub);
+  args.push_back("--help");
+  const std::string help = p.run(args, "").out;
+  std::map<std::string, std::string> flags;
+  const std::regex flag(" (--[a-z0-9-]+) (INT|UINT|FLOAT)\\b");
+  for (std::sregex_iterator it(help.begin(), help.end(), flag), end; it != end; ++it) flags[(*it)[1]] = (*it)[2];
+  return flags;
+}
+
+// A documented range: pieces joined by " or ", each a number or an interval such as "[0, 1)", "(0, 1]"
+// or "[0, inf)". Integers can reach 2^64 - 1, so bounds stay exact as 128-bit integers.
+struct Bound {
+  bool infinite = false, open = false;
+  __int128 integer = 0;
+  double real = 0;
+};
+struct Piece {
+  Bound lo, hi;
+};
+
+__int128 parse_int128(const std::string& text) {
+  __int128 v = 0;
+  const bool negative = !text.empty() && text[0] == '-';
+  for (std::size_t i = negative ? 1 : 0; i < text.size(); ++i) v = v * 10 + (text[i] - '0');
+  return negative ? -v : v;
+}
+
+std::string int128_text(__int128 v) {
+  if (v == 0) return "0";
+  const bool negative = v < 0;
+  std::string digits;
+  for (unsigned __int128 u = negative ? -static_cast<unsigned __int128>(v) : v; u > 0; u /= 10) {
+    digits.insert(digits.begin(), char('0' + int(u % 10)));
+  }
+  return (negative ? "-" : "") + digits;
+}
+
+Bound bound_of(const std::string& text, bool open) {
+  Bound b;
+  b.open = open;
+  b.infinite = text == "inf";
+  if (!b.infinite) {
+    b.integer = text.find('.') == std::string::npos ? parse_int128(text) : 0;
+    b.real = std::stod(text);
+  }
+  return b;
+}
+
+std::vector<Piece> parse_range(const std::string& text) {
+  std::vector<Piece> pieces;
+  const std::regex interval(R"(^([\[(])(-?[0-9.]+), (-?[0-9.]+|inf)([\])])$)");
+  for (std::size_t begin = 0;;) {
+    const std::size_t end = text.find(" or ", begin);
+    const std::string part = text.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+    std::smatch m;
+    if (std::regex_match(part, m, interval)) {
+      pieces.push_back({bound_of(m[2], m[1] == "("), bound_of(m[3], m[4] == ")")});
+    } else {
+      REQUIRE(std::regex_match(part, std::regex("^-?[0-9.]+$")));
+      pieces.push_back({bound_of(part, false), bound_of(part, false)});
+    }
+    if (end == std::string::npos) break;
+    begin = end + 4;
+  }
+  return pieces;
+}
+
+// Values just outside the documented range, as text: an integer one step past each closed end (the
+// open end itself), a decimal 0.5 past, and inf and nan where the range is finite.
+std::vector<std::string> outside(const std::vector<Piece>& pieces, bool integer) {
+  const auto inside = [&](const std::string& text) {
+    for (const Piece& p : pieces) {
+      if (integer) {
+        const __int128 v = parse_int128(text);
+        if ((v > p.lo.integer || (!p.lo.open && v == p.lo.integer)) &&
+            (p.hi.infinite || v < p.hi.integer || (!p.hi.open && v == p.hi.integer)))
+          return true;
+      } else {
+        const double v = std::stod(text);
+        if ((v > p.lo.real || (!p.lo.open && v == p.lo.real)) &&
+            (p.hi.infinite || v < p.hi.real || (!p.hi.open && v == p.hi.real)))
+          return true;
+      }
+    }
+    return false;
+  };
+  std::vector<std::string> values;
+  for (const Piece& p : pieces) {
+    if (integer) {
+      values.push_back(int128_text(p.lo.open ? p.lo.integer : p.lo.integer - 1));
+      if (!p.hi.infinite) values.push_back(int128_text(p.hi.open ? p.hi.integer : p.hi.integer + 1));
+    } else {
+      values.push_back(fmt::format("{}", p.lo.open ? p.lo.real : p.lo.real - 0.5));
+      values.push_back(p.hi.infinite ? "inf" : fmt::format("{}", p.hi.open ? p.hi.real : p.hi.real + 0.5));
+    }
+  }
+  std::vector<std::string> kept;
+  for (const auto& v : values) {
+    if (!inside(v) && std::find(kept.begin(), kept.end(), v) == kept.end()) kept.push_back(v);
+  }
+  if (!integer) kept.push_back("nan");
+  return kept;
+}
+
+// Values at the documented range's ends (an open end moved one step, or half way, inside), which a
+// program must accept: a closed end as is, 1e300 for an unbounded one.
+std::vector<std::string> at_the_ends(const std::vector<Piece>& pieces, bool integer) {
+  std::vector<std::string> values;
+  for (const Piece& p : pieces) {
+    if (integer) {
+      values.push_back(int128_text(p.lo.open ? p.lo.integer + 1 : p.lo.integer));
+      if (!p.hi.infinite) values.push_back(int128_text(p.hi.open ? p.hi.integer - 1 : p.hi.integer));
+    } else {
+      const double middle = p.hi.infinite ? p.lo.real + 1 : (p.lo.real + p.hi.real) / 2;
+      values.push_back(fmt::format("{}", p.lo.open ? middle : p.lo.real));
+      values.push_back(p.hi.infinite ? "1e300" : fmt::format("{}", p.hi.open ? middle : p.hi.real));
+    }
+  }
+  return values;
+}
+
+// The other settings a value at the end of its range needs, as the table's "also" column says: the
+// heads must divide d_model, the embedding and positional tables must fit in half the memory, and
+// train_lm's warmup must be shorter than its steps.
+std::vector<std::string> companions(const std::string& program, const std::string& flag, const std::string& value) {
+  const std::string heads = program == "train_translate" ? "--nhead" : "--heads";
+  const std::string length = program == "train_lm" ? "--context" : "--max-len";
+  std::vector<std::string> small_tables;
+  if (program != "train_translate") small_tables = {"--vocab-size", "3", length, program == "train_lm" ? "2" : "1"};
+  std::vector<std::string> args;
+  if (flag == heads) args = {"--d-model", value};
+  if (flag == "--d-model") args = {heads, "1"};
+  if (flag == "--ngram-dim") args = {"--d-model", "65536", heads, "1"};
+  if (flag == "--vocab-size" || flag == length || flag == "--ngram-buckets") return {"--d-model", "1", heads, "1"};
+  if (program == "train_lm" && flag == "--warmup") args = {"--steps", "1000000000"};
+  if (program == "train_lm" && flag == "--steps") args = {"--warmup", "0"};
+  if (!args.empty() || flag == "--ff") args.insert(args.end(), small_tables.begin(), small_tables.end());
+  return args;
+}
+
+// The arguments that put a flag of a program's subcommand on trial without any side effect: a run
+// folder that does not exist, data that does not exist, an --out that is a file (train_translate
+// trains without data); a value that passes would meet one of those and fail naming something else.
+std::vector<std::string> trial(const std::string& program, const std::string& sub, const std::string& flag_value,
+                               const std::filesystem::path& a_file) {
+  const std::string no_run = "/nonexistent/run";
+  if (sub.empty() && program == "train_translate") return {flag_value, "--out", a_file.string()};
+  if (sub.empty()) return {flag_value, "--data", "/nonexistent/aclImdb", "--no-download", "--out", no_run};
+  const std::string run_flag = program == "train_translate" ? "--out" : "--run";
+  std::vector<std::string> args = {sub, run_flag, no_run, flag_value};
+  if (sub == "predict" || sub == "explain" || sub == "generate") args.push_back("good");
+  if (sub == "translate") args.push_back("one");
+  return args;
+}
+
+std::size_t lines_of(const std::string& text) {
+  return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
+}  // namespace
+
+TEST_CASE("every program: integers beyond 64 bits, negative counts and numbers beyond a double are refused", "[cli]") {
+  // CLI11 alone clamped 99999999999999999999 to 2^63 - 1 (a seed nobody gave), read "-1" into an
+  // unsigned count as 2^64 - 1, "010" as octal 8, and cast 1e999 from long double to double.
+  for (const Program& p : programs()) {
+    INFO(p.name);
+    const std::string lr = p.name == "train_translate" ? "--lr-factor" : "--lr";
+    const std::string seed_type = p.name == "train_translate" ? "64-bit unsigned integer" : "64-bit integer";
+    const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+        {{"--seed", "99999999999999999999"}, "--seed: 99999999999999999999 is outside the range of a " + seed_type},
+        {{"--seed", "0x10"}, "--seed: 0x10 is not a decimal integer"},
+        {{lr, "1e999"}, lr + ": 1e999 is outside the range of a double"},
+        {{lr, "0.1x"}, lr + ": 0.1x is not a number"},
+    };
+    for (const auto& [args, expected] : cases) {
+      INFO(args.front() << " " << args.back());
+      const CliResult r = p.run(args, "");
+      CHECK(r.code == 2);
+      CHECK(r.err == fmt::format("{}: {} (see {} --help)\n", p.name, expected, p.name));
+      CHECK(r.out.empty());
+    }
+  }
+  const CliResult r = programs()[1].run({"--batch-size=-1"}, "");
+  CHECK(r.err == "train_translate: --batch-size: -1 must not be negative (see train_translate --help)\n");
+}
+
+TEST_CASE("every program: an error quoting a huge argument stays one short line", "[cli]") {
+  const std::string huge(100'000, 'a');
+  for (const Program& p : programs()) {
+    INFO(p.name);
+    for (const std::vector<std::string>& args :
+         {std::vector<std::string>{"--" + huge}, {"--out", "/nonexistent/" + huge, "--resume"}}) {
+      const CliResult r = p.run(args, "");
+      CHECK(r.code != 0);
+      CHECK(lines_of(r.err) == 1);
+      CHECK(r.err.size() < 1200);
+      CHECK_THAT(r.err, Catch::Contains("... (1000"));
+    }
+  }
+}
+
+TEST_CASE("every numeric flag of every program has the range examples/README.md documents, enforced", "[cli]") {
+  // The table: "| program [subcommand] | --flag | range | also |".
+  std::map<std::pair<std::string, std::string>, std::map<std::string, std::string>> documented;
+  std::ifstream readme(std::filesystem::path(TAPEGRAD_TEST_DATA_DIR) / "../../examples/README.md");
+  REQUIRE(readme);
+  const std::regex row(R"(^\| (train_[a-z]+)( [a-z]+)? \| (--[a-z0-9-]+) \| ([^|]+) \|)");
+  for (std::string line; std::getline(readme, line);) {
+    std::smatch m;
+    if (!std::regex_search(line, m, row)) continue;
+    const std::string sub = m[2].matched ? m[2].str().substr(1) : "";
+    std::string range = m[4];
+    range.erase(range.find_last_not_of(' ') + 1);
+    CHECK(documented[{m[1], sub}].emplace(m[3], range).second);
+  }
+  REQUIRE(documented.size() >= 3);
+
+  tapegrad::testing::TempDir tmp;
+  const std::filesystem::path a_file = tmp.path / "a_file";
+  std::ofstream(a_file) << "not a folder";
+  std::size_t probes = 0;
+  for (const Program& p : programs()) {
+    for (const std::string& sub : subcommands_of(p)) {
+      INFO(p.name << " " << sub);
+      const auto flags = numeric_flags(p, sub);
+      const auto& ranges = documented[{p.name, sub}];
+      // Listed exactly: a numeric flag without a documented range, or a row for a flag that is gone, fails.
+      std::set<std::string> in_help, in_table;
+      for (const auto& [flag, type] : flags) in_help.insert(flag);
+      for (const auto& [flag, range] : ranges) in_table.insert(flag);
+      CHECK(in_help == in_table);
+      for (const auto& [flag, type] : flags) {
+        if (!ranges.count(flag)) continue;
+        for (const std::string& value : outside(parse_range(ranges.at(flag)), type != "FLOAT")) {
+          INFO(flag << "=" << value << " (documented " << ranges.at(flag) << ")");
+          const CliResult r = p.run(trial(p.name, sub, flag + "=" + value, a_file), "");
+          CHECK(r.code == 2);
+          CHECK(lines_of(r.err) == 1);
+          CHECK_THAT(r.err, Catch::StartsWith(p.name + ": " + flag) && Catch::Contains(value));
+          ++probes;
+        }
+        // The whole documented range is accepted: the run gets as far as the missing data or run folder.
+        for (const std::string& value : at_the_ends(parse_range(ranges.at(flag)), type != "FLOAT")) {
+          INFO(flag << "=" << value << " (documented " << ranges.at(flag) << ")");
+          std::vector<std::string> args = trial(p.name, sub, flag + "=" + value, a_file);
+          if (sub.empty()) {
+            const auto more = companions(p.name, flag, value);
+            args.insert(args.end(), more.begin(), more.end());
+          }
+          const CliResult r = p.run(args, "");
+          CHECK(r.code == 2);
+          CHECK_THAT(r.err, !Catch::Contains(flag + " ") && !Catch::Contains(flag + ":") &&
+                                (Catch::Contains("does not exist") || Catch::Contains("has no") ||
+                                 Catch::Contains("is a file, not a run folder")));
+          ++probes;
+        }
+      }
+    }
+  }
+  CHECK(probes > 300);
+  // Nothing was written anywhere: the temporary folder holds only the file made above.
+  CHECK(std::distance(std::filesystem::directory_iterator(tmp.path), std::filesystem::directory_iterator()) == 1);
+}
+
+TEST_CASE("every program: a diverging run stops naming the step, keeps its last checkpoint and model", "[cli]") {
+  // Learning rates far too large: the loss turns NaN a few steps after the first checkpoint.
+  const std::string fixture = std::string(TAPEGRAD_TEST_DATA_DIR) + "/aclImdb_small";
+  struct Case {
+    std::string program;
+    std::vector<std::string> args;
+    std::string stop, checkpoint_step;
+    std::vector<std::string> use;  // a subcommand that loads the model (its run folder flag last)
+  };
+  const std::vector<std::string> tiny_text = {"--data",
+                                              fixture,
+                                              "--no-download",
+                                              "--d-model",
+                                              "8",
+                                              "--heads",
+                                              "2",
+                                              "--layers",
+                                              "1",
+                                              "--ff",
+                                              "16",
+                                              "--vocab-size",
+                                              "50",
+                                              "--batch-size",
+                                              "2",
+                                              "--valid-fraction",
+                                              "0.34",
+                                              "--warmup",
+                                              "1",
+                                              "--clip-norm",
+                                              "0",
+                                              "--threads",
+                                              "1"};
+  std::vector<Case> cases = {
+      {"train_imdb",
+       {"--max-len", "32", "--epochs", "30", "--lr", "1000", "--optimizer", "sgd"},
+       "the training loss is nan at step 4 (epoch 2)",
+       "2",
+       {"predict", "good", "--run"}},
+      {"train_lm",
+       {"--context", "32", "--steps", "60", "--eval-every", "3", "--lr", "1000"},
+       "the training loss is nan at step 6 (epoch 1)",
+       "3",
+       {"generate", "--max-new-tokens", "5", "good", "--run"}},
+      {"train_translate",
+       {"--d-model",
+        "16",
+        "--nhead",
+        "2",
+        "--num-encoder-layers",
+        "1",
+        "--num-decoder-layers",
+        "1",
+        "--dim-feedforward",
+        "32",
+        "--batch-size",
+        "8",
+        "--steps",
+        "60",
+        "--warmup",
+        "2",
+        "--eval-every",
+        "3",
+        "--valid-size",
+        "20",
+        "--test-size",
+        "10",
+        "--threads",
+        "1",
+        "--lr-factor",
+        "1000",
+        "--eps",
+        "1",
+        "--beta2",
+        "0"},
+       "the training loss is nan at step 12 (epoch 1)",
+       "9",
+       {"translate", "one", "--out"}},
+  };
+  for (Case& c : cases) {
+    if (c.program != "train_translate") c.args.insert(c.args.begin(), tiny_text.begin(), tiny_text.end());
+  }
+  for (const Case& c : cases) {
+    INFO(c.program);
+    const Program& p =
+        *std::find_if(programs().begin(), programs().end(), [&](const Program& q) { return q.name == c.program; });
+    tapegrad::testing::TempDir tmp;
+    const std::string run = (tmp.path / "run").string();
+    auto args = c.args;
+    args.insert(args.end(), {"--out", run});
+    const CliResult r = p.run(args, "");
+    CHECK(r.code == 1);
+    CHECK_THAT(r.err, Catch::EndsWith(fmt::format("{}: {}; stopped without updating the model, the last checkpoint is "
+                                                  "kept (anomaly detection names the op that produced it)\n",
+                                                  c.program, c.stop)));
+    // The checkpoint loads (the run resumes from it, and diverges again the same way), so does the model.
+    auto resume = args;
+    resume.push_back("--resume");
+    if (c.program == "train_translate") resume = {"--resume", "--out", run};
+    const CliResult resumed = p.run(resume, "");
+    CHECK(resumed.code == 1);
+    CHECK_THAT(resumed.err,
+               Catch::Contains(fmt::format("resuming {}/last.ckpt.safetensors at step {} ", run, c.checkpoint_step)) &&
+                   Catch::Contains(c.stop));
+    auto use = c.use;
+    use.push_back(run);
+    CHECK(p.run(use, "").code == 0);
+    // --detect-anomaly names the op instead.
+    auto anomaly = args;
+    anomaly.back() = (tmp.path / "anomaly").string();
+    anomaly.push_back("--detect-anomaly");
+    const CliResult detected = p.run(anomaly, "");
+    CHECK(detected.code == 1);
+    CHECK_THAT(detected.err, Catch::Contains(c.program + ": detect_anomaly: the "));
+  }
+}
+
+TEST_CASE("every program: --resume with a config.json nested 100,000 deep is an error naming the file", "[cli]") {
+  // It parsed, and the error message quoting the bad value (dump()) overflowed the stack.
+  for (const Program& p : programs()) {
+    INFO(p.name);
+    tapegrad::testing::TempDir tmp;
+    std::ofstream(tmp.path / "config.json")
+        << "{\"seed\": " << std::string(100'000, '[') << std::string(100'000, ']') << "}";
+    std::ofstream(tmp.path / "last.ckpt.safetensors") << "never read";
+    const CliResult r = p.run({"--resume", "--out", tmp.path.string()}, "");
+    CHECK(r.code == 1);
+    CHECK(r.err == fmt::format("{}: {}: nests arrays or objects deeper than 32 levels\n", p.name,
+                               (tmp.path / "config.json").string()));
+  }
+}

@@ -1,0 +1,23 @@
+// io::parse_json: the bounded parse of every JSON a program reads back (safetensors headers,
+// config.json, metrics.jsonl, checkpoint metadata).
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "tapegrad/io/json.hpp"
+
+using tapegrad::io::parse_json;
+
+TEST_CASE("parse_json: nesting bounded, bad JSON and huge numbers as std::runtime_error", "[io]") {
+  CHECK(parse_json(R"({"a": [1, {"b": 2.5}]})") == nlohmann::json({{"a", {1, {{"b", 2.5}}}}}));
+  // 100,000 levels parsed fine, but dump() of them overflowed the stack; 32 levels are the default limit.
+  const std::string deep = std::string(100'000, '[') + std::string(100'000, ']');
+  CHECK_THROWS_WITH(parse_json(deep), "nests arrays or objects deeper than 32 levels");
+  CHECK_THROWS_WITH(parse_json("{\"a\": " + std::string(40, '[') + std::string(40, ']') + "}"),
+                    "nests arrays or objects deeper than 32 levels");
+  const std::string limit = std::string(31, '[') + std::string(31, ']');
+  CHECK(parse_json(limit).dump() == limit);
+  CHECK_THROWS_WITH(parse_json(std::string(5, '['), 4), "nests arrays or objects deeper than 4 levels");
+  CHECK_THROWS_AS(parse_json("[1e999]"), std::runtime_error);  // nlohmann's out_of_range, not a parse error
+  CHECK_THROWS_WITH(parse_json("{\"a\": "), Catch::StartsWith("is not valid JSON: "));
+  CHECK_THROWS_AS(parse_json(std::string("\"\xff\"")), std::runtime_error);
+}
