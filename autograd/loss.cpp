@@ -11,6 +11,7 @@
 #include "tapegrad/autograd/elementwise_kernels.hpp"
 #include "tapegrad/autograd/parallel.hpp"
 #include "tapegrad/autograd/tape.hpp"
+#include "tapegrad/autograd/vector_math.hpp"
 
 namespace tapegrad {
 
@@ -147,37 +148,35 @@ Tensor<T> cross_entropy(const Tensor<T>& input, const IndexArray& target, const 
   }
   auto t = std::make_shared<Targets>(check_targets("cross_entropy", input.shape(), target, options.ignore_index));
   const std::size_t rows = t->rows, classes = t->classes;
-  // One pass per row: the log-softmax shift, the loss, and the probabilities the backward reads.
-  // The probabilities are kept for the backward only when it will run; otherwise one row of scratch.
+  // One pass per row: the log-softmax shift and the loss. The backward recomputes the probabilities
+  // from the logits and two numbers per row (the max and 1 / sum) rather than reading a stored
+  // [rows, classes] copy: for a language model's [tokens, vocabulary] logits (tens of millions of
+  // entries) that saves an allocation of their size and two passes over it, and exp is cheap next to
+  // the memory traffic.
   const bool recording = should_record(input);
-  auto probs = std::make_shared<xt::xarray<T>>(recording ? xt::xarray<T>::from_shape(input.shape()) : xt::xarray<T>());
+  auto shift = std::make_shared<std::vector<T>>(recording ? rows : 0);    // max_c x_ic
+  auto inv_sum = std::make_shared<std::vector<T>>(recording ? rows : 0);  // 1 / sum_c exp(x_ic - max)
   std::vector<double> losses(rows, 0.0);
   const T* x = input.data().data();
-  // Rows are independent: split over the worker threads (a language model's [tokens, vocabulary]
-  // logits are tens of millions of entries); each row's arithmetic is the same at any thread count.
+  // Rows are independent: split over the worker threads; each row's arithmetic is the same at any
+  // thread count. The max, exp and sum go through vector_math's helpers, which vectorize (std::exp
+  // and a plain float sum do not).
   detail::parallel_for(rows, std::max<std::size_t>(1, 16384 / std::max<std::size_t>(classes, 1)),
                        [&](std::size_t begin, std::size_t end) {
-                         std::vector<T> scratch(recording ? 0 : classes);
                          for (std::size_t i = begin; i < end; ++i) {
+                           if (t->ignored(i)) continue;
                            const T* xr = x + i * classes;
-                           T* pr = recording ? probs->data() + i * classes : scratch.data();
-                           if (t->ignored(i)) {
-                             std::fill(pr, pr + classes, T(0));
-                             continue;
-                           }
-                           T mx = xr[0];
-                           for (std::size_t c = 1; c < classes; ++c) mx = std::max(mx, xr[c]);
-                           T sum = 0;
-                           for (std::size_t c = 0; c < classes; ++c) {
-                             pr[c] = std::exp(xr[c] - mx);
-                             sum += pr[c];
+                           const T mx = detail::row_max(xr, classes);
+                           const T sum = detail::lane_sum<T>(
+                               classes, [&](std::size_t c) { return detail::fast_exp(xr[c] - mx); });
+                           if (recording) {
+                             (*shift)[i] = mx;
+                             (*inv_sum)[i] = T(1) / sum;
                            }
                            // -log p_c = (max - x_c) + log(sum), in this order: folding max into log(sum) first would
                            // round the small losses of confident predictions on logits far from 0 to the precision of
                            // max.
                            const double lse = std::log(static_cast<double>(sum));
-                           const T inv = T(1) / sum;
-                           for (std::size_t c = 0; c < classes; ++c) pr[c] *= inv;
                            const auto neg_log_p = [&](std::size_t c) {
                              return (static_cast<double>(mx) - static_cast<double>(xr[c])) + lse;
                            };
@@ -193,12 +192,13 @@ Tensor<T> cross_entropy(const Tensor<T>& input, const IndexArray& target, const 
   Tensor<T> out(reduce_losses<T>(losses, *t, options.reduction));
   if (recording)
     record(out, "cross_entropy", {input},
-           [probs, t, reduction = options.reduction, eps](const xt::xarray<T>& g, GradInputs<T>& in) {
+           [logits = input.saved(), shift, inv_sum, t, reduction = options.reduction, eps](const xt::xarray<T>& g,
+                                                                                           GradInputs<T>& in) {
              // d loss_i / d x_ic = p_ic - ((1 - eps) [c == t_i] + eps / C): softmax minus the smoothed one-hot.
              const std::size_t classes = t->classes;
              const T off = static_cast<T>(eps / static_cast<double>(classes));
              const T on = static_cast<T>(1 - eps) + off;
-             xt::xarray<T> dx = xt::xarray<T>::from_shape(probs->shape());
+             xt::xarray<T> dx = xt::xarray<T>::from_shape(logits->shape());
              detail::parallel_for(t->rows, std::max<std::size_t>(1, 16384 / std::max<std::size_t>(classes, 1)),
                                   [&](std::size_t begin, std::size_t end) {
                                     for (std::size_t i = begin; i < end; ++i) {
@@ -208,8 +208,10 @@ Tensor<T> cross_entropy(const Tensor<T>& input, const IndexArray& target, const 
                                         continue;
                                       }
                                       const T scale = row_scale(g, i, *t, reduction);
-                                      const T* pr = probs->data() + i * classes;
-                                      for (std::size_t c = 0; c < classes; ++c) dr[c] = scale * (pr[c] - off);
+                                      const T* xr = logits->data() + i * classes;
+                                      const T mx = (*shift)[i], inv = (*inv_sum)[i];
+                                      for (std::size_t c = 0; c < classes; ++c)
+                                        dr[c] = scale * (detail::fast_exp(xr[c] - mx) * inv - off);
                                       dr[t->index[i]] -= scale * (on - off);
                                     }
                                   });

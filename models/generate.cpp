@@ -116,16 +116,16 @@ std::vector<std::int64_t> generate(const GPT<T>& model, const std::vector<std::i
     return ids;
   };
   while (generated.size() < options.max_new_tokens) {
+    // Only the last position's logits are read, so only its row is projected, both ways.
     Tensor<T> logits;
     if (options.use_cache) {
       const std::size_t done = cache.length();  // feed the positions the cache has not seen yet
-      logits = model.forward_incremental(as_ids(sequence.data() + done, sequence.size() - done), cache);
+      logits = model.next_token_logits(as_ids(sequence.data() + done, sequence.size() - done), cache);
     } else {
-      logits = model.forward(as_ids(sequence.data(), sequence.size()));
+      const xt::xarray<std::int64_t> last = {static_cast<std::int64_t>(sequence.size() - 1)};
+      logits = model.forward_rows(as_ids(sequence.data(), sequence.size()), last);
     }
-    const std::size_t rows = logits.size(1);
-    const T* last = logits.data().data() + (rows - 1) * vocab;
-    const std::int64_t next = sample_token(last, vocab, options.sampling, gen);
+    const std::int64_t next = sample_token(logits.data().data(), vocab, options.sampling, gen);
     sequence.push_back(next);
     generated.push_back(next);
     if (on_token) on_token(next);

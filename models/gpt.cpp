@@ -106,14 +106,29 @@ Tensor<T> GPT<T>::forward_rows(const xt::xarray<std::int64_t>& ids, const xt::xa
 }
 
 template <typename T>
-Tensor<T> GPT<T>::forward_incremental(const xt::xarray<std::int64_t>& ids, Cache& cache) const {
+Tensor<T> GPT<T>::advance(const char* op, const xt::xarray<std::int64_t>& ids, Cache& cache) const {
   const std::size_t past = cache.length();
-  check_ids("forward_incremental", ids, past);
+  check_ids(op, ids, past);
   if (past > 0 && cache.layers.front().key.size(0) != ids.shape(0)) {
-    throw ShapeError(fmt::format("GPT.forward_incremental: ids have batch {} but the cache holds batch {}",
-                                 ids.shape(0), cache.layers.front().key.size(0)));
+    throw ShapeError(fmt::format("GPT.{}: ids have batch {} but the cache holds batch {}", op, ids.shape(0),
+                                 cache.layers.front().key.size(0)));
   }
-  return project(encoder->forward_incremental(embed(ids, past), cache.layers));
+  return encoder->forward_incremental(embed(ids, past), cache.layers);
+}
+
+template <typename T>
+Tensor<T> GPT<T>::forward_incremental(const xt::xarray<std::int64_t>& ids, Cache& cache) const {
+  return project(advance("forward_incremental", ids, cache));
+}
+
+template <typename T>
+Tensor<T> GPT<T>::next_token_logits(const xt::xarray<std::int64_t>& ids, Cache& cache) const {
+  const Tensor<T> hidden = advance("next_token_logits", ids, cache);
+  const std::size_t batch = ids.shape(0), n = ids.shape(1);
+  xt::xarray<std::int64_t> last = xt::xarray<std::int64_t>::from_shape({batch});
+  for (std::size_t b = 0; b < batch; ++b) last(b) = static_cast<std::int64_t>(b * n + n - 1);
+  const Tensor<T> flat = reshape(hidden, {-1, static_cast<std::int64_t>(options.d_model)});
+  return project(tapegrad::embedding(flat, last));
 }
 
 template class GPT<float>;

@@ -66,6 +66,9 @@ class GPT : public nn::Module<T, GPT<T>> {
   /// [B, n, vocab_size], equal to forward() of the whole sequence at those rows (in eval mode, up to
   /// rounding); appends their keys and values to cache. Throws ShapeError past max_len.
   Tensor<T> forward_incremental(const xt::xarray<std::int64_t>& ids, Cache& cache) const;
+  /// The same, projecting only the last of the n positions: the logits [B, vocab_size] of the token that
+  /// follows, which is all that decoding reads (a prompt's other positions need no [vocab_size] row).
+  Tensor<T> next_token_logits(const xt::xarray<std::int64_t>& ids, Cache& cache) const;
 
   std::string name() const override { return "GPT"; }
   /// The generator all dropout masks are drawn from (saved in training checkpoints).
@@ -81,6 +84,8 @@ class GPT : public nn::Module<T, GPT<T>> {
 
  private:
   void check_ids(const char* op, const xt::xarray<std::int64_t>& ids, std::size_t offset) const;
+  /// The hidden states [B, n, d_model] of ids appended to cache (checked as op).
+  Tensor<T> advance(const char* op, const xt::xarray<std::int64_t>& ids, Cache& cache) const;
   Tensor<T> embed(const xt::xarray<std::int64_t>& ids, std::size_t offset) const;
   Tensor<T> project(const Tensor<T>& hidden) const;
 

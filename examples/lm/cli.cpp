@@ -7,6 +7,7 @@
 
 #include "examples/common/command_line.hpp"
 #include "examples/common/settings.hpp"
+#include "examples/lm/bench.hpp"
 #include "examples/lm/config.hpp"
 #include "examples/lm/data.hpp"
 #include "examples/lm/generate.hpp"
@@ -35,6 +36,10 @@ void add_training_flags(CLI::App& app, Config& c) {
   data->add_option("--context", c.context, "tokens per review the model sees (its positions)")->capture_default_str();
   data->add_option("--valid-fraction", c.valid_fraction, "share of train/ held out, as train_imdb's (seeded)")
       ->capture_default_str();
+  data->add_option("--valid-reviews", c.valid_reviews,
+                   "validation reviews scored during training, a fixed seeded subset (0: all); the best model is "
+                   "then scored on all")
+      ->capture_default_str();
 
   auto* model = group("Model (the masked objective defaults to train_imdb's classifier)");
   model->add_option("--objective", c.objective, "causal (GPT) | masked (BERT-style, for train_imdb --init-from)")
@@ -43,20 +48,22 @@ void add_training_flags(CLI::App& app, Config& c) {
   model->add_option("--d-model", c.d_model, "embedding width (masked: 64)")->capture_default_str();
   model->add_option("--heads", c.heads, "attention heads (must divide --d-model)")->capture_default_str();
   model->add_option("--ff", c.ff, "feed-forward width (masked: 128)")->capture_default_str();
-  model->add_option("--dropout", c.dropout, "dropout probability")->capture_default_str();
-  model->add_option("--attn-dropout", c.attn_dropout, "attention-weight dropout probability")->capture_default_str();
+  model->add_option("--dropout", c.dropout, "dropout probability (masked: 0.1)")->capture_default_str();
+  model->add_option("--attn-dropout", c.attn_dropout, "attention-weight dropout probability (masked: 0.1)")
+      ->capture_default_str();
   model->add_option("--activation", c.activation, "relu|gelu (masked: relu)")->capture_default_str();
   model->add_option("--norm", c.norm, "pre|post LayerNorm (causal: pre only; masked: post)")->capture_default_str();
-  model->add_option("--pos", c.pos, "positions: learned|sinusoidal (masked: sinusoidal)")->capture_default_str();
+  model->add_option("--pos", c.pos, "positions: learned|sinusoidal")->capture_default_str();
 
   auto* opt = group("Optimization (AdamW, warmup then cosine decay)");
   opt->add_option("--lr", c.lr, "peak learning rate (masked: 0.001)")->capture_default_str();
-  opt->add_option("--warmup", c.warmup, "warmup steps")->capture_default_str();
+  opt->add_option("--warmup", c.warmup, "warmup steps (masked: 30)")->capture_default_str();
   opt->add_option("--weight-decay", c.weight_decay, "decoupled weight decay")->capture_default_str();
   opt->add_option("--clip-norm", c.clip_norm, "gradient norm clipping, 0 disables")->capture_default_str();
-  opt->add_option("--batch-size", c.batch_size, "reviews per step")->capture_default_str();
-  opt->add_option("--steps", c.steps, "optimizer steps")->capture_default_str();
-  opt->add_option("--eval-every", c.eval_every, "steps between validations and checkpoints")->capture_default_str();
+  opt->add_option("--batch-size", c.batch_size, "reviews per step (masked: 16)")->capture_default_str();
+  opt->add_option("--steps", c.steps, "optimizer steps (masked: 300)")->capture_default_str();
+  opt->add_option("--eval-every", c.eval_every, "steps between validations and checkpoints (masked: 100)")
+      ->capture_default_str();
   opt->add_option("--seed", c.seed, "seeds the split (as train_imdb's), init, order, dropout and masking")
       ->capture_default_str();
   opt->add_option("--bucket", c.bucket, "bucketing chunk in batches (0 = off)")->capture_default_str();
@@ -96,7 +103,8 @@ Config with_saved_settings(const CLI::App& app, const Config& config) {
   return result;
 }
 
-int train_command(const CLI::App& app, Config config, std::ostream& out, std::ostream& err, bool interactive) {
+int train_command(const CLI::App& app, Config config, std::ostream& out, std::ostream& err, bool interactive,
+                  const Parallel& parallel) {
   if (config.resume) {
     config = with_saved_settings(app, config);
   } else if (config.objective == "masked") {
@@ -109,13 +117,16 @@ int train_command(const CLI::App& app, Config config, std::ostream& out, std::os
   tt::install_interrupt_handler();
   TrainResult result;
   try {
-    result = train(config, out, err, interactive);
+    // Ranks other than 0 train silently; their errors still reach stderr through exit_code_of.
+    std::ostream silent(nullptr);
+    const bool rank0 = parallel.writes_files();
+    result = train(config, rank0 ? out : silent, rank0 ? err : silent, interactive && rank0, {}, parallel);
   } catch (...) {
     tt::remove_interrupt_handler();
     throw;
   }
   tt::remove_interrupt_handler();
-  if (fs::exists(fs::path(config.out) / tt::RunDirectory::kConfig)) {
+  if (parallel.writes_files() && fs::exists(fs::path(config.out) / tt::RunDirectory::kConfig)) {
     out << fmt::format("report: {}\n", write_report(config.out).string()) << std::flush;
   }
   return result.interrupted ? tt::kInterruptedExitCode : 0;
@@ -141,8 +152,9 @@ int evaluate_command(const EvaluateArgs& a, std::ostream& out, std::ostream& err
   err << fmt::format("data: {} ({}): {} validation reviews\n", data.path.string(), data.source, data.valid.size());
   const Validation v =
       validate(*run.model, run.model->module(), data.valid, static_cast<std::size_t>(run.config.batch_size));
-  out << fmt::format("valid: loss {:.4f}, perplexity {:.2f}, next-token accuracy {:.2f}% ({} tokens, {:.1f} s)\n",
-                     v.loss, v.perplexity, 100.0 * v.accuracy, v.tokens, v.seconds);
+  out << fmt::format(
+      "valid: loss {:.4f}, perplexity {:.2f}, next-token accuracy {:.2f}% ({} reviews, {} tokens, {:.1f} s)\n", v.loss,
+      v.perplexity, 100.0 * v.accuracy, data.valid.size(), v.tokens, v.seconds);
   if (run.model->causal()) {
     for (const auto& b : bigram_baselines(data)) {
       out << fmt::format("{}: loss {:.4f}, perplexity {:.2f}\n", b.name, b.loss, b.perplexity);
@@ -153,12 +165,12 @@ int evaluate_command(const EvaluateArgs& a, std::ostream& out, std::ostream& err
 
 }  // namespace
 
-int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& out, std::ostream& err,
-            bool interactive) {
+int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& out, std::ostream& err, bool interactive,
+            const Parallel& parallel) {
   CLI::App app(
       "Trains a Transformer language model on the text of the IMDb training reviews: a GPT (causal) or a\n"
       "masked-token encoder that starts train_imdb's classifier (--init-from).\n"
-      "With no subcommand it trains; `generate`, `evaluate` and `report` use a finished run.",
+      "With no subcommand it trains; `generate`, `evaluate`, `bench` and `report` use a finished run.",
       kProgram);
   app.require_subcommand(0, 1);
   Config config;
@@ -189,6 +201,20 @@ int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& o
   evaluate_app->add_flag("--no-download", eval_args.no_download, "fail instead of downloading the data");
   evaluate_app->add_option("--threads", eval_args.threads, "BLAS threads")->capture_default_str();
 
+  BenchArgs bench;
+  CLI::App* bench_app = app.add_subcommand(
+      "bench", "generation speed of a causal run with and without the KV cache, at several context lengths");
+  bench_app->add_option("--run", bench.run, "run folder")->required();
+  bench_app->add_option("--contexts", bench.contexts, "tokens of context at the last new token")
+      ->capture_default_str()
+      ->delimiter(',');
+  bench_app->add_option("--new-tokens", bench.new_tokens, "new tokens per measurement (the prompt is the rest)")
+      ->capture_default_str();
+  bench_app->add_option("--repeats", bench.repeats, "measurements per setting; the fastest is reported")
+      ->capture_default_str();
+  bench_app->add_option("--seed", bench.seed, "seeds the prompt's random tokens")->capture_default_str();
+  bench_app->add_option("--threads", bench.threads, "BLAS threads")->capture_default_str();
+
   std::string report_run;
   CLI::App* report_app = app.add_subcommand("report", "an HTML page of a run's curves and settings (RUN/report.html)");
   report_app->add_option("--run", report_run, "run folder")->required();
@@ -196,9 +222,9 @@ int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& o
   if (const auto code = examples::parse_command_line(app, argc, argv, out, err, kProgram)) return *code;
   return tt::exit_code_of(kProgram, err, [&] {
     CLI::App* command = nullptr;
-    for (CLI::App* sub : {generate_app, evaluate_app, report_app})
+    for (CLI::App* sub : {generate_app, evaluate_app, bench_app, report_app})
       if (sub->parsed()) command = sub;
-    if (!command) return train_command(app, config, out, err, interactive);
+    if (!command) return train_command(app, config, out, err, interactive, parallel);
     for (CLI::App* group : app.get_subcommands([](CLI::App* sub) { return sub->get_name().empty(); })) {
       for (const CLI::Option* option : group->get_options()) {
         if (option->count() == 0) continue;
@@ -206,8 +232,12 @@ int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& o
                                          command->get_name()));
       }
     }
+    if (parallel.size > 1) {
+      throw tt::UsageError(fmt::format("{} runs in one process: start it without mpirun", command->get_name()));
+    }
     if (command == generate_app) return generate_command(gen, in, out, err);
     if (command == evaluate_app) return evaluate_command(eval_args, out, err);
+    if (command == bench_app) return bench_command(bench, out, err);
     const tt::RunDirectory run(report_run);
     run.check_has({tt::RunDirectory::kConfig});
     out << fmt::format("report: {}\n", write_report(report_run).string());

@@ -26,6 +26,13 @@ void apply_masked_defaults(Config& c, const std::function<bool(const char* flag)
   set("--norm", c.norm, std::string("post"));
   set("--pos", c.pos, std::string("sinusoidal"));
   set("--lr", c.lr, 1e-3);
+  // The masked objective's recipe, not the classifier's shape.
+  set("--dropout", c.dropout, 0.1);
+  set("--attn-dropout", c.attn_dropout, 0.1);
+  set("--batch-size", c.batch_size, std::int64_t{16});
+  set("--steps", c.steps, std::int64_t{300});
+  set("--warmup", c.warmup, std::int64_t{30});
+  set("--eval-every", c.eval_every, std::int64_t{100});
 }
 
 std::optional<std::string> validate(const Config& c) {
@@ -63,7 +70,10 @@ std::optional<std::string> validate(const Config& c) {
   }
   if (c.context < 2) return fmt::format("--context {} leaves no token to predict from another", c.context);
   if (c.d_model % c.heads != 0) return fmt::format("--d-model {} is not divisible by --heads {}", c.d_model, c.heads);
-  for (const auto& [flag, value] : {std::pair{"--warmup", c.warmup}, {"--seed", c.seed}, {"--bucket", c.bucket}}) {
+  for (const auto& [flag, value] : {std::pair{"--warmup", c.warmup},
+                                    {"--seed", c.seed},
+                                    {"--bucket", c.bucket},
+                                    {"--valid-reviews", c.valid_reviews}}) {
     if (value < 0) return fmt::format("{} {} must not be negative", flag, value);
   }
   if (c.warmup >= c.steps) return fmt::format("--warmup {} must be less than --steps {}", c.warmup, c.steps);
@@ -103,6 +113,7 @@ nlohmann::json to_json(const Config& c) {
       {"vocab-size", c.vocab_size},
       {"context", c.context},
       {"valid-fraction", c.valid_fraction},
+      {"valid-reviews", c.valid_reviews},
       {"objective", c.objective},
       {"layers", c.layers},
       {"d-model", c.d_model},
@@ -132,6 +143,7 @@ Config config_from_json(const nlohmann::json& json) {
   examples::read_setting(json, "vocab-size", c.vocab_size);
   examples::read_setting(json, "context", c.context);
   examples::read_setting(json, "valid-fraction", c.valid_fraction);
+  examples::read_setting(json, "valid-reviews", c.valid_reviews);
   examples::read_setting(json, "objective", c.objective);
   examples::read_setting(json, "layers", c.layers);
   examples::read_setting(json, "d-model", c.d_model);

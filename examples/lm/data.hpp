@@ -17,6 +17,9 @@ namespace lm {
 struct Data {
   tapegrad::datasets::Vocabulary vocab;  // with <mask> last for the masked objective
   tapegrad::datasets::EncodedDataset train, valid;
+  // What validations during training score: --valid-reviews of valid, a fixed seeded choice (all of
+  // them when it is 0 or at least their number).
+  tapegrad::datasets::EncodedDataset valid_sample;
   std::filesystem::path path;  // where the reviews were read from
   std::string source;          // which rule found them
   double seconds = 0.0;        // reading, splitting, building the vocabulary and encoding
@@ -34,9 +37,10 @@ std::size_t kept_tokens(const Config& config);
 
 struct BaselineScore {
   std::string name;   // "add-one bigram", "Kneser-Ney bigram"
-  double loss = 0.0;  // mean negative log-likelihood per target token (nats)
+  double loss = 0.0;  // on all validation reviews: mean negative log-likelihood per target token (nats)
   double perplexity = 0.0;
-  std::size_t tokens = 0;  // targets scored
+  std::size_t tokens = 0;                             // targets scored
+  double sample_loss = 0.0, sample_perplexity = 0.0;  // the same on data.valid_sample
 };
 // Bigram models fitted on the training reviews and scored on every validation review's tokens 1..n-1
 // (each predicted from the one before it): the causal model's validation targets exactly.

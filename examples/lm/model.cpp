@@ -41,6 +41,16 @@ std::size_t count_correct(const Tensor<float>& logits, const xt::xarray<std::int
   return correct;
 }
 
+// Rows `rows` of a [B, L] array.
+template <typename T>
+xt::xarray<T> take(const xt::xarray<T>& a, const std::vector<std::size_t>& rows) {
+  const std::size_t L = a.shape(1);
+  xt::xarray<T> out = xt::xarray<T>::from_shape({rows.size(), L});
+  for (std::size_t k = 0; k < rows.size(); ++k)
+    std::copy(a.data() + rows[k] * L, a.data() + (rows[k] + 1) * L, out.data() + k * L);
+  return out;
+}
+
 }  // namespace
 
 LanguageModel::LanguageModel(const Config& config, const ds::Vocabulary& vocab) : config_(config) {
@@ -64,11 +74,12 @@ const tapegrad::models::GPT<float>& LanguageModel::gpt() const {
   return *gpt_;
 }
 
-LanguageModel::Loss LanguageModel::loss(const ds::Batch& batch, std::uint64_t draw) const {
+LanguageModel::Loss LanguageModel::loss(const ds::Batch& batch, std::uint64_t draw,
+                                        const std::vector<std::size_t>& rows) const {
   Loss out;
   if (gpt_) {
     constexpr std::int64_t kIgnored = -100;
-    const ds::NextTokenBatch next = ds::next_token_batch(batch, kIgnored);
+    const ds::NextTokenBatch next = ds::next_token_batch(rows.empty() ? batch : ds::take_rows(batch, rows), kIgnored);
     // Logits only where a target is (not at padding): the same loss, without the largest tensor's waste.
     std::vector<std::int64_t> rows, kept;
     for (std::size_t i = 0; i < next.targets.size(); ++i) {
@@ -84,11 +95,14 @@ LanguageModel::Loss LanguageModel::loss(const ds::Batch& batch, std::uint64_t dr
     out.correct = count_correct(flat, targets);
     return out;
   }
+  // Drawn for the whole batch, so that a rank's rows are masked as in one process.
   const ds::MaskedTokens m = ds::mask_tokens(batch.ids, batch.padding_mask, mask_id_, masked_->options.vocab_size,
                                              ds::MaskingOptions{}, static_cast<std::uint64_t>(config_.seed), draw);
-  auto [logits, targets] = masked_->predict(m.ids, batch.padding_mask, m.targets);
+  auto [logits, targets] =
+      rows.empty() ? masked_->predict(m.ids, batch.padding_mask, m.targets)
+                   : masked_->predict(take(m.ids, rows), take(batch.padding_mask, rows), take(m.targets, rows));
   out.loss = tapegrad::cross_entropy(logits, targets);
-  out.count = m.chosen;
+  out.count = targets.size();
   out.correct = count_correct(logits, targets);
   return out;
 }

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <vector>
 
 #include "examples/lm/config.hpp"
 #include "tapegrad/datasets/text/batching.hpp"
@@ -34,8 +35,10 @@ class LanguageModel {
     std::size_t correct = 0;       // targets whose most likely token is the right one
   };
   // Causal: every token after the first of each review, predicted from those before it. Masked: the
-  // tokens mask_tokens chose, drawn with (seed, draw).
-  Loss loss(const tapegrad::datasets::Batch& batch, std::uint64_t draw) const;
+  // tokens mask_tokens chose, drawn with (seed, draw). `rows`: only those rows of the batch (one rank's
+  // part of a global batch), masked as part of the whole batch; empty: all of them.
+  Loss loss(const tapegrad::datasets::Batch& batch, std::uint64_t draw,
+            const std::vector<std::size_t>& rows = {}) const;
 
  private:
   Config config_;

@@ -45,7 +45,8 @@ std::string report_html(const fs::path& run_dir) {
   Series valid_ppl{"valid_ppl", "validation", "#d9534f", {}, true};
   Series add_one{"add_one", "add-one bigram", "#999999", {}, false};
   Series kneser_ney{"kneser_ney", "Kneser-Ney bigram", "#5cb85c", {}, false};
-  std::optional<double> add_one_ppl, kn_ppl, train_seconds, wall_seconds;
+  std::optional<double> add_one_ppl, kn_ppl, add_one_sample_ppl, kn_sample_ppl, train_seconds, wall_seconds;
+  std::optional<double> final_ppl, best_step, valid_reviews, sample_reviews;
   std::int64_t last_step = 0;
   std::string rows;
   for (const json& line : tapegrad::train::read_metrics(run.metrics())) {
@@ -53,9 +54,15 @@ std::string report_html(const fs::path& run_dir) {
     last_step = std::max<std::int64_t>(last_step, static_cast<std::int64_t>(step));
     if (auto v = number(line, "baseline_add_one_ppl")) add_one_ppl = v;
     if (auto v = number(line, "baseline_kneser_ney_ppl")) kn_ppl = v;
+    if (auto v = number(line, "baseline_add_one_ppl_sample")) add_one_sample_ppl = v;
+    if (auto v = number(line, "baseline_kneser_ney_ppl_sample")) kn_sample_ppl = v;
+    if (auto v = number(line, "valid_reviews")) valid_reviews = v;
+    if (auto v = number(line, "valid_sample_reviews")) sample_reviews = v;
     if (line.value("final", false)) {
       train_seconds = number(line, "train_seconds");
       wall_seconds = number(line, "wall_seconds");
+      final_ppl = number(line, "final_valid_ppl");
+      best_step = number(line, "best_step");
       continue;
     }
     const auto loss = number(line, "loss");
@@ -71,8 +78,11 @@ std::string report_html(const fs::path& run_dir) {
       train_loss.points.emplace_back(step, *loss);
     }
   }
+  // The chart's baselines are scored on the reviews its validations score.
+  const bool sampled = valid_reviews && sample_reviews && *sample_reviews < *valid_reviews;
   std::vector<Series> ppl_series = {valid_ppl};
-  for (auto [series, value] : {std::pair{&add_one, add_one_ppl}, std::pair{&kneser_ney, kn_ppl}}) {
+  for (auto [series, value] : {std::pair{&add_one, sampled ? add_one_sample_ppl : add_one_ppl},
+                               std::pair{&kneser_ney, sampled ? kn_sample_ppl : kn_ppl}}) {
     if (!value || valid_ppl.points.empty()) continue;
     series->points = {{0.0, *value}, {double(last_step), *value}};
     ppl_series.push_back(*series);
@@ -89,10 +99,25 @@ std::string report_html(const fs::path& run_dir) {
         fmt::format(", wall (data, baselines and validations included): {}", examples::charts::duration(*wall_seconds));
   if (!timing.empty()) timing += "</p>";
   std::string baselines;
+  if (sampled) {
+    baselines += fmt::format(
+        "<p>Validations during training score a fixed seeded subset of {:.0f} of the {:.0f} validation reviews "
+        "(the chart and the table); the best model is then scored on all of them.</p>",
+        *sample_reviews, *valid_reviews);
+  }
+  if (final_ppl && best_step) {
+    baselines += fmt::format(
+        "<p>Final validation perplexity of the best model (step {:.0f}) on all validation reviews: <b>{:.2f}</b>.</p>",
+        *best_step, *final_ppl);
+  }
   if (add_one_ppl && kn_ppl) {
-    baselines =
-        fmt::format("<p>Bigram baselines on the same validation targets: add-one {:.2f}, Kneser-Ney {:.2f}.</p>",
-                    *add_one_ppl, *kn_ppl);
+    baselines += fmt::format(
+        "<p>Bigram baselines on the same validation targets (all validation reviews): add-one {:.2f}, "
+        "Kneser-Ney {:.2f}{}.</p>",
+        *add_one_ppl, *kn_ppl,
+        sampled && add_one_sample_ppl && kn_sample_ppl
+            ? fmt::format("; on the subset: add-one {:.2f}, Kneser-Ney {:.2f}", *add_one_sample_ppl, *kn_sample_ppl)
+            : std::string());
   }
   const std::string body = fmt::format(
       R"(<h1>train_lm run: {run}</h1>

@@ -3,13 +3,16 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <numeric>
 
+#include "tapegrad/autograd/elementwise.hpp"
 #include "tapegrad/autograd/matmul.hpp"
 #include "tapegrad/datasets/text/batching.hpp"
 #include "tapegrad/optim/adamw.hpp"
 #include "tapegrad/optim/schedule.hpp"
 #include "tapegrad/train/errors.hpp"
 #include "tapegrad/train/loop.hpp"
+#include "tapegrad/train/model_file.hpp"
 #include "tapegrad/train/progress.hpp"
 #include "tapegrad/train/run_directory.hpp"
 #include "tapegrad/train/timing.hpp"
@@ -41,7 +44,8 @@ void check_resume_matches(const Config& config, const tt::RunDirectory& run) {
 }  // namespace
 
 TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bool interactive,
-                  const std::function<bool(std::int64_t)>& stop_after_step) {
+                  const std::function<bool(std::int64_t)>& stop_after_step, const Parallel& parallel) {
+  const bool writer = parallel.writes_files();
   const tt::Stopwatch wall;
   if (const auto problem = validate(config)) throw tt::UsageError(*problem);
   tapegrad::set_num_threads(static_cast<int>(config.threads));
@@ -58,21 +62,42 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
   const Data data =
       prepare_data(config, config.resume ? std::optional(ds::Vocabulary::load(run.file(kVocabFile))) : std::nullopt);
   result.data_seconds = data.seconds;
+  const bool sampled = data.valid_sample.size() < data.valid.size();
   progress.message(fmt::format(
       "data: {} ({}): {} train / {} valid reviews (the train/ split only), vocabulary {} tokens, {} tokens kept "
       "per review; ready in {:.1f} s",
       data.path.string(), data.source, data.train.size(), data.valid.size(), data.vocab.size(), kept_tokens(config),
       data.seconds));
-  if (config.objective == "causal") {
+  if (sampled) {
+    progress.message(
+        fmt::format("validation during training: a fixed seeded subset of {} of the {} validation "
+                    "reviews; the best model is then scored on all of them",
+                    data.valid_sample.size(), data.valid.size()));
+  }
+  if (config.objective == "causal" && writer) {
     result.baselines = bigram_baselines(data);
     for (const auto& b : result.baselines) {
-      progress.message(fmt::format("baseline: {} on the validation reviews: loss {:.4f}, perplexity {:.2f} ({} tokens)",
-                                   b.name, b.loss, b.perplexity, b.tokens));
+      progress.message(fmt::format(
+          "baseline: {} on the validation reviews: loss {:.4f}, perplexity {:.2f} ({} tokens){}", b.name, b.loss,
+          b.perplexity, b.tokens,
+          sampled ? fmt::format("; on the subset: perplexity {:.2f}", b.sample_perplexity) : std::string()));
     }
   }
 
+  // Several ranks must agree on the settings (a rank started with other flags would otherwise train
+  // another model in lockstep) and on the vocabulary.
+  if (parallel.verify_same) {
+    nlohmann::json settings = to_json(config);
+    settings.erase("data");  // the data may sit at another path on another machine
+    parallel.verify_same("configuration", settings.dump(1));
+    std::string tokens;  // one per line: compared by checksum, gathered only if they differ
+    for (std::size_t i = 0; i < data.vocab.size(); ++i) tokens += data.vocab.token(static_cast<std::int64_t>(i)) + "\n";
+    parallel.verify_same("vocabulary", tokens);
+  }
   LanguageModel model(config, data.vocab);
   auto& module = model.module();
+  // Several ranks: the same model everywhere (checked), gradients averaged; each trains its rows.
+  const tt::Replicas replicas = parallel.attach ? parallel.attach(module) : tt::Replicas{};
   tapegrad::optim::AdamWOptions adamw;
   adamw.lr = config.lr;
   adamw.betas = {0.9, 0.98};
@@ -87,7 +112,7 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
   ds::DataLoader loader(data.train, batching);
   std::uint64_t loader_epoch = 0;
 
-  if (!config.resume) {
+  if (!config.resume && writer) {
     for (const auto& name : run.start_new(config.overwrite)) {
       progress.message(fmt::format("new run in {}: removed the previous run's {}", run.dir().string(), name));
     }
@@ -117,28 +142,56 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
       loader.set_epoch(loader_epoch);
     }
     const ds::Batch batch = loader.batch(s % loader.size());
-    const auto loss = model.loss(batch, static_cast<std::uint64_t>(step));
+    if (replicas.size <= 1) {
+      const auto loss = model.loss(batch, static_cast<std::uint64_t>(step));
+      tt::StepOutput<float> o;
+      o.loss = loss.loss;
+      o.count = double(loss.count);
+      o.correct = double(loss.correct);
+      for (std::size_t r : batch.indices) o.tokens += double(data.train.length(r));
+      return o;
+    }
+    // This rank's rows of the global batch. Its loss, a mean over its n targets, is weighted by
+    // n * ranks / N (N: the batch's targets on all ranks), so that the gradients' average over the ranks
+    // is the gradient of the mean over all N; each rank then counts N / ranks targets for the logs.
+    std::vector<std::size_t> all(batch.indices.size());
+    std::iota(all.begin(), all.end(), std::size_t{0});
+    const std::vector<std::size_t> rows = tt::shard(all, replicas.size, replicas.rank);
+    const auto loss = model.loss(batch, static_cast<std::uint64_t>(step), rows);
+    std::vector<double> total = {double(loss.count)};
+    replicas.all_reduce_sum(total);
+    const double share = total[0] > 0 ? double(loss.count) * double(replicas.size) / total[0] : 0.0;
     tt::StepOutput<float> o;
-    o.loss = loss.loss;
-    o.count = double(loss.count);
+    o.loss = tapegrad::mul(loss.loss, static_cast<float>(share));
+    o.count = total[0] / double(replicas.size);
     o.correct = double(loss.correct);
-    for (std::size_t r : batch.indices) o.tokens += double(data.train.length(r));
+    for (std::size_t r : rows) o.tokens += double(data.train.length(batch.indices[r]));
     return o;
   };
   hooks.validate = [&] {
-    const Validation v = validate(model, module, data.valid, static_cast<std::size_t>(config.batch_size));
+    const Validation v = validate(model, module, data.valid_sample, static_cast<std::size_t>(config.batch_size));
     tt::Evaluation e;
     e.score = -v.loss;
     e.metrics = {{"valid_loss", v.loss}, {"valid_ppl", v.perplexity}, {"valid_acc", v.accuracy}};
     e.summary = validation_summary(v);
     return e;
   };
+  hooks.replicas = replicas;
   tt::Trainer<float> trainer(run, module, optimizer, options, hooks, progress);
-  if (!config.resume) {
+  if (replicas.size > 1) {
+    progress.message(fmt::format("data-parallel: {} ranks x {} thread(s); global batch {} = {} per rank", replicas.size,
+                                 config.threads, config.batch_size,
+                                 (config.batch_size + replicas.size - 1) / replicas.size));
+  }
+  if (!config.resume && writer) {
     nlohmann::json line = {{"step", 0}, {"objective", config.objective}};
     for (const auto& b : result.baselines) {
-      line[b.name == "add-one bigram" ? "baseline_add_one_ppl" : "baseline_kneser_ney_ppl"] = b.perplexity;
+      const std::string key = b.name == "add-one bigram" ? "baseline_add_one_ppl" : "baseline_kneser_ney_ppl";
+      line[key] = b.perplexity;
+      line[key + "_sample"] = b.sample_perplexity;
     }
+    line["valid_reviews"] = data.valid.size();
+    line["valid_sample_reviews"] = data.valid_sample.size();
     trainer.metrics().write(line);
   }
   const tt::TrainerResult r = trainer.run();
@@ -153,16 +206,42 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
   }
   result.train_seconds = r.train_seconds;
   result.tokens_per_second = r.train_seconds > 0 ? r.train_tokens / r.train_seconds : 0.0;
+  if (!writer) {  // rank 0 alone scores the final model and writes
+    result.wall_seconds = wall.seconds();
+    return result;
+  }
+  if (!r.interrupted) {
+    // The best model (model.safetensors) on every validation review; the subset's score when it is all.
+    if (sampled && r.best_step > 0) {
+      tt::load_model(run.model(), module);
+      result.final = validate(model, module, data.valid, static_cast<std::size_t>(config.batch_size));
+      progress.message(
+          fmt::format("final validation of the best model (step {}) on all {} validation reviews: {} "
+                      "({:.1f} s)",
+                      r.best_step, data.valid.size(), validation_summary(result.final), result.final.seconds));
+    } else {
+      result.final = result.best;
+    }
+  }
   result.wall_seconds = wall.seconds();
   if (!r.interrupted) {
     trainer.metrics().write({{"step", r.step},
                              {"final", true},
                              {"best_step", r.best_step},
                              {"best_valid_ppl", result.best.perplexity},
+                             {"final_valid_loss", result.final.loss},
+                             {"final_valid_ppl", result.final.perplexity},
+                             {"final_valid_acc", result.final.accuracy},
                              {"train_seconds", result.train_seconds},
                              {"wall_seconds", result.wall_seconds}});
-    out << fmt::format("best validation (step {}): loss {:.4f}, perplexity {:.2f}, next-token accuracy {:.2f}%\n",
-                       r.best_step, result.best.loss, result.best.perplexity, 100.0 * result.best.accuracy);
+    out << fmt::format("best validation (step {}{}): loss {:.4f}, perplexity {:.2f}, next-token accuracy {:.2f}%\n",
+                       r.best_step,
+                       sampled ? fmt::format(", {} of the validation reviews", data.valid_sample.size()) : "",
+                       result.best.loss, result.best.perplexity, 100.0 * result.best.accuracy);
+    out << fmt::format(
+        "final validation (the best model, all {} validation reviews): loss {:.4f}, perplexity {:.2f}, "
+        "next-token accuracy {:.2f}%\n",
+        data.valid.size(), result.final.loss, result.final.perplexity, 100.0 * result.final.accuracy);
     for (const auto& b : result.baselines) out << fmt::format("{}: perplexity {:.2f}\n", b.name, b.perplexity);
     out << fmt::format("time: {} wall ({} data, {} training at {} tokens/s)\n",
                        tt::format_duration(result.wall_seconds), tt::format_duration(result.data_seconds),

@@ -3,29 +3,42 @@
 // saved then), --resume, Ctrl-C, and the bigram baselines on the same validation targets.
 #pragma once
 
+#include <functional>
 #include <ostream>
+#include <string>
 #include <vector>
 
+#include "examples/common/parallel.hpp"
 #include "examples/lm/config.hpp"
 #include "examples/lm/data.hpp"
 #include "examples/lm/model.hpp"
+#include "tapegrad/train/replicas.hpp"
 
 namespace lm {
 
 struct TrainResult {
   bool interrupted = false;
   std::int64_t steps = 0;
-  Validation best;  // of the best validation (lowest loss)
+  Validation best;  // of the best validation (lowest loss), on the reviews validated during training
   std::int64_t best_step = 0;
+  Validation final;  // the best model on all validation reviews (after the last step, not interrupted)
   std::vector<BaselineScore> baselines;  // causal objective only
   double data_seconds = 0.0, train_seconds = 0.0, wall_seconds = 0.0, tokens_per_second = 0.0;
 };
 
+// Data-parallel training under mpirun (main.cpp), as train_imdb's. --batch-size is the global batch,
+// cut into one part per rank; each rank's loss is weighted by its share of the batch's target tokens,
+// so that the averaged gradient is that of the global batch and a run's result does not depend on the
+// number of ranks.
+using Parallel = examples::Parallel;
+
 // Trains as config says into config.out: config.json, vocab.txt, metrics.jsonl, model.safetensors (the
-// best validation loss) and last.ckpt.safetensors. Progress goes to log, the summary to out. Stops
+// best validation loss on the --valid-reviews subset) and last.ckpt.safetensors; then scores that model
+// on all validation reviews. Progress goes to log, the summary to out. Stops
 // early (like Ctrl-C) when stop_after_step says so. Throws train::UsageError for settings that do not
-// fit the run folder or the data, std::runtime_error for file problems.
+// fit the run folder or the data, std::runtime_error for file problems. With parallel.size > 1 every
+// rank trains its part of each batch and rank 0 alone writes files, prints and scores the final model.
 TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bool interactive,
-                  const std::function<bool(std::int64_t)>& stop_after_step = {});
+                  const std::function<bool(std::int64_t)>& stop_after_step = {}, const Parallel& parallel = {});
 
 }  // namespace lm

@@ -2,6 +2,7 @@
 // error messages. (No OpenBLAS <cblas.h> here: xtensor-blas brings its own declarations.)
 #include <catch2/catch.hpp>
 #include <stdexcept>
+#include <tuple>
 #include <xtensor-blas/xlinalg.hpp>
 #include <xtensor/xbroadcast.hpp>
 #include <xtensor/xview.hpp>
@@ -293,4 +294,36 @@ TEST_CASE("linear error messages", "[matmul]") {
                     "linear: bias [3] does not fit weight [4, 3] (expected [4])");
   CHECK_THROWS_AS(linear(TensorD::zeros({2, 3}), TensorD::zeros({4, 3}), TensorD::zeros({1, 4})),
                   std::invalid_argument);
+}
+
+TEST_CASE("linear and its gradients give the same bits at any thread count", "[matmul]") {
+  // A language model's shapes, whose products are cut by columns ([tokens, d] x [vocab, d]^T) and by
+  // rows (the weight gradient [vocab, tokens] x [tokens, d]): OpenBLAS's value for an element depends
+  // on the shape of the call that computes it, so the cut must not depend on the thread count.
+  const int before = get_num_threads();
+  for (const auto& [rows, in, out] : {std::tuple<std::size_t, std::size_t, std::size_t>{1200, 128, 2000},
+                                      {1200, 128, 384},
+                                      {333, 64, 4001},
+                                      {5000, 32, 48}}) {
+    INFO("x [" << rows << ", " << in << "], weight [" << out << ", " << in << "]");
+    Generator gen(7);
+    Tensor<float> x = Tensor<float>::uniform({rows, in}, -1.0f, 1.0f, gen, true);
+    Tensor<float> w = Tensor<float>::uniform({out, in}, -1.0f, 1.0f, gen, true);
+    Tensor<float> b = Tensor<float>::uniform({out}, -1.0f, 1.0f, gen, true);
+    const Tensor<float> g = Tensor<float>::uniform({rows, out}, -1.0f, 1.0f, gen);
+    std::vector<xt::xarray<float>> first;
+    for (int threads : {1, 2, 3}) {
+      set_num_threads(threads);
+      x.zero_grad();
+      w.zero_grad();
+      b.zero_grad();
+      const Tensor<float> y = linear(x, w, b);
+      sum(mul(y, g)).backward();
+      const std::vector<xt::xarray<float>> now = {y.data(), x.grad(), w.grad(), b.grad()};
+      if (first.empty()) first = now;
+      INFO(threads << " threads");
+      for (std::size_t i = 0; i < now.size(); ++i) CHECK(bool(now[i] == first[i]));
+    }
+  }
+  set_num_threads(before);
 }

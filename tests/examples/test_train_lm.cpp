@@ -12,12 +12,14 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "examples/imdb/config.hpp"
 #include "examples/imdb/train.hpp"
 #include "examples/lm/cli.hpp"
 #include "examples/lm/config.hpp"
+#include "examples/lm/data.hpp"
 #include "examples/lm/model.hpp"
 #include "examples/lm/train.hpp"
 #include "tapegrad/datasets/imdb/imdb.hpp"
@@ -77,6 +79,8 @@ std::vector<std::string> tiny(const fs::path& out, const std::string& objective 
           "1",
           "--lr",
           "0.01",
+          "--dropout",  // not the default 0: --resume must restore the dropout generators
+          "0.1",
           "--valid-fraction",
           "0.34",
           "--log-every",
@@ -103,6 +107,7 @@ lm::Config tiny_config(const fs::path& out, const std::string& objective) {
   c.eval_every = 3;
   c.warmup = 1;
   c.lr = 0.01;
+  c.dropout = 0.1;
   c.valid_fraction = 0.34;
   c.log_every = 1;
   c.threads = 1;
@@ -135,7 +140,10 @@ std::string last_line(const std::string& text) {
 TEST_CASE("train_lm: a tiny causal run, its files, report, baselines and evaluate", "[lm]") {
   TempDir tmp;
   const fs::path run = tmp.path / "run";
-  const CliResult r = run_lm(tiny(run));
+  // Validations during training score 1 of the 2 validation reviews; the final one scores both.
+  std::vector<std::string> args = tiny(run);
+  args.insert(args.end(), {"--valid-reviews", "1"});
+  const CliResult r = run_lm(args);
   INFO(r.err << r.out);
   REQUIRE(r.code == 0);
   for (const char* f :
@@ -154,12 +162,48 @@ TEST_CASE("train_lm: a tiny causal run, its files, report, baselines and evaluat
   }
   CHECK(validations == 2);
   CHECK(lines.front().contains("baseline_kneser_ney_ppl"));
-  // evaluate recomputes the best model's validation perplexity from the files.
+  CHECK(lines.front().contains("baseline_kneser_ney_ppl_sample"));
+  CHECK(lines.front()["valid_reviews"] == 2);
+  CHECK(lines.front()["valid_sample_reviews"] == 1);
+  const nlohmann::json& final_line = lines.back();
+  REQUIRE(final_line.value("final", false));
+  CHECK(final_line["best_valid_ppl"].get<double>() == best);
+  const double final_ppl = final_line["final_valid_ppl"].get<double>();
+  CHECK_THAT(r.out, Catch::Contains(fmt::format("all 2 validation reviews): loss {:.4f}, perplexity {:.2f}",
+                                                final_line["final_valid_loss"].get<double>(), final_ppl)));
+  // evaluate recomputes the final validation perplexity (all validation reviews) from the files.
   const CliResult e = run_lm({"evaluate", "--run", run.string(), "--threads", "1"});
   INFO(e.err);
   REQUIRE(e.code == 0);
-  CHECK_THAT(e.out, Catch::Contains(fmt::format("perplexity {:.2f}", best)));
+  CHECK_THAT(e.out, Catch::Contains(fmt::format("perplexity {:.2f}", final_ppl)));
+  CHECK_THAT(e.out, Catch::Contains("(2 reviews"));
   CHECK_THAT(e.out, Catch::Contains("add-one bigram"));
+}
+
+TEST_CASE("train_lm data: the validation subset is a fixed seeded choice among the validation reviews", "[lm]") {
+  lm::Config c = tiny_config("unused", "causal");
+  c.valid_fraction = 0.67;  // 4 of the fixture's 6 training reviews
+  c.valid_reviews = 2;
+  const lm::Data a = lm::prepare_data(c), b = lm::prepare_data(c);
+  REQUIRE(a.valid.size() == 4);
+  REQUIRE(a.valid_sample.size() == 2);
+  const auto ids = [](const tapegrad::datasets::EncodedDataset& d, std::size_t i) {
+    return std::vector<std::int64_t>(d.ids(i), d.ids(i) + d.length(i));
+  };
+  for (std::size_t i = 0; i < 2; ++i) {
+    CHECK(ids(a.valid_sample, i) == ids(b.valid_sample, i));  // the same choice every time
+    bool found = false;
+    for (std::size_t j = 0; j < a.valid.size(); ++j) found = found || ids(a.valid, j) == ids(a.valid_sample, i);
+    CHECK(found);
+  }
+  CHECK(ids(a.valid_sample, 0) != ids(a.valid_sample, 1));
+  // 0, or as many as there are: all of them, in order.
+  for (std::int64_t all : {0, 4, 100}) {
+    c.valid_reviews = all;
+    const lm::Data d = lm::prepare_data(c);
+    REQUIRE(d.valid_sample.size() == 4);
+    for (std::size_t i = 0; i < 4; ++i) CHECK(ids(d.valid_sample, i) == ids(d.valid, i));
+  }
 }
 
 TEST_CASE("train_lm generate: same seed same text, the cache changes nothing, the model is causal", "[lm]") {
@@ -201,6 +245,30 @@ TEST_CASE("train_lm generate: same seed same text, the cache changes nothing, th
       CHECK(same == (s < t));
     }
   }
+  // bench: the speed with and without the cache at each context, and the same greedy tokens both ways.
+  const CliResult b = run_lm(
+      {"bench", "--run", run.string(), "--contexts", "8,48", "--new-tokens", "4", "--repeats", "1", "--threads", "1"});
+  INFO(b.err);
+  REQUIRE(b.code == 0);
+  std::istringstream table(b.out);
+  std::string header, line;
+  std::getline(table, header);
+  CHECK_THAT(header, Catch::Contains("tokens/s with cache") && Catch::Contains("tokens/s without"));
+  std::vector<std::string> rows;
+  while (std::getline(table, line)) rows.push_back(line);
+  REQUIRE(rows.size() == 2);
+  for (const auto& [row, context, prompt] : {std::tuple{rows[0], "8", "4"}, std::tuple{rows[1], "48", "44"}}) {
+    std::istringstream fields(row);
+    std::string c, p;
+    fields >> c >> p;
+    CHECK(c == context);
+    CHECK(p == prompt);
+    CHECK(row.size() >= 3);
+    CHECK(row.substr(row.size() - 3) == "yes");
+  }
+  CHECK(last_line(run_lm({"bench", "--run", run.string(), "--contexts", "49"}).err) ==
+        "train_lm: --contexts 49: each context must exceed --new-tokens 32 and be at most the model's context of 48");
+
   // Bad arguments: one line, exit 2.
   CHECK(last_line(run_lm({"generate", "--run", run.string(), "--top-p", "0"}, "x").err) ==
         "train_lm: --top-p 0 is outside (0, 1]");
@@ -253,7 +321,7 @@ TEST_CASE("train_lm: bad settings are one line naming the flag, exit code 2", "[
   CHECK(error({"--objective", "next"}) == "train_lm: --objective next is not one of causal|masked");
   CHECK(error({"--norm", "post"}) == "train_lm: --norm post: the causal model (GPT) is pre-LN only");
   CHECK(error({"--d-model", "30", "--heads", "4"}) == "train_lm: --d-model 30 is not divisible by --heads 4");
-  CHECK(error({"--warmup", "700"}) == "train_lm: --warmup 700 must be less than --steps 300");
+  CHECK(error({"--warmup", "6000"}) == "train_lm: --warmup 6000 must be less than --steps 5600");
   CHECK(error({"--context", "1"}) == "train_lm: --context 1 leaves no token to predict from another");
   // The subcommands' --threads, bounded like training's (4294967298 used to become 2 threads).
   for (const auto& args : {std::vector<std::string>{"evaluate", "--run", "x", "--threads", "4294967298"},
@@ -305,6 +373,16 @@ TEST_CASE("train_lm --objective masked defaults to train_imdb's classifier", "[l
   CHECK(c.activation == i.activation);
   CHECK(c.norm == i.norm);
   CHECK(c.pos == i.pos);
+  // and its own recipe, whatever the causal defaults.
+  CHECK(c.dropout == 0.1);
+  CHECK(c.attn_dropout == 0.1);
+  CHECK(c.batch_size == 16);
+  CHECK(c.steps == 300);
+  // A flag given on the command line stays as given.
+  lm::Config given;
+  lm::apply_masked_defaults(given, [](const char* flag) { return std::string(flag) == "--steps"; });
+  CHECK(given.steps == lm::Config().steps);
+  CHECK(given.batch_size == 16);
 }
 
 TEST_CASE("train_imdb --init-from loads a masked run's embedding and encoder exactly, and rejects a misfit", "[lm]") {

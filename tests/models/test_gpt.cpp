@@ -113,7 +113,61 @@ TEMPLATE_TEST_CASE("GPT: the KV cache gives the logits of full recomputation at 
   }
 }
 
-TEST_CASE("generate: the cache and full recomputation choose the same tokens and logits", "[gpt]") {
+TEST_CASE("greedy decoding: with the KV cache, every step's logits are full recomputation's within 1e-5", "[gpt]") {
+  // The loop of generate() spelled out, both ways at once: the cache fed one token per step against a
+  // forward over the whole sequence so far; the same greedy token must follow from both.
+  for (PositionalKind positional : {PositionalKind::Learned, PositionalKind::Sinusoidal}) {
+    INFO("positions " << positional_name(positional));
+    Generator gen(12);
+    GPTOptions o = tiny(positional);
+    o.d_model = 32;
+    o.nhead = 4;
+    o.dim_feedforward = 64;
+    GPT<float> model(o, gen);
+    model.eval();
+    NoGradGuard no_grad;
+    std::vector<std::int64_t> sequence = {4, 9, 1, 7, 7};
+    GPT<float>::Cache cache, next_cache;  // forward_incremental's, and next_token_logits'
+    const auto as_ids = [](const std::int64_t* first, std::size_t n) {
+      xt::xarray<std::int64_t> ids = xt::xarray<std::int64_t>::from_shape({std::size_t{1}, n});
+      std::copy(first, first + n, ids.data());
+      return ids;
+    };
+    double worst = 0.0;
+    while (sequence.size() < o.max_len) {
+      const std::size_t done = cache.length();
+      const Tensor<float> step =
+          model.forward_incremental(as_ids(sequence.data() + done, sequence.size() - done), cache);
+      const Tensor<float> next =
+          model.next_token_logits(as_ids(sequence.data() + done, sequence.size() - done), next_cache);
+      REQUIRE(next.shape() == Shape{1, o.vocab_size});
+      const Tensor<float> full = model.forward(as_ids(sequence.data(), sequence.size()));
+      const std::vector<float> cached = row(step, step.size(1) - 1), recomputed = row(full, sequence.size() - 1);
+      for (std::size_t v = 0; v < o.vocab_size; ++v) {
+        worst = std::max(worst, double(std::abs(cached[v] - recomputed[v])));
+        worst = std::max(worst, double(std::abs(next.data()(0, v) - recomputed[v])));
+      }
+      const auto argmax = [](const std::vector<float>& l) {
+        return static_cast<std::int64_t>(std::max_element(l.begin(), l.end()) - l.begin());
+      };
+      INFO("step " << sequence.size());
+      REQUIRE(argmax(cached) == argmax(recomputed));
+      sequence.push_back(argmax(cached));
+    }
+    INFO("largest difference " << worst);
+    CHECK(worst <= 1e-5);
+    // generate() makes the same choices, with the cache and without.
+    GenerateOptions g;
+    g.sampling.temperature = 0.0;
+    g.max_new_tokens = o.max_len - 5;
+    const std::vector<std::int64_t> expected(sequence.begin() + 5, sequence.end());
+    CHECK(generate(model, {4, 9, 1, 7, 7}, g) == expected);
+    g.use_cache = false;
+    CHECK(generate(model, {4, 9, 1, 7, 7}, g) == expected);
+  }
+}
+
+TEST_CASE("generate: the cache and full recomputation choose the same tokens, greedy and sampled", "[gpt]") {
   Generator gen(6);
   GPTOptions o = tiny();
   o.d_model = 32;
