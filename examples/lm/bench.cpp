@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <limits>
 #include <stdexcept>
+#include <tuple>
 
+#include "examples/common/settings.hpp"
 #include "examples/lm/model.hpp"
 #include "tapegrad/autograd/generator.hpp"
 #include "tapegrad/autograd/matmul.hpp"
@@ -53,6 +55,17 @@ int bench_command(const BenchArgs& a, std::ostream& out, std::ostream& err) {
   if (a.threads <= 0) throw tt::UsageError(fmt::format("--threads {} must be positive", a.threads));
   if (a.seed < 0) throw tt::UsageError(fmt::format("--seed {} must not be negative", a.seed));
   if (a.contexts.empty()) throw tt::UsageError("--contexts is empty");
+  namespace lim = examples::limits;
+  for (const auto& [flag, value, limit] : {std::tuple{"--new-tokens", a.new_tokens, lim::kSequenceLength},
+                                           std::tuple{"--repeats", a.repeats, std::int64_t{1000}},
+                                           std::tuple{"--threads", a.threads, lim::kThreads}}) {
+    if (value > limit) throw tt::UsageError(fmt::format("{} {} is above the limit of {}", flag, value, limit));
+  }
+  for (std::int64_t c : a.contexts) {
+    if (c < 1 || c > lim::kSequenceLength) {
+      throw tt::UsageError(fmt::format("--contexts {} is outside [1, {}]", c, lim::kSequenceLength));
+    }
+  }
   tapegrad::set_num_threads(static_cast<int>(a.threads));
   const LoadedRun run = load_run(a.run);
   if (!run.model->causal()) {

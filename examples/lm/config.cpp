@@ -58,7 +58,8 @@ std::optional<std::string> validate(const Config& c) {
       {"--threads", c.threads, lim::kThreads},
       {"--log-every", c.log_every, lim::kSteps},
       {"--warmup", c.warmup, lim::kSteps},
-      {"--bucket", c.bucket, lim::kSteps}};
+      {"--bucket", c.bucket, lim::kSteps},
+      {"--valid-reviews", c.valid_reviews, lim::kSteps}};
   for (const auto& [flag, value, limit] : at_most) {
     if (value > limit) return fmt::format("{} {} is above the limit of {}", flag, value, limit);
   }

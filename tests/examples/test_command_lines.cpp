@@ -405,8 +405,8 @@ TEST_CASE("every program: a diverging run stops naming the step, keeps its last 
         "1",
         "--beta2",
         "0"},
-       "the training loss is nan at step 12 (epoch 1)",
-       "9",
+       "the training loss is nan at step 13 (epoch 1)",
+       "12",
        {"translate", "one", "--out"}},
   };
   for (Case& c : cases) {
