@@ -56,9 +56,9 @@ int bench_command(const BenchArgs& a, std::ostream& out, std::ostream& err) {
   if (a.seed < 0) throw tt::UsageError(fmt::format("--seed {} must not be negative", a.seed));
   if (a.contexts.empty()) throw tt::UsageError("--contexts is empty");
   namespace lim = examples::limits;
-  for (const auto& [flag, value, limit] : {std::tuple{"--new-tokens", a.new_tokens, lim::kSequenceLength},
-                                           std::tuple{"--repeats", a.repeats, std::int64_t{1000}},
-                                           std::tuple{"--threads", a.threads, lim::kThreads}}) {
+  for (const auto& [flag, value, limit] :
+       {std::tuple{"--new-tokens", a.new_tokens, lim::kSequenceLength},
+        std::tuple{"--repeats", a.repeats, std::int64_t{1000}}, std::tuple{"--threads", a.threads, lim::kThreads}}) {
     if (value > limit) throw tt::UsageError(fmt::format("{} {} is above the limit of {}", flag, value, limit));
   }
   for (std::int64_t c : a.contexts) {
