@@ -43,31 +43,28 @@ template <typename T>
 
 // Elementwise passes over gradients split over the worker threads, as every elementwise kernel.
 template <typename T>
+void accumulate(T* dst, const T* src, std::size_t n) {
+  detail::parallel_for(n, detail::kElementwiseGrain, [&](std::size_t begin, std::size_t end) {
+    T* __restrict out = dst;
+    const T* __restrict in = src;
+    for (std::size_t i = begin; i < end; ++i) out[i] += in[i];
+  });
+}
+
+template <typename T>
 void add_into(xt::xarray<T>& dst, bool& has, xt::xarray<T>&& g) {
   if (!has) {
     dst = std::move(g);
     has = true;
     return;
   }
-  T* d = dst.data();
-  const T* s = g.data();
-  detail::parallel_for(dst.size(), detail::kElementwiseGrain, [&](std::size_t begin, std::size_t end) {
-    T* __restrict out = d;
-    const T* __restrict in = s;
-    for (std::size_t i = begin; i < end; ++i) out[i] += in[i];
-  });
+  accumulate(dst.data(), g.data(), dst.size());
 }
 
 template <typename T>
 void add_into(xt::xarray<T>& dst, bool& has, const xt::xarray<T>& g) {
   if (has) {
-    T* d = dst.data();
-    const T* s = g.data();
-    detail::parallel_for(dst.size(), detail::kElementwiseGrain, [&](std::size_t begin, std::size_t end) {
-      T* __restrict out = d;
-      const T* __restrict in = s;
-      for (std::size_t i = begin; i < end; ++i) out[i] += in[i];
-    });
+    accumulate(dst.data(), g.data(), dst.size());
     return;
   }
   dst = xt::xarray<T>::from_shape(g.shape());

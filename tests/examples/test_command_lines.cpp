@@ -45,7 +45,8 @@ const std::vector<Program>& programs() {
        }},
       {"train_lm",
        [](std::vector<std::string> args, const std::string& input) {
-         return tapegrad::testing::run_cli_in_process([](auto&&... a) { return lm::run_cli(a...); }, "train_lm", std::move(args), input);
+         return tapegrad::testing::run_cli_in_process([](auto&&... a) { return lm::run_cli(a...); }, "train_lm",
+                                                      std::move(args), input);
        }},
   };
   return all;
