@@ -15,4 +15,5 @@
 #include "tapegrad/datasets/text/split.hpp"
 #include "tapegrad/datasets/text/tokenizer.hpp"
 #include "tapegrad/datasets/text/vocab.hpp"
+#include "tapegrad/datasets/text/random_crop.hpp"
 #include "tapegrad/datasets/text/word_dropout.hpp"

@@ -58,6 +58,10 @@ void add_training_flags(CLI::App& app, Config& c) {
   model->add_option("--attn-dropout", c.attn_dropout, "attention-weight dropout probability")->capture_default_str();
   model->add_option("--word-dropout", c.word_dropout, "share of training tokens replaced by <unk>")
       ->capture_default_str();
+  model->add_option("--crop", c.crop, "share of training reviews replaced by a random window of their tokens")
+      ->capture_default_str();
+  model->add_option("--crop-min", c.crop_min, "a crop's shortest window, in tokens")->capture_default_str();
+  model->add_option("--crop-max", c.crop_max, "a crop's longest window, in tokens")->capture_default_str();
   model->add_option("--activation", c.activation, "relu|gelu")->capture_default_str();
   model->add_option("--norm", c.norm, "post|pre: LayerNorm after or before each sublayer")->capture_default_str();
   model->add_option("--pooling", c.pooling, "max|mean|cls")->capture_default_str();

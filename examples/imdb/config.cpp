@@ -119,6 +119,15 @@ std::optional<std::string> validate(const Config& c) {
   if (!(c.valid_fraction >= 0.0 && c.valid_fraction < 1.0)) {
     return fmt::format("--valid-fraction {} is outside [0, 1)", c.valid_fraction);
   }
+  if (!(c.crop >= 0.0 && c.crop <= 1.0)) return fmt::format("--crop {} is outside [0, 1]", c.crop);
+  for (const auto& [flag, value] : {std::pair{"--crop-min", c.crop_min}, {"--crop-max", c.crop_max}}) {
+    if (value < 1 || value > lim::kSequenceLength) {
+      return fmt::format("{} {} is outside [1, {}]", flag, value, lim::kSequenceLength);
+    }
+  }
+  if (c.crop_min > c.crop_max) {
+    return fmt::format("--crop-min {} is above --crop-max {}", c.crop_min, c.crop_max);
+  }
 
   struct Choice {
     const char* flag;
@@ -166,6 +175,9 @@ nlohmann::json to_json(const Config& c) {
       {"dropout", c.dropout},
       {"attn-dropout", c.attn_dropout},
       {"word-dropout", c.word_dropout},
+      {"crop", c.crop},
+      {"crop-min", c.crop_min},
+      {"crop-max", c.crop_max},
       {"activation", c.activation},
       {"norm", c.norm},
       {"pooling", c.pooling},
@@ -210,6 +222,9 @@ Config config_from_json(const nlohmann::json& json) {
   examples::read_setting(json, "dropout", c.dropout);
   examples::read_setting(json, "attn-dropout", c.attn_dropout);
   examples::read_setting(json, "word-dropout", c.word_dropout);
+  examples::read_setting(json, "crop", c.crop);
+  examples::read_setting(json, "crop-min", c.crop_min);
+  examples::read_setting(json, "crop-max", c.crop_max);
   examples::read_setting(json, "activation", c.activation);
   examples::read_setting(json, "norm", c.norm);
   examples::read_setting(json, "pooling", c.pooling);

@@ -31,7 +31,12 @@ struct Config {
   std::int64_t ff = 128;
   double dropout = 0.3;
   double attn_dropout = 0.1;
-  double word_dropout = 0.1;        // share of training tokens replaced by <unk>
+  double word_dropout = 0.1;  // share of training tokens replaced by <unk>
+  // Random crops: the share of training reviews replaced by a window of their own tokens, of a length
+  // uniform in [crop_min, crop_max] (datasets::random_crop).
+  double crop = 0.0;
+  std::int64_t crop_min = 8;
+  std::int64_t crop_max = 64;
   std::string activation = "relu";  // relu | gelu
   std::string norm = "post";        // post | pre
   std::string pooling = "mean";     // max | mean | cls

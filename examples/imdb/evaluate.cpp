@@ -36,7 +36,7 @@ double positive_probability(float logit_neg, float logit_pos, double temperature
 }  // namespace
 
 EvalResult evaluate(Model& model, const ds::EncodedDataset& data, std::size_t batch_size,
-                    const std::function<bool()>& should_stop) {
+                    const std::function<bool()>& should_stop, const std::optional<ds::CropOptions>& windows) {
   const auto start = std::chrono::steady_clock::now();
   EvalMode mode(model);
   tapegrad::NoGradGuard no_grad;
@@ -59,7 +59,11 @@ EvalResult evaluate(Model& model, const ds::EncodedDataset& data, std::size_t ba
       result.stopped = true;
       break;
     }
-    const ds::Batch batch = ds::collate(data, indices);
+    ds::Batch batch = ds::collate(data, indices);
+    if (windows) {
+      // Seeded by the batch's first review, so a review's window does not depend on the batch size.
+      ds::random_crop(batch.ids, batch.padding_mask, *windows, ds::Vocabulary::pad_id, 0, indices.front());
+    }
     const auto parts = model.forward_parts(batch.ids, batch.padding_mask);
     const auto logits = parts.total();
     loss_sum += static_cast<double>(tapegrad::cross_entropy(logits, batch.labels, ce).item());

@@ -12,6 +12,7 @@
 #include "examples/imdb/config.hpp"
 #include "examples/imdb/model.hpp"
 #include "tapegrad/datasets/text/encode.hpp"
+#include "tapegrad/datasets/text/random_crop.hpp"
 #include "tapegrad/datasets/text/vocab.hpp"
 #include "tapegrad/train/calibration.hpp"
 
@@ -44,9 +45,11 @@ std::optional<PartWeights> fit_part_weights(const EvalResult& result);
 
 // Runs the model in eval mode without recording a tape, in batches of batch_size sorted by length (the
 // scores do not depend on the order or the padding), and restores its training mode afterwards.
-// should_stop, if given, is asked before each batch.
+// should_stop, if given, is asked before each batch. With `windows`, each review is first cut to a
+// random window of its tokens (datasets::random_crop with a fixed seed: the same windows every time).
 EvalResult evaluate(Model& model, const tapegrad::datasets::EncodedDataset& data, std::size_t batch_size,
-                    const std::function<bool()>& should_stop = {});
+                    const std::function<bool()>& should_stop = {},
+                    const std::optional<tapegrad::datasets::CropOptions>& windows = {});
 
 // P(positive) of each text, encoded with vocab and truncated as config says, in eval mode, from the
 // logits divided by `temperature` (the run's calibration, see calibrate).

@@ -17,6 +17,7 @@
 #include "tapegrad/autograd/matmul.hpp"
 #include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/datasets/text/batching.hpp"
+#include "tapegrad/datasets/text/random_crop.hpp"
 #include "tapegrad/datasets/text/word_dropout.hpp"
 #include "tapegrad/io/safetensors.hpp"
 #include "tapegrad/models/masked_lm.hpp"
@@ -148,6 +149,10 @@ void fit_wide_feature_scale(Model& model, const ds::EncodedDataset& train, tr::P
 
 }  // namespace
 
+tapegrad::datasets::CropOptions crop_options(const Config& config) {
+  return {config.crop, static_cast<std::size_t>(config.crop_min), static_cast<std::size_t>(config.crop_max)};
+}
+
 TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bool interactive,
                   const std::function<bool(std::int64_t step)>& stop_after_step, const Parallel& parallel) {
   const bool writer = parallel.rank == 0;
@@ -237,6 +242,8 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
     ds::Batch batch = loader.batch(static_cast<std::size_t>(b));
     ds::word_dropout(batch.ids, batch.padding_mask, config.word_dropout, ds::Vocabulary::unk_id,
                      static_cast<std::uint64_t>(config.seed), static_cast<std::uint64_t>(step));
+    ds::random_crop(batch.ids, batch.padding_mask, crop_options(config), ds::Vocabulary::pad_id,
+                    static_cast<std::uint64_t>(config.seed), static_cast<std::uint64_t>(step));
     if (replicas.size > 1) {
       // This rank's rows of the global batch (after word dropout, which is drawn for the whole batch).
       std::vector<std::size_t> rows(batch.indices.size());
@@ -356,6 +363,10 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
       }
       metadata[kTemperatureKey] = fmt::format("{:.17g}", temperature);
       tr::save_model(run.model(), *model, metadata);
+      // How the model reads short texts, on validation data: one short window of each review (the
+      // contrast pairs are a test, never a criterion).
+      EvalResult windows = evaluate(*model, data.valid, batch_size, tr::interrupt_requested, kValidWindows);
+      if (!windows.stopped) result.valid_windows = std::move(windows);
     }
   }
   // The test set, once, with the best-validation model (rank 0 alone).
@@ -399,6 +410,13 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
     test_line["test_acc_encoder"] = *result.test.encoder_accuracy;
     test_line["test_acc_wide"] = *result.test.wide_accuracy;
   }
+  if (result.valid_windows) {
+    test_line["valid_window_acc"] = result.valid_windows->accuracy;
+    if (result.valid_windows->encoder_accuracy && result.valid_windows->wide_accuracy) {
+      test_line["valid_window_acc_encoder"] = *result.valid_windows->encoder_accuracy;
+      test_line["valid_window_acc_wide"] = *result.valid_windows->wide_accuracy;
+    }
+  }
   if (result.contrast) {
     test_line["contrast_pairs"] = result.contrast->pairs;
     test_line["contrast_pair_acc"] = result.contrast->accuracy;
@@ -429,6 +447,15 @@ void print_summary(std::ostream& out, const Config& config, const TrainResult& r
              100.0 * r.test_calibration.uncalibrated.expected_calibration_error, r.test_calibration.short_count,
              kShortReviewTokens, 100.0 * r.test_calibration.short_ece,
              100.0 * r.test_calibration.short_ece_uncalibrated)
+      << (r.valid_windows
+              ? fmt::format("validation, one window of {}-{} tokens of each review: accuracy {:.2f}%{}\n",
+                            kValidWindows.min_tokens, kValidWindows.max_tokens, 100.0 * r.valid_windows->accuracy,
+                            r.valid_windows->encoder_accuracy && r.valid_windows->wide_accuracy
+                                ? fmt::format(" (encoder alone {:.2f}%, n-grams alone {:.2f}%)",
+                                              100.0 * *r.valid_windows->encoder_accuracy,
+                                              100.0 * *r.valid_windows->wide_accuracy)
+                                : std::string())
+              : std::string())
       << (r.contrast ? fmt::format("contrast pairs: both members right in {} of {} ({:.1f}%)\n", r.contrast->both_right,
                                    r.contrast->pairs, 100.0 * r.contrast->accuracy)
                      : std::string())

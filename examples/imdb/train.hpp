@@ -30,8 +30,9 @@ struct TrainResult {
   std::int64_t best_epoch = 0;
   double best_valid_accuracy = 0.0, best_valid_loss = 0.0;
   EvalResult test;
-  Calibration test_calibration;            // with the temperature fitted on the validation reviews
-  std::optional<ContrastResult> contrast;  // the contrast pairs, when their file is there
+  Calibration test_calibration;             // with the temperature fitted on the validation reviews
+  std::optional<ContrastResult> contrast;   // the contrast pairs, when their file is there
+  std::optional<EvalResult> valid_windows;  // the best model on one short window of each validation review
   double data_seconds = 0.0, train_seconds = 0.0, wall_seconds = 0.0;
   double train_tokens_per_second = 0.0;
 };
@@ -50,6 +51,12 @@ using Parallel = examples::Parallel;
 // prints and evaluates the test set.
 TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bool interactive,
                   const std::function<bool(std::int64_t step)>& stop_after_step = {}, const Parallel& parallel = {});
+
+// The windows of valid_windows: one per review, 5 to 30 tokens, the length of a short review.
+inline constexpr tapegrad::datasets::CropOptions kValidWindows{1.0, 5, 30};
+
+// The crops of training batches that config asks for.
+tapegrad::datasets::CropOptions crop_options(const Config& config);
 
 // The summary printed at the end of a complete run.
 void print_summary(std::ostream& out, const Config& config, const TrainResult& result);

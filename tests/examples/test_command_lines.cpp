@@ -204,6 +204,8 @@ std::vector<std::string> companions(const std::string& program, const std::strin
   if (flag == "--vocab-size" || flag == length || flag == "--ngram-buckets") return {"--d-model", "1", heads, "1"};
   if (program == "train_lm" && flag == "--warmup") args = {"--steps", "1000000000"};
   if (program == "train_lm" && flag == "--steps") args = {"--warmup", "0"};
+  if (flag == "--crop-min") args = {"--crop-max", "1000000"};
+  if (flag == "--crop-max") args = {"--crop-min", "1"};
   if (!args.empty() || flag == "--ff") args.insert(args.end(), small_tables.begin(), small_tables.end());
   return args;
 }

@@ -279,6 +279,10 @@ TEST_CASE("train_imdb trains a tiny model on the fixture and predict agrees with
   CHECK(test_line.at("test_ece").get<double>() ==
         Approx(imdb::calibration_of(test, run.temperature).calibrated.expected_calibration_error));
   CHECK(test_line.at("contrast_pairs") == 60);
+  // The short-text score on validation: one seeded window of 5-30 tokens of each review.
+  CHECK(out.str().find("validation, one window of 5-30 tokens of each review: accuracy") != std::string::npos);
+  CHECK(test_line.at("valid_window_acc").get<double>() ==
+        imdb::evaluate(*run.model, splits.valid, 2, {}, imdb::kValidWindows).accuracy);
 
   // predict gives P(positive) with the run's temperature.
   const std::vector<std::string> reviews = {"a wonderful , moving film . great acting", "terrible . boring and bad",
@@ -476,6 +480,30 @@ TEST_CASE("train_imdb --resume after an interruption ends exactly where an unint
                              (interrupted.path / "config.json").string()));
 }
 
+TEST_CASE("train_imdb --crop: training batches are cut to windows, as config.json records", "[imdb]") {
+  // Every review of every batch cut to 3 tokens trains another model than the whole reviews do.
+  TempDir plain_dir, crop_dir;
+  imdb::Config plain = tiny_config(plain_dir.path, 2);
+  imdb::Config cropped = tiny_config(crop_dir.path, 2);
+  cropped.crop = 1.0;
+  cropped.crop_min = cropped.crop_max = 3;
+  std::ostringstream out, log;
+  const imdb::TrainResult a = imdb::train(plain, out, log, false);
+  const imdb::TrainResult b = imdb::train(cropped, out, log, false);
+  REQUIRE(a.epochs.size() == 2);
+  REQUIRE(b.epochs.size() == 2);
+  CHECK(std::isfinite(b.epochs[1].train_loss));
+  CHECK(a.epochs[0].train_loss != b.epochs[0].train_loss);
+  const imdb::LoadedRun run = imdb::load_run(crop_dir.path);
+  CHECK(run.config.crop == 1.0);
+  CHECK(run.config.crop_max == 3);
+  CHECK(imdb::validate([] {
+          imdb::Config c;
+          c.crop_min = 65;
+          return c;
+        }()) == "--crop-min 65 is above --crop-max 64");
+}
+
 TEST_CASE("train_imdb config.json round-trips every setting", "[imdb]") {
   imdb::Config c;
   c.d_model = 32;
@@ -483,6 +511,9 @@ TEST_CASE("train_imdb config.json round-trips every setting", "[imdb]") {
   c.betas = "0.8,0.99";
   c.valid_fraction = 0.2;
   c.schedule = "cosine";
+  c.crop = 0.25;
+  c.crop_min = 3;
+  c.crop_max = 9;
   CHECK(imdb::to_json(imdb::config_from_json(imdb::to_json(c))) == imdb::to_json(c));
   CHECK_THROWS_WITH(imdb::config_from_json({{"d-model", "wide"}}),
                     Catch::Contains("\"d-model\" must be an integer, got string \"wide\""));
