@@ -34,7 +34,7 @@ struct Config {
   double word_dropout = 0.1;  // share of training tokens replaced by <unk>
   // Random crops: the share of training reviews replaced by a window of their own tokens, of a length
   // uniform in [crop_min, crop_max] (datasets::random_crop).
-  double crop = 0.0;
+  double crop = 0.1;
   std::int64_t crop_min = 8;
   std::int64_t crop_max = 64;
   std::string activation = "relu";  // relu | gelu
