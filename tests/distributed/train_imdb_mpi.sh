@@ -4,6 +4,7 @@
 # batch), rank 0 alone writes the run's files, and the log says how the work is split.
 #   train_imdb_mpi.sh MPIRUN TRAIN_IMDB DATA
 set -euo pipefail
+source "$(dirname "$0")/common.sh"
 mpirun=$1
 program=$2
 data=$3
@@ -33,16 +34,7 @@ test "$(grep -c '^test accuracy' "$work/two.out")" -eq "$(grep -c '^test accurac
 }
 
 # Ranks started with different settings (--seed): the job ends at start, naming the rank that differs.
-if "$mpirun" -np 1 --oversubscribe "$program" "${flags[@]}" --out "$work/three" : \
-  -np 1 --oversubscribe "$program" "${flags[@]}" --seed 7 --out "$work/three" > "$work/three.out" 2> "$work/three.err"; then
-  echo "ranks with different --seed trained"
-  exit 1
-fi
-grep -q "configuration" "$work/three.err" && grep -q "rank 1" "$work/three.err" || {
-  echo "the mismatch is not named:"
-  cat "$work/three.err"
-  exit 1
-}
+expect_seed_mismatch_named "$mpirun" "$program" "$work/three" "${flags[@]}"
 
 # Step by step: the same metrics lines with the same losses, and the models, within 1e-6 (float sums in
 # another order).

@@ -4,6 +4,7 @@
 # writes the run's files, and the log says how the work is split.
 #   train_lm_mpi.sh MPIRUN TRAIN_LM DATA
 set -euo pipefail
+source "$(dirname "$0")/common.sh"
 mpirun=$1
 program=$2
 data=$3
@@ -44,16 +45,7 @@ done
 # Ranks started with different settings (--seed): the job ends at start, naming the rank that differs.
 flags=(--data "$data" --no-download --vocab-size 60 --context 48 --layers 1 --d-model 16 --heads 2 --ff 32
   --batch-size 2 --steps 2 --warmup 1 --valid-fraction 0.34 --threads 1)
-if "$mpirun" -np 1 --oversubscribe "$program" "${flags[@]}" --out "$work/three" : \
-  -np 1 --oversubscribe "$program" "${flags[@]}" --seed 7 --out "$work/three" > "$work/three.out" 2> "$work/three.err"; then
-  echo "ranks with different --seed trained"
-  exit 1
-fi
-grep -q "configuration" "$work/three.err" && grep -q "rank 1" "$work/three.err" || {
-  echo "the mismatch is not named:"
-  cat "$work/three.err"
-  exit 1
-}
+expect_seed_mismatch_named "$mpirun" "$program" "$work/three" "${flags[@]}"
 # The subcommands run in one process.
 if "$mpirun" -np 2 --oversubscribe "$program" evaluate --run "$work/one-causal" > /dev/null 2> "$work/four.err"; then
   echo "evaluate ran under mpirun -np 2"

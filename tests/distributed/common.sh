@@ -1,0 +1,18 @@
+# Shell pieces the programs' MPI tests share (sourced, not run).
+
+# expect_seed_mismatch_named MPIRUN PROGRAM OUT FLAGS...: one rank started with --seed 7 and one
+# without must end the job at start, naming the configuration and rank 1. Exits 1 otherwise.
+expect_seed_mismatch_named() {
+  local mpirun=$1 program=$2 out=$3
+  shift 3
+  if "$mpirun" -np 1 --oversubscribe "$program" "$@" --out "$out" : \
+    -np 1 --oversubscribe "$program" "$@" --seed 7 --out "$out" > "$out.out" 2> "$out.err"; then
+    echo "ranks with different --seed trained"
+    exit 1
+  fi
+  grep -q "configuration" "$out.err" && grep -q "rank 1" "$out.err" || {
+    echo "the mismatch is not named:"
+    cat "$out.err"
+    exit 1
+  }
+}
