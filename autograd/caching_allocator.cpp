@@ -1,5 +1,6 @@
 #include "tapegrad/autograd/caching_allocator.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
@@ -16,6 +17,11 @@ namespace {
 constexpr std::size_t kMinCached = std::size_t{256} << 10;  // below: plain malloc
 constexpr std::size_t kPage = 4096;
 constexpr std::size_t kDefaultLimit = std::size_t{4} << 30;
+// The free lists also hold at most twice the most bytes ever handed out at once (but at least this):
+// a training loop frees at most what it had live, so it keeps every block, while a program whose sizes
+// drift from step to step (a masked language model's varying masked rows, validation batches of
+// growing lengths) no longer piles up classes it will not ask for again up to the 4 GiB limit.
+constexpr std::size_t kLiveFloor = std::size_t{256} << 20;
 
 // Size class of n >= kMinCached: n rounded up to a multiple of a quarter of its power of two.
 std::size_t class_size(std::size_t n) {
@@ -66,12 +72,14 @@ class Cache {
     const std::size_t size = class_size(n);
     {
       std::lock_guard<std::mutex> lock(mutex_);
+      last_asked_[size] = ++tick_;
       auto it = free_.find(size);
       if (it != free_.end() && !it->second.empty()) {
         void* p = it->second.back();
         it->second.pop_back();
         cached_bytes_ -= size;
         live_bytes_ += size;
+        live_peak_ = std::max(live_peak_, live_bytes_);
         ++hits_;
         return p;
       }
@@ -85,6 +93,7 @@ class Cache {
     std::lock_guard<std::mutex> lock(mutex_);
     live_.emplace(p, size);
     live_bytes_ += size;
+    live_peak_ = std::max(live_peak_, live_bytes_);
     ++misses_;
     return p;
   }
@@ -96,15 +105,39 @@ class Cache {
     if (it == live_.end()) return false;
     const std::size_t size = it->second;
     live_bytes_ -= size;
-    if (closed_ || cached_bytes_ + size > limit_) {
+    const std::size_t cap = std::min(limit_, std::max(kLiveFloor, 2 * live_peak_));
+    std::vector<void*, MallocAllocator<void*>> evicted;
+    if (!closed_ && cached_bytes_ + size > cap && size <= cap) evict_least_recent(cap - size, size, evicted);
+    const bool keep = !closed_ && cached_bytes_ + size <= cap;
+    if (keep) {
+      free_[size].push_back(p);
+      cached_bytes_ += size;
+    } else {
       live_.erase(it);
-      lock.unlock();
-      std::free(p);
-      return true;
     }
-    free_[size].push_back(p);
-    cached_bytes_ += size;
+    lock.unlock();
+    for (void* q : evicted) std::free(q);
+    if (!keep) std::free(p);
     return true;
+  }
+
+  // Moves cached blocks into out, the classes asked for longest ago first (never class `spare`),
+  // until at most keep bytes stay cached. Called with the lock held; out is freed outside it.
+  void evict_least_recent(std::size_t keep, std::size_t spare, std::vector<void*, MallocAllocator<void*>>& out) {
+    std::vector<std::pair<std::uint64_t, std::size_t>, MallocAllocator<std::pair<std::uint64_t, std::size_t>>> order;
+    for (const auto& [size, list] : free_)
+      if (!list.empty() && size != spare) order.emplace_back(last_asked_[size], size);
+    std::sort(order.begin(), order.end());
+    for (const auto& [asked, size] : order) {
+      auto& list = free_[size];
+      while (cached_bytes_ > keep && !list.empty()) {
+        out.push_back(list.back());
+        live_.erase(list.back());
+        list.pop_back();
+        cached_bytes_ -= size;
+      }
+      if (cached_bytes_ <= keep) break;
+    }
   }
 
   // Frees cached blocks until at most keep bytes stay cached.
@@ -122,6 +155,13 @@ class Cache {
       }
     }
     for (void* p : out) std::free(p);
+  }
+
+  // Frees every cached block and starts the live peak afresh from what is live now.
+  void empty() {
+    release(0);
+    std::lock_guard<std::mutex> lock(mutex_);
+    live_peak_ = live_bytes_;
   }
 
   void close() {
@@ -154,6 +194,9 @@ class Cache {
   // Every block from aligned_alloc, handed out or cached, with its class size.
   Map<void*, std::size_t> live_;
   Map<std::size_t, std::vector<void*, MallocAllocator<void*>>> free_;
+  Map<std::size_t, std::uint64_t> last_asked_;  // per class, the tick_ of its latest request
+  std::uint64_t tick_ = 0;                      // large requests so far
+  std::size_t live_peak_ = 0;                   // the most live_bytes_ ever
   std::size_t cached_bytes_ = 0, live_bytes_ = 0, hits_ = 0, misses_ = 0, limit_ = kDefaultLimit;
   bool closed_ = false;
 };
@@ -214,7 +257,7 @@ void* allocate_or_throw(std::size_t n, std::size_t align) {
 
 bool caching_allocator_enabled() { return on(); }
 void empty_cache() {
-  if (on()) cache().release(0);
+  if (on()) cache().empty();
 }
 std::size_t cache_limit() { return on() ? cache().limit() : 0; }
 void set_cache_limit(std::size_t bytes) {

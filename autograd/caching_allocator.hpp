@@ -9,8 +9,10 @@
 /// 256 KiB go to malloc unchanged. Large blocks come from aligned_alloc (page-aligned); a freed one
 /// goes onto its size class's free list (classes are 4 per power of two, so at most 25% of a block's
 /// address space is unused and never touched) under one lock. The free lists hold at most
-/// cache_limit() bytes (default 4 GiB; beyond it freed blocks go back to the system), empty_cache()
-/// returns them on demand, and they are returned at exit.
+/// cache_limit() bytes (default 4 GiB) and at most twice the most bytes ever live at once (at least
+/// 256 MiB): a training loop frees no more than it had live and keeps every block, while blocks of
+/// sizes that drift away are dropped, the classes asked for longest ago first. Beyond that, freed
+/// blocks go back to the system; empty_cache() returns them on demand, and they are returned at exit.
 ///
 /// Switches: the environment variable TAPEGRAD_CACHING_ALLOCATOR=0 (read once, at the first large
 /// allocation) turns the cache off at run time: every request then goes straight to malloc / free,
@@ -33,7 +35,8 @@ struct CacheStats {
 
 /// Whether the cache is on (TAPEGRAD_CACHING_ALLOCATOR is not "0").
 bool caching_allocator_enabled();
-/// Returns every cached free block to the system (torch.cuda.empty_cache's counterpart).
+/// Returns every cached free block to the system (torch.cuda.empty_cache's counterpart), and starts
+/// the live peak that bounds the free lists afresh from the bytes live now.
 void empty_cache();
 /// The most bytes the free lists keep; setting it lower releases what is over it at once.
 ///@{

@@ -82,3 +82,26 @@ TEST_CASE("caching allocator: small blocks are not cached, and the limit bounds 
   std::vector<Wide> wide(std::size_t{1} << 13);
   CHECK(reinterpret_cast<std::uintptr_t>(wide.data()) % 64 == 0);
 }
+
+TEST_CASE("caching allocator: classes asked for longest ago make room, the cache stays near the live peak",
+          "[allocator]") {
+  if (!caching_allocator_enabled()) return;
+  empty_cache();
+  // Blocks of 64, 80, 96 and 112 MiB (four classes), each alone and then freed: the most ever live is
+  // 112 MiB, so the free lists hold at most max(256 MiB, 2 x 112 MiB) = 256 MiB. The fourth block
+  // does not fit beside the first three (240 MiB): the two asked for longest ago (64, 80) go back to the
+  // system, and 96 + 112 MiB stay cached. Nothing is written, so no page is touched.
+  constexpr std::size_t MiB = std::size_t{1} << 20;
+  for (std::size_t mib : {64, 80, 96, 112}) {
+    std::unique_ptr<char[]> block(new char[mib * MiB]);
+    escape(block.get());
+  }
+  CHECK(cache_stats().cached_bytes == (96 + 112) * MiB);
+  const std::size_t hits = cache_stats().hits;
+  {
+    std::unique_ptr<char[]> again(new char[96 * MiB]);
+    escape(again.get());
+  }
+  CHECK(cache_stats().hits == hits + 1);
+  empty_cache();
+}
