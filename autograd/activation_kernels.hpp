@@ -1,7 +1,7 @@
 /// @file
 /// The activations' per-element values and slopes, shared by the elementwise ops (relu, gelu) and the
 /// fused linear_activation. double keeps std::erf, std::exp and std::tanh (gradchecks and the double
-/// fixtures compare to 1e-12); float uses the vectorizable fast_erfc / fast_exp of
+/// fixtures compare to 1e-12); float uses the vectorizable fast_erfc_gauss / fast_exp of
 /// autograd/vector_math.hpp, branch-free, so that loops over them vectorize (std::erf does not).
 #pragma once
 

@@ -61,18 +61,7 @@ xt::xarray<T> broadcast_apply(const char* op, const xt::xarray<T>& a, const xt::
   const Shape sa = shape_of(a), sb = shape_of(b);
   const T* pa = a.data();
   const T* pb = b.data();
-  if (sa == sb) {
-    xt::xarray<T> out = xt::xarray<T>::from_shape(sa);
-    T* po = out.data();
-    detail::parallel_for(out.size(), detail::kElementwiseGrain, [&](std::size_t begin, std::size_t end) {
-      const T* __restrict x = pa;
-      const T* __restrict y = pb;
-      T* __restrict o = po;
-      const F fn = f;
-      for (std::size_t i = begin; i < end; ++i) o[i] = fn(x[i], y[i]);
-    });
-    return out;
-  }
+  if (sa == sb) return zip(a, b, f);
   const Shape so = broadcast_shapes(op, sa, sb);
   xt::xarray<T> out = xt::xarray<T>::from_shape(so);
   T* po = out.data();

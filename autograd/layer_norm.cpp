@@ -80,8 +80,8 @@ void forward_rows(std::size_t begin, std::size_t end, std::size_t d, const T* px
 // The backward of rows [begin, end), in one pass over x and g per row for the sums and one for dx.
 // With gh = g * w and x_hat = (x - mean) * rstd: dx = rstd * (gh - mean(gh) - x_hat * mean(gh * x_hat)),
 // and the rows' contributions g * x_hat and g to dw and db are added into dw and db (when given).
-// The sums run in detail::lane_sum's 16 lanes and order (detail::lane_total); HasW and NeedWB make one branch-free loop
-// each.
+// The sums run in detail::lane_sum's 16 lanes and order (detail::lane_total); HasW and NeedWB give each
+// variant one branch-free loop.
 template <typename T, bool HasW, bool NeedWB>
 void backward_rows(std::size_t begin, std::size_t end, std::size_t d, const T* px, const T* pg, const T* pw,
                    const T* st, T* pdx, T* __restrict dw, T* __restrict db) {

@@ -89,8 +89,10 @@ bool is_anomaly_enabled() { return anomaly_enabled.load(std::memory_order_relaxe
 void set_detect_anomaly(bool enabled) { anomaly_enabled.store(enabled, std::memory_order_relaxed); }
 
 template <typename T>
-void GradInputs<T>::check(std::size_t i, const xt::xarray<T>& g) const {
-  const AutogradMeta<T>& meta = *inputs_[i];
+template <typename G>
+void GradInputs<T>::deliver(std::size_t i, G&& g) {
+  if (!needs(i)) return;
+  AutogradMeta<T>& meta = *inputs_[i];
   if (!std::equal(g.shape().begin(), g.shape().end(), meta.shape.begin(), meta.shape.end())) {
     Shape gs(g.shape().begin(), g.shape().end());
     throw std::logic_error(fmt::format("backward of {}: gradient for input {} has shape {}, expected {}", op_, i,
@@ -102,32 +104,23 @@ void GradInputs<T>::check(std::size_t i, const xt::xarray<T>& g) const {
       throw_anomaly("backward", op_, sequence_, fmt::format("the gradient for input {}", i), g.data(), bad, meta.shape);
     }
   }
+  if (meta.grad_fn) {
+    // A retained gradient is a copy; the pending one takes g itself when it may.
+    if (meta.retains_grad) add_into(meta.grad, meta.has_grad, static_cast<const xt::xarray<T>&>(g));
+    add_into(meta.grad_fn->pending_grad, meta.grad_fn->has_pending_grad, std::forward<G>(g));
+  } else {
+    add_into(meta.grad, meta.has_grad, std::forward<G>(g));
+  }
 }
 
 template <typename T>
 void GradInputs<T>::accumulate(std::size_t i, xt::xarray<T>&& g) {
-  if (!needs(i)) return;
-  check(i, g);
-  AutogradMeta<T>& meta = *inputs_[i];
-  if (meta.grad_fn) {
-    if (meta.retains_grad) add_into(meta.grad, meta.has_grad, static_cast<const xt::xarray<T>&>(g));
-    add_into(meta.grad_fn->pending_grad, meta.grad_fn->has_pending_grad, std::move(g));
-  } else {
-    add_into(meta.grad, meta.has_grad, std::move(g));
-  }
+  deliver(i, std::move(g));
 }
 
 template <typename T>
 void GradInputs<T>::accumulate(std::size_t i, const xt::xarray<T>& g) {
-  if (!needs(i)) return;
-  check(i, g);
-  AutogradMeta<T>& meta = *inputs_[i];
-  if (meta.grad_fn) {
-    if (meta.retains_grad) add_into(meta.grad, meta.has_grad, g);
-    add_into(meta.grad_fn->pending_grad, meta.grad_fn->has_pending_grad, g);
-  } else {
-    add_into(meta.grad, meta.has_grad, g);
-  }
+  deliver(i, g);
 }
 
 template <typename T>

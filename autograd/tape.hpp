@@ -102,7 +102,9 @@ class GradInputs {
   void accumulate(std::size_t i, const xt::xarray<T>& g);
 
  private:
-  void check(std::size_t i, const xt::xarray<T>& g) const;
+  // Both accumulate overloads: checks g, then adds it (moved or copied as G says) where it belongs.
+  template <typename G>
+  void deliver(std::size_t i, G&& g);
 
   const char* op_;
   const std::vector<std::shared_ptr<AutogradMeta<T>>>& inputs_;

@@ -72,15 +72,6 @@ inline double fast_exp(double x) { return std::exp(x); }
   return t * g * q;
 }
 
-/// erfc(x) for float, any sign: erfc(-z) = 2 - erfc(z). The double overload is std::erfc.
-inline float fast_erfc(float x) {
-  float gauss;
-  const float e = fast_erfc_gauss(std::fabs(x), &gauss);
-  return x < 0.0f ? 2.0f - e : e;
-}
-
-inline double fast_erfc(double x) { return std::erfc(x); }
-
 /// Sums and maxima over 16 interleaved lanes, combined in a fixed order: deterministic, and one vector
 /// operation per 16 elements. Always inlined: rows are often short (64 elements), so a call per row
 /// costs as much as the row.

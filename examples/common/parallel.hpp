@@ -3,7 +3,10 @@
 // libraries and tests build and run the same with or without it.
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <initializer_list>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "tapegrad/nn/module.hpp"
@@ -21,6 +24,24 @@ struct Parallel {
   /// Collective: throws on every rank, naming the ranks that differ, unless `text` is the same on all.
   std::function<void(const std::string& what, const std::string& text)> verify_same;
   bool writes_files() const { return rank == 0; }
+
+  /// With several ranks (collective): throws unless all ranks were started with the same settings, a
+  /// program's config.json without the keys that may differ between ranks (a data path on another
+  /// machine, say): a rank started with other flags would otherwise train another model in lockstep.
+  void verify_same_settings(nlohmann::json settings, std::initializer_list<const char*> may_differ) const {
+    if (!verify_same) return;
+    for (const char* key : may_differ) settings.erase(key);
+    verify_same("configuration", settings.dump(1));
+  }
+  /// The same for a vocabulary (anything with size() and token(id)), one token per line: compared by
+  /// checksum, gathered only if they differ.
+  template <typename Vocabulary>
+  void verify_same_vocabulary(const Vocabulary& vocab) const {
+    if (!verify_same) return;
+    std::string tokens;
+    for (std::size_t i = 0; i < vocab.size(); ++i) tokens += vocab.token(static_cast<std::int64_t>(i)) + "\n";
+    verify_same("vocabulary", tokens);
+  }
 };
 
 }  // namespace examples

@@ -147,6 +147,20 @@ void fit_wide_feature_scale(Model& model, const ds::EncodedDataset& train, tr::P
                   model.wide->num_buckets, counts.documents(1), counts.documents(0), watch.seconds()));
 }
 
+// NAME_encoder and NAME_wide: each part's accuracy alone, when the model has both parts.
+void put_part_accuracies(nlohmann::json& line, const std::string& name, const EvalResult& r) {
+  if (!r.encoder_accuracy || !r.wide_accuracy) return;
+  line[name + "_encoder"] = *r.encoder_accuracy;
+  line[name + "_wide"] = *r.wide_accuracy;
+}
+
+// "encoder alone X%, n-grams alone Y%" when the model has both parts, else "".
+std::string parts_alone(const EvalResult& r) {
+  if (!r.encoder_accuracy || !r.wide_accuracy) return "";
+  return fmt::format("encoder alone {:.2f}%, n-grams alone {:.2f}%", 100.0 * *r.encoder_accuracy,
+                     100.0 * *r.wide_accuracy);
+}
+
 }  // namespace
 
 tapegrad::datasets::CropOptions crop_options(const Config& config) {
@@ -155,7 +169,7 @@ tapegrad::datasets::CropOptions crop_options(const Config& config) {
 
 TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bool interactive,
                   const std::function<bool(std::int64_t step)>& stop_after_step, const Parallel& parallel) {
-  const bool writer = parallel.rank == 0;
+  const bool writer = parallel.writes_files();
   const tr::Stopwatch wall;
   if (const auto problem = validate(config)) throw UsageError(*problem);
   tapegrad::set_num_threads(static_cast<int>(config.threads));
@@ -187,16 +201,9 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
                   vocab.size(), data.train.size(), data.valid.size(), data.test.size(), config.max_len, config.truncate,
                   result.data_seconds));
 
-  // Model and optimization. Several ranks must agree on the settings (a rank started with other flags
-  // would otherwise train another model in lockstep) and on the vocabulary.
-  if (parallel.verify_same) {
-    nlohmann::json settings = to_json(config);
-    settings.erase("data");  // the data may sit at another path on another machine
-    parallel.verify_same("configuration", settings.dump(1));
-    std::string tokens;  // one per line: compared by checksum, gathered only if they differ
-    for (std::size_t i = 0; i < vocab.size(); ++i) tokens += vocab.token(static_cast<std::int64_t>(i)) + "\n";
-    parallel.verify_same("vocabulary", tokens);
-  }
+  // Model and optimization. Several ranks must agree on the settings and on the vocabulary.
+  parallel.verify_same_settings(to_json(config), {"data"});
+  parallel.verify_same_vocabulary(vocab);
   const auto model = make_model(config, vocab.size());
   if (!config.init_from.empty() && !config.resume) init_from_pretrained(*model, config, progress);
   if (model->wide && model->wide->scale.defined() && !config.resume)
@@ -245,7 +252,7 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
     ds::random_crop(batch.ids, batch.padding_mask, crop_options(config), ds::Vocabulary::pad_id,
                     static_cast<std::uint64_t>(config.seed), static_cast<std::uint64_t>(step));
     if (replicas.size > 1) {
-      // This rank's rows of the global batch (after word dropout, which is drawn for the whole batch).
+      // This rank's rows of the global batch (after word dropout and crops, drawn for the whole batch).
       std::vector<std::size_t> rows(batch.indices.size());
       std::iota(rows.begin(), rows.end(), std::size_t{0});
       batch = ds::take_rows(batch, tr::shard(rows, replicas.size, replicas.rank));
@@ -278,13 +285,10 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
       e.score = weights->accuracy;
       e.metrics["valid_acc_sum"] = valid.accuracy;
       e.metrics["valid_acc"] = weights->accuracy;
-      e.metrics["valid_acc_encoder"] = *valid.encoder_accuracy;
-      e.metrics["valid_acc_wide"] = *valid.wide_accuracy;
-      e.summary = fmt::format(
-          "valid loss {:.4f} acc {:.2f}% (weighted {:.2f} x encoder + {:.2f} x n-grams; encoder alone {:.2f}%, "
-          "n-grams alone {:.2f}%)",
-          valid.loss, 100.0 * weights->accuracy, weights->encoder, weights->wide, 100.0 * *valid.encoder_accuracy,
-          100.0 * *valid.wide_accuracy);
+      put_part_accuracies(e.metrics, "valid_acc", valid);
+      e.summary =
+          fmt::format("valid loss {:.4f} acc {:.2f}% (weighted {:.2f} x encoder + {:.2f} x n-grams; {})", valid.loss,
+                      100.0 * weights->accuracy, weights->encoder, weights->wide, parts_alone(valid));
     }
     e.stopped = valid.stopped;
     return e;
@@ -406,16 +410,10 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
       {"test_short_ece_uncalibrated", result.test_calibration.short_ece_uncalibrated},
       {"reliability", reliability},
       {"elapsed", trained.train_seconds}};
-  if (result.test.encoder_accuracy && result.test.wide_accuracy) {
-    test_line["test_acc_encoder"] = *result.test.encoder_accuracy;
-    test_line["test_acc_wide"] = *result.test.wide_accuracy;
-  }
+  put_part_accuracies(test_line, "test_acc", result.test);
   if (result.valid_windows) {
     test_line["valid_window_acc"] = result.valid_windows->accuracy;
-    if (result.valid_windows->encoder_accuracy && result.valid_windows->wide_accuracy) {
-      test_line["valid_window_acc_encoder"] = *result.valid_windows->encoder_accuracy;
-      test_line["valid_window_acc_wide"] = *result.valid_windows->wide_accuracy;
-    }
+    put_part_accuracies(test_line, "valid_window_acc", *result.valid_windows);
   }
   if (result.contrast) {
     test_line["contrast_pairs"] = result.contrast->pairs;
@@ -450,11 +448,7 @@ void print_summary(std::ostream& out, const Config& config, const TrainResult& r
       << (r.valid_windows
               ? fmt::format("validation, one window of {}-{} tokens of each review: accuracy {:.2f}%{}\n",
                             kValidWindows.min_tokens, kValidWindows.max_tokens, 100.0 * r.valid_windows->accuracy,
-                            r.valid_windows->encoder_accuracy && r.valid_windows->wide_accuracy
-                                ? fmt::format(" (encoder alone {:.2f}%, n-grams alone {:.2f}%)",
-                                              100.0 * *r.valid_windows->encoder_accuracy,
-                                              100.0 * *r.valid_windows->wide_accuracy)
-                                : std::string())
+                            r.valid_windows->encoder_accuracy ? " (" + parts_alone(*r.valid_windows) + ")" : "")
               : std::string())
       << (r.contrast ? fmt::format("contrast pairs: both members right in {} of {} ({:.1f}%)\n", r.contrast->both_right,
                                    r.contrast->pairs, 100.0 * r.contrast->accuracy)

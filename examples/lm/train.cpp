@@ -84,16 +84,9 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
     }
   }
 
-  // Several ranks must agree on the settings (a rank started with other flags would otherwise train
-  // another model in lockstep) and on the vocabulary.
-  if (parallel.verify_same) {
-    nlohmann::json settings = to_json(config);
-    settings.erase("data");  // the data may sit at another path on another machine
-    parallel.verify_same("configuration", settings.dump(1));
-    std::string tokens;  // one per line: compared by checksum, gathered only if they differ
-    for (std::size_t i = 0; i < data.vocab.size(); ++i) tokens += data.vocab.token(static_cast<std::int64_t>(i)) + "\n";
-    parallel.verify_same("vocabulary", tokens);
-  }
+  // Several ranks must agree on the settings and on the vocabulary.
+  parallel.verify_same_settings(to_json(config), {"data"});
+  parallel.verify_same_vocabulary(data.vocab);
   LanguageModel model(config, data.vocab);
   auto& module = model.module();
   // Several ranks: the same model everywhere (checked), gradients averaged; each trains its rows.

@@ -199,14 +199,9 @@ TrainResult train(const Config& c, std::ostream& out, std::ostream& log, bool in
   tr::Progress progress(log, interactive, static_cast<std::size_t>(c.log_every));
 
   const auto data = evaluation_sets(c);
-  if (parallel.verify_same) {
-    // Ranks started with other settings would train another model in lockstep. The thread count may
-    // differ (results do not depend on it), as may the folder's path on another machine.
-    auto settings = nlohmann::json::parse(c.to_json());
-    settings.erase("threads");
-    settings.erase("out");
-    parallel.verify_same("configuration", settings.dump(1));
-  }
+  // The thread count may differ between ranks (results do not depend on it), as may the folder's path
+  // on another machine.
+  parallel.verify_same_settings(nlohmann::json::parse(c.to_json()), {"threads", "out"});
   tapegrad::Generator gen(c.seed);
   Model model(c.model_options(), gen);
   // Several ranks: the same model everywhere (checked), gradients averaged; each trains its rows.

@@ -310,7 +310,7 @@ TEST_CASE("gelu matches torch.nn.functional.gelu", "[elementwise]") {
   CHECK(gelu(xg, GeluApproximate::Tanh).grad_fn_name() == "gelu_tanh");
 }
 
-// float GELU runs on the vectorized fast_erfc / fast_exp (autograd/vector_math.hpp): on a dense grid it
+// float GELU runs on the vectorized fast_erfc_gauss / fast_exp (autograd/vector_math.hpp): on a dense grid it
 // must agree with the same functions computed in double without cancellation (erfc rather than
 // 1 + erf, which torch's formula and tapegrad's double path lose below x = -8) to a few float ulp of
 // what float can resolve: of the result, plus of the input carried through the function's slope (the

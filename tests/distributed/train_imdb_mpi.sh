@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # train_imdb under mpirun: 2 ranks with the global batch split between them train, step by step, the
-# same model as one process with the whole batch (dropout off; word dropout is drawn for the global
-# batch), rank 0 alone writes the run's files, and the log says how the work is split.
+# same model as one process with the whole batch (dropout off; word dropout and crops are drawn for the
+# global batch), rank 0 alone writes the run's files, and the log says how the work is split.
 #   train_imdb_mpi.sh MPIRUN TRAIN_IMDB DATA
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
