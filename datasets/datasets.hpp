@@ -11,6 +11,7 @@
 #include "tapegrad/datasets/text/batching.hpp"
 #include "tapegrad/datasets/text/encode.hpp"
 #include "tapegrad/datasets/text/masking.hpp"
+#include "tapegrad/datasets/text/negation.hpp"
 #include "tapegrad/datasets/text/next_token.hpp"
 #include "tapegrad/datasets/text/random_crop.hpp"
 #include "tapegrad/datasets/text/split.hpp"

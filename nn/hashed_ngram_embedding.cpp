@@ -136,7 +136,10 @@ Tensor<T> HashedNgramBag<T>::forward(const xt::xarray<std::int64_t>& ids, const 
   // A feature's scale depends on its bucket alone, so scaling the table's rows is the same as weighting
   // each n-gram of each bag (torch's per_sample_weights), at one multiply per table entry.
   const Tensor<T> table = scale.defined() ? mul(weight, scale) : weight;
-  return embedding_bag_sum(table, document_ngram_buckets(ids, padding_mask, num_buckets, max_n), std::int64_t{0});
+  const auto buckets = negation.empty()
+                           ? document_ngram_buckets(ids, padding_mask, num_buckets, max_n)
+                           : document_ngram_buckets(negation.mark(ids, padding_mask), padding_mask, num_buckets, max_n);
+  return embedding_bag_sum(table, buckets, std::int64_t{0});
 }
 
 template <typename T>
@@ -158,7 +161,8 @@ void HashedNgramBag<T>::set_feature_scale(const xt::xarray<double>& per_bucket) 
 
 template <typename T>
 std::string HashedNgramBag<T>::extra_repr() const {
-  return fmt::format("{}, {}, max_n={}{}", num_buckets, out_features, max_n, scale.defined() ? ", feature_scale" : "");
+  return fmt::format("{}, {}, max_n={}{}{}", num_buckets, out_features, max_n, scale.defined() ? ", feature_scale" : "",
+                     negation.empty() ? "" : ", negation");
 }
 
 template class HashedNgramBag<float>;

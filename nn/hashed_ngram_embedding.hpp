@@ -12,6 +12,7 @@
 #include "tapegrad/autograd/generator.hpp"
 #include "tapegrad/autograd/masking.hpp"
 #include "tapegrad/nn/module.hpp"
+#include "tapegrad/nn/negation_scope.hpp"
 
 namespace tapegrad::nn {
 
@@ -66,6 +67,9 @@ extern template class HashedNgramEmbedding<double>;
 /// With feature_scale, a buffer `scale` [num_buckets, 1] (ones until set_feature_scale) multiplies each
 /// n-gram's feature: the sum becomes that of scale[b] * weight[b], NBSVM's naive-Bayes-scaled features
 /// when the scale holds NgramLogCountRatio's ratios.
+///
+/// With a non-empty `negation`, the n-grams are those of negation.mark(ids): a word in a negation's
+/// scope is a feature apart from the same word elsewhere (count the ratios over the same marked ids).
 template <typename T>
 class HashedNgramBag : public Module<T> {
  public:
@@ -82,6 +86,9 @@ class HashedNgramBag : public Module<T> {
   std::size_t num_buckets, out_features, max_n;
   Tensor<T> weight;
   Tensor<T> scale;  ///< [num_buckets, 1], a persistent buffer; undefined without feature_scale
+  /// Empty (no marking) unless set; not saved with the weights, so a program sets it again from the
+  /// same vocabulary when it loads them.
+  NegationScope negation;
 };
 
 extern template class HashedNgramBag<float>;

@@ -12,5 +12,6 @@
 #include "tapegrad/nn/layer_norm.hpp"
 #include "tapegrad/nn/linear.hpp"
 #include "tapegrad/nn/module.hpp"
+#include "tapegrad/nn/negation_scope.hpp"
 #include "tapegrad/nn/positional_encoding.hpp"
 #include "tapegrad/nn/transformer.hpp"

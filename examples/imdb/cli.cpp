@@ -86,6 +86,11 @@ void add_training_flags(CLI::App& app, Config& c) {
                  "reviews (NBSVM)")
       ->capture_default_str();
   model
+      ->add_flag("--wide-negation,!--no-wide-negation", c.wide_negation,
+                 "mark the words between a negation and the next punctuation as n-gram features of their own in the "
+                 "linear model (\"not ... bad\" is not \"bad\")")
+      ->capture_default_str();
+  model
       ->add_option("--wide-loss", c.wide_loss,
                    "separate|joint: one loss per part (encoder and linear model), or one on the summed logits")
       ->capture_default_str();

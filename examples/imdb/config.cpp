@@ -189,6 +189,7 @@ nlohmann::json to_json(const Config& c) {
       {"wide-max-n", c.wide_max_n},
       {"wide-loss", c.wide_loss},
       {"wide-nb", c.wide_nb},
+      {"wide-negation", c.wide_negation},
       {"optimizer", c.optimizer},
       {"lr", c.lr},
       {"warmup", c.warmup},
@@ -236,6 +237,8 @@ Config config_from_json(const nlohmann::json& json) {
   examples::read_setting(json, "wide-max-n", c.wide_max_n);
   examples::read_setting(json, "wide-loss", c.wide_loss);
   examples::read_setting(json, "wide-nb", c.wide_nb);
+  c.wide_negation = false;  // a run saved before the setting existed marked no negation
+  examples::read_setting(json, "wide-negation", c.wide_negation);
   examples::read_setting(json, "optimizer", c.optimizer);
   examples::read_setting(json, "lr", c.lr);
   examples::read_setting(json, "warmup", c.warmup);

@@ -55,6 +55,10 @@ struct Config {
   std::string wide_loss = "separate";  // separate | joint
   bool wide_nb =
       true;  // scale the wide part's features by naive Bayes' log-count ratios (NBSVM); no effect without one
+  // Mark the words in a negation's scope as features apart in the wide part (nn::NegationScope with
+  // datasets' English word lists); no effect without one. A run saved before this setting existed has
+  // it off.
+  bool wide_negation = true;
 
   // Optimization.
   std::string optimizer = "adamw";  // adam | adamw | sgd

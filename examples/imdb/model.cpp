@@ -9,15 +9,21 @@
 #include "examples/imdb/evaluate.hpp"
 #include "tapegrad/autograd/generator.hpp"
 #include "tapegrad/autograd/messages.hpp"
+#include "tapegrad/datasets/text/negation.hpp"
 #include "tapegrad/train/model_file.hpp"
 
 namespace imdb {
 
 namespace fs = std::filesystem;
 
-std::unique_ptr<Model> make_model(const Config& config, std::size_t vocab_size) {
+std::unique_ptr<Model> make_model(const Config& config, const tapegrad::datasets::Vocabulary& vocab) {
   tapegrad::Generator gen(static_cast<std::uint64_t>(config.seed));
-  return std::make_unique<Model>(model_options(config, vocab_size), gen);
+  auto model = std::make_unique<Model>(model_options(config, vocab.size()), gen);
+  if (config.wide_negation && model->wide) {
+    model->wide->negation =
+        tapegrad::nn::NegationScope(tapegrad::datasets::negator_ids(vocab), tapegrad::datasets::scope_end_ids(vocab));
+  }
+  return model;
 }
 
 tapegrad::train::RunDirectory run_directory(const fs::path& dir) {
@@ -61,7 +67,7 @@ LoadedRun load_run(const fs::path& dir) {
   run_dir.check_has({tapegrad::train::RunDirectory::kConfig, kVocabFile, tapegrad::train::RunDirectory::kModel});
   run_dir.check_files(run_dir.model());
   LoadedRun run{read_config(run_dir), tapegrad::datasets::Vocabulary::load(run_dir.file(kVocabFile)), nullptr};
-  run.model = make_model(run.config, run.vocab.size());
+  run.model = make_model(run.config, run.vocab);
   const auto metadata = tapegrad::train::load_model(run_dir.model(), *run.model);
   run.model->eval();
   if (const auto it = metadata.find(kTemperatureKey); it != metadata.end()) {

@@ -20,8 +20,9 @@ inline constexpr const char* kVocabFile = "vocab.txt";
 // The run folder at dir, knowing vocab.txt as one of the run's files.
 tapegrad::train::RunDirectory run_directory(const std::filesystem::path& dir);
 
-// A freshly initialized model, seeded with config.seed.
-std::unique_ptr<Model> make_model(const Config& config, std::size_t vocab_size);
+// A freshly initialized model for vocab, seeded with config.seed (with config.wide_negation, its wide
+// part marks negation scopes by vocab's negators and scope ends).
+std::unique_ptr<Model> make_model(const Config& config, const tapegrad::datasets::Vocabulary& vocab);
 
 // Reads and validates the run's config.json (throws std::runtime_error naming the file and the problem).
 Config read_config(const tapegrad::train::RunDirectory& run);

@@ -139,7 +139,8 @@ void fit_wide_feature_scale(Model& model, const ds::EncodedDataset& train, tr::P
     std::vector<std::size_t> indices(std::min(kChunk, train.size() - begin));
     std::iota(indices.begin(), indices.end(), begin);
     const ds::Batch batch = ds::collate(train, indices);
-    counts.add(batch.ids, batch.padding_mask, batch.labels);
+    // The same features the bag reads: with negation marking, over the marked ids.
+    counts.add(model.wide->negation.mark(batch.ids, batch.padding_mask), batch.padding_mask, batch.labels);
   }
   model.wide->set_feature_scale(counts.ratio(1.0));
   progress.message(
@@ -204,7 +205,7 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
   // Model and optimization. Several ranks must agree on the settings and on the vocabulary.
   parallel.verify_same_settings(to_json(config), {"data"});
   parallel.verify_same_vocabulary(vocab);
-  const auto model = make_model(config, vocab.size());
+  const auto model = make_model(config, vocab);
   if (!config.init_from.empty() && !config.resume) init_from_pretrained(*model, config, progress);
   if (model->wide && model->wide->scale.defined() && !config.resume)
     fit_wide_feature_scale(*model, data.train, progress);

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdio>
@@ -26,6 +27,7 @@
 #include "tapegrad/datasets/imdb/locate.hpp"
 #include "tapegrad/datasets/text/batching.hpp"
 #include "tapegrad/datasets/text/encode.hpp"
+#include "tapegrad/datasets/text/negation.hpp"
 #include "tapegrad/datasets/text/random_crop.hpp"
 #include "tapegrad/datasets/text/split.hpp"
 #include "tapegrad/datasets/text/tokenizer.hpp"
@@ -282,6 +284,24 @@ TEST_CASE("vocabulary: save and load round-trip, load validates", "[datasets]") 
 }
 
 // ---- truncation and encoding ----
+
+TEST_CASE("negation words: negators, the n't forms and scope ends, and their ids in a vocabulary", "[datasets]") {
+  for (const char* w : {"not", "no", "never", "nothing", "nor", "cannot", "without", "hardly", "don't", "isn't",
+                        "couldn't", "n't", "dont", "wasnt", "aint"}) {
+    CHECK(is_negator(w));
+  }
+  for (const char* w : {"note", "know", "nothingness", "t", "'t", "n", "but", ".", "dnt", "nt"})
+    CHECK_FALSE(is_negator(w));
+  for (const char* t : {".", ",", ";", ":", "!", "?", "(", ")", "but"}) CHECK(ends_negation_scope(t));
+  for (const char* t : {"-", "'", "and", "not", "\"", "butter"}) CHECK_FALSE(ends_negation_scope(t));
+  const auto v = Vocabulary::build(Strings{"it is not bad , but it isn't good . no ! never"}, 100);
+  std::vector<std::int64_t> negators = {v.id("not"), v.id("isn't"), v.id("no"), v.id("never")};
+  std::sort(negators.begin(), negators.end());
+  CHECK(negator_ids(v) == negators);
+  std::vector<std::int64_t> ends = {v.id(","), v.id("but"), v.id("."), v.id("!")};
+  std::sort(ends.begin(), ends.end());
+  CHECK(scope_end_ids(v) == ends);
+}
 
 TEST_CASE("truncation: head, tail and head_tail, padded with 0 at the end", "[datasets]") {
   const std::vector<std::int64_t> ids = {11, 12, 13, 14, 15, 16, 17};

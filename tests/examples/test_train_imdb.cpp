@@ -30,6 +30,7 @@
 #include "examples/imdb/train.hpp"
 #include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/datasets/text/batching.hpp"
+#include "tapegrad/datasets/text/negation.hpp"
 #include "tapegrad/datasets/text/tokenizer.hpp"
 #include "tapegrad/io/safetensors.hpp"
 #include "tapegrad/nn/hashed_ngram_embedding.hpp"
@@ -353,7 +354,7 @@ TEST_CASE("train_imdb --ngram-buckets: the hashed n-gram table is trained, saved
   const xt::xarray<float> table = run.model->ngrams->weight.data();
   CHECK(table.shape(0) == 97);
   CHECK(table.shape(1) == 8);
-  const auto fresh = imdb::make_model(config, run.vocab.size());
+  const auto fresh = imdb::make_model(config, run.vocab);
   CHECK(xt::amax(xt::abs(table - fresh->ngrams->weight.data()))() > 1e-4);
   CHECK(xt::amax(xt::abs(xt::view(table, 0, xt::all())))() == 0.0f);
 
@@ -386,7 +387,12 @@ TEST_CASE("train_imdb --wide-buckets --wide-nb: NB-scaled n-gram part, weights f
   std::vector<std::size_t> all(splits.train.size());
   std::iota(all.begin(), all.end(), std::size_t{0});
   const auto train_batch = tapegrad::datasets::collate(splits.train, all);
-  counts.add(train_batch.ids, train_batch.padding_mask, train_batch.labels);
+  // The default --wide-negation: the bag and its ratios read the ids with negation scopes marked.
+  REQUIRE_FALSE(run.model->wide->negation.empty());
+  CHECK(run.model->wide->negation.negators() == tapegrad::datasets::negator_ids(run.vocab));
+  const auto marked = run.model->wide->negation.mark(train_batch.ids, train_batch.padding_mask);
+  CHECK(xt::any(marked < 0));
+  counts.add(marked, train_batch.padding_mask, train_batch.labels);
   const xt::xarray<double> ratio = counts.ratio(1.0);
   CHECK(counts.documents(0) + counts.documents(1) == splits.train.size());
   CHECK(log.str().find(fmt::format("--wide-nb: log-count ratios of 101 n-gram buckets from {} + {} training reviews",
@@ -514,7 +520,12 @@ TEST_CASE("train_imdb config.json round-trips every setting", "[imdb]") {
   c.crop = 0.25;
   c.crop_min = 3;
   c.crop_max = 9;
+  c.wide_negation = false;
   CHECK(imdb::to_json(imdb::config_from_json(imdb::to_json(c))) == imdb::to_json(c));
+  // A run saved before --wide-negation existed marked no negation, and loads that way.
+  CHECK(imdb::Config{}.wide_negation);
+  CHECK_FALSE(imdb::config_from_json({{"d-model", 32}}).wide_negation);
+  CHECK(imdb::config_from_json({{"wide-negation", true}}).wide_negation);
   CHECK_THROWS_WITH(imdb::config_from_json({{"d-model", "wide"}}),
                     Catch::Contains("\"d-model\" must be an integer, got string \"wide\""));
   CHECK_FALSE(imdb::validate(imdb::Config{}).has_value());

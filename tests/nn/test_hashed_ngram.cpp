@@ -177,3 +177,45 @@ TEST_CASE("NgramLogCountRatio: naive Bayes' log-count ratios per bucket", "[nn][
   HashedNgramBag<double> plain(100, 2, 1);
   CHECK_THROWS_WITH(plain.set_feature_scale(r), Catch::Contains("built without feature_scale"));
 }
+
+TEST_CASE("NegationScope: a negator marks the tokens up to the next scope end as ~id", "[nn][ngram]") {
+  // 2 = "not", 3 = ",", 4 = "never"; the rest are words.
+  const NegationScope scope({4, 2}, {3});
+  CHECK(scope.negators() == std::vector<std::int64_t>{2, 4});
+  const xt::xarray<std::int64_t> ids = {{7, 2, 8, 9, 3, 8, 0}, {2, 8, 4, 9, 2, 9, 0}, {2, 8, 0, 9, 5, 6, 7}};
+  const BoolArray pad = {{false, false, false, false, false, false, true},
+                         {false, false, false, false, false, false, true},
+                         {false, false, true, false, false, false, false}};
+  const xt::xarray<std::int64_t> expected = {
+      {7, 2, ~8, ~9, 3, 8, 0},   // the comma closes the scope; the word after it is plain
+      {2, ~8, 4, ~9, 2, ~9, 0},  // a negator inside a scope is not marked and opens a new one
+      {2, ~8, 0, 9, 5, 6, 7}};   // padding closes it too
+  CHECK(bool(scope.mark(ids, pad) == expected));
+  CHECK(bool(NegationScope().mark(ids, pad) == ids));
+  CHECK(NegationScope().empty());
+  CHECK_THROWS_WITH(NegationScope({2}, {2, 3}), Catch::Contains("id 2 is both a negator and a scope end"));
+  CHECK_THROWS_WITH(NegationScope({-1}, {}), Catch::Contains("negator id -1 is negative"));
+  CHECK_THROWS_WITH(scope.mark(xt::xarray<std::int64_t>{{2, -5}}, BoolArray{{false, false}}),
+                    Catch::Contains("token 1 of row 0 has the negative id -5"));
+  CHECK_THROWS_WITH(scope.mark(ids, BoolArray(xt::zeros<bool>({3, 2}))),
+                    Catch::Contains("must both be [batch, length]"));
+}
+
+TEST_CASE("HashedNgramBag with negation: the n-grams of the marked ids", "[nn][ngram]") {
+  HashedNgramBag<double> bag(1000, 2, 2);
+  Generator gen(12);
+  bag.weight.mutable_data() = Tensor<double>::normal({1000, 2}, 0.0, 1.0, gen).data();
+  bag.negation = NegationScope({2}, {3});
+  CHECK(bag.to_string() == "HashedNgramBag(1000, 2, max_n=2, negation)");
+  // "not bad , good" and "not good , bad": the same words, now told apart.
+  const xt::xarray<std::int64_t> ids = {{2, 8, 3, 9}, {2, 9, 3, 8}};
+  const BoolArray pad = xt::zeros<bool>({2, 4});
+  const auto out = bag.forward(ids, pad);
+  HashedNgramBag<double> plain(1000, 2, 2);
+  plain.weight = bag.weight;
+  const xt::xarray<std::int64_t> marked = {{2, ~8, 3, 9}, {2, ~9, 3, 8}};
+  CHECK(xt::allclose(out.data(), plain.forward(marked, pad).data()));
+  CHECK_FALSE(xt::allclose(out.data(), plain.forward(ids, pad).data()));
+  const auto f = [&](const std::vector<Tensor<double>>&) { return bag.forward(ids, pad); };
+  CHECK_GRADCHECK(f, bag.parameters());
+}
