@@ -191,6 +191,82 @@ xt::xarray<double> softmax_with_temperature(const xt::xarray<double>& logits, do
   return out;
 }
 
+double LengthTemperature::inverse(std::size_t length) const {
+  const double n = std::clamp(static_cast<double>(std::max<std::size_t>(length, 1)), shortest, longest);
+  return a + b * std::log(n);
+}
+
+LengthTemperature LengthTemperature::constant(double temperature) {
+  LengthTemperature t;
+  t.a = 1.0 / temperature;
+  return t;
+}
+
+std::string LengthTemperature::problem() const {
+  for (const double v : {a, b, shortest, longest}) {
+    if (!std::isfinite(v))
+      return fmt::format("a value is not finite (a {}, b {}, lengths {} to {})", a, b, shortest, longest);
+  }
+  if (!(shortest >= 1.0) || shortest > longest) {
+    return fmt::format("the lengths {} to {} are not a range from at least 1", shortest, longest);
+  }
+  for (const double n : {shortest, longest}) {
+    const double s = a + b * std::log(n);
+    if (!(s > 0.0)) return fmt::format("the inverse temperature {} + {} ln {} = {} is not positive", a, b, n, s);
+  }
+  return "";
+}
+
+LengthTemperature fit_length_temperature(const xt::xarray<double>& logits, const std::vector<std::int64_t>& labels,
+                                         const std::vector<std::size_t>& lengths) {
+  check("fit_length_temperature", logits, labels);
+  if (lengths.size() != labels.size()) {
+    throw std::invalid_argument(
+        fmt::format("fit_length_temperature: {} lengths for {} rows", lengths.size(), labels.size()));
+  }
+  LengthTemperature t;
+  if (labels.empty()) return t;
+  xt::xarray<double> scaled = logits;
+  const std::size_t c = logits.shape(1);
+  t.shortest = t.longest = static_cast<double>(std::max<std::size_t>(lengths[0], 1));
+  for (std::size_t i = 0; i < lengths.size(); ++i) {
+    const double n = static_cast<double>(std::max<std::size_t>(lengths[i], 1));
+    t.shortest = std::min(t.shortest, n);
+    t.longest = std::max(t.longest, n);
+    for (std::size_t j = 0; j < c; ++j) scaled(i, j) *= std::log(n);
+  }
+  const auto w = fit_logit_weights({logits, scaled}, labels);
+  t.a = w[0];
+  t.b = w[1];
+  if (!t.problem().empty()) {
+    t.a = 1.0 / fit_temperature(logits, labels);
+    t.b = 0.0;
+  }
+  return t;
+}
+
+xt::xarray<double> softmax_with_temperature(const xt::xarray<double>& logits, const LengthTemperature& t,
+                                            const std::vector<std::size_t>& lengths) {
+  if (logits.dimension() != 2 || logits.shape(0) != lengths.size()) {
+    throw std::invalid_argument(
+        fmt::format("softmax_with_temperature: logits must be [N, C] for N = {} lengths", lengths.size()));
+  }
+  if (const auto problem = t.problem(); !problem.empty()) {
+    throw std::invalid_argument("softmax_with_temperature: " + problem);
+  }
+  xt::xarray<double> out = logits;
+  const std::size_t n = out.shape(0), c = out.shape(1);
+  for (std::size_t i = 0; i < n; ++i) {
+    const double s = t.inverse(lengths[i]);
+    double* row = out.data() + i * c;
+    const double top = *std::max_element(row, row + c);
+    double norm = 0.0;
+    for (std::size_t j = 0; j < c; ++j) norm += (row[j] = std::exp((row[j] - top) * s));
+    for (std::size_t j = 0; j < c; ++j) row[j] /= norm;
+  }
+  return out;
+}
+
 CalibrationReport calibration_report(const xt::xarray<double>& probabilities, const std::vector<std::int64_t>& labels,
                                      std::size_t bins) {
   check("calibration_report", probabilities, labels);

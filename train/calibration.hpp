@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 #include <xtensor/xarray.hpp>
 
@@ -29,6 +30,38 @@ std::vector<double> fit_logit_weights(const std::vector<xt::xarray<double>>& par
 
 /// softmax(logits / temperature) row by row: [N, C] -> [N, C].
 xt::xarray<double> softmax_with_temperature(const xt::xarray<double>& logits, double temperature);
+
+/// Temperature scaling that depends on each input's length n (its tokens): softmax(logits * s(n)) with
+/// the inverse temperature s(n) = a + b ln(clamp(n, shortest, longest)), n clamped to the lengths it was
+/// fitted on. A model that sums evidence over its input (a bag of n-grams) grows more confident the
+/// longer the input, so that one temperature leaves short inputs underconfident and long ones
+/// overconfident; b < 0 undoes that. A plain temperature T is a = 1 / T, b = 0.
+struct LengthTemperature {
+  double a = 1.0, b = 0.0;
+  double shortest = 1.0, longest = 1.0;
+
+  /// s(length); a length of 0 counts as 1.
+  double inverse(std::size_t length) const;
+  double temperature(std::size_t length) const { return 1.0 / inverse(length); }
+  /// The plain temperature T.
+  static LengthTemperature constant(double temperature);
+  /// The problem that makes it unusable (a non-finite value, shortest < 1 or above longest, s not
+  /// positive at shortest or at longest), or an empty string.
+  std::string problem() const;
+};
+
+/// The (a, b) that minimize the mean negative log-likelihood of softmax(logits * s(n)) on (logits [N,
+/// C], labels, lengths [N]), fitted by fit_logit_weights over the parts {logits, logits * ln n}, with
+/// shortest and longest the extreme lengths given. Falls back to the plain fit_temperature when s(n)
+/// would not stay positive over [shortest, longest]. Returns the identity for N = 0. Throws
+/// std::invalid_argument as fit_logit_weights does, and for a lengths size other than N.
+LengthTemperature fit_length_temperature(const xt::xarray<double>& logits, const std::vector<std::int64_t>& labels,
+                                         const std::vector<std::size_t>& lengths);
+
+/// softmax(logits[i] * t.inverse(lengths[i])) row by row: [N, C] -> [N, C]. Throws
+/// std::invalid_argument for a lengths size other than N or a temperature with a problem().
+xt::xarray<double> softmax_with_temperature(const xt::xarray<double>& logits, const LengthTemperature& t,
+                                            const std::vector<std::size_t>& lengths);
 
 /// One equal-width bin of the confidences (the largest probability of each row).
 struct ReliabilityBin {

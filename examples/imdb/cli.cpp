@@ -252,8 +252,8 @@ int evaluate_command(const EvaluateArgs& a, std::ostream& out, std::ostream& err
                        run.model->wide_weight.data()(0));
   }
   const Calibration c = calibration_of(r, run.temperature);
-  out << fmt::format("{}: expected calibration error {:.2f}% with temperature {:.3f} ({:.2f}% without)\n", a.split,
-                     100.0 * c.calibrated.expected_calibration_error, c.temperature,
+  out << fmt::format("{}: expected calibration error {:.2f}% with the temperature, {} ({:.2f}% without)\n", a.split,
+                     100.0 * c.calibrated.expected_calibration_error, describe(c.temperature),
                      100.0 * c.uncalibrated.expected_calibration_error);
   return 0;
 }

@@ -28,9 +28,10 @@ class EvalMode {
   bool was_training_;
 };
 
-// P(class 1) from the two logits of a row divided by the temperature, computed stably in double.
-double positive_probability(float logit_neg, float logit_pos, double temperature) {
-  return 1.0 / (1.0 + std::exp((static_cast<double>(logit_neg) - static_cast<double>(logit_pos)) / temperature));
+// P(class 1) from the two logits of a row times the inverse temperature, computed in double.
+double positive_probability(float logit_neg, float logit_pos, double inverse_temperature) {
+  return 1.0 /
+         (1.0 + std::exp((static_cast<double>(logit_neg) - static_cast<double>(logit_pos)) * inverse_temperature));
 }
 
 }  // namespace
@@ -127,7 +128,8 @@ std::optional<PartWeights> fit_part_weights(const EvalResult& result) {
 }
 
 std::vector<double> predict_proba(Model& model, const ds::Vocabulary& vocab, const Config& config,
-                                  const std::vector<std::string>& texts, std::size_t batch_size, double temperature) {
+                                  const std::vector<std::string>& texts, std::size_t batch_size,
+                                  const tapegrad::train::LengthTemperature& temperature) {
   std::vector<std::size_t> all(texts.size());
   for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
   const auto data = ds::EncodedDataset::encode_texts(
@@ -145,16 +147,16 @@ std::vector<double> predict_proba(Model& model, const ds::Vocabulary& vocab, con
     const auto logits = model.forward(batch.ids, batch.padding_mask);
     const auto& l = logits.data();
     for (std::size_t b = 0; b < indices.size(); ++b)
-      probabilities.push_back(positive_probability(l(b, 0), l(b, 1), temperature));
+      probabilities.push_back(positive_probability(l(b, 0), l(b, 1), temperature.inverse(data.length(indices[b]))));
   }
   return probabilities;
 }
 
-Calibration calibration_of(const EvalResult& result, double temperature) {
+Calibration calibration_of(const EvalResult& result, const tapegrad::train::LengthTemperature& temperature) {
   Calibration c;
   c.temperature = temperature;
   c.calibrated = tapegrad::train::calibration_report(
-      tapegrad::train::softmax_with_temperature(result.logits, temperature), result.labels);
+      tapegrad::train::softmax_with_temperature(result.logits, temperature, result.lengths), result.labels);
   c.uncalibrated =
       tapegrad::train::calibration_report(tapegrad::train::softmax_with_temperature(result.logits, 1.0), result.labels);
   std::vector<std::size_t> short_rows;
@@ -165,15 +167,26 @@ Calibration calibration_of(const EvalResult& result, double temperature) {
   if (!short_rows.empty()) {
     const xt::xarray<double> logits = xt::view(result.logits, xt::keep(short_rows), xt::all());
     std::vector<std::int64_t> labels;
-    for (std::size_t i : short_rows) labels.push_back(result.labels[i]);
-    c.short_ece =
-        tapegrad::train::calibration_report(tapegrad::train::softmax_with_temperature(logits, temperature), labels)
-            .expected_calibration_error;
+    std::vector<std::size_t> lengths;
+    for (std::size_t i : short_rows) {
+      labels.push_back(result.labels[i]);
+      lengths.push_back(result.lengths[i]);
+    }
+    c.short_ece = tapegrad::train::calibration_report(
+                      tapegrad::train::softmax_with_temperature(logits, temperature, lengths), labels)
+                      .expected_calibration_error;
     c.short_ece_uncalibrated =
         tapegrad::train::calibration_report(tapegrad::train::softmax_with_temperature(logits, 1.0), labels)
             .expected_calibration_error;
   }
   return c;
+}
+
+std::string describe(const tapegrad::train::LengthTemperature& t) {
+  if (t.b == 0.0) return fmt::format("T = {:.3f}", t.temperature(1));
+  return fmt::format("T = 1 / ({:.4f} {} {:.4f} ln n): {:.2f} at {} tokens, {:.2f} at {}", t.a, t.b < 0 ? "-" : "+",
+                     std::abs(t.b), t.temperature(static_cast<std::size_t>(t.shortest)), t.shortest,
+                     t.temperature(static_cast<std::size_t>(t.longest)), t.longest);
 }
 
 ContrastResult contrast_pairs_of(Model& model, const ds::Vocabulary& vocab, const Config& config,

@@ -52,10 +52,10 @@ EvalResult evaluate(Model& model, const tapegrad::datasets::EncodedDataset& data
                     const std::optional<tapegrad::datasets::CropOptions>& windows = {});
 
 // P(positive) of each text, encoded with vocab and truncated as config says, in eval mode, from the
-// logits divided by `temperature` (the run's calibration, see calibrate).
+// logits scaled by the run's temperature at each text's kept length.
 std::vector<double> predict_proba(Model& model, const tapegrad::datasets::Vocabulary& vocab, const Config& config,
                                   const std::vector<std::string>& texts, std::size_t batch_size = 64,
-                                  double temperature = 1.0);
+                                  const tapegrad::train::LengthTemperature& temperature = {});
 
 // Reviews shorter than this many tokens are "short" for the calibration report (issue 17: a reader
 // should be able to trust P(positive) of a one-line review too).
@@ -64,16 +64,21 @@ inline constexpr std::size_t kShortReviewTokens = 30;
 // How far a split's probabilities can be trusted: the expected calibration error over 15 equal-width
 // bins with the run's temperature and without it, and for the short reviews alone.
 struct Calibration {
-  double temperature = 1.0;
+  tapegrad::train::LengthTemperature temperature;
   tapegrad::train::CalibrationReport calibrated, uncalibrated;
   std::size_t short_count = 0;
   double short_ece = 0.0, short_ece_uncalibrated = 0.0;  // 0 when no review is short
 };
-Calibration calibration_of(const EvalResult& result, double temperature);
+Calibration calibration_of(const EvalResult& result, const tapegrad::train::LengthTemperature& temperature);
 
-// The metadata key of model.safetensors that holds the temperature fitted on the validation reviews
-// (absent: 1, no scaling).
+// The metadata keys of model.safetensors that hold the temperature fitted on the validation reviews: a
+// run since the length-dependent temperature writes "a b shortest longest" (train::LengthTemperature)
+// under kLengthTemperatureKey; an older one wrote one temperature under kTemperatureKey. Neither: 1.
+inline constexpr const char* kLengthTemperatureKey = "calibration.length_temperature";
 inline constexpr const char* kTemperatureKey = "calibration.temperature";
+
+// "T = 3.10 at 20 tokens, 6.95 at 1000" (or "T = 6.82" for a constant one), for messages.
+std::string describe(const tapegrad::train::LengthTemperature& temperature);
 
 // The contrast pairs of examples/imdb/contrast_pairs.tsv (or another file of that form): the share of
 // pairs whose two members are both classified right.

@@ -98,7 +98,8 @@ Explanation explain_ids(tapegrad::models::TransformerClassifier<T>& model, const
 
 template <typename T>
 Explanation explain_text(tapegrad::models::TransformerClassifier<T>& model, const tapegrad::datasets::Vocabulary& vocab,
-                         const Config& config, const std::string& text, double temperature) {
+                         const Config& config, const std::string& text,
+                         const tapegrad::train::LengthTemperature& temperature) {
   namespace ds = tapegrad::datasets;
   const std::vector<std::string> all = ds::tokenize(text);
   const ds::Kept kept =
@@ -110,15 +111,19 @@ Explanation explain_text(tapegrad::models::TransformerClassifier<T>& model, cons
   Explanation e = explain_ids(model, ids);
   e.tokens = std::move(tokens);
   e.total_tokens = all.size();
-  if (e.logits.size() >= 2) e.p_positive = 1.0 / (1.0 + std::exp((e.logits[0] - e.logits[1]) / temperature));
+  if (e.logits.size() >= 2) {
+    e.p_positive = 1.0 / (1.0 + std::exp((e.logits[0] - e.logits[1]) * temperature.inverse(ids.size())));
+  }
   return e;
 }
 
 template Explanation explain_ids(tapegrad::models::TransformerClassifier<float>&, const std::vector<std::int64_t>&);
 template Explanation explain_ids(tapegrad::models::TransformerClassifier<double>&, const std::vector<std::int64_t>&);
 template Explanation explain_text(tapegrad::models::TransformerClassifier<float>&,
-                                  const tapegrad::datasets::Vocabulary&, const Config&, const std::string&, double);
+                                  const tapegrad::datasets::Vocabulary&, const Config&, const std::string&,
+                                  const tapegrad::train::LengthTemperature&);
 template Explanation explain_text(tapegrad::models::TransformerClassifier<double>&,
-                                  const tapegrad::datasets::Vocabulary&, const Config&, const std::string&, double);
+                                  const tapegrad::datasets::Vocabulary&, const Config&, const std::string&,
+                                  const tapegrad::train::LengthTemperature&);
 
 }  // namespace imdb

@@ -9,6 +9,7 @@
 #include "examples/imdb/config.hpp"
 #include "tapegrad/datasets/text/vocab.hpp"
 #include "tapegrad/models/classifier.hpp"
+#include "tapegrad/train/calibration.hpp"
 
 namespace imdb {
 
@@ -40,6 +41,7 @@ Explanation explain_ids(tapegrad::models::TransformerClassifier<T>& model, const
 // with the tokens filled in and P(positive) at the run's temperature (as predict gives it).
 template <typename T>
 Explanation explain_text(tapegrad::models::TransformerClassifier<T>& model, const tapegrad::datasets::Vocabulary& vocab,
-                         const Config& config, const std::string& text, double temperature = 1.0);
+                         const Config& config, const std::string& text,
+                         const tapegrad::train::LengthTemperature& temperature = {});
 
 }  // namespace imdb

@@ -142,6 +142,22 @@ std::string report_html(const fs::path& run_dir) {
     summary += "<tr><th>test</th><td>not evaluated (the run did not finish)</td></tr>";
   }
 
+  // The temperature as the run's test line records it: a, b and the lengths of the length-dependent
+  // one, or (a run from before it) one number.
+  const auto temperature_text = [&](const json& line) -> std::string {
+    const auto a = number(line, "temperature_a"), b = number(line, "temperature_b");
+    const auto shortest = number(line, "temperature_shortest"), longest = number(line, "temperature_longest");
+    if (a && b && shortest && longest) {
+      tapegrad::train::LengthTemperature t;
+      t.a = *a;
+      t.b = *b;
+      t.shortest = *shortest;
+      t.longest = *longest;
+      if (t.problem().empty()) return describe(t);
+    }
+    if (const auto plain = number(line, "temperature")) return fmt::format("T = {:.3f}", *plain);
+    return "-";
+  };
   // Calibration on the test set: the reliability curve (each bin's accuracy against its mean
   // confidence, with the run's temperature) beside the diagonal of perfect calibration.
   std::string calibration_section;
@@ -171,9 +187,8 @@ std::string report_html(const fs::path& run_dir) {
 <tr><th>the same, {short_count} reviews under {short_tokens} tokens</th><td>{short_ece} ({short_raw} without)</td></tr></table>
 {contrast}</div></div>)",
         fmt::arg("chart", line_chart("reliability-chart", "confidence (%)", "accuracy (%)", {diagonal, curve})),
-        fmt::arg("temperature", number(*test, "temperature") ? fmt::format("{:.3f}", *number(*test, "temperature"))
-                                                             : std::string("&ndash;")),
-        fmt::arg("ece", percent("test_ece")), fmt::arg("ece_raw", percent("test_ece_uncalibrated")),
+        fmt::arg("temperature", html::escape(temperature_text(*test))), fmt::arg("ece", percent("test_ece")),
+        fmt::arg("ece_raw", percent("test_ece_uncalibrated")),
         fmt::arg("short_count", test->value("test_short_reviews", 0)), fmt::arg("short_tokens", kShortReviewTokens),
         fmt::arg("short_ece", percent("test_short_ece")), fmt::arg("short_raw", percent("test_short_ece_uncalibrated")),
         fmt::arg("contrast", contrast));

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <sstream>
 #include <stdexcept>
 
 #include "examples/imdb/evaluate.hpp"
@@ -61,6 +62,20 @@ double parse_temperature(const std::string& text, const fs::path& file) {
   return t;
 }
 
+tapegrad::train::LengthTemperature parse_length_temperature(const std::string& text, const fs::path& file) {
+  std::istringstream in(text);
+  tapegrad::train::LengthTemperature t;
+  std::string rest;
+  if (!(in >> t.a >> t.b >> t.shortest >> t.longest) || (in >> rest)) {
+    throw std::runtime_error(fmt::format("{}: metadata {} is \"{}\", not four numbers \"a b shortest longest\"",
+                                         file.string(), kLengthTemperatureKey, tapegrad::clip_for_message(text)));
+  }
+  if (const auto problem = t.problem(); !problem.empty()) {
+    throw std::runtime_error(fmt::format("{}: metadata {}: {}", file.string(), kLengthTemperatureKey, problem));
+  }
+  return t;
+}
+
 LoadedRun load_run(const fs::path& dir) {
   if (!fs::is_directory(dir)) throw std::runtime_error(fmt::format("{}: no such run folder", dir.string()));
   const auto run_dir = run_directory(dir);
@@ -70,8 +85,10 @@ LoadedRun load_run(const fs::path& dir) {
   run.model = make_model(run.config, run.vocab);
   const auto metadata = tapegrad::train::load_model(run_dir.model(), *run.model);
   run.model->eval();
-  if (const auto it = metadata.find(kTemperatureKey); it != metadata.end()) {
-    run.temperature = parse_temperature(it->second, run_dir.model());
+  if (const auto it = metadata.find(kLengthTemperatureKey); it != metadata.end()) {
+    run.temperature = parse_length_temperature(it->second, run_dir.model());
+  } else if (const auto old = metadata.find(kTemperatureKey); old != metadata.end()) {
+    run.temperature = tapegrad::train::LengthTemperature::constant(parse_temperature(old->second, run_dir.model()));
   }
   return run;
 }

@@ -266,17 +266,24 @@ TEST_CASE("train_imdb trains a tiny model on the fixture and predict agrees with
   CHECK(test.accuracy == result.test.accuracy);
   CHECK(test.loss == Approx(result.test.loss).epsilon(1e-6));
 
-  // Calibration: the temperature in the model file is the one that fits the validation reviews best;
+  // Calibration: the (length-dependent) temperature in the model file is the one that fits the
+  // validation reviews best;
   // the summary and the metrics report the test set's expected calibration error over 15 bins and the
   // contrast pairs.
   const auto valid = imdb::evaluate(*run.model, splits.valid, 2);
-  CHECK(run.temperature == Approx(tapegrad::train::fit_temperature(valid.logits, valid.labels)).epsilon(1e-12));
-  CHECK(run.temperature != 1.0);
+  const auto fitted = tapegrad::train::fit_length_temperature(valid.logits, valid.labels, valid.lengths);
+  CHECK(run.temperature.a == Approx(fitted.a).epsilon(1e-9));
+  CHECK(run.temperature.b == Approx(fitted.b).epsilon(1e-9).margin(1e-12));
+  CHECK(run.temperature.shortest == fitted.shortest);
+  CHECK(run.temperature.longest == fitted.longest);
+  CHECK((run.temperature.a != 1.0 || run.temperature.b != 0.0));
   CHECK(out.str().find("calibration on the test set: expected calibration error") != std::string::npos);
   CHECK(out.str().find("contrast pairs: both members right in") != std::string::npos);
   const auto test_line = metrics_without_timing(tmp.path / "metrics.jsonl").back();
   CHECK(test_line.at("split") == "test");
   CHECK(test_line.at("reliability").size() == 15);
+  CHECK(test_line.at("temperature_a").get<double>() == run.temperature.a);
+  CHECK(test_line.at("temperature_b").get<double>() == run.temperature.b);
   CHECK(test_line.at("test_ece").get<double>() ==
         Approx(imdb::calibration_of(test, run.temperature).calibrated.expected_calibration_error));
   CHECK(test_line.at("contrast_pairs") == 60);
@@ -293,7 +300,8 @@ TEST_CASE("train_imdb trains a tiny model on the fixture and predict agrees with
   const std::vector<double> at_one = imdb::predict_proba(*run.model, run.vocab, run.config, reviews);
   for (std::size_t i = 0; i < reviews.size(); ++i) {
     const double logit = std::log(at_one[i] / (1.0 - at_one[i]));  // logit[1] - logit[0]
-    CHECK(expected[i] == Approx(1.0 / (1.0 + std::exp(-logit / run.temperature))).margin(1e-9));
+    const double inverse = run.temperature.inverse(tapegrad::datasets::tokenize(reviews[i]).size());
+    CHECK(expected[i] == Approx(1.0 / (1.0 + std::exp(-logit * inverse))).margin(1e-9));
   }
   // The same reviews as arguments (in-process) and one per line on stdin (the built program).
   const CliResult args_run =
@@ -400,15 +408,24 @@ TEST_CASE("train_imdb --wide-buckets --wide-nb: NB-scaled n-gram part, weights f
   for (std::size_t b = 0; b < 101; ++b) CHECK(run.model->wide->scale.data()(b, 0) == Approx(ratio(b)).epsilon(1e-6));
   CHECK(xt::amax(xt::abs(run.model->wide->weight.data()))() > 1e-4);
 
-  // The parts' weights (a, b) fitted on the validation reviews are in the model: wide_weight = b / a and
-  // the temperature 1 / a, so the probabilities are those of a * encoder + b * wide.
+  // The parts' weights (a, b) fitted on the validation reviews are in the model as wide_weight = b / a,
+  // and the temperature is fitted to the sum encoder + (b / a) * wide that the model then computes.
   const imdb::EvalResult valid = imdb::evaluate(*run.model, splits.valid, 2);
   const auto weights = imdb::fit_part_weights(valid);
   REQUIRE(weights);
   REQUIRE(weights->encoder > 0);
   REQUIRE(weights->wide > 0);
   CHECK(run.model->wide_weight.data()(0) == Approx(weights->wide / weights->encoder).epsilon(1e-4));
-  CHECK(run.temperature == Approx(1.0 / weights->encoder).epsilon(1e-4));
+  // (The tiny validation set is nearly separable, where the NLL is flat and the fit stops early: compare
+  // the NLL, not the coefficients.)
+  const auto fitted = tapegrad::train::fit_length_temperature(valid.logits, valid.labels, valid.lengths);
+  const auto valid_nll = [&](const tapegrad::train::LengthTemperature& t) {
+    const auto p = tapegrad::train::softmax_with_temperature(valid.logits, t, valid.lengths);
+    double total = 0;
+    for (std::size_t i = 0; i < valid.count; ++i) total -= std::log(p(i, static_cast<std::size_t>(valid.labels[i])));
+    return total / static_cast<double>(valid.count);
+  };
+  CHECK(valid_nll(run.temperature) == Approx(valid_nll(fitted)).margin(1e-3));
   for (std::size_t i = 0; i < valid.count; ++i) {
     const double total = valid.logits(i, 1) - valid.logits(i, 0);
     const double parts = valid.encoder_logits(i, 1) - valid.encoder_logits(i, 0) +
