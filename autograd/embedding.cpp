@@ -7,6 +7,7 @@
 
 #include "tapegrad/autograd/elementwise_kernels.hpp"
 #include "tapegrad/autograd/parallel.hpp"
+#include "tapegrad/autograd/shape.hpp"
 #include "tapegrad/autograd/tape.hpp"
 
 namespace tapegrad {
@@ -101,11 +102,18 @@ Tensor<T> embedding(const Tensor<T>& weight, const xt::xarray<std::int64_t>& ids
   return result;
 }
 
+namespace {
+
+// embedding_bag_sum with member weights `scale` (the shape of ids) or, when null, weights of 1.
 template <typename T>
-Tensor<T> embedding_bag_sum(const Tensor<T>& weight, const xt::xarray<std::int64_t>& ids,
-                            std::optional<std::int64_t> padding_idx) {
+Tensor<T> weighted_bag_sum(const Tensor<T>& weight, const xt::xarray<std::int64_t>& ids,
+                           std::optional<std::int64_t> padding_idx, const xt::xarray<T>* scale) {
   if (ids.dimension() == 0) throw ShapeError("embedding_bag_sum: ids must have at least one dimension (the bag)");
   const std::int64_t pad = check_lookup("embedding_bag_sum", weight, ids, padding_idx);
+  if (scale && Shape(scale->shape().begin(), scale->shape().end()) != Shape(ids.shape().begin(), ids.shape().end())) {
+    throw ShapeError(fmt::format("embedding_bag_sum: per_sample_weights {} must have the shape of ids {}",
+                                 format_shape(shape_of(*scale)), format_shape(shape_of(ids))));
+  }
   const std::size_t vocab = weight.shape()[0], dim = weight.shape()[1];
   const std::size_t bag = ids.shape().back(), bags = bag == 0 ? 0 : ids.size() / bag;
   Shape out_shape(ids.shape().begin(), ids.shape().end() - 1);
@@ -113,40 +121,66 @@ Tensor<T> embedding_bag_sum(const Tensor<T>& weight, const xt::xarray<std::int64
   xt::xarray<T> out = xt::zeros<T>(out_shape);
   const T* pw = weight.data().data();
   const std::int64_t* pi = ids.data();
+  const T* ps = scale ? scale->data() : nullptr;
   T* po = out.data();
   for (std::size_t b = 0; b < bags; ++b) {
     T* row_out = po + b * dim;
     for (std::size_t k = 0; k < bag; ++k) {
-      const std::int64_t id = pi[b * bag + k];
-      if (id == pad) continue;
-      const T* row = pw + id * dim;
-      for (std::size_t j = 0; j < dim; ++j) row_out[j] += row[j];
+      const std::size_t at = b * bag + k;
+      if (pi[at] == pad) continue;
+      const T* row = pw + pi[at] * dim;
+      if (ps) {
+        for (std::size_t j = 0; j < dim; ++j) row_out[j] += ps[at] * row[j];
+      } else {
+        for (std::size_t j = 0; j < dim; ++j) row_out[j] += row[j];
+      }
     }
   }
 
   Tensor<T> result(std::move(out));
   if (should_record(weight)) {
     auto saved_ids = std::make_shared<const xt::xarray<std::int64_t>>(ids);
+    auto saved_scale = scale ? std::make_shared<const xt::xarray<T>>(*scale) : nullptr;
     record(result, "embedding_bag_sum", {weight},
-           [saved_ids, pad, vocab, dim, bag, bags](const xt::xarray<T>& g, GradInputs<T>& in) {
-             // Every member of a bag receives the bag's gradient; members equal to padding_idx none.
+           [saved_ids, saved_scale, pad, vocab, dim, bag, bags](const xt::xarray<T>& g, GradInputs<T>& in) {
+             // Every member of a bag receives the bag's gradient times its weight; members equal to
+             // padding_idx none.
              xt::xarray<T> dw = xt::zeros<T>({vocab, dim});
              const std::int64_t* ids = saved_ids->data();
+             const T* ps = saved_scale ? saved_scale->data() : nullptr;
              const T* pg = g.data();
              T* pd = dw.data();
              for (std::size_t b = 0; b < bags; ++b) {
                const T* gr = pg + b * dim;
                for (std::size_t k = 0; k < bag; ++k) {
-                 const std::int64_t id = ids[b * bag + k];
-                 if (id == pad) continue;
-                 T* row = pd + id * dim;
-                 for (std::size_t j = 0; j < dim; ++j) row[j] += gr[j];
+                 const std::size_t at = b * bag + k;
+                 if (ids[at] == pad) continue;
+                 T* row = pd + ids[at] * dim;
+                 if (ps) {
+                   for (std::size_t j = 0; j < dim; ++j) row[j] += ps[at] * gr[j];
+                 } else {
+                   for (std::size_t j = 0; j < dim; ++j) row[j] += gr[j];
+                 }
                }
              }
              in.accumulate(0, std::move(dw));
            });
   }
   return result;
+}
+
+}  // namespace
+
+template <typename T>
+Tensor<T> embedding_bag_sum(const Tensor<T>& weight, const xt::xarray<std::int64_t>& ids,
+                            std::optional<std::int64_t> padding_idx) {
+  return weighted_bag_sum<T>(weight, ids, padding_idx, nullptr);
+}
+
+template <typename T>
+Tensor<T> embedding_bag_sum(const Tensor<T>& weight, const xt::xarray<std::int64_t>& ids,
+                            std::optional<std::int64_t> padding_idx, const xt::xarray<T>& per_sample_weights) {
+  return weighted_bag_sum<T>(weight, ids, padding_idx, &per_sample_weights);
 }
 
 template Tensor<float> embedding<float>(const Tensor<float>&, const xt::xarray<std::int64_t>&,
@@ -157,5 +191,9 @@ template Tensor<float> embedding_bag_sum<float>(const Tensor<float>&, const xt::
                                                 std::optional<std::int64_t>);
 template Tensor<double> embedding_bag_sum<double>(const Tensor<double>&, const xt::xarray<std::int64_t>&,
                                                   std::optional<std::int64_t>);
+template Tensor<float> embedding_bag_sum<float>(const Tensor<float>&, const xt::xarray<std::int64_t>&,
+                                                std::optional<std::int64_t>, const xt::xarray<float>&);
+template Tensor<double> embedding_bag_sum<double>(const Tensor<double>&, const xt::xarray<std::int64_t>&,
+                                                  std::optional<std::int64_t>, const xt::xarray<double>&);
 
 }  // namespace tapegrad

@@ -7,7 +7,6 @@
 #include <stdexcept>
 #include <vector>
 
-#include "tapegrad/autograd/elementwise.hpp"
 #include "tapegrad/autograd/embedding.hpp"
 #include "tapegrad/autograd/shape.hpp"
 
@@ -133,13 +132,17 @@ HashedNgramBag<T>::HashedNgramBag(std::size_t num_buckets_, std::size_t out_feat
 
 template <typename T>
 Tensor<T> HashedNgramBag<T>::forward(const xt::xarray<std::int64_t>& ids, const BoolArray& padding_mask) const {
-  // A feature's scale depends on its bucket alone, so scaling the table's rows is the same as weighting
-  // each n-gram of each bag (torch's per_sample_weights), at one multiply per table entry.
-  const Tensor<T> table = scale.defined() ? mul(weight, scale) : weight;
   const auto buckets = negation.empty()
                            ? document_ngram_buckets(ids, padding_mask, num_buckets, max_n)
                            : document_ngram_buckets(negation.mark(ids, padding_mask), padding_mask, num_buckets, max_n);
-  return embedding_bag_sum(table, buckets, std::int64_t{0});
+  if (!scale.defined()) return embedding_bag_sum(weight, buckets, std::int64_t{0});
+  // Each n-gram of a bag weighted by its bucket's scale (torch's per_sample_weights): the batch's few
+  // thousand n-grams, where scaling the table itself (weight * scale) would touch all of its rows
+  // forward and backward.
+  xt::xarray<T> per_sample = xt::xarray<T>::from_shape(buckets.shape());
+  const T* s = scale.data().data();
+  for (std::size_t i = 0; i < buckets.size(); ++i) per_sample.data()[i] = s[buckets.data()[i]];
+  return embedding_bag_sum(weight, buckets, std::int64_t{0}, per_sample);
 }
 
 template <typename T>

@@ -255,6 +255,20 @@ int evaluate_command(const EvaluateArgs& a, std::ostream& out, std::ostream& err
   out << fmt::format("{}: expected calibration error {:.2f}% with the temperature, {} ({:.2f}% without)\n", a.split,
                      100.0 * c.calibrated.expected_calibration_error, describe(c.temperature),
                      100.0 * c.uncalibrated.expected_calibration_error);
+  if (c.short_count > 0) {
+    out << fmt::format("{}: {} reviews under {} tokens: expected calibration error {:.2f}% ({:.2f}% without)\n",
+                       a.split, c.short_count, kShortReviewTokens, 100.0 * c.short_ece,
+                       100.0 * c.short_ece_uncalibrated);
+  }
+  if (a.split == "valid") {  // the training run's short-text score, recomputed
+    const EvalResult w = evaluate(*run.model, data, batch_size, {}, kValidWindows);
+    out << fmt::format("valid, one window of {}-{} tokens of each review: accuracy {:.2f}%{}\n",
+                       kValidWindows.min_tokens, kValidWindows.max_tokens, 100.0 * w.accuracy,
+                       w.encoder_accuracy && w.wide_accuracy
+                           ? fmt::format(" (encoder alone {:.2f}%, n-grams alone {:.2f}%)", 100.0 * *w.encoder_accuracy,
+                                         100.0 * *w.wide_accuracy)
+                           : std::string());
+  }
   return 0;
 }
 

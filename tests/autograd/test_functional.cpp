@@ -586,6 +586,27 @@ TEST_CASE("embedding_bag_sum sums each bag's rows, and padding ids add nothing, 
   CHECK_THROWS_WITH(embedding_bag_sum(w, ids({1}, {})), Catch::Contains("at least one dimension"));
 }
 
+TEST_CASE("embedding_bag_sum with per_sample_weights: each member's row times its weight", "[embedding]") {
+  // torch: F.embedding_bag(ids.view(-1, 3), w, mode="sum", per_sample_weights=s.view(-1), padding_idx=0).
+  auto w = Tensor<double>::from_vector({5, 6, 10, 11, 20, 21, 30, 31}, {4, 2}, true);
+  const xt::xarray<double> s = {{0.5, 2.0, -1.0}, {7.0, 3.0, 9.0}};
+  auto y = embedding_bag_sum(w, ids({1, 1, 3, 0, 2, 0}, {2, 3}), 0, s);
+  // Bag 0: 0.5 * row 1 + 2 * row 1 - row 3; bag 1: 3 * row 2 (the padding members add nothing).
+  CHECK(allclose(y.data(), values({-5, -3.5, 60, 63}, {2, 2})));
+  y.backward(xt::xarray<double>(xt::ones<double>({2, 2})));
+  CHECK(allclose(w.grad(), values({0, 0, 2.5, 2.5, 3, 3, -1, -1}, {4, 2})));
+  // Weights of 1 are the plain sum; gradcheck through the table.
+  const IndexArray bags = ids({0, 2, 2, 4, 1, 0, 3, 3, 0}, {3, 3});
+  const Tensor<double> table = rand_input({5, 3}, 76);
+  CHECK(allclose(embedding_bag_sum(table, bags, 0, xt::xarray<double>(xt::ones<double>({3, 3}))).data(),
+                 embedding_bag_sum(table, bags, 0).data()));
+  const xt::xarray<double> weights = rand_input({3, 3}, 77).data();
+  CHECK_GRADCHECK([&](const Inputs& in) { return embedding_bag_sum(in[0], bags, 0, weights); },
+                  (Inputs{rand_input({5, 3}, 78)}));
+  CHECK_THROWS_WITH(embedding_bag_sum(w, ids({1, 2}, {1, 2}), 0, xt::xarray<double>({1.0, 2.0})),
+                    Catch::Contains("per_sample_weights [2] must have the shape of ids [1, 2]"));
+}
+
 // ---------------------------------------------------------------------------------------------- masking
 
 TEST_CASE("masked_fill fills where a broadcast mask is true and passes no gradient there", "[masking]") {

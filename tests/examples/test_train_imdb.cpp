@@ -324,6 +324,12 @@ TEST_CASE("train_imdb trains a tiny model on the fixture and predict agrees with
                         tmp.path.string(), kFixture.string()));
   CHECK(eval_code == 0);
   CHECK(eval_out.rfind(fmt::format("test: accuracy {:.2f}% ({}/6)", 100.0 * test.accuracy, test.correct), 0) == 0);
+  // On the validation split it also recomputes the run's short-window score.
+  const CliResult valid_eval = run_in_process(
+      {"evaluate", "--run", tmp.path.string(), "--split", "valid", "--data", kFixture.string(), "--no-download"});
+  CHECK(valid_eval.code == 0);
+  CHECK(valid_eval.out.find(fmt::format("valid, one window of 5-30 tokens of each review: accuracy {:.2f}%",
+                                        100.0 * test_line.at("valid_window_acc").get<double>())) != std::string::npos);
 
   // A new run in the same folder is refused, and the finished run stays as it was.
   const std::string model_bytes = read_bytes(tmp.path / "model.safetensors");
