@@ -38,12 +38,14 @@ void RunDirectory::check_new(bool overwrite, const std::string& flag) const {
   }
   // Only a checkpoint or a model is worth keeping: a run that stopped before its first checkpoint left
   // nothing to resume, and its settings and log are simply replaced.
-  const bool trained = fs::exists(checkpoint()) || fs::exists(model());
+  const bool resumable = fs::exists(checkpoint()), trained = resumable || fs::exists(model());
   const auto found = existing_files();
   if (trained && !overwrite) {
-    throw UsageError(
-        fmt::format("{} {} already holds a run ({}): continue it with --resume, or pass --overwrite to replace it",
-                    flag, dir_.string(), fmt::join(found, ", ")));
+    // A model without a checkpoint: the run was stopped between its first model and checkpoint saves
+    // (the model goes first), so --resume has nothing to start from.
+    throw UsageError(fmt::format("{} {} already holds a run ({}): {}", flag, dir_.string(), fmt::join(found, ", "),
+                                 resumable ? "continue it with --resume, or pass --overwrite to replace it"
+                                           : "it has no checkpoint to continue from; pass --overwrite to replace it"));
   }
 }
 

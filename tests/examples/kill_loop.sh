@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SIGKILL at random moments: runs a tiny real train_imdb training on the fixture and kills it with
 # SIGKILL at a random moment, at least 30 times (bounded: 300 s in all), each time continuing with
-# --resume once a checkpoint exists. After every kill, what the run folder holds must load:
+# --resume once a checkpoint exists (--overwrite when a kill came between the first model and checkpoint).
+# After every kill, what the run folder holds must load:
 #  - the model, through `train_imdb evaluate` (config.json, vocab.txt and model.safetensors);
 #  - the metrics: every line of metrics.jsonl is a JSON object;
 #  - the checkpoint: a --resume loads it (it says "resuming ... at step"; it is killed right there, which
@@ -22,7 +23,14 @@ kills=0 start=$SECONDS
 while ((kills < wanted)); do
   ((SECONDS - start < 300)) || fail "only $kills kills in 300 s"
   resume=()
-  [ -f "$run/last.ckpt.safetensors" ] && resume=(--resume)
+  if [ -f "$run/last.ckpt.safetensors" ]; then
+    resume=(--resume)
+  elif [ -f "$run/model.safetensors" ]; then
+    # Killed between the first epoch's model and checkpoint (the model is saved first, so that a
+    # checkpoint never names a best model not on disk): nothing to resume, and the program refuses to
+    # start over that model unless told to.
+    resume=(--overwrite)
+  fi
   "$program" "${args[@]}" "${resume[@]}" > "$work/out" 2> "$work/err" &
   pid=$!
   # A random moment in the first 2 s: start-up, the first epochs, a save, a resume.

@@ -196,12 +196,20 @@ TEST_CASE("RunDirectory: a new run never replaces a finished one unless told to"
   CHECK_NOTHROW(run.check_new(false));
 
   // With a model or a checkpoint, only --overwrite may start again; then every file of the run goes.
+  // A model without a checkpoint (stopped between the first two saves) cannot be resumed.
   std::ofstream(run.model()) << "weights";
   CHECK_THROWS_MATCHES(run.start_new(false), train::UsageError,
                        Catch::Message(fmt::format("--out {} already holds a run (config.json, model.safetensors, "
-                                                  "vocab.txt): continue it with --resume, or pass --overwrite to "
-                                                  "replace it",
+                                                  "vocab.txt): it has no checkpoint to continue from; pass "
+                                                  "--overwrite to replace it",
                                                   run.dir().string())));
+  std::ofstream(run.checkpoint()) << "state";
+  CHECK_THROWS_MATCHES(run.start_new(false), train::UsageError,
+                       Catch::Message(fmt::format("--out {} already holds a run (config.json, last.ckpt.safetensors, "
+                                                  "model.safetensors, vocab.txt): continue it with --resume, or pass "
+                                                  "--overwrite to replace it",
+                                                  run.dir().string())));
+  fs::remove(run.checkpoint());
   CHECK(read_bytes(run.model()) == "weights");
   const auto removed = run.start_new(true);
   CHECK(removed == std::vector<std::string>{"config.json", "model.safetensors", "vocab.txt"});
