@@ -262,12 +262,14 @@ int evaluate_command(const EvaluateArgs& a, std::ostream& out, std::ostream& err
   }
   if (a.split == "valid") {  // the training run's short-text score, recomputed
     const EvalResult w = evaluate(*run.model, data, batch_size, {}, kValidWindows);
-    out << fmt::format("valid, one window of {}-{} tokens of each review: accuracy {:.2f}%{}\n",
-                       kValidWindows.min_tokens, kValidWindows.max_tokens, 100.0 * w.accuracy,
-                       w.encoder_accuracy && w.wide_accuracy
-                           ? fmt::format(" (encoder alone {:.2f}%, n-grams alone {:.2f}%)", 100.0 * *w.encoder_accuracy,
-                                         100.0 * *w.wide_accuracy)
-                           : std::string());
+    out << fmt::format(
+        "valid, one window of {}-{} tokens of each review: accuracy {:.2f}%{}, expected calibration "
+        "error {:.2f}%\n",
+        kValidWindows.min_tokens, kValidWindows.max_tokens, 100.0 * w.accuracy,
+        w.encoder_accuracy && w.wide_accuracy ? fmt::format(" (encoder alone {:.2f}%, n-grams alone {:.2f}%)",
+                                                            100.0 * *w.encoder_accuracy, 100.0 * *w.wide_accuracy)
+                                              : std::string(),
+        100.0 * calibration_of(w, run.temperature).calibrated.expected_calibration_error);
   }
   return 0;
 }

@@ -82,11 +82,14 @@ EvalResult evaluate(Model& model, const ds::EncodedDataset& data, std::size_t ba
           result.wide_logits(result.count + b, c) = parts.wide.data()(b, c);
         }
       }
-      result.tokens += data.length(indices[b]);
+      // The tokens the model saw: the review's, or its window's.
+      std::size_t seen = 0;
+      for (std::size_t t = 0; t < batch.padding_mask.shape(1); ++t) seen += batch.padding_mask(b, t) ? 0 : 1;
+      result.tokens += seen;
       result.logits(result.count + b, 0) = l(b, 0);
       result.logits(result.count + b, 1) = l(b, 1);
       result.labels.push_back(batch.labels(b));
-      result.lengths.push_back(data.length(indices[b]));
+      result.lengths.push_back(seen);
     }
     result.count += indices.size();
   }

@@ -423,6 +423,8 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
   put_part_accuracies(test_line, "test_acc", result.test);
   if (result.valid_windows) {
     test_line["valid_window_acc"] = result.valid_windows->accuracy;
+    test_line["valid_window_ece"] =
+        calibration_of(*result.valid_windows, temperature).calibrated.expected_calibration_error;
     put_part_accuracies(test_line, "valid_window_acc", *result.valid_windows);
   }
   if (result.contrast) {
@@ -456,9 +458,12 @@ void print_summary(std::ostream& out, const Config& config, const TrainResult& r
              kShortReviewTokens, 100.0 * r.test_calibration.short_ece,
              100.0 * r.test_calibration.short_ece_uncalibrated)
       << (r.valid_windows
-              ? fmt::format("validation, one window of {}-{} tokens of each review: accuracy {:.2f}%{}\n",
+              ? fmt::format("validation, one window of {}-{} tokens of each review: accuracy {:.2f}%{}, expected "
+                            "calibration error {:.2f}%\n",
                             kValidWindows.min_tokens, kValidWindows.max_tokens, 100.0 * r.valid_windows->accuracy,
-                            r.valid_windows->encoder_accuracy ? " (" + parts_alone(*r.valid_windows) + ")" : "")
+                            r.valid_windows->encoder_accuracy ? " (" + parts_alone(*r.valid_windows) + ")" : "",
+                            100.0 * calibration_of(*r.valid_windows, r.test_calibration.temperature)
+                                        .calibrated.expected_calibration_error)
               : std::string())
       << (r.contrast ? fmt::format("contrast pairs: both members right in {} of {} ({:.1f}%)\n", r.contrast->both_right,
                                    r.contrast->pairs, 100.0 * r.contrast->accuracy)

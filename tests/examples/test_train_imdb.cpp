@@ -289,8 +289,19 @@ TEST_CASE("train_imdb trains a tiny model on the fixture and predict agrees with
   CHECK(test_line.at("contrast_pairs") == 60);
   // The short-text score on validation: one seeded window of 5-30 tokens of each review.
   CHECK(out.str().find("validation, one window of 5-30 tokens of each review: accuracy") != std::string::npos);
-  CHECK(test_line.at("valid_window_acc").get<double>() ==
-        imdb::evaluate(*run.model, splits.valid, 2, {}, imdb::kValidWindows).accuracy);
+  const imdb::EvalResult windows = imdb::evaluate(*run.model, splits.valid, 2, {}, imdb::kValidWindows);
+  CHECK(test_line.at("valid_window_acc").get<double>() == windows.accuracy);
+  // Each review's length is that of the window the model saw.
+  REQUIRE(windows.lengths.size() == valid.lengths.size());
+  std::size_t window_tokens = 0;
+  for (std::size_t i = 0; i < windows.lengths.size(); ++i) {
+    CHECK(windows.lengths[i] <= 30);
+    CHECK(windows.lengths[i] >= std::min<std::size_t>(5, valid.lengths[i]));
+    window_tokens += windows.lengths[i];
+  }
+  CHECK(windows.tokens == window_tokens);
+  CHECK(test_line.at("valid_window_ece").get<double>() ==
+        Approx(imdb::calibration_of(windows, run.temperature).calibrated.expected_calibration_error));
 
   // predict gives P(positive) with the run's temperature.
   const std::vector<std::string> reviews = {"a wonderful , moving film . great acting", "terrible . boring and bad",
