@@ -4,12 +4,14 @@
 
 #include <cmath>
 #include <optional>
+#include <set>
 #include <stdexcept>
 
 #include "tapegrad/autograd/shape_ops.hpp"
 #include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/datasets/text/encode.hpp"
 #include "tapegrad/datasets/text/tokenizer.hpp"
+#include "tapegrad/nn/hashed_ngram_embedding.hpp"
 
 namespace imdb {
 
@@ -26,6 +28,42 @@ class GradMode {
  private:
   bool previous_;
 };
+
+// The n-gram part's features of one review, as nn::HashedNgramBag finds them (document_ngram_buckets
+// over the negation-marked ids: each bucket once), with their shares of its weighted margin.
+template <typename T>
+std::vector<NgramContribution> ngram_contributions(const tapegrad::models::TransformerClassifier<T>& model,
+                                                   const std::vector<std::int64_t>& ids,
+                                                   const std::vector<std::string>& tokens) {
+  const auto& bag = *model.wide;
+  xt::xarray<std::int64_t> row = xt::xarray<std::int64_t>::from_shape({std::size_t{1}, ids.size()});
+  std::copy(ids.begin(), ids.end(), row.begin());
+  const auto marked = bag.negation.mark(row, tapegrad::BoolArray(xt::zeros<bool>(row.shape())));
+  const auto& w = bag.weight.data();
+  const double wide_weight = static_cast<double>(model.wide_weight.data()(0));
+  std::vector<NgramContribution> out;
+  std::set<std::int64_t> seen;
+  for (std::size_t n = 1; n <= bag.max_n; ++n) {
+    for (std::size_t end = n; end <= ids.size(); ++end) {
+      const std::int64_t* gram = marked.data() + (end - n);
+      const auto bucket = static_cast<std::int64_t>(1 + tapegrad::nn::ngram_hash(gram, n) % (bag.num_buckets - 1));
+      if (!seen.insert(bucket).second) continue;  // binarized: a bucket counts once
+      const auto b = static_cast<std::size_t>(bucket);
+      const double scale = bag.scale.defined() ? static_cast<double>(bag.scale.data()(b, 0)) : 1.0;
+      NgramContribution c;
+      for (std::size_t k = end - n; k < end; ++k) {
+        if (!c.text.empty()) c.text += ' ';
+        c.text += (marked.data()[k] < 0 ? "NOT_" : "") + tokens[k];
+      }
+      c.margin = wide_weight * scale * (static_cast<double>(w(b, 1)) - static_cast<double>(w(b, 0)));
+      out.push_back(std::move(c));
+    }
+  }
+  std::stable_sort(out.begin(), out.end(), [](const NgramContribution& a, const NgramContribution& b) {
+    return std::abs(a.margin) > std::abs(b.margin);
+  });
+  return out;
+}
 
 }  // namespace
 
@@ -49,9 +87,17 @@ Explanation explain_ids(tapegrad::models::TransformerClassifier<T>& model, const
   std::copy(ids.begin(), ids.end(), batch.begin());
   const tapegrad::BoolArray no_padding = xt::zeros<bool>({std::size_t{1}, length});
   tapegrad::models::ClassifierTrace<T> trace;
-  const auto logits = model.forward(batch, no_padding, &trace);
+  const auto parts = model.forward_parts(batch, no_padding, &trace);
+  const auto logits = parts.total();
 
   Explanation e;
+  if (parts.wide.defined()) {
+    e.has_ngram_part = true;
+    e.encoder_margin =
+        static_cast<double>(parts.encoder.data()(0, 1)) - static_cast<double>(parts.encoder.data()(0, 0));
+    e.ngram_margin = static_cast<double>(parts.wide_weight) *
+                     (static_cast<double>(parts.wide.data()(0, 1)) - static_cast<double>(parts.wide.data()(0, 0)));
+  }
   e.ids = ids;
   e.total_tokens = length;
   e.cls = model.options.pooling == tapegrad::models::Pooling::Cls;
@@ -109,6 +155,7 @@ Explanation explain_text(tapegrad::models::TransformerClassifier<T>& model, cons
   std::vector<std::int64_t> ids;
   for (const auto& token : tokens) ids.push_back(vocab.id(token));
   Explanation e = explain_ids(model, ids);
+  if (model.wide) e.ngrams = ngram_contributions(model, ids, tokens);
   e.tokens = std::move(tokens);
   e.total_tokens = all.size();
   if (e.logits.size() >= 2) {

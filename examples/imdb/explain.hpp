@@ -13,6 +13,14 @@
 
 namespace imdb {
 
+// One distinct n-gram of the review in the model's n-gram part, and what it adds to the logit margin
+// logit[positive] - logit[negative] (before the temperature): wide_weight x scale x (weight[b, 1] -
+// weight[b, 0]) of its bucket b. A word in a negation's scope reads "NOT_word".
+struct NgramContribution {
+  std::string text;
+  double margin = 0.0;
+};
+
 struct Explanation {
   std::vector<std::string> tokens;  // the tokens the model saw, in order
   std::vector<std::int64_t> ids;
@@ -29,6 +37,12 @@ struct Explanation {
   // saliency[t] = sum over d of (d logit[predicted] / d e[t, d]) * e[t, d], e the embedding output.
   // Positive: the token pushes the predicted class's logit up.
   std::vector<double> saliency;
+  // With an n-gram part (the default model): the margin logit[1] - logit[0] of each part, the n-gram
+  // part's as weighted in the sum, and every distinct n-gram's share of it, largest |margin| first.
+  // The encoder part is what the attention and saliency above explain.
+  bool has_ngram_part = false;
+  double encoder_margin = 0.0, ngram_margin = 0.0;
+  std::vector<NgramContribution> ngrams;
 };
 
 // Runs the model on one sequence of ids (no padding) in eval mode with the tape on, then

@@ -253,6 +253,32 @@ std::string explain_html(const Explanation& e, const std::string& review, const 
   }
   data["attention"] = std::move(attention);
 
+  // The n-gram part, a linear model, is explained exactly: each n-gram's share of its margin.
+  std::string ngram_section;
+  if (e.has_ngram_part) {
+    const auto rows = [&](bool up) {
+      std::string out;
+      std::size_t shown = 0;
+      for (const auto& c : e.ngrams) {
+        if ((c.margin > 0) != up || c.margin == 0.0 || shown == 12) continue;
+        out += fmt::format("<tr><td>{}</td><td>{:+.3f}</td></tr>", html::escape(c.text), c.margin);
+        ++shown;
+      }
+      return out.empty() ? std::string("<tr><td colspan=\"2\">none</td></tr>") : out;
+    };
+    ngram_section = fmt::format(
+        R"HTML(<h2>The two parts</h2>
+<p class="note" id="parts">The logits are the sum of two parts. As margins logit[positive] &minus; logit[negative],
+before the temperature: the encoder {enc:+.3f}, the n-gram part {ngram:+.3f} (its {count} distinct words, bigrams and
+trigrams; a word after a negation, up to the next punctuation mark or "but", counts as NOT_word). The n-gram part is
+linear, so each n-gram's share below is exact; the saliency and attention further down explain the encoder.</p>
+<div class="views"><table id="ngrams-up"><thead><tr><th>n-grams for positive</th><th>margin</th></tr></thead><tbody>{up}</tbody></table>
+<table id="ngrams-down"><thead><tr><th>n-grams for negative</th><th>margin</th></tr></thead><tbody>{down}</tbody></table></div>
+)HTML",
+        fmt::arg("enc", e.encoder_margin), fmt::arg("ngram", e.ngram_margin), fmt::arg("count", e.ngrams.size()),
+        fmt::arg("up", rows(true)), fmt::arg("down", rows(false)));
+  }
+
   const bool positive = e.predicted == 1;
   const std::string truncated =
       e.total_tokens > e.tokens.size()
@@ -264,7 +290,7 @@ std::string explain_html(const Explanation& e, const std::string& review, const 
 <div class="prob"><div class="bar" title="P(positive)"><div style="width:{pct:.1f}%"></div></div>
 <div><b id="p-positive">P(positive) = {p:.4f}</b> &rarr; <b>{label}</b> (logits {logits})</div></div>
 <details><summary>The review as given</summary><p id="review">{review}</p></details>
-
+{ngram_section}
 <h2>Saliency</h2>
 <p class="note">Gradient &times; input: for each token, the gradient of the <b>{label}</b> logit with respect to
 its embedding, times that embedding, summed over the embedding dimensions.
@@ -291,8 +317,8 @@ keys across), darker = more attention relative to that head's largest weight. Cl
       fmt::arg("layers", e.layers), fmt::arg("heads", e.heads), fmt::arg("pct", 100.0 * e.p_positive),
       fmt::arg("p", e.p_positive), fmt::arg("label", positive ? "positive" : "negative"),
       fmt::arg("logits", html::escape(fmt::format("{:.4f}", fmt::join(e.logits, ", ")))),
-      fmt::arg("review", html::escape(review)), fmt::arg("positions", e.positions),
-      fmt::arg("data", html::script_json(data)));
+      fmt::arg("review", html::escape(review)), fmt::arg("ngram_section", ngram_section),
+      fmt::arg("positions", e.positions), fmt::arg("data", html::script_json(data)));
   return html::page("train_imdb explain", kStyle, body, kScript);
 }
 

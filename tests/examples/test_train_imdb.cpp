@@ -638,10 +638,41 @@ TEST_CASE("explain and report: pages of a tiny run, with every text escaped", "[
   CHECK(page.find("<b>great") == std::string::npos);
   CHECK(page.find("alert(1)</script>") == std::string::npos);
   CHECK(page.find("A &lt;b&gt;great&lt;/b&gt; &amp; &quot;moving&quot; film&lt;/script&gt;") != std::string::npos);
+  // The n-gram part, explained exactly: the parts' margins add up to the logits' margin, each distinct
+  // n-gram (as the bag finds them) has its share, and the shares add up to the part's margin.
+  REQUIRE(e.has_ngram_part);
+  CHECK(e.encoder_margin + e.ngram_margin == Approx(e.logits[1] - e.logits[0]).margin(1e-4));
+  double shares = 0.0;
+  for (const auto& c : e.ngrams) shares += c.margin;
+  CHECK(shares == Approx(e.ngram_margin).margin(1e-4));
+  {
+    xt::xarray<std::int64_t> row = xt::xarray<std::int64_t>::from_shape({std::size_t{1}, e.ids.size()});
+    std::copy(e.ids.begin(), e.ids.end(), row.begin());
+    const tapegrad::BoolArray none = xt::zeros<bool>(row.shape());
+    const auto buckets = tapegrad::nn::document_ngram_buckets(run.model->wide->negation.mark(row, none), none, 97, 3);
+    CHECK(e.ngrams.size() == static_cast<std::size_t>(xt::sum(xt::not_equal(buckets, 0))()));
+  }
+  for (std::size_t i = 1; i < e.ngrams.size(); ++i)
+    CHECK(std::abs(e.ngrams[i - 1].margin) >= std::abs(e.ngrams[i].margin));
+  CHECK(page.find("id=\"ngrams-up\"") != std::string::npos);
+  // A word in a negation's scope reads NOT_word, with a negator and a scope end of the fixture's
+  // 50-word vocabulary.
+  const auto negators = tapegrad::datasets::negator_ids(run.vocab);
+  const auto ends = tapegrad::datasets::scope_end_ids(run.vocab);
+  REQUIRE_FALSE(negators.empty());
+  REQUIRE_FALSE(ends.empty());
+  const std::string negator = run.vocab.token(negators.front());
+  const imdb::Explanation negated = imdb::explain_text(*run.model, run.vocab, run.config,
+                                                       negator + " bad " + run.vocab.token(ends.front()) + " good");
+  CHECK(std::any_of(negated.ngrams.begin(), negated.ngrams.end(), [](const auto& c) { return c.text == "NOT_bad"; }));
+  CHECK(std::any_of(negated.ngrams.begin(), negated.ngrams.end(),
+                    [&](const auto& c) { return c.text == negator + " NOT_bad"; }));
+  CHECK(std::none_of(negated.ngrams.begin(), negated.ngrams.end(), [](const auto& c) { return c.text == "NOT_good"; }));
   // Exactly the page's own three scripts (error handler, data, drawing) end.
-  std::size_t ends = 0;
-  for (std::size_t at = page.find("</script>"); at != std::string::npos; at = page.find("</script>", at + 1)) ++ends;
-  CHECK(ends == 3);
+  std::size_t script_ends = 0;
+  for (std::size_t at = page.find("</script>"); at != std::string::npos; at = page.find("</script>", at + 1))
+    ++script_ends;
+  CHECK(script_ends == 3);
 
   // Too long for the run's max_len (32): truncated as predict does.
   std::string long_review;
