@@ -47,6 +47,21 @@ double nll_slope(const xt::xarray<double>& logits, const std::vector<std::int64_
   return total / static_cast<double>(n);
 }
 
+// softmax(scale(i, logits[i] - max)) row by row: the temperature's division or product is the caller's.
+template <typename Scale>
+xt::xarray<double> softmax_rows(const xt::xarray<double>& logits, Scale&& scale) {
+  xt::xarray<double> out = logits;
+  const std::size_t n = out.shape(0), c = out.shape(1);
+  for (std::size_t i = 0; i < n; ++i) {
+    double* row = out.data() + i * c;
+    const double top = *std::max_element(row, row + c);
+    double norm = 0.0;
+    for (std::size_t j = 0; j < c; ++j) norm += (row[j] = std::exp(scale(i, row[j] - top)));
+    for (std::size_t j = 0; j < c; ++j) row[j] /= norm;
+  }
+  return out;
+}
+
 }  // namespace
 
 double fit_temperature(const xt::xarray<double>& logits, const std::vector<std::int64_t>& labels) {
@@ -179,16 +194,7 @@ xt::xarray<double> softmax_with_temperature(const xt::xarray<double>& logits, do
   if (!(temperature > 0) || !std::isfinite(temperature)) {
     throw std::invalid_argument(fmt::format("softmax_with_temperature: temperature {} must be positive", temperature));
   }
-  xt::xarray<double> out = logits;
-  const std::size_t n = out.shape(0), c = out.shape(1);
-  for (std::size_t i = 0; i < n; ++i) {
-    double* row = out.data() + i * c;
-    const double top = *std::max_element(row, row + c);
-    double norm = 0.0;
-    for (std::size_t j = 0; j < c; ++j) norm += (row[j] = std::exp((row[j] - top) / temperature));
-    for (std::size_t j = 0; j < c; ++j) row[j] /= norm;
-  }
-  return out;
+  return softmax_rows(logits, [temperature](std::size_t, double z) { return z / temperature; });
 }
 
 double LengthTemperature::inverse(std::size_t length) const {
@@ -254,17 +260,7 @@ xt::xarray<double> softmax_with_temperature(const xt::xarray<double>& logits, co
   if (const auto problem = t.problem(); !problem.empty()) {
     throw std::invalid_argument("softmax_with_temperature: " + problem);
   }
-  xt::xarray<double> out = logits;
-  const std::size_t n = out.shape(0), c = out.shape(1);
-  for (std::size_t i = 0; i < n; ++i) {
-    const double s = t.inverse(lengths[i]);
-    double* row = out.data() + i * c;
-    const double top = *std::max_element(row, row + c);
-    double norm = 0.0;
-    for (std::size_t j = 0; j < c; ++j) norm += (row[j] = std::exp((row[j] - top) * s));
-    for (std::size_t j = 0; j < c; ++j) row[j] /= norm;
-  }
-  return out;
+  return softmax_rows(logits, [&](std::size_t i, double z) { return z * t.inverse(lengths[i]); });
 }
 
 CalibrationReport calibration_report(const xt::xarray<double>& probabilities, const std::vector<std::int64_t>& labels,
