@@ -107,7 +107,7 @@ namespace {
 // embedding_bag_sum with member weights `scale` (the shape of ids) or, when null, weights of 1.
 template <typename T>
 Tensor<T> weighted_bag_sum(const Tensor<T>& weight, const xt::xarray<std::int64_t>& ids,
-                           std::optional<std::int64_t> padding_idx, const xt::xarray<T>* scale) {
+                           std::optional<std::int64_t> padding_idx, std::shared_ptr<const xt::xarray<T>> scale) {
   if (ids.dimension() == 0) throw ShapeError("embedding_bag_sum: ids must have at least one dimension (the bag)");
   const std::int64_t pad = check_lookup("embedding_bag_sum", weight, ids, padding_idx);
   if (scale && Shape(scale->shape().begin(), scale->shape().end()) != Shape(ids.shape().begin(), ids.shape().end())) {
@@ -140,9 +140,9 @@ Tensor<T> weighted_bag_sum(const Tensor<T>& weight, const xt::xarray<std::int64_
   Tensor<T> result(std::move(out));
   if (should_record(weight)) {
     auto saved_ids = std::make_shared<const xt::xarray<std::int64_t>>(ids);
-    auto saved_scale = scale ? std::make_shared<const xt::xarray<T>>(*scale) : nullptr;
     record(result, "embedding_bag_sum", {weight},
-           [saved_ids, saved_scale, pad, vocab, dim, bag, bags](const xt::xarray<T>& g, GradInputs<T>& in) {
+           [saved_ids, saved_scale = std::move(scale), pad, vocab, dim, bag, bags](const xt::xarray<T>& g,
+                                                                                   GradInputs<T>& in) {
              // Every member of a bag receives the bag's gradient times its weight; members equal to
              // padding_idx none.
              xt::xarray<T> dw = xt::zeros<T>({vocab, dim});
@@ -179,8 +179,9 @@ Tensor<T> embedding_bag_sum(const Tensor<T>& weight, const xt::xarray<std::int64
 
 template <typename T>
 Tensor<T> embedding_bag_sum(const Tensor<T>& weight, const xt::xarray<std::int64_t>& ids,
-                            std::optional<std::int64_t> padding_idx, const xt::xarray<T>& per_sample_weights) {
-  return weighted_bag_sum<T>(weight, ids, padding_idx, &per_sample_weights);
+                            std::optional<std::int64_t> padding_idx, xt::xarray<T> per_sample_weights) {
+  return weighted_bag_sum<T>(weight, ids, padding_idx,
+                             std::make_shared<const xt::xarray<T>>(std::move(per_sample_weights)));
 }
 
 template Tensor<float> embedding<float>(const Tensor<float>&, const xt::xarray<std::int64_t>&,
@@ -192,8 +193,8 @@ template Tensor<float> embedding_bag_sum<float>(const Tensor<float>&, const xt::
 template Tensor<double> embedding_bag_sum<double>(const Tensor<double>&, const xt::xarray<std::int64_t>&,
                                                   std::optional<std::int64_t>);
 template Tensor<float> embedding_bag_sum<float>(const Tensor<float>&, const xt::xarray<std::int64_t>&,
-                                                std::optional<std::int64_t>, const xt::xarray<float>&);
+                                                std::optional<std::int64_t>, xt::xarray<float>);
 template Tensor<double> embedding_bag_sum<double>(const Tensor<double>&, const xt::xarray<std::int64_t>&,
-                                                  std::optional<std::int64_t>, const xt::xarray<double>&);
+                                                  std::optional<std::int64_t>, xt::xarray<double>);
 
 }  // namespace tapegrad

@@ -29,9 +29,10 @@ Tensor<T> embedding_bag_sum(const Tensor<T>& weight, const xt::xarray<std::int64
 
 /// The same with torch's per_sample_weights: per_sample_weights has the shape of ids, and member k of a
 /// bag adds per_sample_weights[..., k] times its row (its row's gradient is scaled alike). The weights
-/// are constants here: no gradient flows to them. A shape other than ids' throws ShapeError.
+/// are constants here: no gradient flows to them. A shape other than ids' throws ShapeError. Taken by
+/// value: the backward keeps them, so a caller that moves them in saves a copy.
 template <typename T>
 Tensor<T> embedding_bag_sum(const Tensor<T>& weight, const xt::xarray<std::int64_t>& ids,
-                            std::optional<std::int64_t> padding_idx, const xt::xarray<T>& per_sample_weights);
+                            std::optional<std::int64_t> padding_idx, xt::xarray<T> per_sample_weights);
 
 }  // namespace tapegrad

@@ -45,7 +45,7 @@ xt::xarray<std::int64_t> ngram_buckets(const xt::xarray<std::int64_t>& ids, cons
       const std::size_t at = b * length + t;
       run = pad[at] ? 0 : run + 1;
       for (std::size_t n = 2; n <= max_n && n <= run; ++n) {
-        o[at * orders + (n - 2)] = static_cast<std::int64_t>(1 + ngram_hash(id + at + 1 - n, n) % (num_buckets - 1));
+        o[at * orders + (n - 2)] = ngram_bucket(id + at + 1 - n, n, num_buckets);
       }
     }
   }
@@ -75,7 +75,7 @@ xt::xarray<std::int64_t> document_ngram_buckets(const xt::xarray<std::int64_t>& 
       const std::size_t at = b * length + t;
       run = pad[at] ? 0 : run + 1;
       for (std::size_t n = 1; n <= max_n && n <= run; ++n) {
-        row.push_back(static_cast<std::int64_t>(1 + ngram_hash(id + at + 1 - n, n) % (num_buckets - 1)));
+        row.push_back(ngram_bucket(id + at + 1 - n, n, num_buckets));
       }
     }
     std::sort(row.begin(), row.end());
@@ -142,7 +142,7 @@ Tensor<T> HashedNgramBag<T>::forward(const xt::xarray<std::int64_t>& ids, const 
   xt::xarray<T> per_sample = xt::xarray<T>::from_shape(buckets.shape());
   const T* s = scale.data().data();
   for (std::size_t i = 0; i < buckets.size(); ++i) per_sample.data()[i] = s[buckets.data()[i]];
-  return embedding_bag_sum(weight, buckets, std::int64_t{0}, per_sample);
+  return embedding_bag_sum(weight, buckets, std::int64_t{0}, std::move(per_sample));
 }
 
 template <typename T>

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 #include <stdexcept>
 
 namespace tapegrad::train {
@@ -221,6 +222,21 @@ std::string LengthTemperature::problem() const {
     if (!(s > 0.0)) return fmt::format("the inverse temperature {} + {} ln {} = {} is not positive", a, b, n, s);
   }
   return "";
+}
+
+std::string LengthTemperature::to_string() const {
+  return fmt::format("{:.17g} {:.17g} {:.17g} {:.17g}", a, b, shortest, longest);
+}
+
+LengthTemperature LengthTemperature::parse(const std::string& text) {
+  std::istringstream in(text);
+  LengthTemperature t;
+  std::string rest;
+  if (!(in >> t.a >> t.b >> t.shortest >> t.longest) || (in >> rest)) {
+    throw std::invalid_argument("not four numbers \"a b shortest longest\"");
+  }
+  if (const auto problem = t.problem(); !problem.empty()) throw std::invalid_argument(problem);
+  return t;
 }
 
 LengthTemperature fit_length_temperature(const xt::xarray<double>& logits, const std::vector<std::int64_t>& labels,

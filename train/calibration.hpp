@@ -48,6 +48,10 @@ struct LengthTemperature {
   /// The problem that makes it unusable (a non-finite value, shortest < 1 or above longest, s not
   /// positive at shortest or at longest), or an empty string.
   std::string problem() const;
+  /// "a b shortest longest", each to 17 significant digits: parse() reads back the same values.
+  std::string to_string() const;
+  /// Reads to_string()'s form; throws std::invalid_argument for anything else or a problem().
+  static LengthTemperature parse(const std::string& text);
 };
 
 /// The (a, b) that minimize the mean negative log-likelihood of softmax(logits * s(n)) on (logits [N,

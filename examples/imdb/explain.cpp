@@ -46,7 +46,7 @@ std::vector<NgramContribution> ngram_contributions(const tapegrad::models::Trans
   for (std::size_t n = 1; n <= bag.max_n; ++n) {
     for (std::size_t end = n; end <= ids.size(); ++end) {
       const std::int64_t* gram = marked.data() + (end - n);
-      const auto bucket = static_cast<std::int64_t>(1 + tapegrad::nn::ngram_hash(gram, n) % (bag.num_buckets - 1));
+      const std::int64_t bucket = tapegrad::nn::ngram_bucket(gram, n, bag.num_buckets);
       if (!seen.insert(bucket).second) continue;  // binarized: a bucket counts once
       const auto b = static_cast<std::size_t>(bucket);
       const double scale = bag.scale.defined() ? static_cast<double>(bag.scale.data()(b, 0)) : 1.0;
@@ -122,7 +122,9 @@ Explanation explain_ids(tapegrad::models::TransformerClassifier<T>& model, const
     e.attention.push_back(std::move(layer));
   }
 
-  tapegrad::select(tapegrad::select(logits, 0, 0), 0, e.predicted).backward();
+  // The n-gram part does not read the embeddings, so the encoder's logit has the total's gradient with
+  // respect to them; backpropagating it alone spares the n-gram table's dense gradient.
+  tapegrad::select(tapegrad::select(parts.encoder, 0, 0), 0, e.predicted).backward();
   const auto& emb = trace.embeddings.data();  // [1, L, D]
   const auto& grad = trace.embeddings.grad();
   const std::size_t d = trace.embeddings.size(2);

@@ -4,7 +4,6 @@
 
 #include <cmath>
 #include <fstream>
-#include <sstream>
 #include <stdexcept>
 
 #include "examples/imdb/evaluate.hpp"
@@ -63,17 +62,12 @@ double parse_temperature(const std::string& text, const fs::path& file) {
 }
 
 tapegrad::train::LengthTemperature parse_length_temperature(const std::string& text, const fs::path& file) {
-  std::istringstream in(text);
-  tapegrad::train::LengthTemperature t;
-  std::string rest;
-  if (!(in >> t.a >> t.b >> t.shortest >> t.longest) || (in >> rest)) {
-    throw std::runtime_error(fmt::format("{}: metadata {} is \"{}\", not four numbers \"a b shortest longest\"",
-                                         file.string(), kLengthTemperatureKey, tapegrad::clip_for_message(text)));
+  try {
+    return tapegrad::train::LengthTemperature::parse(text);
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(fmt::format("{}: metadata {} is \"{}\": {}", file.string(), kLengthTemperatureKey,
+                                         tapegrad::clip_for_message(text), e.what()));
   }
-  if (const auto problem = t.problem(); !problem.empty()) {
-    throw std::runtime_error(fmt::format("{}: metadata {}: {}", file.string(), kLengthTemperatureKey, problem));
-  }
-  return t;
 }
 
 LoadedRun load_run(const fs::path& dir) {

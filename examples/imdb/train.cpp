@@ -371,13 +371,15 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
       }
       temperature = tr::fit_length_temperature(logits, valid.labels, valid.lengths);
       progress.message("the temperature fitted on validation: " + describe(temperature));
-      metadata[kLengthTemperatureKey] = fmt::format("{:.17g} {:.17g} {:.17g} {:.17g}", temperature.a, temperature.b,
-                                                    temperature.shortest, temperature.longest);
+      metadata[kLengthTemperatureKey] = temperature.to_string();
       tr::save_model(run.model(), *model, metadata);
       // How the model reads short texts, on validation data: one short window of each review (the
       // contrast pairs are a test, never a criterion).
       EvalResult windows = evaluate(*model, data.valid, batch_size, tr::interrupt_requested, kValidWindows);
-      if (!windows.stopped) result.valid_windows = std::move(windows);
+      if (!windows.stopped) {
+        result.valid_window_ece = calibration_of(windows, temperature).calibrated.expected_calibration_error;
+        result.valid_windows = std::move(windows);
+      }
     }
   }
   // The test set, once, with the best-validation model (rank 0 alone).
@@ -423,8 +425,7 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
   put_part_accuracies(test_line, "test_acc", result.test);
   if (result.valid_windows) {
     test_line["valid_window_acc"] = result.valid_windows->accuracy;
-    test_line["valid_window_ece"] =
-        calibration_of(*result.valid_windows, temperature).calibrated.expected_calibration_error;
+    test_line["valid_window_ece"] = result.valid_window_ece;
     put_part_accuracies(test_line, "valid_window_acc", *result.valid_windows);
   }
   if (result.contrast) {
@@ -462,8 +463,7 @@ void print_summary(std::ostream& out, const Config& config, const TrainResult& r
                             "calibration error {:.2f}%\n",
                             kValidWindows.min_tokens, kValidWindows.max_tokens, 100.0 * r.valid_windows->accuracy,
                             r.valid_windows->encoder_accuracy ? " (" + parts_alone(*r.valid_windows) + ")" : "",
-                            100.0 * calibration_of(*r.valid_windows, r.test_calibration.temperature)
-                                        .calibrated.expected_calibration_error)
+                            100.0 * r.valid_window_ece)
               : std::string())
       << (r.contrast ? fmt::format("contrast pairs: both members right in {} of {} ({:.1f}%)\n", r.contrast->both_right,
                                    r.contrast->pairs, 100.0 * r.contrast->accuracy)

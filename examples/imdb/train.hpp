@@ -33,6 +33,7 @@ struct TrainResult {
   Calibration test_calibration;             // with the temperature fitted on the validation reviews
   std::optional<ContrastResult> contrast;   // the contrast pairs, when their file is there
   std::optional<EvalResult> valid_windows;  // the best model on one short window of each validation review
+  double valid_window_ece = 0.0;            // their calibration error with the run's temperature
   double data_seconds = 0.0, train_seconds = 0.0, wall_seconds = 0.0;
   double train_tokens_per_second = 0.0;
 };

@@ -556,6 +556,14 @@ TEST_CASE("train_imdb config.json round-trips every setting", "[imdb]") {
   c.crop_max = 9;
   c.wide_negation = false;
   CHECK(imdb::to_json(imdb::config_from_json(imdb::to_json(c))) == imdb::to_json(c));
+  // The temperatures a model file's metadata holds: a bad one names the file and the key.
+  CHECK(imdb::parse_temperature("6.5", "m.safetensors") == 6.5);
+  CHECK_THROWS_WITH(imdb::parse_temperature("-1", "m.safetensors"),
+                    Catch::Contains("m.safetensors: metadata calibration.temperature is \"-1\""));
+  CHECK(imdb::parse_length_temperature("0.5 -0.05 10 1000", "m.safetensors").b == -0.05);
+  CHECK_THROWS_WITH(imdb::parse_length_temperature("0.5 -0.05 10", "m.safetensors"),
+                    Catch::Contains("m.safetensors: metadata calibration.length_temperature is \"0.5 -0.05 10\": "
+                                    "not four numbers"));
   // A run saved before --wide-negation existed marked no negation, and loads that way.
   CHECK(imdb::Config{}.wide_negation);
   CHECK_FALSE(imdb::config_from_json({{"d-model", 32}}).wide_negation);

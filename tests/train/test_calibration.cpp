@@ -152,3 +152,20 @@ TEST_CASE("fit_length_temperature: each length gets the confidence its accuracy 
   bad.a = NAN;
   CHECK_THAT(bad.problem(), Catch::Contains("not finite"));
 }
+
+TEST_CASE("LengthTemperature: to_string and parse round-trip, parse names what is wrong", "[train][calibration]") {
+  LengthTemperature t;
+  t.a = 0.48761234567891234;
+  t.b = -0.061808;
+  t.shortest = 11;
+  t.longest = 1024;
+  const LengthTemperature back = LengthTemperature::parse(t.to_string());
+  CHECK(back.a == t.a);
+  CHECK(back.b == t.b);
+  CHECK(back.shortest == t.shortest);
+  CHECK(back.longest == t.longest);
+  CHECK_THROWS_WITH(LengthTemperature::parse("1 2 3"), Catch::Contains("not four numbers"));
+  CHECK_THROWS_WITH(LengthTemperature::parse("1 0 1 2 5"), Catch::Contains("not four numbers"));
+  CHECK_THROWS_WITH(LengthTemperature::parse("one 0 1 2"), Catch::Contains("not four numbers"));
+  CHECK_THROWS_WITH(LengthTemperature::parse("1 -1 1 100"), Catch::Contains("is not positive"));
+}

@@ -58,6 +58,14 @@ std::pair<Tensor<double>, IndexArray> draw(Generator& gen, std::size_t n) {
   return {x, labels};
 }
 
+// A step's output for one batch: the model's mean cross-entropy over its labels.
+train::StepOutput<double> loss_on(const Net& model, const Tensor<double>& x, const IndexArray& labels) {
+  train::StepOutput<double> out;
+  out.loss = cross_entropy(model.forward(x), labels);
+  out.count = static_cast<double>(labels.size());
+  return out;
+}
+
 std::size_t correct_of(const Tensor<double>& logits, const IndexArray& labels) {
   std::size_t correct = 0;
   for (std::size_t i = 0; i < labels.size(); ++i) {
@@ -463,10 +471,7 @@ TEST_CASE("Trainer: bad options are refused, and without validation every checkp
   Generator data(4);
   hooks.forward = [&](std::int64_t, std::int64_t) {
     const auto [x, labels] = draw(data, 4);
-    train::StepOutput<double> out;
-    out.loss = cross_entropy(model.forward(x), labels);
-    out.count = 4;
-    return out;
+    return loss_on(model, x, labels);
   };
   CHECK_THROWS_AS(train::Trainer<double>(run, model, adam, options, hooks, progress), std::invalid_argument);
   options.steps_per_epoch = 2;
@@ -553,10 +558,7 @@ TEST_CASE("Trainer: a non-finite loss stops the run before the step, keeping the
     auto [x, labels] = draw(data, 4);
     // Step 4 (the second epoch's first) feeds an infinity: the loss is NaN.
     if (step == 4) x.mutable_data()(0, 0) = std::numeric_limits<double>::infinity();
-    train::StepOutput<double> out;
-    out.loss = cross_entropy(model.forward(x), labels);
-    out.count = 4;
-    return out;
+    return loss_on(model, x, labels);
   };
   xt::xarray<double> after_last_step;
   hooks.after_step = [&] { after_last_step = model.fc1->weight.data(); };
@@ -577,10 +579,7 @@ TEST_CASE("Trainer: a non-finite loss stops the run before the step, keeping the
   hooks.forward = [&](std::int64_t step, std::int64_t) {
     auto [x, labels] = draw(data2, 4);
     if (step == 1) x.mutable_data()(0, 0) = std::numeric_limits<double>::infinity();
-    train::StepOutput<double> out;
-    out.loss = cross_entropy(model2.forward(x), labels);
-    out.count = 4;
-    return out;
+    return loss_on(model2, x, labels);
   };
   options.detect_anomaly = true;
   train::Trainer<double> checked(run2, model2, adam2, options, hooks, progress);
@@ -607,10 +606,7 @@ TEST_CASE("Trainer: a step that leaves NaN weights behind a finite loss stops be
   Generator data(4);
   hooks.forward = [&](std::int64_t, std::int64_t) {
     auto [x, labels] = draw(data, 4);
-    train::StepOutput<double> out;
-    out.loss = cross_entropy(model.forward(x), labels);
-    out.count = 4;
-    return out;
+    return loss_on(model, x, labels);
   };
   std::int64_t steps = 0;
   hooks.after_step = [&] {
@@ -646,9 +642,7 @@ TEST_CASE("Trainer: a rank other than 0 trains without writing files and logs th
   Generator data(4);
   hooks.forward = [&](std::int64_t, std::int64_t) {
     const auto [x, labels] = draw(data, 4);
-    train::StepOutput<double> out;
-    out.loss = cross_entropy(rank1.model.forward(x), labels);
-    out.count = 4;
+    auto out = loss_on(rank1.model, x, labels);
     out.tokens = 4;
     return out;
   };
@@ -682,10 +676,7 @@ TEST_CASE("Trainer: a validation stopped by Ctrl-C on another rank stops this on
   Generator data(4);
   hooks.forward = [&](std::int64_t, std::int64_t) {
     const auto [x, labels] = draw(data, 4);
-    train::StepOutput<double> out;
-    out.loss = cross_entropy(rank1.model.forward(x), labels);
-    out.count = 4;
-    return out;
+    return loss_on(rank1.model, x, labels);
   };
   int validations = 0;
   hooks.validate = [&] {
