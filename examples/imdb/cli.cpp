@@ -207,7 +207,39 @@ struct EvaluateArgs {
   bool no_download = false;
   std::int64_t batch_size = 0;  // 0: the run's
   std::int64_t threads = 2;
+  bool by_length = false;
 };
+
+namespace {
+// evaluate --by-length: the split by length band, with the run's temperature and with the one
+// temperature that fits this split best, which shows what a length-dependent one changes.
+void print_by_length(const std::string& split, const EvalResult& r, const tapegrad::train::LengthTemperature& run_t,
+                     const std::optional<EvalResult>& windows, std::ostream& out) {
+  const auto one = tapegrad::train::LengthTemperature::constant(tapegrad::train::fit_temperature(r.logits, r.labels));
+  out << fmt::format("{} by length: one temperature fitted on this split ({}) / the run's ({}):\n", split,
+                     describe(one), describe(run_t));
+  const auto with_one = length_bands(r, one), with_run = length_bands(r, run_t);
+  for (std::size_t k = 0; k < with_one.size(); ++k) {
+    if (with_one[k].count == 0) continue;
+    const std::string upper =
+        with_one[k].upper == std::numeric_limits<std::size_t>::max() ? "" : std::to_string(with_one[k].upper);
+    out << fmt::format("  {:>4}-{:<4} tokens: {:>5} reviews, accuracy {:.1f}%, mean confidence {:.1f}% / {:.1f}%\n",
+                       with_one[k].lower, upper, with_one[k].count, 100.0 * with_one[k].accuracy,
+                       100.0 * with_one[k].confidence, 100.0 * with_run[k].confidence);
+  }
+  out << fmt::format("  expected calibration error {:.2f}% / {:.2f}%, mean NLL {:.4f} / {:.4f}\n",
+                     100.0 * calibration_of(r, one).calibrated.expected_calibration_error,
+                     100.0 * calibration_of(r, run_t).calibrated.expected_calibration_error, mean_nll(r, one),
+                     mean_nll(r, run_t));
+  if (windows) {
+    out << fmt::format(
+        "  the windows of 5-30 tokens: expected calibration error {:.2f}% / {:.2f}%, mean NLL {:.4f} / {:.4f}\n",
+        100.0 * calibration_of(*windows, one).calibrated.expected_calibration_error,
+        100.0 * calibration_of(*windows, run_t).calibrated.expected_calibration_error, mean_nll(*windows, one),
+        mean_nll(*windows, run_t));
+  }
+}
+}  // namespace
 
 int evaluate_command(const EvaluateArgs& a, std::ostream& out, std::ostream& err) {
   // The flags first, then the files they name.
@@ -260,8 +292,9 @@ int evaluate_command(const EvaluateArgs& a, std::ostream& out, std::ostream& err
                        a.split, c.short_count, kShortReviewTokens, 100.0 * c.short_ece,
                        100.0 * c.short_ece_uncalibrated);
   }
+  std::optional<EvalResult> windows;
   if (a.split == "valid") {  // the training run's short-text score, recomputed
-    const EvalResult w = evaluate(*run.model, data, batch_size, {}, kValidWindows);
+    const EvalResult& w = windows.emplace(evaluate(*run.model, data, batch_size, {}, kValidWindows));
     out << fmt::format(
         "valid, one window of {}-{} tokens of each review: accuracy {:.2f}%{}, expected calibration "
         "error {:.2f}%\n",
@@ -271,6 +304,7 @@ int evaluate_command(const EvaluateArgs& a, std::ostream& out, std::ostream& err
                                               : std::string(),
         100.0 * calibration_of(w, run.temperature).calibrated.expected_calibration_error);
   }
+  if (a.by_length) print_by_length(a.split, r, run.temperature, windows, out);
   return 0;
 }
 
@@ -363,6 +397,9 @@ int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& o
   evaluate_app->add_flag("--no-download", eval_args.no_download, "fail instead of downloading the data");
   evaluate_app->add_option("--batch-size", eval_args.batch_size, "reviews per batch (default: the run's)");
   evaluate_app->add_option("--threads", eval_args.threads, "BLAS threads")->capture_default_str();
+  evaluate_app->add_flag("--by-length", eval_args.by_length,
+                         "also accuracy and mean confidence by review length, with one temperature fitted on the split "
+                         "and with the run's");
 
   PredictArgs predict_args;
   CLI::App* predict_app =

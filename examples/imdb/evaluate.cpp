@@ -1,7 +1,10 @@
 #include "examples/imdb/evaluate.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <iterator>
+#include <limits>
 #include <xtensor/xview.hpp>
 
 #include "tapegrad/autograd/loss.hpp"
@@ -183,6 +186,34 @@ Calibration calibration_of(const EvalResult& result, const tapegrad::train::Leng
             .expected_calibration_error;
   }
   return c;
+}
+
+std::vector<LengthBand> length_bands(const EvalResult& result, const tapegrad::train::LengthTemperature& temperature) {
+  const std::size_t edges[] = {0, 30, 60, 120, 250, 500, std::numeric_limits<std::size_t>::max()};
+  std::vector<LengthBand> bands;
+  for (std::size_t k = 0; k + 1 < std::size(edges); ++k) bands.push_back({edges[k], edges[k + 1]});
+  const auto p = tapegrad::train::softmax_with_temperature(result.logits, temperature, result.lengths);
+  for (std::size_t i = 0; i < result.count; ++i) {
+    auto& band =
+        *std::find_if(bands.begin(), bands.end(), [&](const LengthBand& b) { return result.lengths[i] < b.upper; });
+    const std::size_t predicted = p(i, 1) > p(i, 0) ? 1 : 0;
+    ++band.count;
+    band.accuracy += static_cast<std::int64_t>(predicted) == result.labels[i] ? 1.0 : 0.0;
+    band.confidence += std::max(p(i, 0), p(i, 1));
+  }
+  for (auto& band : bands) {
+    if (band.count == 0) continue;
+    band.accuracy /= static_cast<double>(band.count);
+    band.confidence /= static_cast<double>(band.count);
+  }
+  return bands;
+}
+
+double mean_nll(const EvalResult& result, const tapegrad::train::LengthTemperature& temperature) {
+  const auto p = tapegrad::train::softmax_with_temperature(result.logits, temperature, result.lengths);
+  double total = 0.0;
+  for (std::size_t i = 0; i < result.count; ++i) total -= std::log(p(i, static_cast<std::size_t>(result.labels[i])));
+  return total / static_cast<double>(result.count);
 }
 
 std::string describe(const tapegrad::train::LengthTemperature& t) {

@@ -71,6 +71,19 @@ struct Calibration {
 };
 Calibration calibration_of(const EvalResult& result, const tapegrad::train::LengthTemperature& temperature);
 
+// Accuracy against mean confidence (the larger probability, with a temperature) of the reviews whose
+// length in tokens lies in [lower, upper): where a temperature leaves a split's short or long reviews
+// over- or underconfident. The bands: 0, 30, 60, 120, 250, 500 and beyond.
+struct LengthBand {
+  std::size_t lower = 0, upper = 0;  // upper = SIZE_MAX for the last band
+  std::size_t count = 0;
+  double accuracy = 0.0, confidence = 0.0;  // 0 when empty
+};
+std::vector<LengthBand> length_bands(const EvalResult& result, const tapegrad::train::LengthTemperature& temperature);
+
+// The mean negative log-likelihood of the labels under softmax with a temperature.
+double mean_nll(const EvalResult& result, const tapegrad::train::LengthTemperature& temperature);
+
 // The metadata keys of model.safetensors that hold the temperature fitted on the validation reviews: a
 // run since the length-dependent temperature writes "a b shortest longest" (train::LengthTemperature)
 // under kLengthTemperatureKey; an older one wrote one temperature under kTemperatureKey. Neither: 1.

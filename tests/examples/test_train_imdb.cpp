@@ -341,6 +341,31 @@ TEST_CASE("train_imdb trains a tiny model on the fixture and predict agrees with
   CHECK(valid_eval.code == 0);
   CHECK(valid_eval.out.find(fmt::format("valid, one window of 5-30 tokens of each review: accuracy {:.2f}%",
                                         100.0 * test_line.at("valid_window_acc").get<double>())) != std::string::npos);
+  // --by-length: every review in one band, the bands' accuracies add up to the split's, and both
+  // temperatures' calibration is printed.
+  const auto bands = imdb::length_bands(valid, run.temperature);
+  std::size_t banded = 0;
+  double right = 0.0;
+  for (const auto& band : bands) {
+    banded += band.count;
+    right += band.accuracy * static_cast<double>(band.count);
+    if (band.count > 0) CHECK(band.confidence >= 0.5);
+  }
+  CHECK(banded == valid.count);
+  CHECK(right == Approx(static_cast<double>(valid.correct)));
+  const CliResult by_length = run_in_process({"evaluate", "--run", tmp.path.string(), "--split", "valid", "--data",
+                                              kFixture.string(), "--no-download", "--by-length"});
+  CHECK(by_length.code == 0);
+  const auto one =
+      tapegrad::train::LengthTemperature::constant(tapegrad::train::fit_temperature(valid.logits, valid.labels));
+  CHECK(by_length.out.find(fmt::format("valid by length: one temperature fitted on this split ({}) / the run's ({}):",
+                                       imdb::describe(one), imdb::describe(run.temperature))) != std::string::npos);
+  CHECK(by_length.out.find(
+            fmt::format("expected calibration error {:.2f}% / {:.2f}%, mean NLL {:.4f} / {:.4f}",
+                        100.0 * imdb::calibration_of(valid, one).calibrated.expected_calibration_error,
+                        100.0 * imdb::calibration_of(valid, run.temperature).calibrated.expected_calibration_error,
+                        imdb::mean_nll(valid, one), imdb::mean_nll(valid, run.temperature))) != std::string::npos);
+  CHECK(by_length.out.find("the windows of 5-30 tokens: expected calibration error") != std::string::npos);
 
   // A new run in the same folder is refused, and the finished run stays as it was.
   const std::string model_bytes = read_bytes(tmp.path / "model.safetensors");
