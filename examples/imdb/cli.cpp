@@ -62,6 +62,20 @@ void add_training_flags(CLI::App& app, Config& c) {
       ->capture_default_str();
   model->add_option("--crop-min", c.crop_min, "a crop's shortest window, in tokens")->capture_default_str();
   model->add_option("--crop-max", c.crop_max, "a crop's longest window, in tokens")->capture_default_str();
+  model
+      ->add_option("--clause-negation", c.clause_negation,
+                   "share of training reviews replaced by one of their clauses where a copula meets a word of the "
+                   "review's polarity, half of them negated (\"was not superb\") with the label flipped")
+      ->capture_default_str();
+  model
+      ->add_option("--clause-but", c.clause_but,
+                   "share of --clause-negation's clauses put after another review's clause of the other sentiment "
+                   "and \", but\" (the clause after \"but\" decides)")
+      ->capture_default_str();
+  model
+      ->add_option("--polarity-margin", c.polarity_margin,
+                   "|naive-Bayes log-count ratio| from which --clause-negation counts a word as polar")
+      ->capture_default_str();
   model->add_option("--activation", c.activation, "relu|gelu")->capture_default_str();
   model->add_option("--norm", c.norm, "post|pre: LayerNorm after or before each sublayer")->capture_default_str();
   model->add_option("--pooling", c.pooling, "max|mean|cls")->capture_default_str();

@@ -125,6 +125,15 @@ std::optional<std::string> validate(const Config& c) {
       return fmt::format("{} {} is outside [1, {}]", flag, value, lim::kSequenceLength);
     }
   }
+  if (!(c.clause_negation >= 0.0 && c.clause_negation <= 1.0)) {
+    return fmt::format("--clause-negation {} is outside [0, 1]", c.clause_negation);
+  }
+  if (!(c.clause_but >= 0.0 && c.clause_but <= 1.0)) {
+    return fmt::format("--clause-but {} is outside [0, 1]", c.clause_but);
+  }
+  if (!(c.polarity_margin > 0.0 && std::isfinite(c.polarity_margin))) {
+    return fmt::format("--polarity-margin {} must be a positive number", c.polarity_margin);
+  }
   if (c.crop_min > c.crop_max) {
     return fmt::format("--crop-min {} is above --crop-max {}", c.crop_min, c.crop_max);
   }
@@ -178,6 +187,9 @@ nlohmann::json to_json(const Config& c) {
       {"crop", c.crop},
       {"crop-min", c.crop_min},
       {"crop-max", c.crop_max},
+      {"clause-negation", c.clause_negation},
+      {"polarity-margin", c.polarity_margin},
+      {"clause-but", c.clause_but},
       {"activation", c.activation},
       {"norm", c.norm},
       {"pooling", c.pooling},
@@ -226,6 +238,11 @@ Config config_from_json(const nlohmann::json& json) {
   examples::read_setting(json, "crop", c.crop);
   examples::read_setting(json, "crop-min", c.crop_min);
   examples::read_setting(json, "crop-max", c.crop_max);
+  c.clause_negation = 0.0;  // a run saved before the setting existed rewrote no clauses
+  examples::read_setting(json, "clause-negation", c.clause_negation);
+  examples::read_setting(json, "polarity-margin", c.polarity_margin);
+  c.clause_but = 0.0;
+  examples::read_setting(json, "clause-but", c.clause_but);
   examples::read_setting(json, "activation", c.activation);
   examples::read_setting(json, "norm", c.norm);
   examples::read_setting(json, "pooling", c.pooling);

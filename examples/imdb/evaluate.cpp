@@ -241,10 +241,20 @@ ContrastResult contrast_pairs_of(Model& model, const ds::Vocabulary& vocab, cons
   return result;
 }
 
-std::optional<std::filesystem::path> default_contrast_pairs_file() {
-  const std::filesystem::path path = std::filesystem::path(TAPEGRAD_SOURCE_DIR) / "examples/imdb/contrast_pairs.tsv";
+namespace {
+std::optional<std::filesystem::path> source_file(const char* relative) {
+  const std::filesystem::path path = std::filesystem::path(TAPEGRAD_SOURCE_DIR) / relative;
   if (std::filesystem::exists(path)) return path;
   return std::nullopt;
+}
+}  // namespace
+
+std::optional<std::filesystem::path> default_contrast_pairs_file() {
+  return source_file("examples/imdb/contrast_pairs.tsv");
+}
+
+std::optional<std::filesystem::path> development_contrast_pairs_file() {
+  return source_file("examples/imdb/contrast_pairs_dev.tsv");
 }
 
 }  // namespace imdb

@@ -102,7 +102,10 @@ struct ContrastResult {
 };
 ContrastResult contrast_pairs_of(Model& model, const tapegrad::datasets::Vocabulary& vocab, const Config& config,
                                  const std::filesystem::path& pairs_file);
-// The pairs file this build knows (the source tree's examples/imdb/contrast_pairs.tsv), if it exists.
+// The contrast-pair files this build knows, if they exist: the test pairs (the source tree's
+// examples/imdb/contrast_pairs.tsv), reported and never a criterion, and the development pairs
+// (contrast_pairs_dev.tsv), written apart from them, on which settings for word order are chosen.
 std::optional<std::filesystem::path> default_contrast_pairs_file();
+std::optional<std::filesystem::path> development_contrast_pairs_file();
 
 }  // namespace imdb

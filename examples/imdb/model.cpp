@@ -75,7 +75,7 @@ LoadedRun load_run(const fs::path& dir) {
   const auto run_dir = run_directory(dir);
   run_dir.check_has({tapegrad::train::RunDirectory::kConfig, kVocabFile, tapegrad::train::RunDirectory::kModel});
   run_dir.check_files(run_dir.model());
-  LoadedRun run{read_config(run_dir), tapegrad::datasets::Vocabulary::load(run_dir.file(kVocabFile)), nullptr};
+  LoadedRun run{read_config(run_dir), tapegrad::datasets::Vocabulary::load(run_dir.file(kVocabFile)), nullptr, {}};
   run.model = make_model(run.config, run.vocab);
   const auto metadata = tapegrad::train::load_model(run_dir.model(), *run.model);
   run.model->eval();

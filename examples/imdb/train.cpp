@@ -17,6 +17,7 @@
 #include "tapegrad/autograd/matmul.hpp"
 #include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/datasets/text/batching.hpp"
+#include "tapegrad/datasets/text/clause_negation.hpp"
 #include "tapegrad/datasets/text/random_crop.hpp"
 #include "tapegrad/datasets/text/word_dropout.hpp"
 #include "tapegrad/io/safetensors.hpp"
@@ -212,6 +213,23 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
   // Several ranks: the same model everywhere (checked), gradients averaged; each trains its rows.
   const tr::Replicas replicas = parallel.attach ? parallel.attach(*model) : tr::Replicas{};
   auto optimizer = make_optimizer(config, model->parameters());
+  // Counterfactual negation, with word polarities counted on the training reviews alone.
+  std::optional<ds::ClauseNegation> clause_negation;
+  if (config.clause_negation > 0.0 && vocab.id("not") == ds::Vocabulary::unk_id) {
+    progress.message("clause negation: off, the vocabulary has no \"not\"");
+  } else if (config.clause_negation > 0.0) {
+    // A stronger prior than naive Bayes' usual 1, so that a word seen in a handful of reviews of one
+    // label does not count as polar.
+    constexpr double kPolaritySmoothing = 10.0;
+    auto polarity = ds::token_log_count_ratios(data.train, vocab.size(), kPolaritySmoothing);
+    const auto polar = std::count_if(polarity.begin(), polarity.end(),
+                                     [&](double r) { return std::abs(r) >= config.polarity_margin; });
+    clause_negation.emplace(
+        vocab, std::move(polarity),
+        ds::ClauseNegationOptions{config.clause_negation, config.polarity_margin, config.clause_but});
+    progress.message(fmt::format("clause negation: {} of {} words polar (|log-count ratio| >= {})", polar, vocab.size(),
+                                 config.polarity_margin));
+  }
   ds::BatchOptions batching;
   batching.batch_size = static_cast<std::size_t>(config.batch_size);
   batching.seed = static_cast<std::uint64_t>(config.seed);
@@ -252,6 +270,10 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
                      static_cast<std::uint64_t>(config.seed), static_cast<std::uint64_t>(step));
     ds::random_crop(batch.ids, batch.padding_mask, crop_options(config), ds::Vocabulary::pad_id,
                     static_cast<std::uint64_t>(config.seed), static_cast<std::uint64_t>(step));
+    if (clause_negation) {
+      clause_negation->apply(batch.ids, batch.padding_mask, batch.labels, ds::Vocabulary::pad_id,
+                             static_cast<std::uint64_t>(config.seed), static_cast<std::uint64_t>(step));
+    }
     if (replicas.size > 1) {
       // This rank's rows of the global batch (after word dropout and crops, drawn for the whole batch).
       std::vector<std::size_t> rows(batch.indices.size());
@@ -397,6 +419,9 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
   if (const auto pairs_file = default_contrast_pairs_file()) {
     result.contrast = contrast_pairs_of(*model, vocab, config, *pairs_file);
   }
+  if (const auto pairs_file = development_contrast_pairs_file()) {
+    result.contrast_dev = contrast_pairs_of(*model, vocab, config, *pairs_file);
+  }
   nlohmann::json reliability = nlohmann::json::array();
   for (const auto& bin : result.test_calibration.calibrated.bins) {
     reliability.push_back({{"lower", bin.lower},
@@ -432,6 +457,10 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
     test_line["contrast_pairs"] = result.contrast->pairs;
     test_line["contrast_pair_acc"] = result.contrast->accuracy;
   }
+  if (result.contrast_dev) {
+    test_line["dev_contrast_pairs"] = result.contrast_dev->pairs;
+    test_line["dev_contrast_pair_acc"] = result.contrast_dev->accuracy;
+  }
   trainer.metrics().write(test_line);
   result.wall_seconds = wall.seconds();
   print_summary(out, config, result);
@@ -464,6 +493,10 @@ void print_summary(std::ostream& out, const Config& config, const TrainResult& r
                             kValidWindows.min_tokens, kValidWindows.max_tokens, 100.0 * r.valid_windows->accuracy,
                             r.valid_windows->encoder_accuracy ? " (" + parts_alone(*r.valid_windows) + ")" : "",
                             100.0 * r.valid_window_ece)
+              : std::string())
+      << (r.contrast_dev
+              ? fmt::format("development contrast pairs: both members right in {} of {} ({:.1f}%)\n",
+                            r.contrast_dev->both_right, r.contrast_dev->pairs, 100.0 * r.contrast_dev->accuracy)
               : std::string())
       << (r.contrast ? fmt::format("contrast pairs: both members right in {} of {} ({:.1f}%)\n", r.contrast->both_right,
                                    r.contrast->pairs, 100.0 * r.contrast->accuracy)

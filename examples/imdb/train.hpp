@@ -30,10 +30,11 @@ struct TrainResult {
   std::int64_t best_epoch = 0;
   double best_valid_accuracy = 0.0, best_valid_loss = 0.0;
   EvalResult test;
-  Calibration test_calibration;             // with the temperature fitted on the validation reviews
-  std::optional<ContrastResult> contrast;   // the contrast pairs, when their file is there
-  std::optional<EvalResult> valid_windows;  // the best model on one short window of each validation review
-  double valid_window_ece = 0.0;            // their calibration error with the run's temperature
+  Calibration test_calibration;                // with the temperature fitted on the validation reviews
+  std::optional<ContrastResult> contrast;      // the test contrast pairs, when their file is there
+  std::optional<ContrastResult> contrast_dev;  // the development pairs, likewise
+  std::optional<EvalResult> valid_windows;     // the best model on one short window of each validation review
+  double valid_window_ece = 0.0;               // their calibration error with the run's temperature
   double data_seconds = 0.0, train_seconds = 0.0, wall_seconds = 0.0;
   double train_tokens_per_second = 0.0;
 };

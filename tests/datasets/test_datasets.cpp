@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <thread>
 #include <xtensor/xview.hpp>
@@ -26,6 +27,7 @@
 #include "tapegrad/datasets/imdb/imdb.hpp"
 #include "tapegrad/datasets/imdb/locate.hpp"
 #include "tapegrad/datasets/text/batching.hpp"
+#include "tapegrad/datasets/text/clause_negation.hpp"
 #include "tapegrad/datasets/text/encode.hpp"
 #include "tapegrad/datasets/text/negation.hpp"
 #include "tapegrad/datasets/text/random_crop.hpp"
@@ -874,6 +876,175 @@ TEST_CASE("word dropout: only real tokens become unk, at about the asked rate, r
                     "word_dropout: ids [40, 100] and padding_mask [40, 99] differ in shape");
 }
 
+TEST_CASE("token log-count ratios: binarized naive Bayes, smoothed, with errors named", "[datasets]") {
+  const Strings texts = {"good good film", "good plot", "bad film", "bad bad bad plot"};
+  const auto v = Vocabulary::build(texts, 100);
+  const auto data = EncodedDataset::encode_texts(
+      texts.size(), [&](std::size_t i) -> std::string_view { return texts[i]; },
+      [](std::size_t i) -> std::int64_t { return i < 2 ? 1 : 0; }, {0, 1, 2, 3}, v, 16);
+  const auto r = token_log_count_ratios(data, v.size(), 1.0);
+  REQUIRE(r.size() == v.size());
+  // Per label, each token counted once per example, plus alpha = 1 for each of the 6 ids:
+  // positive counts good 2, film 1, plot 1 (total 4 + 6), negative bad 2, film 1, plot 1 (total 4 + 6).
+  CHECK(r[static_cast<std::size_t>(v.id("good"))] == Approx(std::log(3.0 / 10) - std::log(1.0 / 10)));
+  CHECK(r[static_cast<std::size_t>(v.id("bad"))] == Approx(std::log(1.0 / 10) - std::log(3.0 / 10)));
+  CHECK(r[static_cast<std::size_t>(v.id("film"))] == Approx(0.0).margin(1e-12));
+  // A stronger prior pulls every ratio towards 0.
+  CHECK(token_log_count_ratios(data, v.size(), 10.0)[static_cast<std::size_t>(v.id("good"))] <
+        r[static_cast<std::size_t>(v.id("good"))]);
+  CHECK_THROWS_WITH(token_log_count_ratios(data, v.size(), 0.0), "token_log_count_ratios: alpha 0 must be > 0");
+  CHECK_THROWS_WITH(token_log_count_ratios(data, 3, 1.0),
+                    Catch::Contains("token_log_count_ratios: example 0 holds id") && Catch::Contains("outside [0, 3)"));
+  const auto three = EncodedDataset::encode_texts(
+      1, [&](std::size_t) -> std::string_view { return "good"; }, [](std::size_t) -> std::int64_t { return 2; }, {0}, v,
+      4);
+  CHECK_THROWS_WITH(token_log_count_ratios(three, v.size()),
+                    "token_log_count_ratios: example 0 has label 2, not 0 or 1");
+}
+
+namespace {
+// One text per row of a batch, tokenized with v, padded to cols.
+std::pair<xt::xarray<std::int64_t>, xt::xarray<bool>> rows_of(const Vocabulary& v, const Strings& texts,
+                                                              std::size_t cols) {
+  xt::xarray<std::int64_t> ids = xt::zeros<std::int64_t>({texts.size(), cols});
+  xt::xarray<bool> pad = xt::ones<bool>({texts.size(), cols});
+  for (std::size_t r = 0; r < texts.size(); ++r) {
+    const auto encoded = v.encode(texts[r]);
+    for (std::size_t c = 0; c < encoded.size() && c < cols; ++c) {
+      ids(r, c) = encoded[c];
+      pad(r, c) = false;
+    }
+  }
+  return {ids, pad};
+}
+
+std::string row_text(const Vocabulary& v, const xt::xarray<std::int64_t>& ids, const xt::xarray<bool>& pad,
+                     std::size_t r) {
+  std::string text;
+  for (std::size_t c = 0; c < ids.shape(1) && !pad(r, c); ++c) text += (text.empty() ? "" : " ") + v.token(ids(r, c));
+  return text;
+}
+}  // namespace
+
+TEST_CASE("clause negation: a polar clause as written or negated with its label flipped, nothing else", "[datasets]") {
+  const Strings texts = {
+      "the acting was superb .",                                          // 0: qualifies (label 1)
+      "i thought the film would be awful",                                // 1: "be" takes "not" before it (label 0)
+      "the acting was superb .",                                          // 2: label 0: polarity disagrees
+      "the acting was not superb , never .",                              // 3: already negated
+      "the acting was superb and the plot awful .",                       // 4: a second polar word
+      "it was awful , but the acting was truly a superb thing to see !",  // 5: the second clause only
+      "the acting was so very truly superb .",                            // 6: three modifiers
+      "one two three four five six seven the acting was superb a b c d e f g h i ."};  // 7: cut
+  const auto v = Vocabulary::build(texts, 100);
+  std::vector<double> polarity(v.size(), 0.1);
+  polarity[static_cast<std::size_t>(v.id("superb"))] = 2.0;
+  polarity[static_cast<std::size_t>(v.id("awful"))] = -2.0;
+  const ClauseNegation negation(v, polarity, {1.0, 1.0});
+  auto [ids, pad] = rows_of(v, texts, 24);
+  const xt::xarray<std::int64_t> labels = {1, 0, 0, 1, 1, 1, 1, 1};
+
+  // Over many steps each qualifying row comes out as written or negated, about half and half.
+  std::map<std::pair<std::string, std::int64_t>, int> seen[8];
+  for (std::uint64_t step = 0; step < 200; ++step) {
+    auto i = ids;
+    auto p = pad;
+    auto l = labels;
+    const std::size_t rewritten = negation.apply(i, p, l, Vocabulary::pad_id, 5, step);
+    CHECK(rewritten == 4);
+    for (std::size_t r = 0; r < texts.size(); ++r) ++seen[r][{row_text(v, i, p, r), l(r)}];
+  }
+  using Seen = std::map<std::pair<std::string, std::int64_t>, int>;
+  const auto outcomes = [](const Seen& s) {
+    std::set<std::pair<std::string, std::int64_t>> keys;
+    for (const auto& [key, count] : s) keys.insert(key);
+    return keys;
+  };
+  using Outcomes = std::set<std::pair<std::string, std::int64_t>>;
+  CHECK(outcomes(seen[0]) == Outcomes{{"the acting was superb .", 1},
+                                      {"the acting was not superb .", 0},
+                                      {"the acting was never superb .", 0}});
+  CHECK(seen[0][{"the acting was superb .", 1}] > 70);
+  CHECK(seen[0][{"the acting was superb .", 1}] < 130);
+  CHECK(seen[0][{"the acting was never superb .", 0}] > 10);
+  CHECK(seen[0][{"the acting was never superb .", 0}] < seen[0][{"the acting was not superb .", 0}]);
+  CHECK(outcomes(seen[1]) == Outcomes{{"i thought the film would be awful", 0},
+                                      {"i thought the film would not be awful", 1},
+                                      {"i thought the film would never be awful", 1}});
+  for (std::size_t r : {2, 3, 4, 6}) {
+    CHECK(outcomes(seen[r]) == Outcomes{{texts[r], labels(r)}});
+  }
+  CHECK(outcomes(seen[5]) == Outcomes{{"the acting was truly a superb thing to see !", 1},
+                                      {"the acting was not truly a superb thing to see !", 0},
+                                      {"the acting was never truly a superb thing to see !", 0}});
+  // Five tokens before the copula, six after the polar word, no closing "." when cut before it.
+  CHECK(outcomes(seen[7]) == Outcomes{{"five six seven the acting was superb a b c d e f", 1},
+                                      {"five six seven the acting was not superb a b c d e f", 0},
+                                      {"five six seven the acting was never superb a b c d e f", 0}});
+
+  // Reproducible by (seed, step); p = 0 changes nothing.
+  auto a = ids, b = ids;
+  auto pa = pad, pb = pad;
+  auto la = labels, lb = labels;
+  negation.apply(a, pa, la, Vocabulary::pad_id, 5, 9);
+  negation.apply(b, pb, lb, Vocabulary::pad_id, 5, 9);
+  CHECK(bool(a == b));
+  CHECK(bool(la == lb));
+  auto untouched = ids;
+  auto untouched_pad = pad;
+  auto untouched_labels = labels;
+  CHECK(ClauseNegation(v, polarity, {0.0, 1.0}).apply(untouched, untouched_pad, untouched_labels, 0, 5, 9) == 0);
+  CHECK(bool(untouched == ids));
+  CHECK(bool(untouched_labels == labels));
+  // A negated row that would not fit its batch's width is left alone.
+  auto [narrow, narrow_pad] = rows_of(v, {"the acting was superb"}, 4);
+  xt::xarray<std::int64_t> one = {1};
+  for (std::uint64_t step = 0; step < 20; ++step) {
+    auto n = narrow;
+    auto np = narrow_pad;
+    auto l = one;
+    negation.apply(n, np, l, 0, 5, step);
+    CHECK(row_text(v, n, np, 0) == "the acting was superb");
+    CHECK(l(0) == 1);
+  }
+
+  // With `but`, a piece follows one of another row whose sentiment as written is the other one.
+  {
+    const Strings pair = {"the acting was superb , but", "the plot was awful ."};
+    const auto pv = Vocabulary::build(Strings{pair[0], pair[1], "not never"}, 100);
+    const auto [two, two_pad] = rows_of(pv, pair, 16);
+    std::vector<double> pol(pv.size(), 0.0);
+    pol[static_cast<std::size_t>(pv.id("superb"))] = 2.0;
+    pol[static_cast<std::size_t>(pv.id("awful"))] = -2.0;
+    const ClauseNegation joining(pv, pol, {1.0, 1.0, 1.0});
+    std::set<std::pair<std::string, std::int64_t>> first_row;
+    for (std::uint64_t step = 0; step < 100; ++step) {
+      auto i = two;
+      auto p = two_pad;
+      xt::xarray<std::int64_t> l = {1, 0};
+      joining.apply(i, p, l, 0, 3, step);
+      first_row.insert({row_text(pv, i, p, 0), l(0)});
+    }
+    // Negated, the first row's piece is negative: no other row is positive as written, so it stands alone.
+    CHECK(first_row ==
+          std::set<std::pair<std::string, std::int64_t>>{{"the plot was awful , but the acting was superb", 1},
+                                                         {"the acting was not superb", 0},
+                                                         {"the acting was never superb", 0}});
+  }
+  CHECK_THROWS_WITH(ClauseNegation(v, polarity, {0.5, 1.0, -0.5}), "ClauseNegation: but must be in [0, 1], got -0.5");
+  CHECK_THROWS_WITH(ClauseNegation(v, {0.5}, {0.5, 1.0}),
+                    Catch::Contains("ClauseNegation: 1 polarities for a vocabulary of"));
+  CHECK_THROWS_WITH(ClauseNegation(v, polarity, {1.5, 1.0}), "ClauseNegation: p must be in [0, 1], got 1.5");
+  CHECK_THROWS_WITH(ClauseNegation(v, polarity, {0.5, 0.0}), "ClauseNegation: polarity_margin must be > 0, got 0");
+  const auto no_not = Vocabulary::build(Strings{"the acting was superb"}, 100);
+  CHECK_THROWS_WITH(ClauseNegation(no_not, std::vector<double>(no_not.size()), {0.5, 1.0}),
+                    "ClauseNegation: the vocabulary has no \"not\"");
+  xt::xarray<std::int64_t> wrong_labels = {1, 0};
+  CHECK_THROWS_WITH(negation.apply(a, pa, wrong_labels, 0, 5, 9),
+                    "ClauseNegation::apply: ids [8, 24] and padding_mask [8, 24] must share one [B, L] shape, "
+                    "labels [2] must be [B]");
+}
+
 // ---- the real data ----
 
 TEST_CASE("the real IMDb archive reads whole and fast", "[datasets]") {
@@ -916,11 +1087,20 @@ TEST_CASE("the real IMDb archive reads whole and fast", "[datasets]") {
   CHECK(encode_s < 20.0);
 }
 
-TEST_CASE("contrast pairs: the committed set reads, and every malformed file names its line", "[datasets][contrast]") {
-  const auto pairs = read_contrast_pairs(fs::path(TAPEGRAD_TEST_DATA_DIR) / "../../examples/imdb/contrast_pairs.tsv");
+TEST_CASE("contrast pairs: the committed sets read, and every malformed file names its line", "[datasets][contrast]") {
+  const auto pairs = read_contrast_pairs(kRepoRoot / "examples/imdb/contrast_pairs.tsv");
   CHECK(pairs.size() >= 50);
   CHECK(pairs.front().positive == "Not bad at all, actually quite good.");
   CHECK(pairs.front().negative == "Not good at all, actually quite bad.");
+  // The development pairs, on which settings are chosen, share no review with the test pairs.
+  const auto dev = read_contrast_pairs(kRepoRoot / "examples/imdb/contrast_pairs_dev.tsv");
+  CHECK(dev.size() == 50);
+  std::set<std::string> test_texts;
+  for (const auto& p : pairs) test_texts.insert({p.positive, p.negative});
+  for (const auto& p : dev) {
+    CHECK(test_texts.count(p.positive) == 0);
+    CHECK(test_texts.count(p.negative) == 0);
+  }
   TempDir dir;
   const auto write = [&](const std::string& body) {
     const auto path = dir.path / "pairs.tsv";

@@ -287,6 +287,8 @@ TEST_CASE("train_imdb trains a tiny model on the fixture and predict agrees with
   CHECK(test_line.at("test_ece").get<double>() ==
         Approx(imdb::calibration_of(test, run.temperature).calibrated.expected_calibration_error));
   CHECK(test_line.at("contrast_pairs") == 60);
+  CHECK(out.str().find("development contrast pairs: both members right in") != std::string::npos);
+  CHECK(test_line.at("dev_contrast_pairs") == 50);
   // The short-text score on validation: one seeded window of 5-30 tokens of each review.
   CHECK(out.str().find("validation, one window of 5-30 tokens of each review: accuracy") != std::string::npos);
   const imdb::EvalResult windows = imdb::evaluate(*run.model, splits.valid, 2, {}, imdb::kValidWindows);
@@ -569,6 +571,55 @@ TEST_CASE("train_imdb --crop: training batches are cut to windows, as config.jso
         }()) == "--crop-min 65 is above --crop-max 64");
 }
 
+TEST_CASE("train_imdb --clause-negation: polar clauses, half negated, train the model", "[imdb]") {
+  // A corpus with "not" (the fixture has none), 8 reviews of each class, short polar sentences.
+  TempDir data, plain_dir, negation_dir, no_not_dir;
+  const char* positive[] = {"The acting was superb and moving.",
+                            "The story is superb.",
+                            "It was a superb film.",
+                            "Is it good? The cast is superb.",
+                            "The score was superb.",
+                            "Superb, the film is.",
+                            "The plot is not bad.",
+                            "The ending was superb."};
+  const char* negative[] = {"The acting was dreadful.", "The story is dreadful.",  "It was a dreadful film.",
+                            "The cast is dreadful.",    "The score was dreadful.", "Dreadful, the film is.",
+                            "The plot is not good.",    "The ending was dreadful."};
+  for (const char* split : {"train", "test"}) {
+    for (int i = 0; i < 8; ++i) {
+      for (const auto& [label, texts] : {std::pair{"pos", positive}, {"neg", negative}}) {
+        const fs::path file =
+            data.path / "aclImdb" / split / label / fmt::format("{}_{}.txt", i, label[0] == 'p' ? 9 : 2);
+        fs::create_directories(file.parent_path());
+        std::ofstream(file) << texts[i];
+      }
+    }
+  }
+  imdb::Config plain = tiny_config(plain_dir.path, 2);
+  plain.data = (data.path / "aclImdb").string();
+  plain.valid_fraction = 0.25;
+  plain.vocab_size = 200;  // every word
+  imdb::Config negated = plain;
+  negated.out = negation_dir.path.string();
+  negated.clause_negation = 1.0;
+  negated.polarity_margin = 0.3;  // 12 training reviews: the smoothed ratios stay small
+  std::ostringstream out, log;
+  const imdb::TrainResult a = imdb::train(plain, out, log, false);
+  const imdb::TrainResult b = imdb::train(negated, out, log, false);
+  REQUIRE(b.epochs.size() == 2);
+  CHECK(std::isfinite(b.epochs[1].train_loss));
+  CHECK(a.epochs[0].train_loss != b.epochs[0].train_loss);
+  CHECK(log.str().find("clause negation: 2 of 20 words polar (|log-count ratio| >= 0.3)") !=
+        std::string::npos);  // "superb" and "dreadful"
+  CHECK(imdb::load_run(negation_dir.path).config.clause_negation == 1.0);
+  // A vocabulary without "not" (the fixture's) has nothing to negate with: the run says so and goes on.
+  imdb::Config no_not = tiny_config(no_not_dir.path, 1);
+  no_not.clause_negation = 0.5;
+  std::ostringstream log2;
+  CHECK(imdb::train(no_not, out, log2, false).epochs.size() == 1);
+  CHECK(log2.str().find("clause negation: off, the vocabulary has no \"not\"") != std::string::npos);
+}
+
 TEST_CASE("train_imdb config.json round-trips every setting", "[imdb]") {
   imdb::Config c;
   c.d_model = 32;
@@ -580,6 +631,9 @@ TEST_CASE("train_imdb config.json round-trips every setting", "[imdb]") {
   c.crop_min = 3;
   c.crop_max = 9;
   c.wide_negation = false;
+  c.clause_negation = 0.5;
+  c.polarity_margin = 0.8;
+  c.clause_but = 0.25;
   CHECK(imdb::to_json(imdb::config_from_json(imdb::to_json(c))) == imdb::to_json(c));
   // The temperatures a model file's metadata holds: a bad one names the file and the key.
   CHECK(imdb::parse_temperature("6.5", "m.safetensors") == 6.5);
@@ -593,6 +647,8 @@ TEST_CASE("train_imdb config.json round-trips every setting", "[imdb]") {
   CHECK(imdb::Config{}.wide_negation);
   CHECK_FALSE(imdb::config_from_json({{"d-model", 32}}).wide_negation);
   CHECK(imdb::config_from_json({{"wide-negation", true}}).wide_negation);
+  // Likewise a run saved before --clause-negation rewrote no clauses.
+  CHECK(imdb::config_from_json({{"d-model", 32}}).clause_negation == 0.0);
   CHECK_THROWS_WITH(imdb::config_from_json({{"d-model", "wide"}}),
                     Catch::Contains("\"d-model\" must be an integer, got string \"wide\""));
   CHECK_FALSE(imdb::validate(imdb::Config{}).has_value());

@@ -1,0 +1,235 @@
+#include "tapegrad/datasets/text/clause_negation.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <stdexcept>
+#include <string_view>
+
+#include "tapegrad/autograd/generator.hpp"
+#include "tapegrad/autograd/shape.hpp"
+#include "tapegrad/datasets/text/negation.hpp"
+
+namespace tapegrad::datasets {
+
+std::vector<double> token_log_count_ratios(const EncodedDataset& data, std::size_t vocab_size, double alpha) {
+  if (!(alpha > 0.0)) throw std::invalid_argument(fmt::format("token_log_count_ratios: alpha {} must be > 0", alpha));
+  std::vector<double> count[2] = {std::vector<double>(vocab_size, 0.0), std::vector<double>(vocab_size, 0.0)};
+  std::vector<std::size_t> last_seen(vocab_size, data.size());  // binarized: once per example
+  for (std::size_t i = 0; i < data.size(); ++i) {
+    const std::int64_t label = data.label(i);
+    if (label != 0 && label != 1) {
+      throw std::invalid_argument(fmt::format("token_log_count_ratios: example {} has label {}, not 0 or 1", i, label));
+    }
+    const std::int64_t* ids = data.ids(i);
+    for (std::size_t t = 0; t < data.length(i); ++t) {
+      if (ids[t] < 0 || static_cast<std::size_t>(ids[t]) >= vocab_size) {
+        throw std::invalid_argument(
+            fmt::format("token_log_count_ratios: example {} holds id {}, outside [0, {})", i, ids[t], vocab_size));
+      }
+      const auto id = static_cast<std::size_t>(ids[t]);
+      if (last_seen[id] == i) continue;
+      last_seen[id] = i;
+      count[label][id] += 1.0;
+    }
+  }
+  double total[2] = {0.0, 0.0};
+  for (int c = 0; c < 2; ++c) {
+    for (double& n : count[c]) total[c] += (n += alpha);
+  }
+  std::vector<double> ratio(vocab_size);
+  for (std::size_t id = 0; id < vocab_size; ++id) {
+    ratio[id] = std::log(count[1][id] / total[1]) - std::log(count[0][id] / total[0]);
+  }
+  return ratio;
+}
+
+namespace {
+// "is", "are", "was", "were", "am" and the auxiliaries take the negation after them ("would not
+// recommend"); "be" and "been" before ("will not be", "has not been"). Not "have": "have not a great time".
+constexpr std::array<std::string_view, 16> kCopulasAfter = {"is",    "are", "was",   "were",   "am",   "will",
+                                                            "would", "can", "could", "should", "must", "might",
+                                                            "may",   "do",  "does",  "did"};
+constexpr std::array<std::string_view, 2> kCopulasBefore = {"be", "been"};
+// What may stand between the copula and the polar word: "was a truly great film".
+// Not "just" or "simply": "not just terrible" is still terrible.
+constexpr std::array<std::string_view, 19> kModifiers = {
+    "a",     "an",         "the",    "so",     "very",   "really",     "quite",   "pretty", "too", "extremely",
+    "truly", "absolutely", "always", "rather", "fairly", "incredibly", "totally", "most",   "such"};
+constexpr std::array<std::string_view, 3> kSentenceEnds = {".", "!", "?"};
+constexpr std::size_t kMaxModifiers = 2;
+// How much of the clause a rewritten row keeps around its copula and its polar word.
+constexpr std::size_t kBeforeCopula = 5, kAfterWord = 6;
+
+template <std::size_t N>
+bool among(const std::array<std::string_view, N>& words, std::string_view token) {
+  return std::find(words.begin(), words.end(), token) != words.end();
+}
+}  // namespace
+
+ClauseNegation::ClauseNegation(const Vocabulary& vocab, std::vector<double> polarity, ClauseNegationOptions options)
+    : polarity_(std::move(polarity)), options_(options) {
+  if (polarity_.size() != vocab.size()) {
+    throw std::invalid_argument(
+        fmt::format("ClauseNegation: {} polarities for a vocabulary of {} tokens", polarity_.size(), vocab.size()));
+  }
+  if (!(options_.p >= 0.0 && options_.p <= 1.0)) {
+    throw std::invalid_argument(fmt::format("ClauseNegation: p must be in [0, 1], got {}", options_.p));
+  }
+  if (!(options_.polarity_margin > 0.0)) {
+    throw std::invalid_argument(
+        fmt::format("ClauseNegation: polarity_margin must be > 0, got {}", options_.polarity_margin));
+  }
+  if (!(options_.but >= 0.0 && options_.but <= 1.0)) {
+    throw std::invalid_argument(fmt::format("ClauseNegation: but must be in [0, 1], got {}", options_.but));
+  }
+  not_id_ = vocab.id("not");
+  comma_id_ = vocab.id(",");
+  but_id_ = vocab.id("but");
+  never_id_ = vocab.id("never");
+  if (not_id_ == Vocabulary::unk_id) throw std::invalid_argument("ClauseNegation: the vocabulary has no \"not\"");
+  if (never_id_ == Vocabulary::unk_id) never_id_ = not_id_;
+  roles_.assign(vocab.size(), Role::other);
+  for (std::size_t id = 0; id < vocab.size(); ++id) {
+    const std::string& t = vocab.token(static_cast<std::int64_t>(id));
+    Role& role = roles_[id];
+    if (among(kSentenceEnds, t))
+      role = Role::sentence_end;
+    else if (ends_negation_scope(t))
+      role = Role::clause_end;
+    else if (is_negator(t))
+      role = Role::negator;
+    else if (among(kCopulasAfter, t))
+      role = Role::copula_after;
+    else if (among(kCopulasBefore, t))
+      role = Role::copula_before;
+    else if (among(kModifiers, t))
+      role = Role::modifier;
+  }
+}
+
+std::size_t ClauseNegation::apply(xt::xarray<std::int64_t>& ids, xt::xarray<bool>& padding_mask,
+                                  xt::xarray<std::int64_t>& labels, std::int64_t pad_id, std::uint64_t seed,
+                                  std::uint64_t step) const {
+  if (ids.shape() != padding_mask.shape() || ids.dimension() != 2 || labels.dimension() != 1 ||
+      labels.shape(0) != ids.shape(0)) {
+    throw std::invalid_argument(fmt::format(
+        "ClauseNegation::apply: ids {} and padding_mask {} must share one [B, L] shape, labels {} must be [B]",
+        format_shape(shape_of(ids)), format_shape(shape_of(padding_mask)), format_shape(shape_of(labels))));
+  }
+  if (options_.p == 0.0) return 0;
+  // Its own stream ("negate" in ASCII), apart from word dropout's and the crops' for the same (seed, step).
+  Generator gen(seed ^ 0x6e6567617465ULL ^ (0x9E3779B97F4A7C15ULL * (step + 1)));
+  const std::size_t rows = ids.shape(0), cols = ids.shape(1);
+  const auto polarity = [&](std::int64_t id) {
+    return id >= 0 && static_cast<std::size_t>(id) < polarity_.size() ? polarity_[static_cast<std::size_t>(id)] : 0.0;
+  };
+  const auto role = [&](std::int64_t id) {
+    return id >= 0 && static_cast<std::size_t>(id) < roles_.size() ? roles_[static_cast<std::size_t>(id)] : Role::other;
+  };
+  // Pass 1, over the rows as they came: the draws (a fixed number per row, so that one row's fate does
+  // not shift the next's) and each row's qualifying pieces.
+  struct Piece {
+    std::size_t first, copula, last;  // [first, last) within the row, and the copula's position
+  };
+  struct Row {
+    bool chosen;
+    double which, negate, never, join, partner;
+    std::vector<Piece> pieces;
+    std::size_t real;
+  };
+  std::vector<Row> plan(rows);
+  for (std::size_t r = 0; r < rows; ++r) {
+    Row& row = plan[r];
+    row.chosen = gen.uniform() < options_.p;
+    row.which = gen.uniform();
+    row.negate = gen.uniform();
+    row.never = gen.uniform();
+    row.join = gen.uniform();
+    row.partner = gen.uniform();
+    const std::int64_t* id = ids.data() + r * cols;
+    const bool* pad = padding_mask.data() + r * cols;
+    row.real = static_cast<std::size_t>(std::find(pad, pad + cols, true) - pad);
+    const std::int64_t label = labels(r);
+    if (label != 0 && label != 1) continue;
+    const double sign = label == 1 ? 1.0 : -1.0;
+    for (std::size_t begin = 0; begin < row.real;) {
+      std::size_t end = begin;
+      bool negated = false;
+      while (end < row.real && role(id[end]) != Role::clause_end && role(id[end]) != Role::sentence_end) {
+        negated |= role(id[end]) == Role::negator;
+        ++end;
+      }
+      for (std::size_t c = begin; c < end && !negated; ++c) {
+        const Role cr = role(id[c]);
+        if (cr != Role::copula_after && cr != Role::copula_before) continue;
+        std::size_t w = c + 1;
+        while (w < end && w - c - 1 < kMaxModifiers && role(id[w]) == Role::modifier) ++w;
+        if (w >= end || sign * polarity(id[w]) < options_.polarity_margin) continue;
+        // The piece kept: the polar word must be its only one, or the flipped label would be a guess.
+        const std::size_t first = c - std::min(c - begin, kBeforeCopula);
+        const std::size_t last = std::min(end, w + 1 + kAfterWord);
+        bool alone = true;
+        for (std::size_t t = first; t < last && alone; ++t) {
+          alone = t == w || std::abs(polarity(id[t])) < options_.polarity_margin;
+        }
+        if (alone) row.pieces.push_back({first, c, last});
+      }
+      begin = end + 1;
+    }
+  }
+  const auto pick = [](const auto& items, double draw) {
+    return items[std::min(items.size() - 1, static_cast<std::size_t>(draw * static_cast<double>(items.size())))];
+  };
+
+  // Pass 2: the rewritten rows, read from a copy of the batch as it came.
+  const xt::xarray<std::int64_t> original = ids;
+  const xt::xarray<std::int64_t> original_labels = labels;
+  std::size_t rewritten = 0;
+  std::vector<std::int64_t> text;
+  std::vector<std::size_t> partners;
+  for (std::size_t r = 0; r < rows; ++r) {
+    const Row& row = plan[r];
+    if (!row.chosen || row.pieces.empty()) continue;
+    const std::int64_t* id = original.data() + r * cols;
+    const Piece own = pick(row.pieces, row.which);
+    const bool negate = row.negate < 0.5;
+    const std::int64_t label = negate ? 1 - original_labels(r) : original_labels(r);
+    text.clear();
+    // "<another row's piece of the other sentiment> , but <this one>": the clause after "but" decides.
+    partners.clear();
+    if (row.join < options_.but && comma_id_ != Vocabulary::unk_id && but_id_ != Vocabulary::unk_id) {
+      for (std::size_t s = 0; s < rows; ++s) {
+        if (s != r && original_labels(s) == 1 - label && !plan[s].pieces.empty()) partners.push_back(s);
+      }
+    }
+    if (!partners.empty()) {
+      const std::size_t s = pick(partners, row.partner);
+      const Piece other = pick(plan[s].pieces, plan[s].which);
+      text.insert(text.end(), original.data() + s * cols + other.first, original.data() + s * cols + other.last);
+      text.push_back(comma_id_);
+      text.push_back(but_id_);
+    }
+    const std::int64_t negation = row.never < 0.25 ? never_id_ : not_id_;
+    for (std::size_t t = own.first; t < own.last; ++t) {
+      if (negate && t == own.copula && role(id[t]) == Role::copula_before) text.push_back(negation);
+      text.push_back(id[t]);
+      if (negate && t == own.copula && role(id[t]) == Role::copula_after) text.push_back(negation);
+    }
+    if (own.last < row.real && role(id[own.last]) == Role::sentence_end) text.push_back(id[own.last]);
+    if (text.size() > cols) continue;
+    std::int64_t* out = ids.data() + r * cols;
+    bool* pad = padding_mask.data() + r * cols;
+    std::copy(text.begin(), text.end(), out);
+    std::fill(out + text.size(), out + cols, pad_id);
+    std::fill(pad, pad + text.size(), false);
+    std::fill(pad + text.size(), pad + cols, true);
+    labels(r) = label;
+    ++rewritten;
+  }
+  return rewritten;
+}
+
+}  // namespace tapegrad::datasets

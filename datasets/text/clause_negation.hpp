@@ -1,0 +1,68 @@
+/// @file
+/// Counterfactual negation for training batches: a review is replaced by one of its clauses in which a
+/// copula meets a word of the review's own polarity ("the acting was superb" in a positive review),
+/// either as it stands with the review's label or negated ("the acting was not superb") with the
+/// opposite one. Trained on such pairs, a classifier learns from its own training reviews that a
+/// negation turns what follows it, which 22,500 document labels alone do not teach it.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+#include <xtensor/xarray.hpp>
+
+#include "tapegrad/datasets/text/encode.hpp"
+#include "tapegrad/datasets/text/vocab.hpp"
+
+namespace tapegrad::datasets {
+
+/// Each token's naive-Bayes log-count ratio over a labelled dataset (Wang & Manning 2012, binarized):
+/// log((p[w] + alpha) / |p + alpha|_1) - log((q[w] + alpha) / |q + alpha|_1), with p[w] (q[w]) the
+/// number of label-1 (label-0) examples that hold token w. Positive for words of positive reviews.
+/// Returns vocab_size values; throws std::invalid_argument for an id outside [0, vocab_size), a label
+/// other than 0 or 1, or alpha <= 0.
+std::vector<double> token_log_count_ratios(const EncodedDataset& data, std::size_t vocab_size, double alpha = 1.0);
+
+/// Which tokens ClauseNegation reads, as ids of one vocabulary.
+struct ClauseNegationOptions {
+  double p = 0.0;                ///< share of a batch's rows replaced by a clause; 0 = none
+  double polarity_margin = 1.0;  ///< a word counts as polar when |log-count ratio| >= this
+  double but = 0.0;              ///< share of rewritten rows that follow another row's piece and ", but"
+};
+
+/// The clause rewriter of a vocabulary and its tokens' polarities (token_log_count_ratios).
+class ClauseNegation {
+ public:
+  /// polarity holds one value per id of vocab. Throws std::invalid_argument when it does not, for p
+  /// outside [0, 1], a polarity_margin that is not positive, or a vocabulary without "not".
+  ClauseNegation(const Vocabulary& vocab, std::vector<double> polarity, ClauseNegationOptions options);
+
+  /// Replaces, in place, each row of ids [B, L] with probability p by a piece of one of its clauses,
+  /// chosen uniformly among those that qualify, moved to the row's start (the rest becomes pad_id with
+  /// padding_mask true). Clauses end at ends_negation_scope's tokens. A copula ("is", "are", "was",
+  /// "were", "am", or "be", "been") qualifies when, after at most two modifiers ("a", "so", "very",
+  /// ...), a word follows whose polarity has the sign of the row's label and at least polarity_margin
+  /// in size, its clause holds no negation word (is_negator), and the piece kept (up to 5 tokens
+  /// before the copula, up to 6 after the polar word, within the clause, and a closing ".", "!" or
+  /// "?") holds no other polar word of either sign. With probability 1/2 the piece stays as written
+  /// and keeps the label; otherwise "not" (one time in four "never") goes after "is/are/was/were/am"
+  /// or before "be/been" and the label flips. With probability `but`, the piece then follows a piece
+  /// of another row of the batch whose sentiment, as written, is the opposite of this one's label, and
+  /// ", but" ("the plot was clever , but the acting was not superb", label 0): the clause after "but"
+  /// decides. A row without such a copula, or whose text would not fit the row, is left alone.
+  /// Draws come from a Generator seeded with (seed, step), a fixed number per row; every piece is read
+  /// from the batch as it came. Returns the number
+  /// of rows rewritten. Throws std::invalid_argument for shapes that are not [B, L] with labels [B].
+  std::size_t apply(xt::xarray<std::int64_t>& ids, xt::xarray<bool>& padding_mask, xt::xarray<std::int64_t>& labels,
+                    std::int64_t pad_id, std::uint64_t seed, std::uint64_t step) const;
+
+  const ClauseNegationOptions& options() const { return options_; }
+
+ private:
+  enum class Role : std::uint8_t { other, copula_after, copula_before, modifier, negator, clause_end, sentence_end };
+  std::vector<Role> roles_;       // per id
+  std::vector<double> polarity_;  // per id
+  std::int64_t not_id_ = 0, never_id_ = 0, comma_id_ = 0, but_id_ = 0;
+  ClauseNegationOptions options_;
+};
+
+}  // namespace tapegrad::datasets
