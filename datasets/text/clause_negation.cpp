@@ -82,12 +82,7 @@ ClauseNegation::ClauseNegation(const Vocabulary& vocab, std::vector<double> pola
     throw std::invalid_argument(
         fmt::format("ClauseNegation: polarity_margin must be > 0, got {}", options_.polarity_margin));
   }
-  if (!(options_.but >= 0.0 && options_.but <= 1.0)) {
-    throw std::invalid_argument(fmt::format("ClauseNegation: but must be in [0, 1], got {}", options_.but));
-  }
   not_id_ = vocab.id("not");
-  comma_id_ = vocab.id(",");
-  but_id_ = vocab.id("but");
   never_id_ = vocab.id("never");
   if (not_id_ == Vocabulary::unk_id) throw std::invalid_argument("ClauseNegation: the vocabulary has no \"not\"");
   if (never_id_ == Vocabulary::unk_id) never_id_ = not_id_;
@@ -129,36 +124,25 @@ std::size_t ClauseNegation::apply(xt::xarray<std::int64_t>& ids, xt::xarray<bool
   const auto role = [&](std::int64_t id) {
     return id >= 0 && static_cast<std::size_t>(id) < roles_.size() ? roles_[static_cast<std::size_t>(id)] : Role::other;
   };
-  // Pass 1, over the rows as they came: the draws (a fixed number per row, so that one row's fate does
-  // not shift the next's) and each row's qualifying pieces.
-  struct Piece {
-    std::size_t first, copula, last;  // [first, last) within the row, and the copula's position
-  };
-  struct Row {
-    bool chosen;
-    double which, negate, never, join, partner;
-    std::vector<Piece> pieces;
-    std::size_t real;
-  };
-  std::vector<Row> plan(rows);
+  std::size_t rewritten = 0;
+  std::vector<std::array<std::size_t, 3>> pieces;  // per qualifying copula: first, copula, last (exclusive)
+  std::vector<std::int64_t> text;
   for (std::size_t r = 0; r < rows; ++r) {
-    Row& row = plan[r];
-    row.chosen = gen.uniform() < options_.p;
-    row.which = gen.uniform();
-    row.negate = gen.uniform();
-    row.never = gen.uniform();
-    row.join = gen.uniform();
-    row.partner = gen.uniform();
-    const std::int64_t* id = ids.data() + r * cols;
-    const bool* pad = padding_mask.data() + r * cols;
-    row.real = static_cast<std::size_t>(std::find(pad, pad + cols, true) - pad);
+    // Four draws per row whether or not it is rewritten, so that one row's fate does not shift the next's.
+    const bool chosen = gen.uniform() < options_.p;
+    const double which = gen.uniform(), negate_draw = gen.uniform(), never_draw = gen.uniform();
     const std::int64_t label = labels(r);
-    if (label != 0 && label != 1) continue;
+    if (!chosen || (label != 0 && label != 1)) continue;
+    std::int64_t* id = ids.data() + r * cols;
+    bool* pad = padding_mask.data() + r * cols;
+    const std::size_t real = static_cast<std::size_t>(std::find(pad, pad + cols, true) - pad);
     const double sign = label == 1 ? 1.0 : -1.0;
-    for (std::size_t begin = 0; begin < row.real;) {
+
+    pieces.clear();
+    for (std::size_t begin = 0; begin < real;) {
       std::size_t end = begin;
       bool negated = false;
-      while (end < row.real && role(id[end]) != Role::clause_end && role(id[end]) != Role::sentence_end) {
+      while (end < real && role(id[end]) != Role::clause_end && role(id[end]) != Role::sentence_end) {
         negated |= role(id[end]) == Role::negator;
         ++end;
       }
@@ -175,58 +159,28 @@ std::size_t ClauseNegation::apply(xt::xarray<std::int64_t>& ids, xt::xarray<bool
         for (std::size_t t = first; t < last && alone; ++t) {
           alone = t == w || std::abs(polarity(id[t])) < options_.polarity_margin;
         }
-        if (alone) row.pieces.push_back({first, c, last});
+        if (alone) pieces.push_back({first, c, last});
       }
       begin = end + 1;
     }
-  }
-  const auto pick = [](const auto& items, double draw) {
-    return items[std::min(items.size() - 1, static_cast<std::size_t>(draw * static_cast<double>(items.size())))];
-  };
-
-  // Pass 2: the rewritten rows, read from a copy of the batch as it came.
-  const xt::xarray<std::int64_t> original = ids;
-  const xt::xarray<std::int64_t> original_labels = labels;
-  std::size_t rewritten = 0;
-  std::vector<std::int64_t> text;
-  std::vector<std::size_t> partners;
-  for (std::size_t r = 0; r < rows; ++r) {
-    const Row& row = plan[r];
-    if (!row.chosen || row.pieces.empty()) continue;
-    const std::int64_t* id = original.data() + r * cols;
-    const Piece own = pick(row.pieces, row.which);
-    const bool negate = row.negate < 0.5;
-    const std::int64_t label = negate ? 1 - original_labels(r) : original_labels(r);
+    if (pieces.empty()) continue;
+    const auto [first, copula, last] =
+        pieces[std::min(pieces.size() - 1, static_cast<std::size_t>(which * static_cast<double>(pieces.size())))];
+    const bool negate = negate_draw < 0.5;
+    const std::int64_t negation = never_draw < 0.25 ? never_id_ : not_id_;
     text.clear();
-    // "<another row's piece of the other sentiment> , but <this one>": the clause after "but" decides.
-    partners.clear();
-    if (row.join < options_.but && comma_id_ != Vocabulary::unk_id && but_id_ != Vocabulary::unk_id) {
-      for (std::size_t s = 0; s < rows; ++s) {
-        if (s != r && original_labels(s) == 1 - label && !plan[s].pieces.empty()) partners.push_back(s);
-      }
-    }
-    if (!partners.empty()) {
-      const std::size_t s = pick(partners, row.partner);
-      const Piece other = pick(plan[s].pieces, plan[s].which);
-      text.insert(text.end(), original.data() + s * cols + other.first, original.data() + s * cols + other.last);
-      text.push_back(comma_id_);
-      text.push_back(but_id_);
-    }
-    const std::int64_t negation = row.never < 0.25 ? never_id_ : not_id_;
-    for (std::size_t t = own.first; t < own.last; ++t) {
-      if (negate && t == own.copula && role(id[t]) == Role::copula_before) text.push_back(negation);
+    for (std::size_t t = first; t < last; ++t) {
+      if (negate && t == copula && role(id[t]) == Role::copula_before) text.push_back(negation);
       text.push_back(id[t]);
-      if (negate && t == own.copula && role(id[t]) == Role::copula_after) text.push_back(negation);
+      if (negate && t == copula && role(id[t]) == Role::copula_after) text.push_back(negation);
     }
-    if (own.last < row.real && role(id[own.last]) == Role::sentence_end) text.push_back(id[own.last]);
+    if (last < real && role(id[last]) == Role::sentence_end) text.push_back(id[last]);
     if (text.size() > cols) continue;
-    std::int64_t* out = ids.data() + r * cols;
-    bool* pad = padding_mask.data() + r * cols;
-    std::copy(text.begin(), text.end(), out);
-    std::fill(out + text.size(), out + cols, pad_id);
+    std::copy(text.begin(), text.end(), id);
+    std::fill(id + text.size(), id + cols, pad_id);
     std::fill(pad, pad + text.size(), false);
     std::fill(pad + text.size(), pad + cols, true);
-    labels(r) = label;
+    if (negate) labels(r) = 1 - label;
     ++rewritten;
   }
   return rewritten;

@@ -26,7 +26,6 @@ std::vector<double> token_log_count_ratios(const EncodedDataset& data, std::size
 struct ClauseNegationOptions {
   double p = 0.0;                ///< share of a batch's rows replaced by a clause; 0 = none
   double polarity_margin = 1.0;  ///< a word counts as polar when |log-count ratio| >= this
-  double but = 0.0;              ///< share of rewritten rows that follow another row's piece and ", but"
 };
 
 /// The clause rewriter of a vocabulary and its tokens' polarities (token_log_count_ratios).
@@ -45,12 +44,9 @@ class ClauseNegation {
   /// before the copula, up to 6 after the polar word, within the clause, and a closing ".", "!" or
   /// "?") holds no other polar word of either sign. With probability 1/2 the piece stays as written
   /// and keeps the label; otherwise "not" (one time in four "never") goes after "is/are/was/were/am"
-  /// or before "be/been" and the label flips. With probability `but`, the piece then follows a piece
-  /// of another row of the batch whose sentiment, as written, is the opposite of this one's label, and
-  /// ", but" ("the plot was clever , but the acting was not superb", label 0): the clause after "but"
-  /// decides. A row without such a copula, or whose text would not fit the row, is left alone.
-  /// Draws come from a Generator seeded with (seed, step), a fixed number per row; every piece is read
-  /// from the batch as it came. Returns the number
+  /// or before "be/been" and the label flips. A row without such a copula, or whose text would not
+  /// fit the row, is left alone.
+  /// Draws come from a Generator seeded with (seed, step), a fixed number per row. Returns the number
   /// of rows rewritten. Throws std::invalid_argument for shapes that are not [B, L] with labels [B].
   std::size_t apply(xt::xarray<std::int64_t>& ids, xt::xarray<bool>& padding_mask, xt::xarray<std::int64_t>& labels,
                     std::int64_t pad_id, std::uint64_t seed, std::uint64_t step) const;
@@ -61,7 +57,7 @@ class ClauseNegation {
   enum class Role : std::uint8_t { other, copula_after, copula_before, modifier, negator, clause_end, sentence_end };
   std::vector<Role> roles_;       // per id
   std::vector<double> polarity_;  // per id
-  std::int64_t not_id_ = 0, never_id_ = 0, comma_id_ = 0, but_id_ = 0;
+  std::int64_t not_id_ = 0, never_id_ = 0;
   ClauseNegationOptions options_;
 };
 

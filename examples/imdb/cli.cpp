@@ -68,11 +68,6 @@ void add_training_flags(CLI::App& app, Config& c) {
                    "review's polarity, half of them negated (\"was not superb\") with the label flipped")
       ->capture_default_str();
   model
-      ->add_option("--clause-but", c.clause_but,
-                   "share of --clause-negation's clauses put after another review's clause of the other sentiment "
-                   "and \", but\" (the clause after \"but\" decides)")
-      ->capture_default_str();
-  model
       ->add_option("--polarity-margin", c.polarity_margin,
                    "|naive-Bayes log-count ratio| from which --clause-negation counts a word as polar")
       ->capture_default_str();

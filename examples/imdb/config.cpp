@@ -128,9 +128,6 @@ std::optional<std::string> validate(const Config& c) {
   if (!(c.clause_negation >= 0.0 && c.clause_negation <= 1.0)) {
     return fmt::format("--clause-negation {} is outside [0, 1]", c.clause_negation);
   }
-  if (!(c.clause_but >= 0.0 && c.clause_but <= 1.0)) {
-    return fmt::format("--clause-but {} is outside [0, 1]", c.clause_but);
-  }
   if (!(c.polarity_margin > 0.0 && std::isfinite(c.polarity_margin))) {
     return fmt::format("--polarity-margin {} must be a positive number", c.polarity_margin);
   }
@@ -189,7 +186,6 @@ nlohmann::json to_json(const Config& c) {
       {"crop-max", c.crop_max},
       {"clause-negation", c.clause_negation},
       {"polarity-margin", c.polarity_margin},
-      {"clause-but", c.clause_but},
       {"activation", c.activation},
       {"norm", c.norm},
       {"pooling", c.pooling},
@@ -241,8 +237,6 @@ Config config_from_json(const nlohmann::json& json) {
   c.clause_negation = 0.0;  // a run saved before the setting existed rewrote no clauses
   examples::read_setting(json, "clause-negation", c.clause_negation);
   examples::read_setting(json, "polarity-margin", c.polarity_margin);
-  c.clause_but = 0.0;
-  examples::read_setting(json, "clause-but", c.clause_but);
   examples::read_setting(json, "activation", c.activation);
   examples::read_setting(json, "norm", c.norm);
   examples::read_setting(json, "pooling", c.pooling);

@@ -40,9 +40,8 @@ struct Config {
   // Counterfactual negation: the share of training reviews replaced by one of their clauses where a
   // copula meets a word of the review's polarity, half of them negated with the label flipped
   // (datasets::ClauseNegation); polarity_margin is the |log-count ratio| that makes a word polar.
-  double clause_negation = 0.0;
+  double clause_negation = 0.25;
   double polarity_margin = 0.6;
-  double clause_but = 0.0;          // share of those clauses put after another review's opposite one and ", but"
   std::string activation = "relu";  // relu | gelu
   std::string norm = "post";        // post | pre
   std::string pooling = "mean";     // max | mean | cls

@@ -224,9 +224,8 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
     auto polarity = ds::token_log_count_ratios(data.train, vocab.size(), kPolaritySmoothing);
     const auto polar = std::count_if(polarity.begin(), polarity.end(),
                                      [&](double r) { return std::abs(r) >= config.polarity_margin; });
-    clause_negation.emplace(
-        vocab, std::move(polarity),
-        ds::ClauseNegationOptions{config.clause_negation, config.polarity_margin, config.clause_but});
+    clause_negation.emplace(vocab, std::move(polarity),
+                            ds::ClauseNegationOptions{config.clause_negation, config.polarity_margin});
     progress.message(fmt::format("clause negation: {} of {} words polar (|log-count ratio| >= {})", polar, vocab.size(),
                                  config.polarity_margin));
   }

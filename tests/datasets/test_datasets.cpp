@@ -1008,30 +1008,6 @@ TEST_CASE("clause negation: a polar clause as written or negated with its label 
     CHECK(l(0) == 1);
   }
 
-  // With `but`, a piece follows one of another row whose sentiment as written is the other one.
-  {
-    const Strings pair = {"the acting was superb , but", "the plot was awful ."};
-    const auto pv = Vocabulary::build(Strings{pair[0], pair[1], "not never"}, 100);
-    const auto [two, two_pad] = rows_of(pv, pair, 16);
-    std::vector<double> pol(pv.size(), 0.0);
-    pol[static_cast<std::size_t>(pv.id("superb"))] = 2.0;
-    pol[static_cast<std::size_t>(pv.id("awful"))] = -2.0;
-    const ClauseNegation joining(pv, pol, {1.0, 1.0, 1.0});
-    std::set<std::pair<std::string, std::int64_t>> first_row;
-    for (std::uint64_t step = 0; step < 100; ++step) {
-      auto i = two;
-      auto p = two_pad;
-      xt::xarray<std::int64_t> l = {1, 0};
-      joining.apply(i, p, l, 0, 3, step);
-      first_row.insert({row_text(pv, i, p, 0), l(0)});
-    }
-    // Negated, the first row's piece is negative: no other row is positive as written, so it stands alone.
-    CHECK(first_row ==
-          std::set<std::pair<std::string, std::int64_t>>{{"the plot was awful , but the acting was superb", 1},
-                                                         {"the acting was not superb", 0},
-                                                         {"the acting was never superb", 0}});
-  }
-  CHECK_THROWS_WITH(ClauseNegation(v, polarity, {0.5, 1.0, -0.5}), "ClauseNegation: but must be in [0, 1], got -0.5");
   CHECK_THROWS_WITH(ClauseNegation(v, {0.5}, {0.5, 1.0}),
                     Catch::Contains("ClauseNegation: 1 polarities for a vocabulary of"));
   CHECK_THROWS_WITH(ClauseNegation(v, polarity, {1.5, 1.0}), "ClauseNegation: p must be in [0, 1], got 1.5");

@@ -633,7 +633,6 @@ TEST_CASE("train_imdb config.json round-trips every setting", "[imdb]") {
   c.wide_negation = false;
   c.clause_negation = 0.5;
   c.polarity_margin = 0.8;
-  c.clause_but = 0.25;
   CHECK(imdb::to_json(imdb::config_from_json(imdb::to_json(c))) == imdb::to_json(c));
   // The temperatures a model file's metadata holds: a bad one names the file and the key.
   CHECK(imdb::parse_temperature("6.5", "m.safetensors") == 6.5);
