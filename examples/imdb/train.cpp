@@ -290,8 +290,9 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
     const auto& l = logits.data();
     for (std::size_t r = 0; r < rows; ++r) {
       output.correct += ((l(r, 1) > l(r, 0) ? 1 : 0) == batch.labels(r)) ? 1 : 0;
-      output.tokens += static_cast<double>(data.train.length(batch.indices[r]));
     }
+    // The tokens the model read: a crop or a clause is shorter than its review.
+    output.tokens = static_cast<double>(std::count(batch.padding_mask.begin(), batch.padding_mask.end(), false));
     output.count = static_cast<double>(rows);
     return output;
   };
