@@ -180,6 +180,12 @@ std::string report_html(const fs::path& run_dir) {
           "{:.1f}% of {} pairs.</p>",
           100.0 * *acc, test->value("contrast_pairs", 0));
     }
+    if (const auto acc = number(*test, "dev_contrast_pair_acc")) {
+      contrast += fmt::format(
+          "<p id=\"dev-contrast-score\">Development pairs (examples/imdb/contrast_pairs_dev.tsv, where word-order "
+          "settings are chosen): both members right in {:.1f}% of {} pairs.</p>",
+          100.0 * *acc, test->value("dev_contrast_pairs", 0));
+    }
     calibration_section = fmt::format(
         R"(<h2>Calibration</h2><div class="charts"><div><b>Reliability</b> (15 equal-width bins of the confidence)<br>{chart}</div>
 <div><table><tr><th>temperature (fitted on validation)</th><td>{temperature}</td></tr>

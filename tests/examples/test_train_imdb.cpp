@@ -792,6 +792,9 @@ TEST_CASE("explain and report: pages of a tiny run, with every text escaped", "[
     ++valid_points;
   CHECK(valid_points == 3);
   CHECK(report.find("id=\"test-score\"") != std::string::npos);
+  CHECK(report.find("<p id=\"contrast-score\">Contrast pairs (examples/imdb/contrast_pairs.tsv): both members "
+                    "right in") != std::string::npos);
+  CHECK(report.find("of 50 pairs.</p>") != std::string::npos);  // the development pairs
   CHECK(report.find("Sinusoidal positional encoding") != std::string::npos);
   CHECK(report.find("\"pe\":{\"dims\":8,\"positions\":32,") != std::string::npos);
 
