@@ -22,10 +22,10 @@ namespace tapegrad::datasets {
 /// other than 0 or 1, or alpha <= 0.
 std::vector<double> token_log_count_ratios(const EncodedDataset& data, std::size_t vocab_size, double alpha = 1.0);
 
-/// Which tokens ClauseNegation reads, as ids of one vocabulary.
+/// How often ClauseNegation rewrites a row, and which words count as polar.
 struct ClauseNegationOptions {
   double p = 0.0;                ///< share of a batch's rows replaced by a clause; 0 = none
-  double polarity_margin = 1.0;  ///< a word counts as polar when |log-count ratio| >= this
+  double polarity_margin = 0.6;  ///< a word counts as polar when |log-count ratio| >= this
 };
 
 /// The clause rewriter of a vocabulary and its tokens' polarities (token_log_count_ratios).
@@ -37,17 +37,18 @@ class ClauseNegation {
 
   /// Replaces, in place, each row of ids [B, L] with probability p by a piece of one of its clauses,
   /// chosen uniformly among those that qualify, moved to the row's start (the rest becomes pad_id with
-  /// padding_mask true). Clauses end at ends_negation_scope's tokens. A copula ("is", "are", "was",
-  /// "were", "am", or "be", "been") qualifies when, after at most two modifiers ("a", "so", "very",
-  /// ...), a word follows whose polarity has the sign of the row's label and at least polarity_margin
-  /// in size, its clause holds no negation word (is_negator), and the piece kept (up to 5 tokens
-  /// before the copula, up to 6 after the polar word, within the clause, and a closing ".", "!" or
-  /// "?") holds no other polar word of either sign. With probability 1/2 the piece stays as written
-  /// and keeps the label; otherwise "not" (one time in four "never") goes after "is/are/was/were/am"
-  /// or before "be/been" and the label flips. A row without such a copula, or whose text would not
-  /// fit the row, is left alone.
-  /// Draws come from a Generator seeded with (seed, step), a fixed number per row. Returns the number
-  /// of rows rewritten. Throws std::invalid_argument for shapes that are not [B, L] with labels [B].
+  /// padding_mask true). Clauses end at ends_negation_scope's tokens. A copula or auxiliary ("is",
+  /// "are", "was", "were", "am", "will", "would", "can", "could", "should", "must", "might", "may",
+  /// "do", "does", "did", or "be", "been") qualifies when, after at most two modifiers ("a", "so",
+  /// "very", ...), a word follows whose polarity has the sign of the row's label and at least
+  /// polarity_margin in size, its clause holds no negation word (is_negator), and the piece kept (up
+  /// to 5 tokens before the copula, up to 6 after the polar word, within the clause, and a closing
+  /// ".", "!" or "?") holds no other polar word of either sign. With probability 1/2 the piece stays
+  /// as written and keeps the label; otherwise "not" (one time in four "never") goes after the copula,
+  /// or before "be" and "been" ("would not be", "has not been"), and the label flips. A row without such a copula, or
+  /// whose text would not fit the row, is left alone. Draws come from a Generator seeded with (seed, step), a fixed
+  /// number per row. Returns the number of rows rewritten. Throws std::invalid_argument for shapes that are not [B, L]
+  /// with labels [B].
   std::size_t apply(xt::xarray<std::int64_t>& ids, xt::xarray<bool>& padding_mask, xt::xarray<std::int64_t>& labels,
                     std::int64_t pad_id, std::uint64_t seed, std::uint64_t step) const;
 

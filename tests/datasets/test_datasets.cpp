@@ -935,23 +935,25 @@ TEST_CASE("clause negation: a polar clause as written or negated with its label 
       "the acting was superb and the plot awful .",                       // 4: a second polar word
       "it was awful , but the acting was truly a superb thing to see !",  // 5: the second clause only
       "the acting was so very truly superb .",                            // 6: three modifiers
-      "one two three four five six seven the acting was superb a b c d e f g h i ."};  // 7: cut
+      "one two three four five six seven the acting was superb a b c d e f g h i .",  // 7: cut
+      "i would recommend it to anyone !"};                                            // 8: an auxiliary
   const auto v = Vocabulary::build(texts, 100);
   std::vector<double> polarity(v.size(), 0.1);
   polarity[static_cast<std::size_t>(v.id("superb"))] = 2.0;
   polarity[static_cast<std::size_t>(v.id("awful"))] = -2.0;
+  polarity[static_cast<std::size_t>(v.id("recommend"))] = 2.0;
   const ClauseNegation negation(v, polarity, {1.0, 1.0});
   auto [ids, pad] = rows_of(v, texts, 24);
-  const xt::xarray<std::int64_t> labels = {1, 0, 0, 1, 1, 1, 1, 1};
+  const xt::xarray<std::int64_t> labels = {1, 0, 0, 1, 1, 1, 1, 1, 1};
 
   // Over many steps each qualifying row comes out as written or negated, about half and half.
-  std::map<std::pair<std::string, std::int64_t>, int> seen[8];
+  std::map<std::pair<std::string, std::int64_t>, int> seen[9];
   for (std::uint64_t step = 0; step < 200; ++step) {
     auto i = ids;
     auto p = pad;
     auto l = labels;
     const std::size_t rewritten = negation.apply(i, p, l, Vocabulary::pad_id, 5, step);
-    CHECK(rewritten == 4);
+    CHECK(rewritten == 5);
     for (std::size_t r = 0; r < texts.size(); ++r) ++seen[r][{row_text(v, i, p, r), l(r)}];
   }
   using Seen = std::map<std::pair<std::string, std::int64_t>, int>;
@@ -981,6 +983,9 @@ TEST_CASE("clause negation: a polar clause as written or negated with its label 
   CHECK(outcomes(seen[7]) == Outcomes{{"five six seven the acting was superb a b c d e f", 1},
                                       {"five six seven the acting was not superb a b c d e f", 0},
                                       {"five six seven the acting was never superb a b c d e f", 0}});
+  CHECK(outcomes(seen[8]) == Outcomes{{"i would recommend it to anyone !", 1},
+                                      {"i would not recommend it to anyone !", 0},
+                                      {"i would never recommend it to anyone !", 0}});
 
   // Reproducible by (seed, step); p = 0 changes nothing.
   auto a = ids, b = ids;
@@ -1017,7 +1022,7 @@ TEST_CASE("clause negation: a polar clause as written or negated with its label 
                     "ClauseNegation: the vocabulary has no \"not\"");
   xt::xarray<std::int64_t> wrong_labels = {1, 0};
   CHECK_THROWS_WITH(negation.apply(a, pa, wrong_labels, 0, 5, 9),
-                    "ClauseNegation::apply: ids [8, 24] and padding_mask [8, 24] must share one [B, L] shape, "
+                    "ClauseNegation::apply: ids [9, 24] and padding_mask [9, 24] must share one [B, L] shape, "
                     "labels [2] must be [B]");
 }
 
