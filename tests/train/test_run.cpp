@@ -181,6 +181,29 @@ struct Run {
   }
 };
 
+// The smallest Trainer set-up in a folder of its own: Net, Adam, a constant learning rate of 0.01, a
+// quiet log, and steps on fresh draws of 4 examples; a test sets the epochs and what it checks.
+struct Bare {
+  TempDir tmp;
+  train::RunDirectory run{tmp.path};
+  Net model{1};
+  optim::Adam<double> adam{model.parameters()};
+  std::ostringstream log;
+  train::Progress progress{log, false, 1};
+  Generator data{4};
+  train::TrainerOptions options;
+  train::TrainerHooks<double> hooks;
+
+  Bare() {
+    options.schedule = [](std::int64_t) { return 0.01; };
+    hooks.forward = [this](std::int64_t, std::int64_t) {
+      const auto [x, labels] = draw(data, 4);
+      return loss_on(model, x, labels);
+    };
+  }
+  train::Trainer<double> trainer() { return train::Trainer<double>(run, model, adam, options, hooks, progress); }
+};
+
 }  // namespace
 
 TEST_CASE("RunDirectory: a new run never replaces a finished one unless told to", "[train]") {
@@ -459,35 +482,21 @@ TEST_CASE("Trainer: an interrupted run resumed from its checkpoint ends exactly 
 
 TEST_CASE("Trainer: bad options are refused, and without validation every checkpoint keeps the latest model",
           "[train]") {
-  TempDir tmp;
-  const train::RunDirectory run(tmp.path);
-  Net model(1);
-  optim::Adam<double> adam(model.parameters());
-  std::ostringstream log;
-  train::Progress progress(log, false, 1);
-  train::TrainerOptions options;
-  options.schedule = [](std::int64_t) { return 0.01; };
-  train::TrainerHooks<double> hooks;
-  Generator data(4);
-  hooks.forward = [&](std::int64_t, std::int64_t) {
-    const auto [x, labels] = draw(data, 4);
-    return loss_on(model, x, labels);
-  };
-  CHECK_THROWS_AS(train::Trainer<double>(run, model, adam, options, hooks, progress), std::invalid_argument);
-  options.steps_per_epoch = 2;
-  options.epochs = 2;
-  options.log_every = 1;
-  train::Trainer<double> trainer(run, model, adam, options, hooks, progress);
-  const auto result = trainer.run();
+  Bare b;
+  CHECK_THROWS_AS(b.trainer(), std::invalid_argument);  // no steps per epoch
+  b.options.steps_per_epoch = 2;
+  b.options.epochs = 2;
+  b.options.log_every = 1;
+  const auto result = b.trainer().run();
   REQUIRE(result.validations.size() == 2);
   CHECK(result.validations[0].best);
   CHECK(result.validations[1].best);
   CHECK(std::isnan(result.best_score));
   CHECK(result.best_step == 4);
   Net saved(2);
-  train::load_model(run.model(), saved);
-  CHECK(xt::all(xt::equal(saved.fc2->weight.data(), model.fc2->weight.data())));
-  CHECK(train::read_metrics(run.metrics()).size() == 4 + 2);
+  train::load_model(b.run.model(), saved);
+  CHECK(xt::all(xt::equal(saved.fc2->weight.data(), b.model.fc2->weight.data())));
+  CHECK(train::read_metrics(b.run.metrics()).size() == 4 + 2);
 }
 
 TEST_CASE("Trainer: the model file and checkpoint record the run's config and own files, checked when read back",
@@ -542,48 +551,31 @@ TEST_CASE("Trainer: the model file and checkpoint record the run's config and ow
 }
 
 TEST_CASE("Trainer: a non-finite loss stops the run before the step, keeping the model and the checkpoint", "[train]") {
-  TempDir tmp;
-  const train::RunDirectory run(tmp.path);
-  Net model(1);
-  optim::Adam<double> adam(model.parameters());
-  std::ostringstream log;
-  train::Progress progress(log, false, 1);
-  train::TrainerOptions options;
-  options.schedule = [](std::int64_t) { return 0.01; };
-  options.steps_per_epoch = 3;
-  options.epochs = 2;
-  train::TrainerHooks<double> hooks;
-  Generator data(4);
-  hooks.forward = [&](std::int64_t step, std::int64_t) {
-    auto [x, labels] = draw(data, 4);
-    // Step 4 (the second epoch's first) feeds an infinity: the loss is NaN.
-    if (step == 4) x.mutable_data()(0, 0) = std::numeric_limits<double>::infinity();
-    return loss_on(model, x, labels);
+  // An infinity fed at one step: the loss is NaN.
+  const auto infinity_at = [](Bare& b, std::int64_t bad_step) {
+    b.options.steps_per_epoch = 3;
+    b.options.epochs = 2;
+    b.hooks.forward = [&b, bad_step](std::int64_t step, std::int64_t) {
+      auto [x, labels] = draw(b.data, 4);
+      if (step == bad_step) x.mutable_data()(0, 0) = std::numeric_limits<double>::infinity();
+      return loss_on(b.model, x, labels);
+    };
   };
+  Bare b;
+  infinity_at(b, 4);  // the second epoch's first step
   xt::xarray<double> after_last_step;
-  hooks.after_step = [&] { after_last_step = model.fc1->weight.data(); };
-  train::Trainer<double> trainer(run, model, adam, options, hooks, progress);
-  CHECK_THROWS_WITH(trainer.run(), Catch::Contains("the training loss is nan at step 5 (epoch 2)"));
+  b.hooks.after_step = [&] { after_last_step = b.model.fc1->weight.data(); };
+  CHECK_THROWS_WITH(b.trainer().run(), Catch::Contains("the training loss is nan at step 5 (epoch 2)"));
   Net saved(2);
-  CHECK(train::load_checkpoint(run.checkpoint().string(), saved) == 3);
+  CHECK(train::load_checkpoint(b.run.checkpoint().string(), saved) == 3);
   // The model is the one of step 4: the bad step changed nothing.
-  CHECK(xt::all(xt::equal(model.fc1->weight.data(), after_last_step)));
-  hooks.after_step = nullptr;
+  CHECK(xt::all(xt::equal(b.model.fc1->weight.data(), after_last_step)));
 
   // With anomaly detection on, the op that made the NaN is named instead.
-  TempDir tmp2;
-  const train::RunDirectory run2(tmp2.path);
-  Net model2(1);
-  optim::Adam<double> adam2(model2.parameters());
-  Generator data2(4);
-  hooks.forward = [&](std::int64_t step, std::int64_t) {
-    auto [x, labels] = draw(data2, 4);
-    if (step == 1) x.mutable_data()(0, 0) = std::numeric_limits<double>::infinity();
-    return loss_on(model2, x, labels);
-  };
-  options.detect_anomaly = true;
-  train::Trainer<double> checked(run2, model2, adam2, options, hooks, progress);
-  CHECK_THROWS_AS(checked.run(), AnomalyError);
+  Bare checked;
+  infinity_at(checked, 1);
+  checked.options.detect_anomaly = true;
+  CHECK_THROWS_AS(checked.trainer().run(), AnomalyError);
   CHECK_FALSE(is_anomaly_enabled());
 }
 
@@ -592,39 +584,26 @@ TEST_CASE("Trainer: a step that leaves NaN weights behind a finite loss stops be
   // An update can overflow (or divide 0 by 0, as Adam with eps 0 on a zero gradient) while the loss it
   // came from was finite. Validated, those weights scored NaN, counted as the best, and were saved over
   // the last good model and checkpoint as files that no load accepts.
-  TempDir tmp;
-  const train::RunDirectory run(tmp.path);
-  Net model(1);
-  optim::Adam<double> adam(model.parameters());
-  std::ostringstream log;
-  train::Progress progress(log, false, 1);
-  train::TrainerOptions options;
-  options.schedule = [](std::int64_t) { return 0.01; };
-  options.steps_per_epoch = 3;
-  options.epochs = 2;
-  train::TrainerHooks<double> hooks;
-  Generator data(4);
-  hooks.forward = [&](std::int64_t, std::int64_t) {
-    auto [x, labels] = draw(data, 4);
-    return loss_on(model, x, labels);
-  };
+  Bare b;
+  b.options.steps_per_epoch = 3;
+  b.options.epochs = 2;
   std::int64_t steps = 0;
-  hooks.after_step = [&] {
-    if (++steps == 6) model.fc2->bias.mutable_data()(1) = std::numeric_limits<double>::quiet_NaN();
+  b.hooks.after_step = [&] {
+    if (++steps == 6) b.model.fc2->bias.mutable_data()(1) = std::numeric_limits<double>::quiet_NaN();
   };
-  hooks.validate = [&] {
+  b.hooks.validate = [&] {
     train::Evaluation e;
-    const Tensor<double> logits = model.forward(Tensor<double>::ones({2, 4}));
+    const Tensor<double> logits = b.model.forward(Tensor<double>::ones({2, 4}));
     e.score = -static_cast<double>(logits.data()(0, 0));  // NaN once the bias is
     return e;
   };
-  train::Trainer<double> trainer(run, model, adam, options, hooks, progress);
-  CHECK_THROWS_WITH(trainer.run(), Catch::Contains("after step 6 the model's \"fc2.bias\" holds nan at flat index 1; "
-                                                   "stopped before validating and saving it, the last checkpoint "
-                                                   "(step 3) is kept"));
+  CHECK_THROWS_WITH(b.trainer().run(),
+                    Catch::Contains("after step 6 the model's \"fc2.bias\" holds nan at flat index 1; "
+                                    "stopped before validating and saving it, the last checkpoint "
+                                    "(step 3) is kept"));
   Net saved(2);
-  CHECK(train::load_checkpoint(run.checkpoint().string(), saved) == 3);
-  CHECK(train::load_model(run.model(), saved).at("step") == "3");
+  CHECK(train::load_checkpoint(b.run.checkpoint().string(), saved) == 3);
+  CHECK(train::load_model(b.run.model(), saved).at("step") == "3");
 }
 
 TEST_CASE("Trainer: a rank other than 0 trains without writing files and logs the sums over the ranks", "[train]") {
