@@ -25,7 +25,7 @@ std::vector<double> token_log_count_ratios(const EncodedDataset& data, std::size
 /// How often ClauseNegation rewrites a row, and which words count as polar.
 struct ClauseNegationOptions {
   double p = 0.0;                ///< share of a batch's rows replaced by a clause; 0 = none
-  double polarity_margin = 0.6;  ///< a word counts as polar when |log-count ratio| >= this
+  double polarity_margin = 1.0;  ///< a word counts as polar when |log-count ratio| >= this
 };
 
 /// The clause rewriter of a vocabulary and its tokens' polarities (token_log_count_ratios).

@@ -41,7 +41,7 @@ struct Config {
   // copula meets a word of the review's polarity, half of them negated with the label flipped
   // (datasets::ClauseNegation); polarity_margin is the |log-count ratio| that makes a word polar.
   double clause_negation = 0.25;
-  double polarity_margin = 0.6;
+  double polarity_margin = 1.0;
   std::string activation = "relu";  // relu | gelu
   std::string norm = "post";        // post | pre
   std::string pooling = "mean";     // max | mean | cls
