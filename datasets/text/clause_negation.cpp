@@ -82,9 +82,9 @@ ClauseNegation::ClauseNegation(const Vocabulary& vocab, std::vector<double> pola
     throw std::invalid_argument(
         fmt::format("ClauseNegation: polarity_margin must be > 0, got {}", options_.polarity_margin));
   }
+  if (!can_negate(vocab)) throw std::invalid_argument("ClauseNegation: the vocabulary has no \"not\"");
   not_id_ = vocab.id("not");
   never_id_ = vocab.id("never");
-  if (not_id_ == Vocabulary::unk_id) throw std::invalid_argument("ClauseNegation: the vocabulary has no \"not\"");
   if (never_id_ == Vocabulary::unk_id) never_id_ = not_id_;
   roles_.assign(vocab.size(), Role::other);
   for (std::size_t id = 0; id < vocab.size(); ++id) {
@@ -103,6 +103,13 @@ ClauseNegation::ClauseNegation(const Vocabulary& vocab, std::vector<double> pola
     else if (among(kModifiers, t))
       role = Role::modifier;
   }
+}
+
+bool ClauseNegation::can_negate(const Vocabulary& vocab) { return vocab.id("not") != Vocabulary::unk_id; }
+
+std::size_t ClauseNegation::polar_words() const {
+  return static_cast<std::size_t>(std::count_if(polarity_.begin(), polarity_.end(),
+                                                [&](double r) { return std::abs(r) >= options_.polarity_margin; }));
 }
 
 std::size_t ClauseNegation::apply(xt::xarray<std::int64_t>& ids, xt::xarray<bool>& padding_mask,

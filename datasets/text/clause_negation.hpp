@@ -32,8 +32,11 @@ struct ClauseNegationOptions {
 class ClauseNegation {
  public:
   /// polarity holds one value per id of vocab. Throws std::invalid_argument when it does not, for p
-  /// outside [0, 1], a polarity_margin that is not positive, or a vocabulary without "not".
+  /// outside [0, 1], a polarity_margin that is not positive, or a vocabulary that can_negate refuses.
   ClauseNegation(const Vocabulary& vocab, std::vector<double> polarity, ClauseNegationOptions options);
+
+  /// False for a vocabulary without "not": nothing to negate with.
+  static bool can_negate(const Vocabulary& vocab);
 
   /// Replaces, in place, each row of ids [B, L] with probability p by a piece of one of its clauses,
   /// chosen uniformly among those that qualify, moved to the row's start (the rest becomes pad_id with
@@ -52,7 +55,8 @@ class ClauseNegation {
   std::size_t apply(xt::xarray<std::int64_t>& ids, xt::xarray<bool>& padding_mask, xt::xarray<std::int64_t>& labels,
                     std::int64_t pad_id, std::uint64_t seed, std::uint64_t step) const;
 
-  const ClauseNegationOptions& options() const { return options_; }
+  /// The number of polar words: those with |polarity| >= polarity_margin.
+  std::size_t polar_words() const;
 
  private:
   enum class Role : std::uint8_t { other, copula_after, copula_before, modifier, negator, clause_end, sentence_end };

@@ -173,19 +173,18 @@ std::string report_html(const fs::path& run_dir) {
       const auto v = number(*test, key);
       return v ? fmt::format("{:.2f}%", 100.0 * *v) : std::string("&ndash;");
     };
-    std::string contrast;
-    if (const auto acc = number(*test, "contrast_pair_acc")) {
-      contrast = fmt::format(
-          "<p id=\"contrast-score\">Contrast pairs (examples/imdb/contrast_pairs.tsv): both members right in "
-          "{:.1f}% of {} pairs.</p>",
-          100.0 * *acc, test->value("contrast_pairs", 0));
-    }
-    if (const auto acc = number(*test, "dev_contrast_pair_acc")) {
-      contrast += fmt::format(
-          "<p id=\"dev-contrast-score\">Development pairs (examples/imdb/contrast_pairs_dev.tsv, where word-order "
-          "settings are chosen): both members right in {:.1f}% of {} pairs.</p>",
-          100.0 * *acc, test->value("dev_contrast_pairs", 0));
-    }
+    // The test line's "<prefix>contrast_pair_acc" and "<prefix>contrast_pairs", as a paragraph.
+    const auto pairs_paragraph = [&](const std::string& prefix, const char* id, const char* title) {
+      const auto acc = number(*test, (prefix + "contrast_pair_acc").c_str());
+      return acc ? fmt::format("<p id=\"{}\">{}: both members right in {:.1f}% of {} pairs.</p>", id, title,
+                               100.0 * *acc, test->value(prefix + "contrast_pairs", 0))
+                 : std::string();
+    };
+    const std::string contrast =
+        pairs_paragraph("", "contrast-score", "Contrast pairs (examples/imdb/contrast_pairs.tsv)") +
+        pairs_paragraph("dev_", "dev-contrast-score",
+                        "Development pairs (examples/imdb/contrast_pairs_dev.tsv, where word-order settings are "
+                        "chosen)");
     calibration_section = fmt::format(
         R"(<h2>Calibration</h2><div class="charts"><div><b>Reliability</b> (15 equal-width bins of the confidence)<br>{chart}</div>
 <div><table><tr><th>temperature (fitted on validation)</th><td>{temperature}</td></tr>

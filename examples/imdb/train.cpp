@@ -215,19 +215,16 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
   auto optimizer = make_optimizer(config, model->parameters());
   // Counterfactual negation, with word polarities counted on the training reviews alone.
   std::optional<ds::ClauseNegation> clause_negation;
-  if (config.clause_negation > 0.0 && vocab.id("not") == ds::Vocabulary::unk_id) {
+  if (config.clause_negation > 0.0 && !ds::ClauseNegation::can_negate(vocab)) {
     progress.message("clause negation: off, the vocabulary has no \"not\"");
   } else if (config.clause_negation > 0.0) {
     // A stronger prior than naive Bayes' usual 1, so that a word seen in a handful of reviews of one
     // label does not count as polar.
     constexpr double kPolaritySmoothing = 10.0;
-    auto polarity = ds::token_log_count_ratios(data.train, vocab.size(), kPolaritySmoothing);
-    const auto polar = std::count_if(polarity.begin(), polarity.end(),
-                                     [&](double r) { return std::abs(r) >= config.polarity_margin; });
-    clause_negation.emplace(vocab, std::move(polarity),
+    clause_negation.emplace(vocab, ds::token_log_count_ratios(data.train, vocab.size(), kPolaritySmoothing),
                             ds::ClauseNegationOptions{config.clause_negation, config.polarity_margin});
-    progress.message(fmt::format("clause negation: {} of {} words polar (|log-count ratio| >= {})", polar, vocab.size(),
-                                 config.polarity_margin));
+    progress.message(fmt::format("clause negation: {} of {} words polar (|log-count ratio| >= {})",
+                                 clause_negation->polar_words(), vocab.size(), config.polarity_margin));
   }
   ds::BatchOptions batching;
   batching.batch_size = static_cast<std::size_t>(config.batch_size);
@@ -469,6 +466,11 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
 
 void print_summary(std::ostream& out, const Config& config, const TrainResult& r) {
   const fs::path dir = config.out;
+  const auto pairs_line = [](const char* which, const std::optional<ContrastResult>& c) {
+    return c ? fmt::format("{}: both members right in {} of {} ({:.1f}%)\n", which, c->both_right, c->pairs,
+                           100.0 * c->accuracy)
+             : std::string();
+  };
   out << (std::isnan(r.best_valid_accuracy)
               ? fmt::format("no validation set: the model of the last epoch ({}) was kept\n", r.best_epoch)
               : fmt::format("best epoch {} of {}: valid accuracy {:.2f}% (loss {:.4f})\n", r.best_epoch, config.epochs,
@@ -494,13 +496,7 @@ void print_summary(std::ostream& out, const Config& config, const TrainResult& r
                             r.valid_windows->encoder_accuracy ? " (" + parts_alone(*r.valid_windows) + ")" : "",
                             100.0 * r.valid_window_ece)
               : std::string())
-      << (r.contrast_dev
-              ? fmt::format("development contrast pairs: both members right in {} of {} ({:.1f}%)\n",
-                            r.contrast_dev->both_right, r.contrast_dev->pairs, 100.0 * r.contrast_dev->accuracy)
-              : std::string())
-      << (r.contrast ? fmt::format("contrast pairs: both members right in {} of {} ({:.1f}%)\n", r.contrast->both_right,
-                                   r.contrast->pairs, 100.0 * r.contrast->accuracy)
-                     : std::string())
+      << pairs_line("development contrast pairs", r.contrast_dev) << pairs_line("contrast pairs", r.contrast)
       << fmt::format("wall time {} (data {:.1f} s, training {}, test {:.1f} s); {} tokens/s in training\n",
                      tr::format_duration(r.wall_seconds), r.data_seconds, tr::format_duration(r.train_seconds),
                      r.test.seconds, tr::format_rate(r.train_tokens_per_second))
