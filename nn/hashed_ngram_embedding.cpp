@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "tapegrad/autograd/elementwise.hpp"
 #include "tapegrad/autograd/embedding.hpp"
 #include "tapegrad/autograd/shape.hpp"
 
@@ -87,6 +88,24 @@ xt::xarray<std::int64_t> document_ngram_buckets(const xt::xarray<std::int64_t>& 
   return out;
 }
 
+xt::xarray<std::int64_t> negated_word_buckets(const xt::xarray<std::int64_t>& marked, const BoolArray& padding_mask,
+                                              std::size_t num_buckets) {
+  if (marked.dimension() != 2 || shape_of(marked) != shape_of(padding_mask)) {
+    throw std::invalid_argument(
+        fmt::format("negated_word_buckets: marked {} and padding_mask {} must both be [batch, length]",
+                    format_shape(shape_of(marked)), format_shape(shape_of(padding_mask))));
+  }
+  // The plain ids of the marked tokens, every other position hidden as padding.
+  xt::xarray<std::int64_t> plain = xt::zeros<std::int64_t>(marked.shape());
+  BoolArray hidden = BoolArray::from_shape(marked.shape());
+  for (std::size_t i = 0; i < marked.size(); ++i) {
+    const bool negated = !padding_mask.data()[i] && marked.data()[i] < 0;
+    hidden.data()[i] = !negated;
+    if (negated) plain.data()[i] = ~marked.data()[i];
+  }
+  return document_ngram_buckets(plain, hidden, num_buckets, 1);
+}
+
 template <typename T>
 HashedNgramEmbedding<T>::HashedNgramEmbedding(std::size_t num_buckets_, std::size_t embedding_dim_, std::size_t max_n_,
                                               Generator& gen, double init_std)
@@ -118,7 +137,7 @@ template class HashedNgramEmbedding<double>;
 
 template <typename T>
 HashedNgramBag<T>::HashedNgramBag(std::size_t num_buckets_, std::size_t out_features_, std::size_t max_n_,
-                                  bool feature_scale)
+                                  bool feature_scale, std::optional<double> initial_negation_factor)
     : num_buckets(num_buckets_), out_features(out_features_), max_n(max_n_) {
   if (num_buckets < 2 || out_features == 0 || max_n < 1) {
     throw std::invalid_argument(
@@ -128,21 +147,33 @@ HashedNgramBag<T>::HashedNgramBag(std::size_t num_buckets_, std::size_t out_feat
   }
   weight = this->register_parameter("weight", Tensor<T>::zeros({num_buckets, out_features}));
   if (feature_scale) scale = this->register_buffer("scale", Tensor<T>::ones({num_buckets, std::size_t{1}}));
+  if (initial_negation_factor) {
+    if (!std::isfinite(*initial_negation_factor)) {
+      throw std::invalid_argument(
+          fmt::format("HashedNgramBag: the initial negation factor {} is not finite", *initial_negation_factor));
+    }
+    negation_factor =
+        this->register_parameter("negation_factor", Tensor<T>::full({1}, static_cast<T>(*initial_negation_factor)));
+  }
 }
 
 template <typename T>
 Tensor<T> HashedNgramBag<T>::forward(const xt::xarray<std::int64_t>& ids, const BoolArray& padding_mask) const {
-  const auto buckets = negation.empty()
-                           ? document_ngram_buckets(ids, padding_mask, num_buckets, max_n)
-                           : document_ngram_buckets(negation.mark(ids, padding_mask), padding_mask, num_buckets, max_n);
-  if (!scale.defined()) return embedding_bag_sum(weight, buckets, std::int64_t{0});
   // Each n-gram of a bag weighted by its bucket's scale (torch's per_sample_weights): the batch's few
   // thousand n-grams, where scaling the table itself (weight * scale) would touch all of its rows
   // forward and backward.
-  xt::xarray<T> per_sample = xt::xarray<T>::from_shape(buckets.shape());
-  const T* s = scale.data().data();
-  for (std::size_t i = 0; i < buckets.size(); ++i) per_sample.data()[i] = s[buckets.data()[i]];
-  return embedding_bag_sum(weight, buckets, std::int64_t{0}, std::move(per_sample));
+  const auto bag_sum = [this](const xt::xarray<std::int64_t>& buckets) {
+    if (!scale.defined()) return embedding_bag_sum(weight, buckets, std::int64_t{0});
+    xt::xarray<T> per_sample = xt::xarray<T>::from_shape(buckets.shape());
+    const T* s = scale.data().data();
+    for (std::size_t i = 0; i < buckets.size(); ++i) per_sample.data()[i] = s[buckets.data()[i]];
+    return embedding_bag_sum(weight, buckets, std::int64_t{0}, std::move(per_sample));
+  };
+  if (negation.empty()) return bag_sum(document_ngram_buckets(ids, padding_mask, num_buckets, max_n));
+  const auto marked = negation.mark(ids, padding_mask);
+  auto out = bag_sum(document_ngram_buckets(marked, padding_mask, num_buckets, max_n));
+  if (!negation_factor.defined()) return out;
+  return add(out, mul(bag_sum(negated_word_buckets(marked, padding_mask, num_buckets)), negation_factor));
 }
 
 template <typename T>
@@ -164,8 +195,9 @@ void HashedNgramBag<T>::set_feature_scale(const xt::xarray<double>& per_bucket) 
 
 template <typename T>
 std::string HashedNgramBag<T>::extra_repr() const {
-  return fmt::format("{}, {}, max_n={}{}{}", num_buckets, out_features, max_n, scale.defined() ? ", feature_scale" : "",
-                     negation.empty() ? "" : ", negation");
+  return fmt::format("{}, {}, max_n={}{}{}{}", num_buckets, out_features, max_n,
+                     scale.defined() ? ", feature_scale" : "", negation.empty() ? "" : ", negation",
+                     negation_factor.defined() ? ", negation_factor" : "");
 }
 
 template class HashedNgramBag<float>;

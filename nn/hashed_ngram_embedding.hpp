@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 #include <xtensor/xarray.hpp>
@@ -43,6 +44,13 @@ xt::xarray<std::int64_t> ngram_buckets(const xt::xarray<std::int64_t>& ids, cons
 xt::xarray<std::int64_t> document_ngram_buckets(const xt::xarray<std::int64_t>& ids, const BoolArray& padding_mask,
                                                 std::size_t num_buckets, std::size_t max_n);
 
+/// The distinct buckets of the words a negation governs, each counted as its plain word: for `marked`
+/// [B, L] as NegationScope::mark returns it, the unigram buckets ngram_bucket(&id, 1, num_buckets) of
+/// the ids of its marked real tokens (~marked), [B, K] with each row sorted ascending and padded with
+/// bucket 0, like document_ngram_buckets. Throws std::invalid_argument as document_ngram_buckets does.
+xt::xarray<std::int64_t> negated_word_buckets(const xt::xarray<std::int64_t>& marked, const BoolArray& padding_mask,
+                                              std::size_t num_buckets);
+
 /// forward(ids [B, L], padding_mask [B, L]) -> [B, L, embedding_dim]: at each position, the sum of the
 /// table rows of the n-grams (n = 2 .. max_n) that end there (see ngram_buckets). Row 0 stands for "no
 /// n-gram": it adds nothing and receives no gradient. weight [num_buckets, embedding_dim] starts from
@@ -76,10 +84,19 @@ extern template class HashedNgramEmbedding<double>;
 ///
 /// With a non-empty `negation`, the n-grams are those of negation.mark(ids): a word in a negation's
 /// scope is a feature apart from the same word elsewhere (count the ratios over the same marked ids).
+///
+/// With a negation factor as well (its initial value), a parameter `negation_factor` [1] lets such a
+/// word also count as its plain self, times the factor: the bag adds negation_factor * (the scaled rows
+/// of the plain words of negated_word_buckets). A factor near -1 reverses "bored" in "never bored", so
+/// that words seldom negated in the training text, whose NOT_ features learned next to nothing, are
+/// reversed too (the polarity shifting of sentiment lexicons, learned rather than fixed).
 template <typename T>
 class HashedNgramBag : public Module<T> {
  public:
-  HashedNgramBag(std::size_t num_buckets, std::size_t out_features, std::size_t max_n, bool feature_scale = false);
+  /// Throws std::invalid_argument for num_buckets < 2, out_features 0, max_n 0 or a non-finite initial
+  /// negation factor.
+  HashedNgramBag(std::size_t num_buckets, std::size_t out_features, std::size_t max_n, bool feature_scale = false,
+                 std::optional<double> negation_factor = std::nullopt);
 
   Tensor<T> forward(const xt::xarray<std::int64_t>& ids, const BoolArray& padding_mask) const;
   /// Sets the feature scale from one value per bucket [num_buckets]; throws std::invalid_argument for
@@ -91,7 +108,8 @@ class HashedNgramBag : public Module<T> {
 
   std::size_t num_buckets, out_features, max_n;
   Tensor<T> weight;
-  Tensor<T> scale;  ///< [num_buckets, 1], a persistent buffer; undefined without feature_scale
+  Tensor<T> scale;            ///< [num_buckets, 1], a persistent buffer; undefined without feature_scale
+  Tensor<T> negation_factor;  ///< [1], a parameter; undefined unless built with an initial negation factor
   /// Empty (no marking) unless set; not saved with the weights, so a program sets it again from the
   /// same vocabulary when it loads them.
   NegationScope negation;

@@ -219,3 +219,64 @@ TEST_CASE("HashedNgramBag with negation: the n-grams of the marked ids", "[nn][n
   const auto f = [&](const std::vector<Tensor<double>>&) { return bag.forward(ids, pad); };
   CHECK_GRADCHECK(f, bag.parameters());
 }
+
+TEST_CASE("negated_word_buckets: the plain words of the marked tokens, each once", "[nn][ngram]") {
+  // Row 0: "not 8 9 , 8" marked; row 1 negates 9 twice and has padding where a marked id would be.
+  const xt::xarray<std::int64_t> marked = {{2, ~8, ~9, 3, 8}, {2, ~9, 2, ~9, ~7}};
+  const BoolArray pad = {{false, false, false, false, false}, {false, false, false, false, true}};
+  const auto b = negated_word_buckets(marked, pad, 100);
+  const std::int64_t eight = 8, nine = 9;
+  const std::int64_t b8 = ngram_bucket(&eight, 1, 100), b9 = ngram_bucket(&nine, 1, 100);
+  REQUIRE(shape_of(b) == Shape{2, 2});
+  CHECK(b(0, 0) == std::min(b8, b9));
+  CHECK(b(0, 1) == std::max(b8, b9));
+  CHECK(b(1, 0) == b9);  // 9 once; the padded ~7 is no word
+  CHECK(b(1, 1) == 0);
+  CHECK(negated_word_buckets(xt::xarray<std::int64_t>{{4, 5}}, BoolArray{{false, false}}, 100).shape(1) == 0);
+  CHECK_THROWS_WITH(negated_word_buckets(marked, BoolArray(xt::zeros<bool>({2, 4})), 100),
+                    Catch::Contains("must both be [batch, length]"));
+}
+
+TEST_CASE("HashedNgramBag with a negation factor: a negated word also counts as itself times the factor",
+          "[nn][ngram]") {
+  HashedNgramBag<double> bag(1000, 2, 2, /*feature_scale=*/true, /*negation_factor=*/0.0);
+  CHECK(bag.state_dict().at("negation_factor").shape() == Shape{1});
+  CHECK(bag.negation_factor.data()(0) == 0.0);  // from 0 it starts as the bag without it
+  CHECK(HashedNgramBag<double>(10, 2, 1, false, -1.0).negation_factor.data()(0) == -1.0);
+  CHECK_THROWS_WITH(HashedNgramBag<double>(10, 2, 1, false, std::nan("")),
+                    Catch::Contains("initial negation factor nan is not finite"));
+  Generator gen(13);
+  bag.weight.mutable_data() = Tensor<double>::normal({1000, 2}, 0.0, 1.0, gen).data();
+  xt::xarray<double> ratios = Tensor<double>::normal({1000}, 0.0, 1.0, gen).data();
+  ratios(0) = 0.0;
+  bag.set_feature_scale(ratios);
+  bag.negation = NegationScope({2}, {3});
+  CHECK(bag.to_string() == "HashedNgramBag(1000, 2, max_n=2, feature_scale, negation, negation_factor)");
+  HashedNgramBag<double> without(1000, 2, 2, true);
+  without.weight = bag.weight;
+  without.scale = bag.scale;
+  without.negation = bag.negation;
+  // "not bad , good" and "good bad": only the first has a negated word.
+  const xt::xarray<std::int64_t> ids = {{2, 8, 3, 9}, {9, 8, 0, 0}};
+  const BoolArray pad = {{false, false, false, false}, {false, false, true, true}};
+  CHECK(xt::allclose(bag.forward(ids, pad).data(), without.forward(ids, pad).data()));
+  bag.negation_factor.mutable_data()(0) = -0.7;
+  const auto out = bag.forward(ids, pad).data();
+  const auto ref = without.forward(ids, pad).data();
+  const std::int64_t bad = 8;
+  const auto b8 = static_cast<std::size_t>(ngram_bucket(&bad, 1, 1000));
+  const auto& w = bag.weight.data();
+  for (std::size_t k = 0; k < 2; ++k) {
+    CHECK(out(0, k) == Approx(ref(0, k) - 0.7 * ratios(b8) * w(b8, k)));
+    CHECK(out(1, k) == Approx(ref(1, k)));
+  }
+  // The factor and the table both learn: gradcheck over every parameter.
+  const auto f = [&](const std::vector<Tensor<double>>&) { return bag.forward(ids, pad); };
+  CHECK_GRADCHECK(f, bag.parameters());
+  // Without a negation scope there is nothing to count twice.
+  HashedNgramBag<double> unscoped(1000, 2, 2, false, 5.0);
+  unscoped.weight = bag.weight;
+  HashedNgramBag<double> plain(1000, 2, 2);
+  plain.weight = bag.weight;
+  CHECK(xt::allclose(unscoped.forward(ids, pad).data(), plain.forward(ids, pad).data()));
+}
