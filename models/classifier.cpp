@@ -47,6 +47,9 @@ void TransformerClassifierOptions::validate() const {
         fmt::format("wide_feature_scale needs a wide part (wide_buckets {}) and two classes (num_classes {})",
                     wide_buckets, num_classes));
   }
+  if (wide_negation_factor && wide_buckets == 0) {
+    throw std::invalid_argument("wide_negation_factor needs a wide part (wide_buckets 0)");
+  }
   if (padding_idx < 0 || static_cast<std::size_t>(padding_idx) >= vocab_size) {
     throw std::invalid_argument(
         fmt::format("padding_idx {} is outside the vocabulary of {} tokens", padding_idx, vocab_size));
@@ -100,8 +103,9 @@ TransformerClassifier<T>::TransformerClassifier(const TransformerClassifierOptio
   encoder = this->register_module("encoder", make_classifier_encoder<T>(o, gen, dropout_gen_));
   classifier = this->register_module("classifier", std::make_shared<nn::Linear<T>>(o.d_model, o.num_classes, gen));
   if (o.wide_buckets > 0) {
-    wide = this->register_module("wide", std::make_shared<nn::HashedNgramBag<T>>(o.wide_buckets, o.num_classes,
-                                                                                 o.wide_max_n, o.wide_feature_scale));
+    wide = this->register_module("wide",
+                                 std::make_shared<nn::HashedNgramBag<T>>(o.wide_buckets, o.num_classes, o.wide_max_n,
+                                                                         o.wide_feature_scale, o.wide_negation_factor));
     wide_weight = this->register_buffer("wide_weight", Tensor<T>::ones({1}));
   }
 }

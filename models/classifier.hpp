@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 #include <xtensor/xarray.hpp>
@@ -62,6 +63,9 @@ struct TransformerClassifierOptions {
   /// "wide.scale"), to be set from the training documents' naive-Bayes log-count ratios
   /// (nn::NgramLogCountRatio); two classes only.
   bool wide_feature_scale = false;
+  /// The initial value of the wide part's learned negation factor (nn::HashedNgramBag's, the parameter
+  /// "wide.negation_factor"), none when empty; it acts once the program sets the bag's negation scope.
+  std::optional<double> wide_negation_factor;
 
   /// Throws std::invalid_argument naming the offending field and value.
   void validate() const;

@@ -223,6 +223,16 @@ TEST_CASE("TransformerClassifier with a wide n-gram part: logits add up, gradche
   plain.eval();
   CHECK(plain.forward(kIds, kPad).data() == parts.encoder.data());
   CHECK_FALSE(plain.forward_parts(kIds, kPad).wide.defined());
+  // The wide part's negation factor is a parameter of the model ("wide.negation_factor").
+  auto factor_options = o;
+  factor_options.wide_negation_factor = -1.0;
+  TransformerClassifier<double> with_factor(factor_options, gen);
+  CHECK(with_factor.state_dict().at("wide.negation_factor").shape() == Shape{1});
+  CHECK(with_factor.wide->negation_factor.data()(0) == -1.0);
+  CHECK(with_factor.parameters().size() == model.parameters().size() + 1);
+  plain_options.wide_negation_factor = -1.0;
+  CHECK_THROWS_WITH(TransformerClassifier<double>(plain_options, gen),
+                    Catch::Contains("wide_negation_factor needs a wide part"));
   o.wide_buckets = 1;
   CHECK_THROWS_WITH(TransformerClassifier<double>(o, gen),
                     Catch::Contains("wide_buckets must be 0 (none) or at least 2"));
