@@ -100,6 +100,11 @@ void add_training_flags(CLI::App& app, Config& c) {
                  "linear model (\"not ... bad\" is not \"bad\")")
       ->capture_default_str();
   model
+      ->add_option("--wide-negation-factor", c.wide_negation_factor,
+                   "with --wide-negation, a negated word also counts as itself times a factor learned from this "
+                   "start (-1: reversed, so that words seldom negated in training are reversed too; 0 = none)")
+      ->capture_default_str();
+  model
       ->add_option("--wide-loss", c.wide_loss,
                    "separate|joint: one loss per part (encoder and linear model), or one on the summed logits")
       ->capture_default_str();

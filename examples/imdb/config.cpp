@@ -95,6 +95,9 @@ std::optional<std::string> validate(const Config& c) {
     return fmt::format("--wide-buckets {} needs {:.1f} GB for its table, more than half of this machine's {:.1f} GB",
                        c.wide_buckets, wide_bytes / 1e9, examples::physical_memory_bytes() / 1e9);
   }
+  if (!(c.wide_negation_factor >= -10.0 && c.wide_negation_factor <= 10.0)) {
+    return fmt::format("--wide-negation-factor {} is outside [-10, 10]", c.wide_negation_factor);
+  }
   if (c.wide_max_n < 1 || c.wide_max_n > lim::kNgramMax) {
     return fmt::format("--wide-max-n {} is outside [1, {}]", c.wide_max_n, lim::kNgramMax);
   }
@@ -198,6 +201,7 @@ nlohmann::json to_json(const Config& c) {
       {"wide-loss", c.wide_loss},
       {"wide-nb", c.wide_nb},
       {"wide-negation", c.wide_negation},
+      {"wide-negation-factor", c.wide_negation_factor},
       {"optimizer", c.optimizer},
       {"lr", c.lr},
       {"warmup", c.warmup},
@@ -250,6 +254,8 @@ Config config_from_json(const nlohmann::json& json) {
   examples::read_setting(json, "wide-nb", c.wide_nb);
   c.wide_negation = false;  // a run saved before the setting existed marked no negation
   examples::read_setting(json, "wide-negation", c.wide_negation);
+  c.wide_negation_factor = 0.0;  // likewise
+  examples::read_setting(json, "wide-negation-factor", c.wide_negation_factor);
   examples::read_setting(json, "optimizer", c.optimizer);
   examples::read_setting(json, "lr", c.lr);
   examples::read_setting(json, "warmup", c.warmup);
@@ -292,6 +298,8 @@ tapegrad::models::TransformerClassifierOptions model_options(const Config& c, st
   o.wide_buckets = static_cast<std::size_t>(c.wide_buckets);
   o.wide_max_n = static_cast<std::size_t>(c.wide_max_n);
   o.wide_feature_scale = c.wide_nb && c.wide_buckets > 0;  // without a wide part there is nothing to scale
+  if (c.wide_negation_factor != 0.0 && c.wide_negation && c.wide_buckets > 0)  // else it would act on nothing
+    o.wide_negation_factor = c.wide_negation_factor;
   o.num_classes = 2;
   o.padding_idx = tapegrad::datasets::Vocabulary::pad_id;
   return o;

@@ -64,6 +64,10 @@ struct Config {
   // datasets' English word lists); no effect without one. A run saved before this setting existed has
   // it off.
   bool wide_negation = true;
+  // The initial value of a learned factor with which a word in a negation's scope also counts as its
+  // plain self in the wide part (nn::HashedNgramBag's negation_factor); 0 = none. Needs wide_negation.
+  // None in a run saved before it existed.
+  double wide_negation_factor = -1.0;
 
   // Optimization.
   std::string optimizer = "adamw";  // adam | adamw | sgd

@@ -59,6 +59,23 @@ std::vector<NgramContribution> ngram_contributions(const tapegrad::models::Trans
       out.push_back(std::move(c));
     }
   }
+  if (bag.negation_factor.defined()) {
+    // Each negated word also counts as its plain self times the learned factor (once per word).
+    const double factor = static_cast<double>(bag.negation_factor.data()(0));
+    std::set<std::int64_t> plain_seen;
+    for (std::size_t k = 0; k < ids.size(); ++k) {
+      if (marked.data()[k] >= 0) continue;
+      const std::int64_t plain = ~marked.data()[k];
+      const std::int64_t bucket = tapegrad::nn::ngram_bucket(&plain, 1, bag.num_buckets);
+      if (!plain_seen.insert(bucket).second) continue;
+      const auto b = static_cast<std::size_t>(bucket);
+      const double scale = bag.scale.defined() ? static_cast<double>(bag.scale.data()(b, 0)) : 1.0;
+      NgramContribution c;
+      c.text = fmt::format("{} x {:.2f} (negated)", tokens[k], factor);
+      c.margin = wide_weight * factor * scale * (static_cast<double>(w(b, 1)) - static_cast<double>(w(b, 0)));
+      out.push_back(std::move(c));
+    }
+  }
   std::stable_sort(out.begin(), out.end(), [](const NgramContribution& a, const NgramContribution& b) {
     return std::abs(a.margin) > std::abs(b.margin);
   });

@@ -310,6 +310,11 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
           fmt::format("valid loss {:.4f} acc {:.2f}% (weighted {:.2f} x encoder + {:.2f} x n-grams; {})", valid.loss,
                       100.0 * weights->accuracy, weights->encoder, weights->wide, parts_alone(valid));
     }
+    if (model->wide && model->wide->negation_factor.defined()) {
+      const double factor = static_cast<double>(model->wide->negation_factor.data()(0));
+      e.metrics["negation_factor"] = factor;
+      e.summary += fmt::format("; negation factor {:.3f}", factor);
+    }
     e.stopped = valid.stopped;
     return e;
   };

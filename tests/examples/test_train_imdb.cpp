@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <sstream>
@@ -631,6 +632,7 @@ TEST_CASE("train_imdb config.json round-trips every setting", "[imdb]") {
   c.crop_min = 3;
   c.crop_max = 9;
   c.wide_negation = false;
+  c.wide_negation_factor = -0.5;
   c.clause_negation = 0.5;
   c.polarity_margin = 0.8;
   CHECK(imdb::to_json(imdb::config_from_json(imdb::to_json(c))) == imdb::to_json(c));
@@ -646,6 +648,17 @@ TEST_CASE("train_imdb config.json round-trips every setting", "[imdb]") {
   CHECK(imdb::Config{}.wide_negation);
   CHECK_FALSE(imdb::config_from_json({{"d-model", 32}}).wide_negation);
   CHECK(imdb::config_from_json({{"wide-negation", true}}).wide_negation);
+  // Likewise the negation factor, which exists only where it acts: a wide part that marks negations.
+  CHECK(imdb::config_from_json({{"d-model", 32}}).wide_negation_factor == 0.0);
+  CHECK(imdb::model_options(imdb::Config{}, 100).wide_negation_factor == -1.0);
+  c = imdb::Config{};
+  c.wide_negation = false;
+  CHECK_FALSE(imdb::model_options(c, 100).wide_negation_factor.has_value());
+  c = imdb::Config{};
+  c.wide_negation_factor = 0.0;
+  CHECK_FALSE(imdb::model_options(c, 100).wide_negation_factor.has_value());
+  c.wide_negation_factor = std::numeric_limits<double>::infinity();
+  CHECK(imdb::validate(c).value_or("").find("--wide-negation-factor inf is outside [-10, 10]") != std::string::npos);
   // Likewise a run saved before --clause-negation rewrote no clauses.
   CHECK(imdb::config_from_json({{"d-model", 32}}).clause_negation == 0.0);
   CHECK_THROWS_WITH(imdb::config_from_json({{"d-model", "wide"}}),
@@ -737,8 +750,13 @@ TEST_CASE("explain and report: pages of a tiny run, with every text escaped", "[
     xt::xarray<std::int64_t> row = xt::xarray<std::int64_t>::from_shape({std::size_t{1}, e.ids.size()});
     std::copy(e.ids.begin(), e.ids.end(), row.begin());
     const tapegrad::BoolArray none = xt::zeros<bool>(row.shape());
-    const auto buckets = tapegrad::nn::document_ngram_buckets(run.model->wide->negation.mark(row, none), none, 97, 3);
-    CHECK(e.ngrams.size() == static_cast<std::size_t>(xt::sum(xt::not_equal(buckets, 0))()));
+    const auto marked = run.model->wide->negation.mark(row, none);
+    const auto buckets = tapegrad::nn::document_ngram_buckets(marked, none, 97, 3);
+    // and each negated word once more, as itself times the negation factor (on by default)
+    REQUIRE(run.model->wide->negation_factor.defined());
+    const auto negated_words = tapegrad::nn::negated_word_buckets(marked, none, 97);
+    CHECK(e.ngrams.size() ==
+          static_cast<std::size_t>(xt::sum(xt::not_equal(buckets, 0))() + xt::sum(xt::not_equal(negated_words, 0))()));
   }
   for (std::size_t i = 1; i < e.ngrams.size(); ++i)
     CHECK(std::abs(e.ngrams[i - 1].margin) >= std::abs(e.ngrams[i].margin));
@@ -756,6 +774,13 @@ TEST_CASE("explain and report: pages of a tiny run, with every text escaped", "[
   CHECK(std::any_of(negated.ngrams.begin(), negated.ngrams.end(),
                     [&](const auto& c) { return c.text == negator + " NOT_bad"; }));
   CHECK(std::none_of(negated.ngrams.begin(), negated.ngrams.end(), [](const auto& c) { return c.text == "NOT_good"; }));
+  const std::string bad_negated =
+      fmt::format("bad x {:.2f} (negated)", static_cast<double>(run.model->wide->negation_factor.data()(0)));
+  CHECK(std::count_if(negated.ngrams.begin(), negated.ngrams.end(),
+                      [&](const auto& c) { return c.text == bad_negated; }) == 1);
+  double negated_shares = 0.0;
+  for (const auto& c : negated.ngrams) negated_shares += c.margin;
+  CHECK(negated_shares == Approx(negated.ngram_margin).margin(1e-4));
   // Exactly the page's own three scripts (error handler, data, drawing) end.
   std::size_t script_ends = 0;
   for (std::size_t at = page.find("</script>"); at != std::string::npos; at = page.find("</script>", at + 1))
