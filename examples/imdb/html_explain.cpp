@@ -269,8 +269,9 @@ std::string explain_html(const Explanation& e, const std::string& review, const 
     ngram_section = fmt::format(
         R"HTML(<h2>The two parts</h2>
 <p class="note" id="parts">The logits are the sum of two parts. As margins logit[positive] &minus; logit[negative],
-before the temperature: the encoder {enc:+.3f}, the n-gram part {ngram:+.3f} (its {count} distinct words, bigrams and
-trigrams; a word after a negation, up to the next punctuation mark or "but", counts as NOT_word). The n-gram part is
+before the temperature: the encoder {enc:+.3f}, the n-gram part {ngram:+.3f} (its {count} features: the distinct words,
+bigrams and trigrams; a word after a negation, up to the next punctuation mark or "but", counts as NOT_word, and with a
+learned negation factor once more as "word x factor (negated)"). The n-gram part is
 linear, so each n-gram's share below is exact; the saliency and attention further down explain the encoder.</p>
 <div class="views"><table id="ngrams-up"><thead><tr><th>n-grams for positive</th><th>margin</th></tr></thead><tbody>{up}</tbody></table>
 <table id="ngrams-down"><thead><tr><th>n-grams for negative</th><th>margin</th></tr></thead><tbody>{down}</tbody></table></div>
