@@ -66,6 +66,10 @@ struct TransformerClassifierOptions {
   /// The initial value of the wide part's learned negation factor (nn::HashedNgramBag's, the parameter
   /// "wide.negation_factor"), none when empty; it acts once the program sets the bag's negation scope.
   std::optional<double> wide_negation_factor;
+  /// The wide part's weight in the sum depends on the input's length n in real tokens, a + b ln n (n
+  /// clamped to a range), rather than being one number: a bag of n-grams sums evidence over the whole
+  /// input and grows more confident with its length than a mean-pooled encoder does. See wide_weight.
+  bool wide_weight_by_length = false;
 
   /// Throws std::invalid_argument naming the offending field and value.
   void validate() const;
@@ -93,12 +97,14 @@ struct ClassifierTrace {
 
 /// The two parts of a classifier's logits, [B, num_classes] each: the encoder's head, and the wide
 /// n-gram model (undefined when the classifier has none). The prediction is encoder + wide_weight *
-/// wide (total()); a training program may also give each part a loss of its own.
+/// wide, row by row (total()); a training program may also give each part a loss of its own.
 template <typename T>
 struct ClassifierLogits {
   Tensor<T> encoder;
   Tensor<T> wide;
-  T wide_weight = T(1);  ///< the classifier's wide_weight buffer when the logits were computed
+  /// [B]: each row's weight of the wide part when the logits were computed (the classifier's
+  /// wide_weight_at its length); empty without a wide part.
+  xt::xarray<T> wide_weight;
   /// encoder + wide_weight * wide, or encoder alone without a wide part.
   Tensor<T> total() const;
 };
@@ -127,6 +133,15 @@ class TransformerClassifier : public nn::Module<T, TransformerClassifier<T>> {
   ClassifierLogits<T> forward_parts(const xt::xarray<std::int64_t>& ids, const BoolArray& padding_mask,
                                     ClassifierTrace<T>* trace = nullptr) const;
 
+  /// The wide part's weight in the sum for an input of `length` real tokens (a length of 0 counts as
+  /// 1); 1 for a classifier without a wide part.
+  T wide_weight_at(std::size_t length) const;
+  /// Sets wide_weight: the weight a + b ln(clamp(n, shortest, longest)) for an input of n real tokens,
+  /// or a alone (b = 0) for a classifier without wide_weight_by_length. Throws std::invalid_argument
+  /// for a classifier without a wide part, b != 0 without wide_weight_by_length, a non-finite value,
+  /// shortest < 1 or longest < shortest.
+  void set_wide_weight(double a, double b = 0.0, double shortest = 1.0, double longest = 1.0);
+
   std::string name() const override { return "TransformerClassifier"; }
   /// The generator all dropout masks are drawn from (saved in training checkpoints).
   const std::shared_ptr<Generator>& dropout_generator() const { return dropout_gen_; }
@@ -142,8 +157,9 @@ class TransformerClassifier : public nn::Module<T, TransformerClassifier<T>> {
   std::shared_ptr<nn::TransformerEncoder<T>> encoder;
   std::shared_ptr<nn::Linear<T>> classifier;
   std::shared_ptr<nn::HashedNgramBag<T>> wide;  ///< set when options.wide_buckets > 0
-  /// [1], a persistent buffer beside `wide` (1 at first): the wide part's weight in the sum, which a
-  /// program may fit on held-out data after training (train::fit_logit_weights), as it fits a temperature.
+  /// A persistent buffer beside `wide`: the wide part's weight in the sum, which a program may fit on
+  /// held-out data after training (train::fit_logit_weights), as it fits a temperature. [1] = (a), 1 at
+  /// first; with wide_weight_by_length [4] = (a, b, shortest, longest), (1, 0, 1, 1) at first.
   Tensor<T> wide_weight;
 
  private:

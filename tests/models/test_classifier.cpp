@@ -233,6 +233,39 @@ TEST_CASE("TransformerClassifier with a wide n-gram part: logits add up, gradche
   plain_options.wide_negation_factor = -1.0;
   CHECK_THROWS_WITH(TransformerClassifier<double>(plain_options, gen),
                     Catch::Contains("wide_negation_factor needs a wide part"));
+  // By length: wide_weight [4] = (a, b, shortest, longest), each row weighted a + b ln(clamped length).
+  auto length_options = o;
+  length_options.wide_weight_by_length = true;
+  TransformerClassifier<double> by_length(length_options, gen);
+  CHECK(by_length.state_dict().at("wide_weight").shape() == Shape{4});
+  CHECK(by_length.wide_weight_at(7) == 1.0);  // (1, 0, 1, 1) at first: the plain sum
+  by_length.wide->weight.mutable_data() = model.wide->weight.data();
+  by_length.set_wide_weight(2.0, -0.25, 2.0, 3.0);
+  CHECK(by_length.wide_weight_at(1) == Approx(2.0 - 0.25 * std::log(2.0)));
+  CHECK(by_length.wide_weight_at(0) == Approx(2.0 - 0.25 * std::log(2.0)));
+  CHECK(by_length.wide_weight_at(9) == Approx(2.0 - 0.25 * std::log(3.0)));
+  by_length.eval();
+  const auto rows = by_length.forward_parts(kIds, kPad);
+  for (std::size_t b = 0; b < kIds.shape(0); ++b) {
+    std::size_t real = 0;
+    for (std::size_t t = 0; t < kIds.shape(1); ++t) real += kPad(b, t) ? 0 : 1;
+    CHECK(rows.wide_weight(b) == Approx(by_length.wide_weight_at(real)));
+    for (std::size_t c = 0; c < 2; ++c) {
+      CHECK(rows.total().data()(b, c) ==
+            Approx(rows.encoder.data()(b, c) + rows.wide_weight(b) * rows.wide.data()(b, c)));
+    }
+  }
+  CHECK(rows.wide_weight(0) != rows.wide_weight(1));  // the fixture's rows differ in length
+  CHECK_THROWS_WITH(by_length.set_wide_weight(1.0, 0.0, 5.0, 4.0), Catch::Contains("1 <= shortest 5 <= longest 4"));
+  CHECK_THROWS_WITH(model.set_wide_weight(1.0, 0.5), Catch::Contains("b 0.5 needs a classifier built with"));
+  model.set_wide_weight(0.5);
+  CHECK(model.wide_weight_at(100) == 0.5);
+  model.set_wide_weight(1.0);
+  CHECK_THROWS_WITH(plain.set_wide_weight(1.0), Catch::Contains("has no wide part"));
+  plain_options.wide_negation_factor.reset();
+  plain_options.wide_weight_by_length = true;
+  CHECK_THROWS_WITH(TransformerClassifier<double>(plain_options, gen),
+                    Catch::Contains("wide_weight_by_length needs a wide part"));
   o.wide_buckets = 1;
   CHECK_THROWS_WITH(TransformerClassifier<double>(o, gen),
                     Catch::Contains("wide_buckets must be 0 (none) or at least 2"));
