@@ -105,6 +105,11 @@ void add_training_flags(CLI::App& app, Config& c) {
                    "start (-1: reversed, so that words seldom negated in training are reversed too; 0 = none)")
       ->capture_default_str();
   model
+      ->add_flag("--wide-weight-by-length,!--no-wide-weight-by-length", c.wide_weight_by_length,
+                 "fit the linear model's weight in the mixture as a + b ln(review length) rather than one number "
+                 "(its confidence grows with the length faster than the encoder's)")
+      ->capture_default_str();
+  model
       ->add_option("--wide-loss", c.wide_loss,
                    "separate|joint: one loss per part (encoder and linear model), or one on the summed logits")
       ->capture_default_str();
@@ -293,9 +298,9 @@ int evaluate_command(const EvaluateArgs& a, std::ostream& out, std::ostream& err
   out << fmt::format("{}: accuracy {:.2f}% ({}/{}), loss {:.4f} ({:.1f} s)\n", a.split, 100.0 * r.accuracy, r.correct,
                      r.count, r.loss, r.seconds);
   if (r.encoder_accuracy && r.wide_accuracy) {
-    out << fmt::format("{}: the parts alone: encoder {:.2f}%, n-grams {:.2f}% (weighted {:.3f} x n-grams in the sum)\n",
+    out << fmt::format("{}: the parts alone: encoder {:.2f}%, n-grams {:.2f}% (weighted {} x n-grams in the sum)\n",
                        a.split, 100.0 * *r.encoder_accuracy, 100.0 * *r.wide_accuracy,
-                       run.model->wide_weight.data()(0));
+                       describe_wide_weight(*run.model));
   }
   const Calibration c = calibration_of(r, run.temperature);
   out << fmt::format("{}: expected calibration error {:.2f}% with the temperature, {} ({:.2f}% without)\n", a.split,

@@ -202,6 +202,7 @@ nlohmann::json to_json(const Config& c) {
       {"wide-nb", c.wide_nb},
       {"wide-negation", c.wide_negation},
       {"wide-negation-factor", c.wide_negation_factor},
+      {"wide-weight-by-length", c.wide_weight_by_length},
       {"optimizer", c.optimizer},
       {"lr", c.lr},
       {"warmup", c.warmup},
@@ -256,6 +257,8 @@ Config config_from_json(const nlohmann::json& json) {
   examples::read_setting(json, "wide-negation", c.wide_negation);
   c.wide_negation_factor = 0.0;  // likewise
   examples::read_setting(json, "wide-negation-factor", c.wide_negation_factor);
+  c.wide_weight_by_length = false;  // likewise
+  examples::read_setting(json, "wide-weight-by-length", c.wide_weight_by_length);
   examples::read_setting(json, "optimizer", c.optimizer);
   examples::read_setting(json, "lr", c.lr);
   examples::read_setting(json, "warmup", c.warmup);
@@ -300,6 +303,7 @@ tapegrad::models::TransformerClassifierOptions model_options(const Config& c, st
   o.wide_feature_scale = c.wide_nb && c.wide_buckets > 0;  // without a wide part there is nothing to scale
   if (c.wide_negation_factor != 0.0 && c.wide_negation && c.wide_buckets > 0)  // else it would act on nothing
     o.wide_negation_factor = c.wide_negation_factor;
+  o.wide_weight_by_length = c.wide_weight_by_length && c.wide_buckets > 0;
   o.num_classes = 2;
   o.padding_idx = tapegrad::datasets::Vocabulary::pad_id;
   return o;

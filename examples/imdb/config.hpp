@@ -68,6 +68,10 @@ struct Config {
   // plain self in the wide part (nn::HashedNgramBag's negation_factor); 0 = none. Needs wide_negation.
   // None in a run saved before it existed.
   double wide_negation_factor = -1.0;
+  // The wide part's weight in the mixture depends on the review's length (a + b ln n, fitted on
+  // validation with the encoder's weight): the n-gram part's confidence grows with length faster than
+  // the encoder's. Off in a run saved before it existed (one weight).
+  bool wide_weight_by_length = true;
 
   // Optimization.
   std::string optimizer = "adamw";  // adam | adamw | sgd

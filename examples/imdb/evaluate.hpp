@@ -35,13 +35,24 @@ struct EvalResult {
   std::vector<std::size_t> lengths;
 };
 
-// With a wide part: the weights (encoder, wide) of the two parts' logits that fit the labels best
-// (train::fit_logit_weights) and the accuracy of that mixture; nothing without a wide part.
+// With a wide part: the weights of the two parts' logits that fit the labels best
+// (train::fit_logit_weights), encoder x encoder logits + wide_at(n) x wide logits for a review of n
+// tokens, and the accuracy of that mixture; nothing without a wide part. With by_length the wide
+// part's weight is wide + wide_slope ln n (n clamped to the lengths fitted on), as the classifier's
+// wide_weight_by_length computes it; a slope that would make it negative somewhere in that range falls
+// back to one weight.
 struct PartWeights {
   double encoder = 1.0, wide = 1.0;
+  double wide_slope = 0.0;
+  double shortest = 1.0, longest = 1.0;  // the review lengths fitted on
   double accuracy = 0.0;
+  double wide_at(std::size_t length) const;
 };
-std::optional<PartWeights> fit_part_weights(const EvalResult& result);
+std::optional<PartWeights> fit_part_weights(const EvalResult& result, bool by_length = false);
+// "0.193 x encoder + 1.106 x n-grams", or with a slope "0.137 x encoder + (4.206 - 0.542 ln n) x n-grams".
+std::string describe(const PartWeights& weights);
+// The model's weight of its n-gram part: "5.728", or "(30.7 - 3.96 ln n, n in [11, 1024])".
+std::string describe_wide_weight(const Model& model);
 
 // Runs the model in eval mode without recording a tape, in batches of batch_size sorted by length (the
 // scores do not depend on the order or the padding), and restores its training mode afterwards.

@@ -40,7 +40,7 @@ std::vector<NgramContribution> ngram_contributions(const tapegrad::models::Trans
   std::copy(ids.begin(), ids.end(), row.begin());
   const auto marked = bag.negation.mark(row, tapegrad::BoolArray(xt::zeros<bool>(row.shape())));
   const auto& w = bag.weight.data();
-  const double wide_weight = static_cast<double>(model.wide_weight.data()(0));
+  const double wide_weight = static_cast<double>(model.wide_weight_at(ids.size()));
   std::vector<NgramContribution> out;
   std::set<std::int64_t> seen;
   for (std::size_t n = 1; n <= bag.max_n; ++n) {
@@ -112,7 +112,7 @@ Explanation explain_ids(tapegrad::models::TransformerClassifier<T>& model, const
     e.has_ngram_part = true;
     e.encoder_margin =
         static_cast<double>(parts.encoder.data()(0, 1)) - static_cast<double>(parts.encoder.data()(0, 0));
-    e.ngram_margin = static_cast<double>(parts.wide_weight) *
+    e.ngram_margin = static_cast<double>(parts.wide_weight(0)) *
                      (static_cast<double>(parts.wide.data()(0, 1)) - static_cast<double>(parts.wide.data()(0, 0)));
   }
   e.ids = ids;

@@ -300,15 +300,14 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
     e.score = valid.accuracy;  // NaN without validation reviews: every epoch's model is then kept
     e.metrics = {{"valid_loss", valid.loss}, {"valid_acc", valid.accuracy}};
     e.summary = fmt::format("valid loss {:.4f} acc {:.2f}%", valid.loss, 100.0 * valid.accuracy);
-    if (const auto weights = fit_part_weights(valid)) {
+    if (const auto weights = fit_part_weights(valid, model->options.wide_weight_by_length)) {
       // The model is judged as it will predict: with its parts weighted as fitted after training.
       e.score = weights->accuracy;
       e.metrics["valid_acc_sum"] = valid.accuracy;
       e.metrics["valid_acc"] = weights->accuracy;
       put_part_accuracies(e.metrics, "valid_acc", valid);
-      e.summary =
-          fmt::format("valid loss {:.4f} acc {:.2f}% (weighted {:.2f} x encoder + {:.2f} x n-grams; {})", valid.loss,
-                      100.0 * weights->accuracy, weights->encoder, weights->wide, parts_alone(valid));
+      e.summary = fmt::format("valid loss {:.4f} acc {:.2f}% (weighted {}; {})", valid.loss, 100.0 * weights->accuracy,
+                              describe(*weights), parts_alone(valid));
     }
     if (model->wide && model->wide->negation_factor.defined()) {
       const double factor = static_cast<double>(model->wide->negation_factor.data()(0));
@@ -381,17 +380,20 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
   if (data.valid.size() > 0) {
     const EvalResult valid = evaluate(*model, data.valid, batch_size, tr::interrupt_requested);
     if (!valid.stopped) {
-      // With a wide part, the weights of the two parts (a, b) that fit the validation reviews best:
-      // logits a * encoder + b * wide = (encoder + (b / a) * wide) / (1 / a), the wide weight and the
-      // temperature. Weights that are not both positive (a part that hurts) keep the plain sum.
-      const auto weights = fit_part_weights(valid);
+      // With a wide part, the weights of the two parts (a, b(n)) that fit the validation reviews best:
+      // logits a * encoder + b(n) * wide = (encoder + (b(n) / a) * wide) / (1 / a), the wide weight and
+      // the temperature. Weights that are not both positive (a part that hurts) keep the plain sum.
+      const auto weights = fit_part_weights(valid, model->options.wide_weight_by_length);
       xt::xarray<double> logits = valid.logits;
-      if (weights && weights->encoder > 0 && weights->wide > 0) {
-        const double wide_weight = weights->wide / weights->encoder;
-        model->wide_weight.mutable_data()(0) = static_cast<float>(wide_weight);
-        logits = valid.encoder_logits + wide_weight * valid.wide_logits;  // what the model now computes
-        progress.message(fmt::format("the parts' weights fitted on validation: encoder {:.3f}, n-grams {:.3f}",
-                                     weights->encoder, weights->wide));
+      if (weights && weights->encoder > 0 && weights->wide_at(static_cast<std::size_t>(weights->shortest)) > 0 &&
+          weights->wide_at(static_cast<std::size_t>(weights->longest)) > 0) {
+        model->set_wide_weight(weights->wide / weights->encoder, weights->wide_slope / weights->encoder,
+                               weights->shortest, weights->longest);
+        for (std::size_t i = 0; i < valid.count; ++i) {  // what the model now computes
+          const double w = static_cast<double>(model->wide_weight_at(valid.lengths[i]));
+          for (std::size_t c = 0; c < 2; ++c) logits(i, c) = valid.encoder_logits(i, c) + w * valid.wide_logits(i, c);
+        }
+        progress.message("the parts' weights fitted on validation: " + describe(*weights));
       }
       temperature = tr::fit_length_temperature(logits, valid.labels, valid.lengths);
       progress.message("the temperature fitted on validation: " + describe(temperature));

@@ -453,14 +453,20 @@ TEST_CASE("train_imdb --wide-buckets --wide-nb: NB-scaled n-gram part, weights f
   for (std::size_t b = 0; b < 101; ++b) CHECK(run.model->wide->scale.data()(b, 0) == Approx(ratio(b)).epsilon(1e-6));
   CHECK(xt::amax(xt::abs(run.model->wide->weight.data()))() > 1e-4);
 
-  // The parts' weights (a, b) fitted on the validation reviews are in the model as wide_weight = b / a,
-  // and the temperature is fitted to the sum encoder + (b / a) * wide that the model then computes.
+  // The parts' weights (a, b(n) = b0 + b1 ln n, the default --wide-weight-by-length) fitted on the
+  // validation reviews are in the model as wide_weight = (b0 / a, b1 / a, shortest, longest), and the
+  // temperature is fitted to the sum encoder + (b(n) / a) * wide that the model then computes.
   const imdb::EvalResult valid = imdb::evaluate(*run.model, splits.valid, 2);
-  const auto weights = imdb::fit_part_weights(valid);
+  const auto weights = imdb::fit_part_weights(valid, true);
   REQUIRE(weights);
   REQUIRE(weights->encoder > 0);
   REQUIRE(weights->wide > 0);
-  CHECK(run.model->wide_weight.data()(0) == Approx(weights->wide / weights->encoder).epsilon(1e-4));
+  const auto& stored = run.model->wide_weight.data();
+  REQUIRE(stored.size() == 4);
+  CHECK(stored(0) == Approx(weights->wide / weights->encoder).epsilon(1e-4));
+  CHECK(stored(1) == Approx(weights->wide_slope / weights->encoder).epsilon(1e-4).margin(1e-6));
+  CHECK(stored(2) == *std::min_element(valid.lengths.begin(), valid.lengths.end()));
+  CHECK(stored(3) == *std::max_element(valid.lengths.begin(), valid.lengths.end()));
   // (The tiny validation set is nearly separable, where the NLL is flat and the fit stops early: compare
   // the NLL, not the coefficients.)
   const auto fitted = tapegrad::train::fit_length_temperature(valid.logits, valid.labels, valid.lengths);
@@ -473,8 +479,9 @@ TEST_CASE("train_imdb --wide-buckets --wide-nb: NB-scaled n-gram part, weights f
   CHECK(valid_nll(run.temperature) == Approx(valid_nll(fitted)).margin(1e-3));
   for (std::size_t i = 0; i < valid.count; ++i) {
     const double total = valid.logits(i, 1) - valid.logits(i, 0);
-    const double parts = valid.encoder_logits(i, 1) - valid.encoder_logits(i, 0) +
-                         run.model->wide_weight.data()(0) * (valid.wide_logits(i, 1) - valid.wide_logits(i, 0));
+    const double parts =
+        valid.encoder_logits(i, 1) - valid.encoder_logits(i, 0) +
+        run.model->wide_weight_at(valid.lengths[i]) * (valid.wide_logits(i, 1) - valid.wide_logits(i, 0));
     CHECK(total == Approx(parts).margin(1e-4));
   }
   // Each validation line reports both parts alone.
@@ -633,6 +640,7 @@ TEST_CASE("train_imdb config.json round-trips every setting", "[imdb]") {
   c.crop_max = 9;
   c.wide_negation = false;
   c.wide_negation_factor = -0.5;
+  c.wide_weight_by_length = false;
   c.clause_negation = 0.5;
   c.polarity_margin = 0.8;
   CHECK(imdb::to_json(imdb::config_from_json(imdb::to_json(c))) == imdb::to_json(c));
@@ -650,6 +658,8 @@ TEST_CASE("train_imdb config.json round-trips every setting", "[imdb]") {
   CHECK(imdb::config_from_json({{"wide-negation", true}}).wide_negation);
   // Likewise the negation factor, which exists only where it acts: a wide part that marks negations.
   CHECK(imdb::config_from_json({{"d-model", 32}}).wide_negation_factor == 0.0);
+  CHECK_FALSE(imdb::config_from_json({{"d-model", 32}}).wide_weight_by_length);
+  CHECK(imdb::model_options(imdb::Config{}, 100).wide_weight_by_length);
   CHECK(imdb::model_options(imdb::Config{}, 100).wide_negation_factor == -1.0);
   c = imdb::Config{};
   c.wide_negation = false;
@@ -845,4 +855,45 @@ TEST_CASE("html helpers: escaping, JSON inside a script, float32 tables in base6
   CHECK(imdb::html::float32_base64({0.1, 3.0}) == "zczMPQAAQEA=");
   CHECK(imdb::html::float32_base64({}).empty());
   CHECK(imdb::html::round_significant(0.000123456, 3) == 0.000123);
+}
+
+TEST_CASE("fit_part_weights: one weight per part, or the n-gram part's weight by length", "[imdb]") {
+  // Synthetic validation reviews: the encoder's margin is worth the same at every length, the n-gram
+  // part's margin grows with ln n faster than its evidence, so its right weight falls with the length.
+  imdb::EvalResult r;
+  tapegrad::Generator gen(21);
+  const std::size_t n = 4000;
+  r.count = n;
+  r.encoder_logits = xt::zeros<double>({n, std::size_t{2}});
+  r.wide_logits = xt::zeros<double>({n, std::size_t{2}});
+  r.encoder_accuracy = r.wide_accuracy = 0.5;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t length = 10 + (i * 37) % 990;
+    const double signal = gen.normal(), e = signal + gen.normal(), w = signal + 0.5 * gen.normal();
+    const double scale = std::log(static_cast<double>(length));  // the n-gram part: overconfident when long
+    const double truth = 0.8 * e + 2.0 * w;
+    r.labels.push_back(gen.uniform() < 1.0 / (1.0 + std::exp(-truth)) ? 1 : 0);
+    r.lengths.push_back(length);
+    r.encoder_logits(i, 1) = e;
+    r.wide_logits(i, 1) = w * scale;
+  }
+  const auto one = imdb::fit_part_weights(r);
+  REQUIRE(one);
+  CHECK(one->wide_slope == 0.0);
+  const auto by_length = imdb::fit_part_weights(r, true);
+  REQUIRE(by_length);
+  CHECK(by_length->shortest == 10.0);
+  CHECK(by_length->longest == 999.0);
+  CHECK(by_length->wide_slope < 0.0);  // the weight falls with the length
+  // The weight at each length is about 2 / ln n, the truth: checked at three lengths.
+  for (std::size_t length : {20, 100, 500})
+    CHECK(by_length->wide_at(length) == Approx(2.0 / std::log(static_cast<double>(length))).epsilon(0.25));
+  CHECK(by_length->wide_at(1) == by_length->wide_at(10));  // clamped to the lengths fitted on
+  CHECK(by_length->accuracy >= one->accuracy);
+  CHECK(imdb::describe(*by_length).find(" ln n) x n-grams") != std::string::npos);
+  CHECK(imdb::describe(*one).find(" ln n") == std::string::npos);
+  // Without a wide part there is nothing to weigh.
+  imdb::EvalResult alone = r;
+  alone.encoder_accuracy.reset();
+  CHECK_FALSE(imdb::fit_part_weights(alone, true));
 }
