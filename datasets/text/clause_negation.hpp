@@ -47,8 +47,12 @@ class ClauseNegation {
   /// polarity_margin in size, its clause holds no negation word (is_negator), and the piece kept (up
   /// to 5 tokens before the copula, up to 6 after the polar word, within the clause, and a closing
   /// ".", "!" or "?") holds no other polar word of either sign. With probability 1/2 the piece stays
-  /// as written and keeps the label; otherwise "not" (one time in four "never") goes after the copula,
-  /// or before "be" and "been" ("would not be", "has not been"), and the label flips. A row without such a copula, or
+  /// as written and keeps the label; otherwise it is negated and the label flips: one time in four
+  /// its subject, where the clause has one and the vocabulary the words ("the acting was superb" -> "no
+  /// acting was superb" or "none of the acting was superb", "the" or "this" one to three plain words
+  /// before the copula; "it was superb" -> "nothing about it was superb"), else its verb: "not" (or, one
+  /// time in four of all negations, "never") goes after the copula, or before "be" and "been" ("would
+  /// not be", "has not been"). A row without such a copula, or
   /// whose text would not fit the row, is left alone. Draws come from a Generator seeded with (seed, step), a fixed
   /// number per row. Returns the number of rows rewritten. Throws std::invalid_argument for shapes that are not [B, L]
   /// with labels [B].
@@ -62,7 +66,8 @@ class ClauseNegation {
   enum class Role : std::uint8_t { other, copula_after, copula_before, modifier, negator, clause_end, sentence_end };
   std::vector<Role> roles_;       // per id
   std::vector<double> polarity_;  // per id
-  std::int64_t not_id_ = 0, never_id_ = 0;
+  std::int64_t not_id_ = 0, never_id_ = 0, the_id_ = 0, this_id_ = 0, it_id_ = 0;
+  std::vector<std::int64_t> no_, none_of_the_, nothing_about_;  // empty when the vocabulary lacks a word
   ClauseNegationOptions options_;
 };
 

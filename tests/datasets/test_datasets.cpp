@@ -1026,6 +1026,55 @@ TEST_CASE("clause negation: a polar clause as written or negated with its label 
                     "labels [2] must be [B]");
 }
 
+TEST_CASE("clause negation: the subject negated, where the clause has one and the vocabulary the words", "[datasets]") {
+  const Strings texts = {"the acting was superb .", "it was awful !", "and this lead actor is superb", "i was superb",
+                         "the words no none of nothing about not never"};
+  const auto v = Vocabulary::build(texts, 100);
+  std::vector<double> polarity(v.size(), 0.1);
+  polarity[static_cast<std::size_t>(v.id("superb"))] = 2.0;
+  polarity[static_cast<std::size_t>(v.id("awful"))] = -2.0;
+  const ClauseNegation negation(v, polarity, {1.0, 1.0});
+  auto [ids, pad] = rows_of(v, {texts[0], texts[1], texts[2], texts[3]}, 12);
+  const xt::xarray<std::int64_t> labels = {1, 0, 1, 1};
+  std::map<std::pair<std::string, std::int64_t>, int> seen[4];
+  for (std::uint64_t step = 0; step < 400; ++step) {
+    auto i = ids;
+    auto p = pad;
+    auto l = labels;
+    CHECK(negation.apply(i, p, l, Vocabulary::pad_id, 7, step) == 4);
+    for (std::size_t r = 0; r < 4; ++r) ++seen[r][{row_text(v, i, p, r), l(r)}];
+  }
+  using Key = std::pair<std::string, std::int64_t>;
+  const auto keys = [](const std::map<Key, int>& s) {
+    std::set<Key> out;
+    for (const auto& kv : s) out.insert(kv.first);
+    return out;
+  };
+  CHECK(keys(seen[0]) == std::set<Key>{{"the acting was superb .", 1},
+                                       {"the acting was not superb .", 0},
+                                       {"the acting was never superb .", 0},
+                                       {"no acting was superb .", 0},
+                                       {"none of the acting was superb .", 0}});
+  // About a quarter of the negations negate the subject, split between "no" and "none of the".
+  const int subject = seen[0][{"no acting was superb .", 0}] + seen[0][{"none of the acting was superb .", 0}];
+  CHECK(subject > 25);
+  CHECK(subject < 75);
+  CHECK(seen[0][{"no acting was superb .", 0}] > 5);
+  CHECK(seen[0][{"none of the acting was superb .", 0}] > 5);
+  CHECK(keys(seen[1]) == std::set<Key>{{"it was awful !", 0},
+                                       {"it was not awful !", 1},
+                                       {"it was never awful !", 1},
+                                       {"nothing about it was awful !", 1}});
+  // "this" three words before the copula; the words before the clause's piece stay.
+  CHECK(keys(seen[2]) == std::set<Key>{{"and this lead actor is superb", 1},
+                                       {"and this lead actor is not superb", 0},
+                                       {"and this lead actor is never superb", 0},
+                                       {"and no lead actor is superb", 0},
+                                       {"and none of the lead actor is superb", 0}});
+  // No subject to negate: the verb only.
+  CHECK(keys(seen[3]) == std::set<Key>{{"i was superb", 1}, {"i was not superb", 0}, {"i was never superb", 0}});
+}
+
 // ---- the real data ----
 
 TEST_CASE("the real IMDb archive reads whole and fast", "[datasets]") {
