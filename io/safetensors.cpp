@@ -54,13 +54,10 @@ bool parse_dtype(const std::string& name, Dtype& out) {
 
 constexpr const char* kMetadataKey = "__metadata__";
 
-// A tensor's bytes as they go to disk.
+// A tensor's bytes as they go to disk, under its name.
 struct RawEntry {
   std::string name;
-  Dtype dtype;
-  Shape shape;
-  const void* bytes;
-  std::size_t nbytes;
+  TensorView view;
 };
 
 [[noreturn]] void fail(const std::string& path, const std::string& problem) {
@@ -96,7 +93,7 @@ void write_file(const std::string& path, std::vector<RawEntry> entries, const Me
     }
   }
   std::stable_sort(entries.begin(), entries.end(), [](const RawEntry& a, const RawEntry& b) {
-    const std::size_t sa = dtype_size(a.dtype), sb = dtype_size(b.dtype);
+    const std::size_t sa = dtype_size(a.view.dtype), sb = dtype_size(b.view.dtype);
     return sa != sb ? sa > sb : a.name < b.name;
   });
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
@@ -106,9 +103,10 @@ void write_file(const std::string& path, std::vector<RawEntry> entries, const Me
   }
   std::size_t offset = 0;
   for (const auto& e : entries) {
-    header[e.name] = {
-        {"dtype", dtype_name(e.dtype)}, {"shape", e.shape}, {"data_offsets", {offset, offset + e.nbytes}}};
-    offset += e.nbytes;
+    header[e.name] = {{"dtype", dtype_name(e.view.dtype)},
+                      {"shape", e.view.shape},
+                      {"data_offsets", {offset, offset + e.view.nbytes}}};
+    offset += e.view.nbytes;
   }
   std::string json;
   try {
@@ -122,13 +120,8 @@ void write_file(const std::string& path, std::vector<RawEntry> entries, const Me
   std::memcpy(bytes.data(), &n, 8);
   bytes += json;
   std::vector<std::string_view> parts = {bytes};
-  for (const auto& e : entries) parts.emplace_back(static_cast<const char*>(e.bytes), e.nbytes);
+  for (const auto& e : entries) parts.emplace_back(static_cast<const char*>(e.view.data), e.view.nbytes);
   write_file_atomically(path, parts);
-}
-
-template <typename V>
-RawEntry raw_entry(const std::string& name, const xt::xarray<V>& a) {
-  return RawEntry{name, dtype_of<V>(), shape_of(a), a.data(), a.size() * sizeof(V)};
 }
 
 }  // namespace
@@ -282,6 +275,11 @@ const File::Entry& File::entry(const std::string& name) const {
 }
 
 Dtype File::dtype(const std::string& name) const { return entry(name).dtype; }
+
+TensorView File::view(const std::string& name) const {
+  const Entry& e = entry(name);
+  return TensorView{e.dtype, e.shape, data_.data() + e.begin, e.end - e.begin};
+}
 Shape File::shape(const std::string& name) const { return entry(name).shape; }
 
 template <typename V>
@@ -307,13 +305,26 @@ template xt::xarray<std::int64_t> File::get<std::int64_t>(const std::string&) co
 template xt::xarray<std::uint64_t> File::get<std::uint64_t>(const std::string&) const;
 template xt::xarray<bool> File::get<bool>(const std::string&) const;
 
-void save_file(const std::string& path, const std::map<std::string, Array>& tensors, const Metadata& metadata) {
+std::map<std::string, TensorView> views_of(const std::map<std::string, Array>& tensors) {
+  std::map<std::string, TensorView> out;
+  for (const auto& [name, array] : tensors) out[name] = std::visit([](const auto& a) { return view_of(a); }, array);
+  return out;
+}
+
+void save_file(const std::string& path, const std::map<std::string, TensorView>& tensors, const Metadata& metadata) {
   std::vector<RawEntry> entries;
-  for (const auto& kv : tensors) {  // not a structured binding: C++17 lambdas cannot capture one
-    const std::string& name = kv.first;
-    entries.push_back(std::visit([&name](const auto& a) { return raw_entry(name, a); }, kv.second));
+  for (const auto& [name, view] : tensors) {
+    if (view.nbytes != numel(view.shape) * dtype_size(view.dtype)) {
+      throw std::invalid_argument(fmt::format("{}: tensor {} has {} bytes for {} {} values", path, quoted(name),
+                                              view.nbytes, numel(view.shape), dtype_name(view.dtype)));
+    }
+    entries.push_back(RawEntry{name, view});
   }
   write_file(path, std::move(entries), metadata);
+}
+
+void save_file(const std::string& path, const std::map<std::string, Array>& tensors, const Metadata& metadata) {
+  save_file(path, views_of(tensors), metadata);
 }
 
 template <typename T>
@@ -321,7 +332,7 @@ void save_state_dict(const std::string& path, const StateDict<T>& state, const M
   std::vector<RawEntry> entries;
   for (const auto& [name, tensor] : state) {
     if (!tensor.defined()) throw std::invalid_argument(fmt::format("{}: tensor \"{}\" is undefined", path, name));
-    entries.push_back(raw_entry(name, tensor.data()));
+    entries.push_back(RawEntry{name, view_of(tensor.data())});
   }
   write_file(path, std::move(entries), metadata);
 }

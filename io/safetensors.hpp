@@ -55,6 +55,22 @@ using Array = std::variant<xt::xarray<float>, xt::xarray<double>, xt::xarray<std
 /// The file's optional "__metadata__": string keys to string values.
 using Metadata = std::map<std::string, std::string>;
 
+/// A tensor's values where they already are, not owned: its dtype, shape and little-endian bytes (a
+/// BOOL byte is 0 or 1). A view of an xarray or of a File's bytes; what it views must outlive it.
+struct TensorView {
+  Dtype dtype;
+  Shape shape;
+  const void* data;
+  std::size_t nbytes;
+};
+/// A view of a's values (V float, double, std::int64_t, std::uint64_t or bool).
+template <typename V>
+TensorView view_of(const xt::xarray<V>& a) {
+  return TensorView{dtype_of<V>(), Shape(a.shape().begin(), a.shape().end()), a.data(), a.size() * sizeof(V)};
+}
+/// Views of every tensor of a map, under the same names.
+std::map<std::string, TensorView> views_of(const std::map<std::string, Array>& tensors);
+
 /// A loaded and validated file; the tensor bytes are held in memory.
 class File {
  public:
@@ -72,6 +88,9 @@ class File {
   /// than the stored one throws std::runtime_error naming the tensor and both dtypes.
   template <typename V>
   xt::xarray<V> get(const std::string& name) const;
+  /// The tensor's bytes in the file, not copied: valid as long as this File. Throws std::runtime_error
+  /// naming the file and the tensor if there is no such tensor.
+  TensorView view(const std::string& name) const;
   const Metadata& metadata() const { return metadata_; }
 
  private:
@@ -92,6 +111,9 @@ class File {
 /// for a tensor named "__metadata__" and std::runtime_error naming the path if writing fails; the
 /// previous file at path, if any, is then untouched.
 void save_file(const std::string& path, const std::map<std::string, Array>& tensors, const Metadata& metadata = {});
+/// The same from views, without copying the values (a checkpoint's model and optimizer state).
+void save_file(const std::string& path, const std::map<std::string, TensorView>& tensors,
+               const Metadata& metadata = {});
 
 /// A state_dict saved as F32 (float) or F64 (double) tensors under its own names, without copying.
 template <typename T>

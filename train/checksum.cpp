@@ -4,8 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
-#include <type_traits>
-#include <variant>
+#include <cstring>
 
 #include "tapegrad/io/fnv1a.hpp"
 
@@ -14,24 +13,21 @@ namespace tapegrad::train {
 using io::Fnv1a;
 
 // The checksum of tensors (by name, in the map's order) and of the metadata other than the checksum.
-std::string checksum(const std::map<std::string, io::safetensors::Array>& tensors,
+// The same bytes as when it hashed copies of the values: files written before views keep their sums.
+std::string checksum(const std::map<std::string, io::safetensors::TensorView>& tensors,
                      const io::safetensors::Metadata& metadata) {
   Fnv1a h;
-  for (const auto& [name, value] : tensors) {
-    std::visit(
-        [&h, &name = name](const auto& a) {
-          using V = typename std::decay_t<decltype(a)>::value_type;
-          h.text(name);
-          h.text(io::safetensors::dtype_name(io::safetensors::dtype_of<V>()));
-          h.u64(a.dimension());
-          for (auto d : a.shape()) h.u64(d);
-          if constexpr (std::is_same_v<V, bool>) {
-            for (bool b : a) h.u64(b ? 1 : 0);  // a bool's object bytes are not guaranteed to be 0 / 1
-          } else {
-            h.bytes(a.data(), a.size() * sizeof(V));
-          }
-        },
-        value);
+  for (const auto& [name, view] : tensors) {
+    h.text(name);
+    h.text(io::safetensors::dtype_name(view.dtype));
+    h.u64(view.shape.size());
+    for (auto d : view.shape) h.u64(d);
+    if (view.dtype == io::safetensors::Dtype::BOOL) {
+      const auto* bytes = static_cast<const unsigned char*>(view.data);
+      for (std::size_t i = 0; i < view.nbytes; ++i) h.u64(bytes[i] != 0 ? 1 : 0);  // as 0 / 1 whatever the byte
+    } else {
+      h.bytes(view.data, view.nbytes);
+    }
   }
   for (const auto& [key, value] : metadata) {
     if (key == kChecksumKey) continue;
@@ -41,37 +37,26 @@ std::string checksum(const std::map<std::string, io::safetensors::Array>& tensor
   return h.hex();
 }
 
-// Every tensor of the file as loaded, for the checksum; a dtype a checkpoint never holds is a problem.
-std::map<std::string, io::safetensors::Array> read_all(const io::safetensors::File& file,
-                                                       std::vector<std::string>& problems) {
+// Every tensor of the file, viewed, for the checksum; a dtype a checkpoint never holds is a problem.
+std::map<std::string, io::safetensors::TensorView> views_of(const io::safetensors::File& file,
+                                                            std::vector<std::string>& problems) {
   using io::safetensors::Dtype;
-  std::map<std::string, io::safetensors::Array> out;
+  std::map<std::string, io::safetensors::TensorView> out;
   for (const auto& name : file.names()) {
-    switch (file.dtype(name)) {
-      case Dtype::F32:
-        out[name] = file.get<float>(name);
-        break;
-      case Dtype::F64:
-        out[name] = file.get<double>(name);
-        break;
-      case Dtype::I64:
-        out[name] = file.get<std::int64_t>(name);
-        break;
-      case Dtype::U64:
-        out[name] = file.get<std::uint64_t>(name);
-        break;
-      case Dtype::BOOL:
-        out[name] = file.get<bool>(name);
-        break;
-      default:
-        problems.push_back(fmt::format("\"{}\" is {}, a dtype no checkpoint holds", name,
-                                       io::safetensors::dtype_name(file.dtype(name))));
+    const Dtype dtype = file.dtype(name);
+    if (dtype == Dtype::F32 || dtype == Dtype::F64 || dtype == Dtype::I64 || dtype == Dtype::U64 ||
+        dtype == Dtype::BOOL) {
+      out[name] = file.view(name);
+    } else {
+      problems.push_back(
+          fmt::format("\"{}\" is {}, a dtype no checkpoint holds", name, io::safetensors::dtype_name(dtype)));
     }
   }
   return out;
 }
 
-void check_checksum(const io::safetensors::File& file, const std::map<std::string, io::safetensors::Array>& tensors,
+void check_checksum(const io::safetensors::File& file,
+                    const std::map<std::string, io::safetensors::TensorView>& tensors,
                     std::vector<std::string>& problems) {
   const auto stored = file.metadata().find(kChecksumKey);
   if (stored == file.metadata().end()) {
@@ -83,23 +68,32 @@ void check_checksum(const io::safetensors::File& file, const std::map<std::strin
   }
 }
 
-void check_finite(const std::map<std::string, io::safetensors::Array>& tensors, const std::string& prefix,
+namespace {
+template <typename V>
+std::size_t non_finite(const io::safetensors::TensorView& view) {
+  // memcpy per value: a File's bytes need not be aligned for V.
+  std::size_t bad = 0;
+  const auto* bytes = static_cast<const char*>(view.data);
+  for (std::size_t i = 0; i < view.nbytes / sizeof(V); ++i) {
+    V v;
+    std::memcpy(&v, bytes + i * sizeof(V), sizeof(V));
+    bad += std::isfinite(v) ? 0 : 1;
+  }
+  return bad;
+}
+}  // namespace
+
+void check_finite(const std::map<std::string, io::safetensors::TensorView>& tensors, const std::string& prefix,
                   std::vector<std::string>& problems) {
-  for (const auto& [name, value] : tensors) {
+  using io::safetensors::Dtype;
+  for (const auto& [name, view] : tensors) {
     if (name.compare(0, prefix.size(), prefix) != 0) continue;
-    std::visit(
-        [&problems, &name = name](const auto& a) {
-          using V = typename std::decay_t<decltype(a)>::value_type;
-          if constexpr (std::is_floating_point_v<V>) {
-            std::size_t bad = 0;
-            for (const V v : a) bad += std::isfinite(v) ? 0 : 1;
-            if (bad > 0) {
-              problems.push_back(
-                  fmt::format("\"{}\" holds {} non-finite value(s) (NaN or infinity) of {}", name, bad, a.size()));
-            }
-          }
-        },
-        value);
+    if (view.dtype != Dtype::F32 && view.dtype != Dtype::F64) continue;
+    const std::size_t count = view.nbytes / io::safetensors::dtype_size(view.dtype);
+    const std::size_t bad = view.dtype == Dtype::F32 ? non_finite<float>(view) : non_finite<double>(view);
+    if (bad > 0) {
+      problems.push_back(fmt::format("\"{}\" holds {} non-finite value(s) (NaN or infinity) of {}", name, bad, count));
+    }
   }
 }
 

@@ -16,22 +16,24 @@ namespace tapegrad::train {
 /// The metadata key that holds the checksum; reserved, a caller's metadata may not use it.
 inline constexpr const char* kChecksumKey = "tapegrad.checksum";
 
-/// The checksum (16 hex digits) of tensors and of every metadata entry but kChecksumKey.
-std::string checksum(const std::map<std::string, io::safetensors::Array>& tensors,
+/// The checksum (16 hex digits) of tensors (viewed where they are, io::safetensors::view_of or
+/// File::view: nothing is copied) and of every metadata entry but kChecksumKey.
+std::string checksum(const std::map<std::string, io::safetensors::TensorView>& tensors,
                      const io::safetensors::Metadata& metadata);
 
-/// Every tensor of file as loaded; a tensor of a dtype no run file holds (other than F32, F64, I64,
-/// U64, BOOL) adds a problem instead.
-std::map<std::string, io::safetensors::Array> read_all(const io::safetensors::File& file,
-                                                       std::vector<std::string>& problems);
+/// Every tensor of file, viewed in its bytes; a tensor of a dtype no run file holds (other than F32,
+/// F64, I64, U64, BOOL) adds a problem instead.
+std::map<std::string, io::safetensors::TensorView> views_of(const io::safetensors::File& file,
+                                                            std::vector<std::string>& problems);
 
 /// Adds a problem if file's metadata has no checksum or one that does not match tensors.
-void check_checksum(const io::safetensors::File& file, const std::map<std::string, io::safetensors::Array>& tensors,
+void check_checksum(const io::safetensors::File& file,
+                    const std::map<std::string, io::safetensors::TensorView>& tensors,
                     std::vector<std::string>& problems);
 
 /// Adds a problem naming each F32/F64 tensor of tensors whose name starts with prefix and that holds a
 /// NaN or an infinity (a diverged run's weights, which would predict garbage without a word).
-void check_finite(const std::map<std::string, io::safetensors::Array>& tensors, const std::string& prefix,
+void check_finite(const std::map<std::string, io::safetensors::TensorView>& tensors, const std::string& prefix,
                   std::vector<std::string>& problems);
 
 }  // namespace tapegrad::train

@@ -17,12 +17,12 @@ void save_model(const std::filesystem::path& path, const StateDict<T>& state,
     throw std::invalid_argument(
         fmt::format("{}: metadata key \"{}\" is reserved for the model file's checksum", path.string(), kChecksumKey));
   }
-  std::map<std::string, io::safetensors::Array> tensors;
+  std::map<std::string, io::safetensors::TensorView> tensors;  // views: nothing is copied to save
   for (const auto& [name, tensor] : state) {
     if (!tensor.defined()) {
       throw std::invalid_argument(fmt::format("{}: model tensor \"{}\" is undefined", path.string(), name));
     }
-    tensors[name] = tensor.data();
+    tensors[name] = io::safetensors::view_of(tensor.data());
   }
   // load_model refuses non-finite values: such a file must not replace a good one.
   std::vector<std::string> problems;
@@ -45,7 +45,7 @@ template <typename T>
 io::safetensors::Metadata load_model(const std::filesystem::path& path, StateDict<T>& state) {
   const io::safetensors::File file(path.string());
   std::vector<std::string> problems;
-  const auto tensors = read_all(file, problems);
+  const auto tensors = views_of(file, problems);
   check_checksum(file, tensors, problems);
   auto mismatches = io::safetensors::detail::state_dict_problems(file, state, true, "");
   problems.insert(problems.end(), mismatches.begin(), mismatches.end());  // non-finite values among them

@@ -121,6 +121,33 @@ TEST_CASE("safetensors round trip for every writable dtype, 0-d and empty tensor
   CHECK(read_bytes(path).find("__metadata__") == std::string::npos);
 }
 
+TEST_CASE("safetensors from views: the same bytes as from copies, and File::view reads them in place", "[io]") {
+  TempDir dir;
+  const auto copies = dir.file("copies.safetensors"), views = dir.file("views.safetensors");
+  const auto tensors = check_tensors();
+  const st::Metadata metadata{{"note", "views"}};
+  st::save_file(copies, tensors, metadata);
+  st::save_file(views, st::views_of(tensors), metadata);
+  CHECK(read_bytes(views) == read_bytes(copies));
+  const st::File f(views);
+  for (const auto& name : f.names()) {
+    const st::TensorView v = f.view(name);
+    const st::TensorView original = st::views_of(tensors).at(name);
+    CHECK(v.dtype == original.dtype);
+    CHECK(v.shape == original.shape);
+    REQUIRE(v.nbytes == original.nbytes);
+    CHECK(std::memcmp(v.data, original.data, v.nbytes) == 0);
+  }
+  CHECK_THROWS_WITH(f.view("nope"), Catch::Contains("no tensor named \"nope\""));
+  // A view whose byte count does not match its shape is refused, naming it.
+  const xt::xarray<float> three = {1.0F, 2.0F, 3.0F};
+  st::TensorView short_view = st::view_of(three);
+  short_view.nbytes = 8;
+  CHECK_THROWS_WITH(st::save_file(views, std::map<std::string, st::TensorView>{{"w", short_view}}),
+                    Catch::Contains("tensor \"w\" has 8 bytes for 3 F32 values"));
+  CHECK(read_bytes(views) == read_bytes(copies));  // the previous file is untouched
+}
+
 TEST_CASE("our files parse with the reference reader of the fixture script", "[io]") {
   if (!fs::exists("/usr/bin/python3")) {
     WARN("/usr/bin/python3 is missing: cannot run the reference reader");

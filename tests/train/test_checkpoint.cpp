@@ -14,8 +14,10 @@
 
 #include "tapegrad/autograd/ops.hpp"
 #include "tapegrad/models/classifier.hpp"
+#include "tapegrad/nn/linear.hpp"
 #include "tapegrad/optim/optim.hpp"
 #include "tapegrad/train/checkpoint.hpp"
+#include "tapegrad/train/checksum.hpp"
 #include "tests/helpers.hpp"
 
 using namespace tapegrad;
@@ -230,6 +232,28 @@ TEST_CASE("a checkpoint carries extra state such as an ExponentialMovingAverage,
   }
   CHECK_THAT(message, Catch::Contains("shadow.0"));
   CHECK(Snapshot(c) == before);
+}
+
+TEST_CASE("a checkpoint written before saving from views still verifies and loads", "[io]") {
+  // The fuzz corpus's seed (commit 3e8546f), written when the checksum hashed copies of the tensors:
+  // a Linear(3, 2) from Generator(7) after one Adam step on a fixed batch, at step 1.
+  const fs::path seed = fs::path(TAPEGRAD_TEST_DATA_DIR) / "../fuzz/corpus/checkpoint/linear_adam.safetensors";
+  REQUIRE(fs::exists(seed));
+  Generator gen(7);
+  nn::Linear<float> model(3, 2, gen);
+  optim::Adam<float> optimizer(model.parameters());
+  sum(model.forward(Tensor<float>::from_vector({1, 2, 3, 4, 5, 6}, {2, 3}))).backward();
+  optimizer.step();
+  const auto expected = model.weight.data();
+  model.weight.mutable_data().fill(0.0F);
+  CHECK(train::load_checkpoint(seed.string(), model, optimizer) == 1);
+  CHECK(model.weight.data() == expected);
+  // And the same state saved today gives the same checksum.
+  TempDir dir;
+  const auto again = dir.file("again.safetensors");
+  train::save_checkpoint(again, model, optimizer, 1, {{"note", "seed"}});
+  CHECK(st::File(again).metadata().at(train::kChecksumKey) ==
+        st::File(seed.string()).metadata().at(train::kChecksumKey));
 }
 
 TEST_CASE("a truncated or corrupted checkpoint is refused with a clear error and changes nothing", "[io]") {

@@ -305,7 +305,7 @@ TEST_CASE("save_model / load_model: a model file that checks itself, without an 
   // ... and load_model refuses them even with a valid checksum (a file written by other means).
   std::map<std::string, st::Array> tensors;
   for (const auto& [name, tensor] : diverged.state_dict()) tensors[name] = tensor.data();
-  st::save_file(path.string(), tensors, {{train::kChecksumKey, train::checksum(tensors, {})}});
+  st::save_file(path.string(), tensors, {{train::kChecksumKey, train::checksum(st::views_of(tensors), {})}});
   const std::string nan_message = refused(read_bytes(path));
   CHECK_THAT(nan_message, Catch::Contains("1 problem(s)") && Catch::Contains("\"fc2.bias\" holds nan at flat index 1"));
 
@@ -539,7 +539,7 @@ TEST_CASE("Trainer: the model file and checkpoint record the run's config and ow
   for (const std::string& bad : {std::string(100'000, '[') + std::string(100'000, ']'), std::string("[1]")}) {
     const st::File file(run.checkpoint().string());
     std::vector<std::string> problems;
-    const auto tensors = train::read_all(file, problems);
+    const auto tensors = train::views_of(file, problems);
     st::Metadata metadata = file.metadata();
     metadata.erase(train::kChecksumKey);
     metadata["trainer.best_metrics"] = bad;
