@@ -24,6 +24,7 @@
 #include "tapegrad/train/interrupt.hpp"
 #include "tapegrad/train/metrics.hpp"
 #include "tests/examples/cli_harness.hpp"
+#include "tests/examples/tiny_runs.hpp"
 #include "tests/helpers.hpp"
 
 namespace fs = std::filesystem;
@@ -41,34 +42,9 @@ CliResult run_in_process(std::vector<std::string> args, const std::string& input
 // A tiny model: 6 steps of 8 numbers, validation after steps 3 and 6.
 std::vector<std::string> tiny_args(const fs::path& out, const std::string& steps = "6",
                                    const std::string& eval_every = "3") {
-  return {"--d-model",
-          "16",
-          "--nhead",
-          "2",
-          "--num-encoder-layers",
-          "1",
-          "--num-decoder-layers",
-          "1",
-          "--dim-feedforward",
-          "32",
-          "--batch-size",
-          "8",
-          "--steps",
-          steps,
-          "--warmup",
-          "2",
-          "--eval-every",
-          eval_every,
-          "--log-every",
-          "1",
-          "--valid-size",
-          "20",
-          "--test-size",
-          "10",
-          "--threads",
-          "1",
-          "--out",
-          out.string()};
+  auto args = tapegrad::testing::translate_tiny_args(steps, eval_every);
+  args.insert(args.end(), {"--log-every", "1", "--out", out.string()});
+  return args;
 }
 
 translate::Config tiny_config(const fs::path& out) {
