@@ -136,7 +136,7 @@ TEST_CASE("safetensors from views: the same bytes as from copies, and File::view
     CHECK(v.dtype == original.dtype);
     CHECK(v.shape == original.shape);
     REQUIRE(v.nbytes == original.nbytes);
-    CHECK(std::memcmp(v.data, original.data, v.nbytes) == 0);
+    if (v.nbytes > 0) CHECK(std::memcmp(v.data, original.data, v.nbytes) == 0);  // "empty" has no bytes
   }
   CHECK_THROWS_WITH(f.view("nope"), Catch::Contains("no tensor named \"nope\""));
   // A view whose byte count does not match its shape is refused, naming it.
