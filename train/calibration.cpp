@@ -239,6 +239,19 @@ LengthTemperature LengthTemperature::parse(const std::string& text) {
   return t;
 }
 
+xt::xarray<double> times_log_length(const xt::xarray<double>& logits, const std::vector<std::size_t>& lengths) {
+  if (logits.dimension() != 2 || logits.shape(0) != lengths.size()) {
+    throw std::invalid_argument(
+        fmt::format("times_log_length: logits must be [N, C] for N = {} lengths", lengths.size()));
+  }
+  xt::xarray<double> scaled = logits;
+  for (std::size_t i = 0; i < lengths.size(); ++i) {
+    const double ln_n = std::log(static_cast<double>(std::max<std::size_t>(lengths[i], 1)));
+    for (std::size_t j = 0; j < logits.shape(1); ++j) scaled(i, j) *= ln_n;
+  }
+  return scaled;
+}
+
 LengthTemperature fit_length_temperature(const xt::xarray<double>& logits, const std::vector<std::int64_t>& labels,
                                          const std::vector<std::size_t>& lengths) {
   check("fit_length_temperature", logits, labels);
@@ -248,16 +261,10 @@ LengthTemperature fit_length_temperature(const xt::xarray<double>& logits, const
   }
   LengthTemperature t;
   if (labels.empty()) return t;
-  xt::xarray<double> scaled = logits;
-  const std::size_t c = logits.shape(1);
-  t.shortest = t.longest = static_cast<double>(std::max<std::size_t>(lengths[0], 1));
-  for (std::size_t i = 0; i < lengths.size(); ++i) {
-    const double n = static_cast<double>(std::max<std::size_t>(lengths[i], 1));
-    t.shortest = std::min(t.shortest, n);
-    t.longest = std::max(t.longest, n);
-    for (std::size_t j = 0; j < c; ++j) scaled(i, j) *= std::log(n);
-  }
-  const auto w = fit_logit_weights({logits, scaled}, labels);
+  const auto [shortest, longest] = std::minmax_element(lengths.begin(), lengths.end());
+  t.shortest = static_cast<double>(std::max<std::size_t>(*shortest, 1));
+  t.longest = static_cast<double>(std::max<std::size_t>(*longest, 1));
+  const auto w = fit_logit_weights({logits, times_log_length(logits, lengths)}, labels);
   t.a = w[0];
   t.b = w[1];
   if (!t.problem().empty()) {

@@ -54,6 +54,10 @@ struct LengthTemperature {
   static LengthTemperature parse(const std::string& text);
 };
 
+/// logits [N, C] times ln n row by row, n = lengths[i] (at least 1): what b multiplies in a fit of a + b
+/// ln n by fit_logit_weights. Throws std::invalid_argument for a lengths size other than N.
+xt::xarray<double> times_log_length(const xt::xarray<double>& logits, const std::vector<std::size_t>& lengths);
+
 /// The (a, b) that minimize the mean negative log-likelihood of softmax(logits * s(n)) on (logits [N,
 /// C], labels, lengths [N]), fitted by fit_logit_weights over the parts {logits, logits * ln n}, with
 /// shortest and longest the extreme lengths given. Falls back to the plain fit_temperature when s(n)

@@ -117,38 +117,32 @@ EvalResult evaluate(Model& model, const ds::EncodedDataset& data, std::size_t ba
   return result;
 }
 
-double PartWeights::wide_at(std::size_t length) const {
-  const double n = std::clamp(static_cast<double>(std::max<std::size_t>(length, 1)), shortest, longest);
-  return wide + wide_slope * std::log(n);
-}
-
 std::optional<PartWeights> fit_part_weights(const EvalResult& result, bool by_length) {
   if (!result.encoder_accuracy || result.count == 0) return std::nullopt;
   PartWeights fitted;
   const auto w = tapegrad::train::fit_logit_weights({result.encoder_logits, result.wide_logits}, result.labels);
   fitted.encoder = w[0];
-  fitted.wide = w[1];
+  fitted.wide.a = w[1];
   if (by_length) {
-    const auto [shortest, longest] = std::minmax_element(result.lengths.begin(), result.lengths.end());
-    PartWeights sloped;
-    sloped.shortest = static_cast<double>(std::max<std::size_t>(*shortest, 1));
-    sloped.longest = static_cast<double>(std::max<std::size_t>(*longest, 1));
-    xt::xarray<double> wide_by_length = result.wide_logits;
-    for (std::size_t i = 0; i < result.count; ++i) {
-      const double ln_n = std::log(std::clamp(static_cast<double>(result.lengths[i]), sloped.shortest, sloped.longest));
-      for (std::size_t c = 0; c < wide_by_length.shape(1); ++c) wide_by_length(i, c) *= ln_n;
-    }
+    // n ranges over the lengths fitted on, so no clamping is needed here.
     const auto s =
-        tapegrad::train::fit_logit_weights({result.encoder_logits, result.wide_logits, wide_by_length}, result.labels);
-    sloped.encoder = s[0];
-    sloped.wide = s[1];
-    sloped.wide_slope = s[2];
-    if (sloped.wide_at(*shortest) > 0 && sloped.wide_at(*longest) > 0) fitted = sloped;
+        tapegrad::train::fit_logit_weights({result.encoder_logits, result.wide_logits,
+                                            tapegrad::train::times_log_length(result.wide_logits, result.lengths)},
+                                           result.labels);
+    const auto [shortest, longest] = std::minmax_element(result.lengths.begin(), result.lengths.end());
+    const tapegrad::train::LengthTemperature sloped{s[1], s[2],
+                                                    static_cast<double>(std::max<std::size_t>(*shortest, 1)),
+                                                    static_cast<double>(std::max<std::size_t>(*longest, 1))};
+    if (sloped.problem().empty()) {
+      fitted.encoder = s[0];
+      fitted.wide = sloped;
+    }
   }
   std::size_t correct = 0;
   for (std::size_t i = 0; i < result.count; ++i) {
-    const double margin = fitted.encoder * (result.encoder_logits(i, 1) - result.encoder_logits(i, 0)) +
-                          fitted.wide_at(result.lengths[i]) * (result.wide_logits(i, 1) - result.wide_logits(i, 0));
+    const double margin =
+        fitted.encoder * (result.encoder_logits(i, 1) - result.encoder_logits(i, 0)) +
+        fitted.wide.inverse(result.lengths[i]) * (result.wide_logits(i, 1) - result.wide_logits(i, 0));
     correct += (margin > 0 ? 1 : 0) == result.labels[i] ? 1 : 0;
   }
   fitted.accuracy = static_cast<double>(correct) / static_cast<double>(result.count);
@@ -156,10 +150,9 @@ std::optional<PartWeights> fit_part_weights(const EvalResult& result, bool by_le
 }
 
 std::string describe(const PartWeights& weights) {
-  if (weights.wide_slope == 0.0)
-    return fmt::format("{:.3f} x encoder + {:.3f} x n-grams", weights.encoder, weights.wide);
-  return fmt::format("{:.3f} x encoder + ({:.3f} {} {:.3f} ln n) x n-grams", weights.encoder, weights.wide,
-                     weights.wide_slope < 0 ? '-' : '+', std::abs(weights.wide_slope));
+  if (weights.wide.b == 0.0) return fmt::format("{:.3f} x encoder + {:.3f} x n-grams", weights.encoder, weights.wide.a);
+  return fmt::format("{:.3f} x encoder + ({:.3f} {} {:.3f} ln n) x n-grams", weights.encoder, weights.wide.a,
+                     weights.wide.b < 0 ? '-' : '+', std::abs(weights.wide.b));
 }
 
 std::string describe_wide_weight(const Model& model) {

@@ -36,17 +36,15 @@ struct EvalResult {
 };
 
 // With a wide part: the weights of the two parts' logits that fit the labels best
-// (train::fit_logit_weights), encoder x encoder logits + wide_at(n) x wide logits for a review of n
-// tokens, and the accuracy of that mixture; nothing without a wide part. With by_length the wide
-// part's weight is wide + wide_slope ln n (n clamped to the lengths fitted on), as the classifier's
-// wide_weight_by_length computes it; a slope that would make it negative somewhere in that range falls
-// back to one weight.
+// (train::fit_logit_weights), encoder x encoder logits + wide.inverse(n) x wide logits for a review of
+// n tokens, and the accuracy of that mixture; nothing without a wide part. The wide part's weight is
+// its own inverse temperature: one number (b = 0), or with by_length a + b ln n (n clamped to the
+// lengths fitted on), as the classifier's wide_weight_by_length computes it; a fit by length that is not
+// positive over those lengths (LengthTemperature::problem) falls back to one number.
 struct PartWeights {
-  double encoder = 1.0, wide = 1.0;
-  double wide_slope = 0.0;
-  double shortest = 1.0, longest = 1.0;  // the review lengths fitted on
+  double encoder = 1.0;
+  tapegrad::train::LengthTemperature wide;
   double accuracy = 0.0;
-  double wide_at(std::size_t length) const;
 };
 std::optional<PartWeights> fit_part_weights(const EvalResult& result, bool by_length = false);
 // "0.193 x encoder + 1.106 x n-grams", or with a slope "0.137 x encoder + (4.206 - 0.542 ln n) x n-grams".

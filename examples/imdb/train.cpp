@@ -385,10 +385,9 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
       // the temperature. Weights that are not both positive (a part that hurts) keep the plain sum.
       const auto weights = fit_part_weights(valid, model->options.wide_weight_by_length);
       xt::xarray<double> logits = valid.logits;
-      if (weights && weights->encoder > 0 && weights->wide_at(static_cast<std::size_t>(weights->shortest)) > 0 &&
-          weights->wide_at(static_cast<std::size_t>(weights->longest)) > 0) {
-        model->set_wide_weight(weights->wide / weights->encoder, weights->wide_slope / weights->encoder,
-                               weights->shortest, weights->longest);
+      if (weights && weights->encoder > 0 && weights->wide.problem().empty()) {
+        model->set_wide_weight(weights->wide.a / weights->encoder, weights->wide.b / weights->encoder,
+                               weights->wide.shortest, weights->wide.longest);
         for (std::size_t i = 0; i < valid.count; ++i) {  // what the model now computes
           const double w = static_cast<double>(model->wide_weight_at(valid.lengths[i]));
           for (std::size_t c = 0; c < 2; ++c) logits(i, c) = valid.encoder_logits(i, c) + w * valid.wide_logits(i, c);

@@ -460,11 +460,11 @@ TEST_CASE("train_imdb --wide-buckets --wide-nb: NB-scaled n-gram part, weights f
   const auto weights = imdb::fit_part_weights(valid, true);
   REQUIRE(weights);
   REQUIRE(weights->encoder > 0);
-  REQUIRE(weights->wide > 0);
+  REQUIRE(weights->wide.a > 0);
   const auto& stored = run.model->wide_weight.data();
   REQUIRE(stored.size() == 4);
-  CHECK(stored(0) == Approx(weights->wide / weights->encoder).epsilon(1e-4));
-  CHECK(stored(1) == Approx(weights->wide_slope / weights->encoder).epsilon(1e-4).margin(1e-6));
+  CHECK(stored(0) == Approx(weights->wide.a / weights->encoder).epsilon(1e-4));
+  CHECK(stored(1) == Approx(weights->wide.b / weights->encoder).epsilon(1e-4).margin(1e-6));
   CHECK(stored(2) == *std::min_element(valid.lengths.begin(), valid.lengths.end()));
   CHECK(stored(3) == *std::max_element(valid.lengths.begin(), valid.lengths.end()));
   // (The tiny validation set is nearly separable, where the NLL is flat and the fit stops early: compare
@@ -879,16 +879,16 @@ TEST_CASE("fit_part_weights: one weight per part, or the n-gram part's weight by
   }
   const auto one = imdb::fit_part_weights(r);
   REQUIRE(one);
-  CHECK(one->wide_slope == 0.0);
+  CHECK(one->wide.b == 0.0);
   const auto by_length = imdb::fit_part_weights(r, true);
   REQUIRE(by_length);
-  CHECK(by_length->shortest == 10.0);
-  CHECK(by_length->longest == 999.0);
-  CHECK(by_length->wide_slope < 0.0);  // the weight falls with the length
+  CHECK(by_length->wide.shortest == 10.0);
+  CHECK(by_length->wide.longest == 999.0);
+  CHECK(by_length->wide.b < 0.0);  // the weight falls with the length
   // The weight at each length is about 2 / ln n, the truth: checked at three lengths.
   for (std::size_t length : {20, 100, 500})
-    CHECK(by_length->wide_at(length) == Approx(2.0 / std::log(static_cast<double>(length))).epsilon(0.25));
-  CHECK(by_length->wide_at(1) == by_length->wide_at(10));  // clamped to the lengths fitted on
+    CHECK(by_length->wide.inverse(length) == Approx(2.0 / std::log(static_cast<double>(length))).epsilon(0.25));
+  CHECK(by_length->wide.inverse(1) == by_length->wide.inverse(10));  // clamped to the lengths fitted on
   CHECK(by_length->accuracy >= one->accuracy);
   CHECK(imdb::describe(*by_length).find(" ln n) x n-grams") != std::string::npos);
   CHECK(imdb::describe(*one).find(" ln n") == std::string::npos);

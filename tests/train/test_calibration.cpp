@@ -153,6 +153,16 @@ TEST_CASE("fit_length_temperature: each length gets the confidence its accuracy 
   CHECK_THAT(bad.problem(), Catch::Contains("not finite"));
 }
 
+TEST_CASE("times_log_length: each row times ln of its length, a length of 0 counting as 1", "[train][calibration]") {
+  const xt::xarray<double> logits = {{1.0, -2.0}, {3.0, 0.5}, {4.0, 4.0}};
+  const auto scaled = times_log_length(logits, {10, 1, 0});
+  CHECK(scaled(0, 0) == Approx(std::log(10.0)));
+  CHECK(scaled(0, 1) == Approx(-2.0 * std::log(10.0)));
+  CHECK(scaled(1, 0) == 0.0);
+  CHECK(scaled(2, 1) == 0.0);
+  CHECK_THROWS_WITH(times_log_length(logits, {1, 2}), Catch::Contains("logits must be [N, C] for N = 2 lengths"));
+}
+
 TEST_CASE("LengthTemperature: to_string and parse round-trip, parse names what is wrong", "[train][calibration]") {
   LengthTemperature t;
   t.a = 0.48761234567891234;
