@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "examples/common/html.hpp"
 #include "examples/common/markup.hpp"
 
 namespace examples::charts {
@@ -107,6 +108,21 @@ std::string duration(double seconds) {
   const auto s = static_cast<long>(std::lround(seconds));
   return s < 3600 ? fmt::format("{}:{:02}", s / 60, s % 60)
                   : fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60);
+}
+
+std::string report_page(std::string_view title, std::string_view body) {
+  constexpr std::string_view style = R"(
+.charts { display: flex; flex-wrap: wrap; gap: 1.5em; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+)";
+  constexpr std::string_view script = R"JS(
+(function () {
+  var D = JSON.parse(document.getElementById('report-data').textContent);
+  document.body.dataset.validations = String(D.validations);
+  document.body.dataset.ok = '1';
+})();
+)JS";
+  return html::page(title, style, body, script);
 }
 
 }  // namespace examples::charts

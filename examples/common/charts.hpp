@@ -1,10 +1,11 @@
 // Line charts as inline SVG for the example programs' report pages (train_imdb's and
-// train_translate's curves), and durations as those pages print them.
+// train_translate's curves), durations as those pages print them, and the frame of such a page.
 #pragma once
 
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -28,5 +29,10 @@ std::optional<double> number(const nlohmann::json& line, const char* key);
 
 // "4.21 s", "37.5 s", "12:34", "1:02:03".
 std::string duration(double seconds);
+
+// A training report page (train_lm's and train_translate's): charts side by side and tables with
+// right-aligned numbers. The body's <script id="report-data"> must hold JSON with "validations", which
+// the page records in document.body.dataset for the tests, beside dataset.ok once its script ran.
+std::string report_page(std::string_view title, std::string_view body);
 
 }  // namespace examples::charts

@@ -17,25 +17,9 @@ namespace lm {
 namespace fs = std::filesystem;
 using examples::charts::line_chart;
 using examples::charts::number;
+using examples::charts::report_page;
 using examples::charts::Series;
 using nlohmann::json;
-
-namespace {
-
-constexpr const char* kStyle = R"(
-.charts { display: flex; flex-wrap: wrap; gap: 1.5em; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; }
-)";
-
-constexpr const char* kScript = R"JS(
-(function () {
-  var D = JSON.parse(document.getElementById('report-data').textContent);
-  document.body.dataset.validations = String(D.validations);
-  document.body.dataset.ok = '1';
-})();
-)JS";
-
-}  // namespace
 
 std::string report_html(const fs::path& run_dir) {
   const tapegrad::train::RunDirectory run(run_dir);
@@ -135,7 +119,7 @@ std::string report_html(const fs::path& run_dir) {
       fmt::arg("ppl_chart", line_chart("ppl-chart", "step", "perplexity", ppl_series)), fmt::arg("rows", rows),
       fmt::arg("settings", settings),
       fmt::arg("data", examples::html::script_json({{"validations", valid_ppl.points.size()}})));
-  return examples::html::page("train_lm report", kStyle, body, kScript);
+  return report_page("train_lm report", body);
 }
 
 fs::path write_report(const fs::path& run_dir) {

@@ -19,23 +19,11 @@ namespace fs = std::filesystem;
 namespace html = examples::html;
 using examples::charts::line_chart;
 using examples::charts::number;
+using examples::charts::report_page;
 using examples::charts::Series;
 using nlohmann::json;
 
 namespace {
-
-constexpr const char* kStyle = R"(
-.charts { display: flex; flex-wrap: wrap; gap: 1.5em; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; }
-)";
-
-constexpr const char* kScript = R"JS(
-(function () {
-  var D = JSON.parse(document.getElementById('report-data').textContent);
-  document.body.dataset.validations = String(D.validations);
-  document.body.dataset.ok = '1';
-})();
-)JS";
 
 std::string percent_cell(const json& line, const char* key) {
   const auto v = number(line, key);
@@ -137,7 +125,7 @@ translation is right (exact match).</p>
       fmt::arg("acc_chart", line_chart("acc-chart", "step", "accuracy (%)", {acc_train, acc_valid, exact_valid})),
       fmt::arg("summary", summary), fmt::arg("rows", rows), fmt::arg("config_rows", config_rows),
       fmt::arg("data", html::script_json(data)));
-  return html::page("train_translate report", kStyle, body, kScript);
+  return report_page("train_translate report", body);
 }
 
 fs::path write_report(const fs::path& run_dir) {
