@@ -73,12 +73,26 @@ class Cache {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       last_asked_[size] = ++tick_;
-      auto it = free_.find(size);
-      if (it != free_.end() && !it->second.empty()) {
-        void* p = it->second.back();
-        it->second.pop_back();
-        cached_bytes_ -= size;
-        live_bytes_ += size;
+      // A block of its own class or of one up to twice its size, so that a training loop whose batches
+      // change length (bucketing) reuses the blocks of its longest batches for shorter ones rather than
+      // caching a set of blocks per length; of those, the one freed last, the likeliest still to be in
+      // the processor's caches (the smallest class instead made train_imdb's steps about 2% slower).
+      FreeList* best = nullptr;
+      std::size_t best_size = 0;
+      for (std::size_t c = size; c <= 2 * size; c = class_size(c + 1)) {
+        auto it = free_.find(c);
+        if (it == free_.end() || it->second.empty()) continue;
+        if (!best || it->second.back().second > best->back().second) {
+          best = &it->second;
+          best_size = c;
+        }
+      }
+      if (best) {
+        void* p = best->back().first;
+        best->pop_back();
+        last_asked_[best_size] = tick_;
+        cached_bytes_ -= best_size;
+        live_bytes_ += best_size;
         live_peak_ = std::max(live_peak_, live_bytes_);
         ++hits_;
         return p;
@@ -110,7 +124,7 @@ class Cache {
     if (!closed_ && cached_bytes_ + size > cap && size <= cap) evict_least_recent(cap - size, size, evicted);
     const bool keep = !closed_ && cached_bytes_ + size <= cap;
     if (keep) {
-      free_[size].push_back(p);
+      free_[size].emplace_back(p, ++frees_);
       cached_bytes_ += size;
     } else {
       live_.erase(it);
@@ -131,8 +145,8 @@ class Cache {
     for (const auto& [asked, size] : order) {
       auto& list = free_[size];
       while (cached_bytes_ > keep && !list.empty()) {
-        out.push_back(list.back());
-        live_.erase(list.back());
+        out.push_back(list.back().first);
+        live_.erase(list.back().first);
         list.pop_back();
         cached_bytes_ -= size;
       }
@@ -147,8 +161,8 @@ class Cache {
       std::lock_guard<std::mutex> lock(mutex_);
       for (auto& [size, list] : free_) {
         while (cached_bytes_ > keep && !list.empty()) {
-          out.push_back(list.back());
-          live_.erase(list.back());
+          out.push_back(list.back().first);
+          live_.erase(list.back().first);
           list.pop_back();
           cached_bytes_ -= size;
         }
@@ -193,7 +207,9 @@ class Cache {
   std::mutex mutex_;
   // Every block from aligned_alloc, handed out or cached, with its class size.
   Map<void*, std::size_t> live_;
-  Map<std::size_t, std::vector<void*, MallocAllocator<void*>>> free_;
+  using FreeList = std::vector<std::pair<void*, std::uint64_t>, MallocAllocator<std::pair<void*, std::uint64_t>>>;
+  Map<std::size_t, FreeList> free_;  // per class, its cached blocks with the frees_ count when freed
+  std::uint64_t frees_ = 0;
   Map<std::size_t, std::uint64_t> last_asked_;  // per class, the tick_ of its latest request
   std::uint64_t tick_ = 0;                      // large requests so far
   std::size_t live_peak_ = 0;                   // the most live_bytes_ ever

@@ -8,7 +8,10 @@
 /// is served by it without a custom allocator type in tapegrad's public types. Requests below
 /// 256 KiB go to malloc unchanged. Large blocks come from aligned_alloc (page-aligned); a freed one
 /// goes onto its size class's free list (classes are 4 per power of two, so at most 25% of a block's
-/// address space is unused and never touched) under one lock. The free lists hold at most
+/// address space is unused and never touched) under one lock. A request takes the cached block freed
+/// last among those of its own class and of the classes up to twice its size, so that a loop whose
+/// tensors change size from step to step (batches of other lengths) reuses its largest blocks rather
+/// than keeping a set of blocks for every size. The free lists hold at most
 /// cache_limit() bytes (default 4 GiB) and at most twice the most bytes ever live at once (at least
 /// 256 MiB): a training loop frees no more than it had live and keeps every block, while blocks of
 /// sizes that drift away are dropped, the classes asked for longest ago first. Beyond that, freed

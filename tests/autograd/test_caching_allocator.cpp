@@ -105,3 +105,42 @@ TEST_CASE("caching allocator: classes asked for longest ago make room, the cache
   CHECK(cache_stats().hits == hits + 1);
   empty_cache();
 }
+
+TEST_CASE("caching allocator: a request takes the last freed block of its class or of one up to twice its size",
+          "[allocator]") {
+  if (!caching_allocator_enabled()) return;
+  empty_cache();
+  constexpr std::size_t MiB = std::size_t{1} << 20;
+  std::unique_ptr<char[]> three(new char[3 * MiB]), four(new char[4 * MiB]);
+  escape(three.get());
+  escape(four.get());
+  const char* const three_at = three.get();
+  const char* const four_at = four.get();
+  three.reset();  // freed first
+  four.reset();   // freed last
+  const CacheStats before = cache_stats();
+  CHECK(before.cached_bytes == 7 * MiB);
+  {
+    // 1 MiB: neither cached block is within twice its size, so it is a fresh block.
+    std::unique_ptr<char[]> one(new char[MiB]);
+    escape(one.get());
+    CHECK(one.get() != three_at);
+    CHECK(one.get() != four_at);
+    CHECK(cache_stats().misses == before.misses + 1);
+    // 2 MiB: both are; the one freed last comes first, then the other.
+    std::unique_ptr<char[]> first(new char[2 * MiB]), second(new char[2 * MiB]);
+    escape(first.get());
+    escape(second.get());
+    CHECK(first.get() == four_at);
+    CHECK(second.get() == three_at);
+    CHECK(cache_stats().hits == before.hits + 2);
+    CHECK(cache_stats().live_bytes >= before.live_bytes + 8 * MiB);  // the blocks count as their own size
+  }
+  // Freed, each block goes back to its own class.
+  CHECK(cache_stats().cached_bytes == 8 * MiB);
+  std::unique_ptr<char[]> again(new char[4 * MiB]);
+  escape(again.get());
+  CHECK(again.get() == four_at);
+  again.reset();
+  empty_cache();
+}
