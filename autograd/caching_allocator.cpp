@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <new>
 #include <unordered_map>
@@ -15,6 +16,9 @@ namespace tapegrad {
 namespace {
 
 constexpr std::size_t kMinCached = std::size_t{256} << 10;  // below: plain malloc
+// Above: never cached, so that the size classes' arithmetic cannot overflow (it looped forever on a
+// request of 2^63 bytes or more); the system refuses such a request, and operator new throws.
+constexpr std::size_t kMaxCached = std::size_t{1} << 60;
 constexpr std::size_t kPage = 4096;
 constexpr std::size_t kDefaultLimit = std::size_t{4} << 30;
 // The free lists also hold at most twice the most bytes ever handed out at once (but at least this):
@@ -245,8 +249,9 @@ bool on() {
 #ifndef TAPEGRAD_NO_CACHING_ALLOCATOR
 void* allocate(std::size_t n, std::size_t align) {
   if (n == 0) n = 1;
-  if (n >= kMinCached && align <= kPage && on()) return cache().allocate(n);
+  if (n >= kMinCached && n <= kMaxCached && align <= kPage && on()) return cache().allocate(n);
   if (align <= alignof(std::max_align_t)) return std::malloc(n);
+  if (n > std::numeric_limits<std::size_t>::max() - align) return nullptr;  // rounding up would wrap around
   return std::aligned_alloc(align, (n + align - 1) / align * align);
 }
 

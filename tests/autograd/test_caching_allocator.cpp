@@ -2,7 +2,9 @@
 // class, small ones never cached, the limit and empty_cache give memory back.
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <limits>
 #include <memory>
+#include <new>
 #include <vector>
 
 #include "tapegrad/autograd/caching_allocator.hpp"
@@ -143,4 +145,18 @@ TEST_CASE("caching allocator: a request takes the last freed block of its class 
   CHECK(again.get() == four_at);
   again.reset();
   empty_cache();
+}
+
+TEST_CASE("caching allocator: a request no system can serve throws std::bad_alloc rather than hanging", "[allocator]") {
+  // Without the cache (the sanitizer build) the allocation functions are the toolchain's own.
+  if (!caching_allocator_enabled()) return;
+  constexpr std::size_t max = std::numeric_limits<std::size_t>::max();
+  for (const std::size_t n : {max, max / 2 + 1, std::size_t{1} << 61}) {
+    INFO("bytes " << n);
+    void* p = nullptr;
+    CHECK_THROWS_AS(p = ::operator new(n), std::bad_alloc);
+    CHECK_THROWS_AS(p = ::operator new (n, std::align_val_t{8192}), std::bad_alloc);
+    CHECK(::operator new(n, std::nothrow) == nullptr);
+    escape(p);
+  }
 }
