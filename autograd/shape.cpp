@@ -10,7 +10,11 @@ std::string format_shape(const Shape& shape) { return fmt::format("[{}]", fmt::j
 
 std::size_t numel(const Shape& shape) {
   std::size_t n = 1;
-  for (std::size_t s : shape) n *= s;
+  for (std::size_t s : shape) {
+    if (__builtin_mul_overflow(n, s, &n)) {
+      throw ShapeError(fmt::format("the shape {} has more elements than a std::size_t counts", format_shape(shape)));
+    }
+  }
   return n;
 }
 

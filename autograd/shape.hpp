@@ -23,7 +23,7 @@ class ShapeError : public std::invalid_argument {
 /// "[2, 3]" (and "[]" for a scalar).
 std::string format_shape(const Shape& shape);
 
-/// The number of elements of a shape (1 for []).
+/// The number of elements of a shape (1 for []); throws ShapeError when it overflows std::size_t.
 std::size_t numel(const Shape& shape);
 
 /// The shape of anything with a shape() range (an xt::xarray of any element type, a Tensor).

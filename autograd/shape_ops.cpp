@@ -403,6 +403,7 @@ Tensor<T> expand(const Tensor<T>& x, const Shape& shape) {
                                    format_shape(s), format_shape(shape), lead + i, s[i], shape[lead + i]));
     }
   }
+  numel(shape);  // refuses a shape whose element count overflows before anything is allocated
   Tensor<T> out(broadcast_copy(x.data(), shape));
   if (should_record(x))
     record(out, "expand", {x}, [in_shape = s](const xt::xarray<T>& g, GradInputs<T>& in) {

@@ -12,9 +12,17 @@
 namespace tapegrad {
 
 namespace {
+// Uninitialized storage of a shape, refused (ShapeError) when its element count overflows: xtensor
+// would otherwise allocate the wrapped-around count under the full shape.
+template <typename T>
+xt::xarray<T> uninitialized(const Shape& shape) {
+  numel(shape);
+  return xt::xarray<T>::from_shape(shape);
+}
+
 template <typename T>
 xt::xarray<T> filled(const Shape& shape, T value) {
-  xt::xarray<T> a = xt::xarray<T>::from_shape(shape);
+  xt::xarray<T> a = uninitialized<T>(shape);
   std::fill(a.begin(), a.end(), value);
   return a;
 }
@@ -53,8 +61,13 @@ Tensor<T> Tensor<T>::arange(T start, T end, T step) {
   if ((step > 0 && start > end) || (step < 0 && start < end)) {
     throw ShapeError(fmt::format("arange: the range [{}, {}) cannot be walked with step {}", start, end, step));
   }
-  const auto n = static_cast<std::size_t>(std::ceil((static_cast<double>(end) - start) / step));
-  xt::xarray<T> a = xt::xarray<T>::from_shape({n});
+  const double count = std::ceil((static_cast<double>(end) - start) / step);
+  // No machine holds 2^60 elements; the bound also keeps the conversion to std::size_t defined.
+  if (!(count < 0x1p60)) {
+    throw ShapeError(fmt::format("arange: [{}, {}) with step {} has {} elements, too many", start, end, step, count));
+  }
+  const auto n = static_cast<std::size_t>(count);
+  xt::xarray<T> a = uninitialized<T>({n});
   for (std::size_t i = 0; i < n; ++i) a(i) = static_cast<T>(start + static_cast<double>(i) * step);
   return Tensor(std::move(a));
 }
@@ -64,7 +77,7 @@ Tensor<T> Tensor<T>::from_vector(const std::vector<T>& values, const Shape& shap
     throw ShapeError(fmt::format("from_vector: {} values cannot fill shape {} ({} elements)", values.size(),
                                  format_shape(shape), tapegrad::numel(shape)));
   }
-  xt::xarray<T> a = xt::xarray<T>::from_shape(shape);
+  xt::xarray<T> a = uninitialized<T>(shape);
   std::copy(values.begin(), values.end(), a.begin());
   return Tensor(std::move(a), requires_grad);
 }
@@ -75,7 +88,7 @@ Tensor<T> Tensor<T>::scalar(T value, bool requires_grad) {
 template <typename T>
 Tensor<T> Tensor<T>::uniform(const Shape& shape, T low, T high, Generator& gen, bool requires_grad) {
   if (!(low <= high)) throw ShapeError(fmt::format("uniform: expects low <= high, got low {} and high {}", low, high));
-  xt::xarray<T> a = xt::xarray<T>::from_shape(shape);
+  xt::xarray<T> a = uninitialized<T>(shape);
   for (auto& v : a) {
     v = static_cast<T>(low + (static_cast<double>(high) - low) * gen.uniform());
     // Rounding to T (float) can land on high itself; keep the range half-open.
@@ -86,7 +99,7 @@ Tensor<T> Tensor<T>::uniform(const Shape& shape, T low, T high, Generator& gen, 
 template <typename T>
 Tensor<T> Tensor<T>::normal(const Shape& shape, T mean, T stddev, Generator& gen, bool requires_grad) {
   if (!(stddev >= 0)) throw ShapeError(fmt::format("normal: expects stddev >= 0, got {}", stddev));
-  xt::xarray<T> a = xt::xarray<T>::from_shape(shape);
+  xt::xarray<T> a = uninitialized<T>(shape);
   for (auto& v : a) v = static_cast<T>(mean + static_cast<double>(stddev) * gen.normal());
   return Tensor(std::move(a), requires_grad);
 }

@@ -88,6 +88,23 @@ TEST_CASE("arange rejects a zero step, a step pointing away from end, and infini
   CHECK_THROWS_AS(Tensor<double>::arange(0, INFINITY), std::invalid_argument);
   CHECK_THROWS_WITH(Tensor<double>::arange(0, INFINITY), Catch::Contains("finite"));
   CHECK_THROWS_AS(Tensor<float>::arange(0, 1, NAN), std::invalid_argument);
+  // A count no std::size_t conversion may take (it would be undefined behaviour), and none that fits memory.
+  CHECK_THROWS_WITH(Tensor<double>::arange(0, 1e30), "arange: [0, 1e+30) with step 1 has 1e+30 elements, too many");
+}
+
+TEST_CASE("a shape whose element count overflows is refused before anything is allocated", "[tensor]") {
+  // 2^32 x 2^32 elements wrap around to 0: xtensor alone would make an empty buffer under that shape.
+  const Shape huge{std::size_t{1} << 32, std::size_t{1} << 32};
+  CHECK_THROWS_AS(numel(huge), ShapeError);
+  CHECK_THROWS_WITH(numel(huge), "the shape [4294967296, 4294967296] has more elements than a std::size_t counts");
+  CHECK_THROWS_AS(Tensor<float>::zeros(huge), ShapeError);
+  CHECK_THROWS_AS(Tensor<float>::full(huge, 1.0f), ShapeError);
+  Generator gen(0);
+  CHECK_THROWS_AS(Tensor<float>::uniform(huge, 0.0f, 1.0f, gen), ShapeError);
+  CHECK_THROWS_AS(Tensor<double>::normal(huge, 0.0, 1.0, gen), ShapeError);
+  CHECK_THROWS_AS(Tensor<double>::from_vector({1.0}, huge), ShapeError);
+  CHECK_THROWS_AS(expand(Tensor<float>::ones({1, 1}), huge), ShapeError);
+  CHECK(numel({std::size_t{1} << 31, std::size_t{1} << 32}) == std::size_t{1} << 63);  // the largest still counted
 }
 
 TEST_CASE("shape, dim, size (with negative dims) and numel", "[tensor]") {
