@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include "tapegrad/autograd/tape.hpp"
@@ -88,6 +89,12 @@ Tensor<T> Tensor<T>::scalar(T value, bool requires_grad) {
 template <typename T>
 Tensor<T> Tensor<T>::uniform(const Shape& shape, T low, T high, Generator& gen, bool requires_grad) {
   if (!(low <= high)) throw ShapeError(fmt::format("uniform: expects low <= high, got low {} and high {}", low, high));
+  // As torch: finite bounds whose distance T can hold, or every draw would be NaN or infinite.
+  if (!std::isfinite(low) || !std::isfinite(high) ||
+      static_cast<double>(high) - low > static_cast<double>(std::numeric_limits<T>::max())) {
+    throw ShapeError(fmt::format("uniform: expects finite low and high with high - low <= {}, got low {} and high {}",
+                                 std::numeric_limits<T>::max(), low, high));
+  }
   xt::xarray<T> a = uninitialized<T>(shape);
   for (auto& v : a) {
     v = static_cast<T>(low + (static_cast<double>(high) - low) * gen.uniform());

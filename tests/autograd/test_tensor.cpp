@@ -226,6 +226,13 @@ TEST_CASE("uniform and normal reject an empty range or a negative stddev", "[ten
   CHECK_THROWS_AS(Tensor<float>::normal({2}, 0.0f, -1.0f, gen), std::invalid_argument);
   CHECK_THROWS_WITH(Tensor<float>::normal({2}, 0.0f, -1.0f, gen), Catch::Contains("normal") && Catch::Contains("-1"));
   CHECK(Tensor<double>::normal({3}, 5.0, 0.0, gen).to_vector() == std::vector<double>(3, 5.0));
+  // As torch: infinite bounds, or a range wider than the type holds, would make every draw NaN or infinite.
+  CHECK_THROWS_AS(Tensor<float>::uniform({2}, -INFINITY, INFINITY, gen), ShapeError);
+  CHECK_THROWS_AS(Tensor<float>::uniform({2}, 0.0f, NAN, gen), ShapeError);
+  CHECK_THROWS_WITH(Tensor<float>::uniform({2}, -3e38f, 3e38f, gen),
+                    Catch::Contains("uniform: expects finite low and high with high - low <=") &&
+                        Catch::Contains("got low -3e+38 and high 3e+38"));
+  for (const float v : Tensor<float>::uniform({2}, -1e38f, 1e38f, gen).to_vector()) CHECK(std::isfinite(v));
 }
 
 namespace {
