@@ -55,20 +55,10 @@ void save(const std::string& path, const StateDict<T>& model, const optim::Optim
   // Views of the tensors where they are, not copies: a checkpoint of the default IMDb model is 0.4 GB,
   // and copies made while saving stayed in the process's footprint for the rest of the run.
   std::map<std::string, io::safetensors::TensorView> entries;
-  for (const auto& [name, tensor] : model) {
-    if (!tensor.defined()) {
-      throw std::invalid_argument(fmt::format("{}: model tensor \"{}\" is undefined", path, name));
-    }
-    entries[kModel + name] = io::safetensors::view_of(tensor.data());
-  }
+  add_views(entries, model, kModel, path, "model");
   const StateDict<T> optimizer_state = optimizer.state_dict();  // alive until written: viewed below
-  for (const auto& [name, tensor] : optimizer_state) {
-    entries[kOptimizer + name] = io::safetensors::view_of(tensor.data());
-  }
-  for (const auto& [name, tensor] : extra) {
-    if (!tensor.defined()) throw std::invalid_argument(fmt::format("{}: extra tensor \"{}\" is undefined", path, name));
-    entries[kExtra + name] = io::safetensors::view_of(tensor.data());
-  }
+  add_views(entries, optimizer_state, kOptimizer, path, "optimizer");
+  add_views(entries, extra, kExtra, path, "extra");
   // A model load refuses non-finite weights: such a checkpoint must not replace a good one.
   std::vector<std::string> problems;
   check_finite(entries, kModel, problems);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <stdexcept>
 
 #include "tapegrad/io/fnv1a.hpp"
 
@@ -36,6 +37,21 @@ std::string checksum(const std::map<std::string, io::safetensors::TensorView>& t
   }
   return h.hex();
 }
+
+template <typename T>
+void add_views(std::map<std::string, io::safetensors::TensorView>& out, const StateDict<T>& state,
+               const std::string& prefix, const std::string& path, const char* what) {
+  for (const auto& [name, tensor] : state) {
+    if (!tensor.defined()) {
+      throw std::invalid_argument(fmt::format("{}: {} tensor \"{}\" is undefined", path, what, name));
+    }
+    out[prefix + name] = io::safetensors::view_of(tensor.data());
+  }
+}
+template void add_views<float>(std::map<std::string, io::safetensors::TensorView>&, const StateDict<float>&,
+                               const std::string&, const std::string&, const char*);
+template void add_views<double>(std::map<std::string, io::safetensors::TensorView>&, const StateDict<double>&,
+                                const std::string&, const std::string&, const char*);
 
 // Every tensor of the file, viewed, for the checksum; a dtype a checkpoint never holds is a problem.
 std::map<std::string, io::safetensors::TensorView> views_of(const io::safetensors::File& file,

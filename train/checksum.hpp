@@ -21,6 +21,13 @@ inline constexpr const char* kChecksumKey = "tapegrad.checksum";
 std::string checksum(const std::map<std::string, io::safetensors::TensorView>& tensors,
                      const io::safetensors::Metadata& metadata);
 
+/// Adds a view of each tensor of state to out, under prefix + its name (io::safetensors::view_of: the
+/// values stay where they are, so state must outlive out). Throws std::invalid_argument "<path>: <what>
+/// tensor "<name>" is undefined" for an undefined tensor.
+template <typename T>
+void add_views(std::map<std::string, io::safetensors::TensorView>& out, const StateDict<T>& state,
+               const std::string& prefix, const std::string& path, const char* what);
+
 /// Every tensor of file, viewed in its bytes; a tensor of a dtype no run file holds (other than F32,
 /// F64, I64, U64, BOOL) adds a problem instead.
 std::map<std::string, io::safetensors::TensorView> views_of(const io::safetensors::File& file,

@@ -18,12 +18,7 @@ void save_model(const std::filesystem::path& path, const StateDict<T>& state,
         fmt::format("{}: metadata key \"{}\" is reserved for the model file's checksum", path.string(), kChecksumKey));
   }
   std::map<std::string, io::safetensors::TensorView> tensors;  // views: nothing is copied to save
-  for (const auto& [name, tensor] : state) {
-    if (!tensor.defined()) {
-      throw std::invalid_argument(fmt::format("{}: model tensor \"{}\" is undefined", path.string(), name));
-    }
-    tensors[name] = io::safetensors::view_of(tensor.data());
-  }
+  add_views(tensors, state, "", path.string(), "model");
   // load_model refuses non-finite values: such a file must not replace a good one.
   std::vector<std::string> problems;
   check_finite(tensors, "", problems);

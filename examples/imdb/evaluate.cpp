@@ -120,9 +120,7 @@ EvalResult evaluate(Model& model, const ds::EncodedDataset& data, std::size_t ba
 std::optional<PartWeights> fit_part_weights(const EvalResult& result, bool by_length) {
   if (!result.encoder_accuracy || result.count == 0) return std::nullopt;
   PartWeights fitted;
-  const auto w = tapegrad::train::fit_logit_weights({result.encoder_logits, result.wide_logits}, result.labels);
-  fitted.encoder = w[0];
-  fitted.wide.a = w[1];
+  bool fitted_by_length = false;
   if (by_length) {
     // n ranges over the lengths fitted on, so no clamping is needed here.
     const auto s =
@@ -133,10 +131,16 @@ std::optional<PartWeights> fit_part_weights(const EvalResult& result, bool by_le
     const tapegrad::train::LengthTemperature sloped{s[1], s[2],
                                                     static_cast<double>(std::max<std::size_t>(*shortest, 1)),
                                                     static_cast<double>(std::max<std::size_t>(*longest, 1))};
-    if (sloped.problem().empty()) {
+    fitted_by_length = sloped.problem().empty();
+    if (fitted_by_length) {
       fitted.encoder = s[0];
       fitted.wide = sloped;
     }
+  }
+  if (!fitted_by_length) {  // one weight per part: asked for, or the fallback of a fit by length
+    const auto w = tapegrad::train::fit_logit_weights({result.encoder_logits, result.wide_logits}, result.labels);
+    fitted.encoder = w[0];
+    fitted.wide.a = w[1];
   }
   std::size_t correct = 0;
   for (std::size_t i = 0; i < result.count; ++i) {
