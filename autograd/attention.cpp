@@ -46,7 +46,7 @@ struct Plan {
   bool causal;
   bool dropout;
   detail::DropoutMask mask;
-  T keep_scale;  // 1 / (1 - p)
+  T keep_scale;  // 1 / (1 - p); 0 for p = 1, which keeps nothing
   AttentionMasks<T> masks;
   Operand q, k, v;
   Layout out;
@@ -455,20 +455,21 @@ std::pair<Tensor<T>, Tensor<T>> attention(const char* op, const std::vector<Tens
                                           const Layout& out_layout, const AttentionMasks<T>& masks, double dropout_p,
                                           bool is_causal, std::optional<double> scale, bool need_weights,
                                           Generator* gen) {
-  if (!(dropout_p >= 0.0 && dropout_p < 1.0))
-    throw ShapeError(fmt::format("{}: dropout probability must lie in [0, 1), got {}", op, dropout_p));
+  if (!(dropout_p >= 0.0 && dropout_p <= 1.0))
+    throw ShapeError(fmt::format("{}: dropout probability must lie in [0, 1], got {}", op, dropout_p));
   if (dropout_p > 0.0 && !gen)
     throw std::invalid_argument(fmt::format("{}: dropout_p = {} needs a generator, got none", op, dropout_p));
   if (scale && !std::isfinite(*scale))
     throw std::invalid_argument(fmt::format("{}: scale must be finite, got {}", op, *scale));
   check_masks(op, masks, d);
   const bool drop = dropout_p > 0.0;
-  // Drawn exactly when dropout(weights, p, true, gen) would draw: one next_u64 as the call's seed.
-  const detail::DropoutMask mask(drop ? gen->next_u64() : 0, drop ? dropout_p : 0.0);
+  // Drawn exactly when dropout(weights, p, true, gen) would draw: one next_u64 as the call's seed,
+  // none for p = 1, whose mask keeps nothing whatever the seed.
+  const detail::DropoutMask mask(drop && dropout_p < 1.0 ? gen->next_u64() : 0, drop ? dropout_p : 0.0);
   const double sc = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(d.D));
   Plan<T> plan{d,          static_cast<T>(sc),
                is_causal,  drop,
-               mask,       static_cast<T>(1.0 / (1.0 - dropout_p)),
+               mask,       static_cast<T>(dropout_p < 1.0 ? 1.0 / (1.0 - dropout_p) : 0.0),
                masks,      q,
                k,          v,
                out_layout, visible_key_end(masks, d.B, d.S),

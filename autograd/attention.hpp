@@ -45,7 +45,8 @@ struct AttentionMasks {
 ///
 /// The returned weights are those applied to v (after dropout), and are differentiable; computing
 /// them costs an [B, H, L, S] tensor, which training without need_weights never pays. Throws
-/// ShapeError naming the shapes when they do not fit, or dropout_p outside [0, 1).
+/// ShapeError naming the shapes when they do not fit, or dropout_p outside [0, 1]
+/// (1 drops every weight: the output is zero, as torch's).
 template <typename T>
 std::pair<Tensor<T>, Tensor<T>> scaled_dot_product_attention(const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v,
                                                              const AttentionMasks<T>& masks = {},

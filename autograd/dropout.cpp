@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "tapegrad/autograd/elementwise.hpp"
 #include "tapegrad/autograd/parallel.hpp"
 #include "tapegrad/autograd/tape.hpp"
 
@@ -19,10 +20,11 @@ void apply_mask(const detail::DropoutMask& mask, T scale, const T* in, T* out, s
 
 template <typename T>
 Tensor<T> dropout(const Tensor<T>& x, double p, bool training, Generator& gen) {
-  if (!(p >= 0.0 && p < 1.0)) {
-    throw ShapeError(fmt::format("dropout: probability p must lie in [0, 1), got {}", p));
+  if (!(p >= 0.0 && p <= 1.0)) {
+    throw ShapeError(fmt::format("dropout: probability p must lie in [0, 1], got {}", p));
   }
   if (!training || p == 0.0) return x;  // the same tensor, as torch returns its input
+  if (p == 1.0) return mul(x, T(0));    // torch's x * 0: no draw, and inf or NaN stays NaN
   const detail::DropoutMask mask(gen.next_u64(), p);
   const T scale = static_cast<T>(1.0 / (1.0 - p));
   xt::xarray<T> y = xt::xarray<T>::from_shape(x.shape());

@@ -1,6 +1,6 @@
 /// @file
 /// Inverted dropout: in training each element is zeroed with probability p and the rest scaled by
-/// 1 / (1 - p); in eval, or with p = 0, it is the identity.
+/// 1 / (1 - p); in eval, or with p = 0, it is the identity; with p = 1 it zeroes everything.
 #pragma once
 
 #include <cstddef>
@@ -11,8 +11,9 @@
 
 namespace tapegrad {
 
-/// p must lie in [0, 1) (ShapeError, a std::invalid_argument, naming p otherwise). In eval or with
-/// p = 0 the result is x itself (as torch returns its input) and gen is not touched. Otherwise the
+/// p must lie in [0, 1] (ShapeError, a std::invalid_argument, naming p otherwise). In eval or with
+/// p = 0 the result is x itself (as torch returns its input) and gen is not touched; with p = 1 it is
+/// x * 0, as torch computes it (zeros, NaN where x is not finite), also without a draw. Otherwise the
 /// call draws one gen.next_u64() as its seed and keeps element i (row-major) by the rule of
 /// detail::DropoutMask, so a seeded generator reproduces the mask; the backward multiplies by the
 /// same scaled mask (recomputed from the seed, not stored).

@@ -56,8 +56,8 @@ MultiheadAttention<T>::MultiheadAttention(const MultiheadAttentionOptions& o, Ge
     throw ShapeError(
         fmt::format("MultiheadAttention: embed_dim {} must be divisible by num_heads {}", embed_dim, num_heads));
   }
-  if (!(dropout >= 0.0 && dropout < 1.0))
-    throw std::invalid_argument(fmt::format("MultiheadAttention: dropout must lie in [0, 1), got {}", dropout));
+  if (!(dropout >= 0.0 && dropout <= 1.0))
+    throw std::invalid_argument(fmt::format("MultiheadAttention: dropout must lie in [0, 1], got {}", dropout));
   head_dim = embed_dim / num_heads;
   const std::size_t e = embed_dim;
   // torch builds out_proj (drawing its init) before initializing the input projections.

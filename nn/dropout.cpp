@@ -10,8 +10,7 @@ namespace tapegrad::nn {
 
 namespace {
 void check_p(double p) {
-  // torch allows p = 1 for the module; the dropout op needs p < 1, so the error is raised here first.
-  if (!(p >= 0.0 && p < 1.0)) throw std::invalid_argument(fmt::format("Dropout: p must lie in [0, 1), got {}", p));
+  if (!(p >= 0.0 && p <= 1.0)) throw std::invalid_argument(fmt::format("Dropout: p must lie in [0, 1], got {}", p));
 }
 }  // namespace
 

@@ -286,11 +286,26 @@ TEST_CASE("scaled_dot_product_attention: float agrees with double, and bad argum
   Masks bad_attn;
   bad_attn.attn_bias = floats({70, 299}, 5);
   CHECK_THROWS_WITH(scaled_dot_product_attention(q, k, v, bad_attn), Catch::Contains("attn_bias"));
-  CHECK_THROWS_WITH(scaled_dot_product_attention(q, k, v, {}, 1.0, false, std::nullopt, false, &g),
-                    Catch::Contains("got 1"));
+  CHECK_THROWS_WITH(scaled_dot_product_attention(q, k, v, {}, 1.5, false, std::nullopt, false, &g),
+                    Catch::Contains("got 1.5"));
   CHECK_THROWS_WITH(scaled_dot_product_attention(q, k, v, {}, 0.1), Catch::Contains("generator"));
   CHECK_THROWS_AS(multi_head_self_attention(rand_input({2, 3, 12}, 6), 5), ShapeError);
   CHECK_THROWS_WITH(
       multi_head_attention(rand_input({3, 5, 8}, 1), rand_input({3, 4, 8}, 2), rand_input({3, 5, 8}, 3), 2),
       Catch::Contains("multi_head_attention") && Catch::Contains("[3, 4, 8]"));
+}
+
+TEST_CASE("scaled_dot_product_attention with dropout_p = 1 drops every weight: zero output and gradients, no draw",
+          "[attention][dropout]") {
+  auto q = rand_input({2, 2, 5, 4}, 11), k = rand_input({2, 2, 6, 4}, 12), v = rand_input({2, 2, 6, 3}, 13);
+  Generator g(3);
+  const auto before = g.state();
+  auto [out, weights] = scaled_dot_product_attention(q, k, v, {}, 1.0, false, std::nullopt, true, &g);
+  CHECK(g.state().s == before.s);
+  CHECK(out.data() == xt::zeros<double>({2, 2, 5, 3}));
+  CHECK(weights.data() == xt::zeros<double>({2, 2, 5, 6}));
+  sum(out).backward();
+  CHECK(q.grad() == xt::zeros<double>(q.shape()));
+  CHECK(k.grad() == xt::zeros<double>(k.shape()));
+  CHECK(v.grad() == xt::zeros<double>(v.shape()));
 }

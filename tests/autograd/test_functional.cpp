@@ -494,10 +494,24 @@ TEST_CASE("dropout passes gradcheck with a fixed mask", "[dropout][gradcheck]") 
       (Inputs{rand_input({3, 5}, 61)}));
 }
 
-TEST_CASE("dropout rejects p outside 0 <= p < 1, naming p", "[dropout][errors]") {
+TEST_CASE("dropout with p = 1 is x * 0 as in torch: zeros, NaN where x is not finite, no draw", "[dropout]") {
+  Generator gen(5);
+  const auto before = gen.state();
+  auto x = Tensor<double>::from_vector({1, -2, std::numeric_limits<double>::infinity()}, {3}, true);
+  auto y = dropout(x, 1.0, /*training=*/true, gen);
+  CHECK(y.data()(0) == 0.0);
+  CHECK(y.data()(1) == 0.0);
+  CHECK(std::isnan(y.data()(2)));
+  CHECK(gen.state().s == before.s);
+  y.backward(values({1, 1, 1}, {3}));
+  CHECK(x.grad() == values({0, 0, 0}, {3}));
+  CHECK(dropout(x, 1.0, /*training=*/false, gen).same_as(x));
+}
+
+TEST_CASE("dropout rejects p outside 0 <= p <= 1, naming p", "[dropout][errors]") {
   Generator gen(0);
   auto x = Tensor<double>::ones({2});
-  for (double p : {-0.1, 1.0, 1.5, std::nan("")}) {
+  for (double p : {-0.1, 1.0000001, 1.5, std::nan("")}) {
     CHECK_THROWS_AS(dropout(x, p, true, gen), std::invalid_argument);
     CHECK_THROWS_AS(dropout(x, p, false, gen), std::invalid_argument);
   }

@@ -208,6 +208,10 @@ TEST_CASE("Dropout: identity in eval, restorable randomness in training", "[nn]"
   drop.eval();
   CHECK(drop.forward(x).data() == x.data());
   CHECK_THROWS_WITH(Dropout<double>(1.5), Catch::Contains("1.5"));
+  Dropout<double> all(1.0, gen);  // torch allows p = 1: everything dropped in training
+  CHECK(all.forward(x).data() == xt::zeros<double>({100}));
+  all.eval();
+  CHECK(all.forward(x).data() == x.data());
 
   // Every generator of a model, by name, for a checkpoint.
   Sequential<double> two(std::make_shared<Dropout<double>>(0.1, 1), std::make_shared<Dropout<double>>(0.1, gen),
@@ -723,6 +727,21 @@ TEST_CASE("MultiheadAttention: dropout on the attention weights in training only
   CHECK(dropped > w.numel() / 4);
   CHECK(dropped < 3 * w.numel() / 4);
   CHECK(out.data() != ref_out.data());
+
+  // dropout = 1 (torch allows it) drops every weight: the output is out_proj's bias alone.
+  MultiheadAttentionOptions all(4, 2);
+  all.dropout = 1.0;
+  Generator gen1(2);
+  MultiheadAttention<double> mha1(all, gen1);
+  mha1.out_proj->bias.mutable_data() = xt::xarray<double>{0.5, -1, 2, 3};  // zero at init
+  auto [out1, w1] = mha1.forward(x, x, x, {}, true, {}, false);
+  CHECK(w1.data() == xt::zeros<double>(w1.shape()));
+  for (std::size_t i = 0; i < out1.numel(); ++i) {
+    CHECK(out1.data().data()[i] == mha1.out_proj->bias.data()(i % 4));
+  }
+  MultiheadAttentionOptions too_much(4, 2);
+  too_much.dropout = 1.5;
+  CHECK_THROWS_WITH(MultiheadAttention<double>(too_much, gen1), Catch::Contains("got 1.5"));
 }
 
 TEST_CASE("dropout in training: the layer's randomness is restorable and differs from eval", "[nn]") {
