@@ -339,16 +339,22 @@ int predict_command(const PredictArgs& a, std::istream& in, std::ostream& out) {
   tapegrad::set_num_threads(static_cast<int>(a.threads));
   std::vector<std::string> texts = a.texts;
   const bool from_stdin = texts.empty();
+  const auto has_tokens = [](const std::string& text) {
+    bool any = false;
+    tapegrad::datasets::for_each_token(text, [&](std::string_view) { any = true; });
+    return any;
+  };
   if (from_stdin) {
     for (std::string line; std::getline(in, line);) texts.push_back(line);
+    // Blank lines at the end of a file are its end, not reviews (an editor's or `echo`'s last newline).
+    while (!texts.empty() && !has_tokens(texts.back())) texts.pop_back();
   }
   if (texts.empty()) throw UsageError("nothing to predict: give reviews as arguments or as lines on stdin");
-  // A review without a token (a blank line) would get the model's P(positive) of nothing, which looks
-  // like an answer; the output keeps one line per review, so it is refused rather than skipped.
+  // A review without a token (a blank line between reviews) would get the model's P(positive) of
+  // nothing, which looks like an answer; the output keeps one line per review, so it is refused rather
+  // than skipped.
   for (std::size_t i = 0; i < texts.size(); ++i) {
-    bool any = false;
-    tapegrad::datasets::for_each_token(texts[i], [&](std::string_view) { any = true; });
-    if (!any) {
+    if (!has_tokens(texts[i])) {
       throw UsageError(fmt::format("{} {} has no tokens: nothing to predict from", from_stdin ? "line" : "review",
                                    from_stdin ? fmt::format("{} of stdin", i + 1) : std::to_string(i + 1)));
     }

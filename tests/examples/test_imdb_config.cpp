@@ -29,16 +29,22 @@ std::string error_of(const json& j) {
 
 std::string problem_of(const Config& c) { return imdb::validate(c).value_or("(valid)"); }
 
-// Runs train_imdb with `args` (shell syntax), returning its exit code and its stderr.
-std::pair<int, std::string> train_imdb_stderr(const std::string& args) {
-  FILE* pipe = popen(fmt::format("'{}' {} 2>&1 >/dev/null", TRAIN_IMDB_PROGRAM, args).c_str(), "r");
+// Runs train_imdb with `args` (shell syntax) and `redirect`, returning its exit code and what it piped.
+std::pair<int, std::string> run_train_imdb(const std::string& args, const char* redirect) {
+  FILE* pipe = popen(fmt::format("'{}' {} {}", TRAIN_IMDB_PROGRAM, args, redirect).c_str(), "r");
   REQUIRE(pipe != nullptr);
-  std::string err;
+  std::string text;
   char buffer[4096];
-  for (std::size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) err.append(buffer, n);
+  for (std::size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) text.append(buffer, n);
   const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, err};
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, text};
 }
+
+// Its exit code and its stderr; its exit code and its stdout.
+std::pair<int, std::string> train_imdb_stderr(const std::string& args) {
+  return run_train_imdb(args, "2>&1 >/dev/null");
+}
+std::pair<int, std::string> train_imdb_stdout(const std::string& args) { return run_train_imdb(args, "2>/dev/null"); }
 
 }  // namespace
 
@@ -114,9 +120,19 @@ TEST_CASE("usage errors for predict without input and evaluate of a split the ru
   CHECK(train_imdb_stderr(fmt::format("predict --run '{}' --threads 4294967298 good", run)) ==
         std::pair<int, std::string>{2, "train_imdb: --threads 4294967298 is above the limit of 1024\n"});
   // A review without a token got the model's P(positive) of nothing (0.4999), as if it were an answer.
-  std::ofstream(tmp.path / "reviews.txt") << "good film\n\n";
+  std::ofstream(tmp.path / "reviews.txt") << "good film\n \nbad film\n";
   CHECK(train_imdb_stderr(fmt::format("predict --run '{}' < '{}'", run, (tmp.path / "reviews.txt").string())) ==
         std::pair<int, std::string>{2, "train_imdb: line 2 of stdin has no tokens: nothing to predict from\n"});
+  // Blank lines at the end of the file are its end: one probability per review above them.
+  std::ofstream(tmp.path / "trailing.txt") << "good film\nbad film\n\n \n";
+  const auto [trailing_code, trailing_out] =
+      train_imdb_stdout(fmt::format("predict --run '{}' < '{}'", run, (tmp.path / "trailing.txt").string()));
+  CHECK(trailing_code == 0);
+  CHECK(std::count(trailing_out.begin(), trailing_out.end(), '\n') == 2);
+  std::ofstream(tmp.path / "blank.txt") << "\n\n";
+  CHECK(train_imdb_stderr(fmt::format("predict --run '{}' < '{}'", run, (tmp.path / "blank.txt").string())) ==
+        std::pair<int, std::string>{
+            2, "train_imdb: nothing to predict: give reviews as arguments or as lines on stdin\n"});
   CHECK(train_imdb_stderr(fmt::format("predict --run '{}' good ' '", run)) ==
         std::pair<int, std::string>{2, "train_imdb: review 2 has no tokens: nothing to predict from\n"});
   // evaluate's --batch-size is bounded like training's, and checked before the run folder is read.
