@@ -5,7 +5,11 @@
 ///  2. Then every occurrence of the 6 bytes "<br />" becomes one space, scanning left to right. Because
 ///     this runs after lower-casing, "<BR />" and "<Br />" are line breaks too; "<br/>" and "<br>" are
 ///     not (they tokenize as "<", "br", "/", ">").
-///  3. Then, scanning left to right:
+///  3. Then every typographic or mis-encoded quote becomes its ASCII form, so that "isn’t" reads as
+///     "isn't": in UTF-8, U+2018 ‘, U+2019 ’, U+00B4 ´ and U+0091, U+0092 (Windows-1252's single quotes
+///     decoded as Latin-1, as some IMDb reviews hold them) become "'", as does the byte '`';
+///     U+201C “, U+201D ” and U+0093, U+0094 become '"'.
+///  4. Then, scanning left to right:
 ///     - ASCII whitespace (space, `\t`, `\n`, `\v`, `\f`, `\r`) separates tokens and is dropped;
 ///     - a maximal run of bytes in [a-z0-9'] is one token ("don't", "1950's", "'90s", "''");
 ///     - every other byte is a one-byte token of its own: "great!!" gives "great", "!", "!", and
@@ -33,6 +37,26 @@ namespace detail {
 inline bool is_ascii_space(unsigned char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 inline unsigned char ascii_lower(unsigned char c) { return c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c; }
 inline bool is_word_byte(unsigned char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '\''; }
+/// The ASCII quote that the typographic or mis-encoded quote at text[i] stands for, and its length in
+/// bytes; {0, 0} when there is none (rule 3 of the file comment).
+struct QuoteAt {
+  char ascii;
+  std::size_t length;
+};
+inline QuoteAt typographic_quote(std::string_view text, std::size_t i) {
+  const auto at = [&](std::size_t k) { return i + k < text.size() ? static_cast<unsigned char>(text[i + k]) : 0; };
+  const unsigned char c = at(0);
+  if (c == '`') return {'\'', 1};
+  if (c == 0xE2 && at(1) == 0x80) {
+    if (at(2) == 0x98 || at(2) == 0x99) return {'\'', 3};  // U+2018, U+2019
+    if (at(2) == 0x9C || at(2) == 0x9D) return {'"', 3};   // U+201C, U+201D
+  }
+  if (c == 0xC2) {
+    if (at(1) == 0xB4 || at(1) == 0x91 || at(1) == 0x92) return {'\'', 2};  // U+00B4; U+0091, U+0092
+    if (at(1) == 0x93 || at(1) == 0x94) return {'"', 2};                    // U+0093, U+0094
+  }
+  return {0, 0};
+}
 /// True when text[i..i+6) lower-cases to "<br />".
 inline bool is_line_break(std::string_view text, std::size_t i) {
   static constexpr char kBr[] = "<br />";
@@ -60,7 +84,9 @@ void for_each_token(std::string_view text, F&& f) {
       i += 6;
       continue;
     }
-    const unsigned char c = detail::ascii_lower(raw);
+    const detail::QuoteAt quote =
+        raw == '`' || raw >= 0xC2 ? detail::typographic_quote(text, i) : detail::QuoteAt{0, 0};
+    const unsigned char c = quote.length ? static_cast<unsigned char>(quote.ascii) : detail::ascii_lower(raw);
     if (detail::is_word_byte(c)) {
       word.push_back(static_cast<char>(c));
     } else {
@@ -70,7 +96,7 @@ void for_each_token(std::string_view text, F&& f) {
         f(std::string_view(&single, 1));
       }
     }
-    ++i;
+    i += quote.length ? quote.length : 1;
   }
   flush();
 }

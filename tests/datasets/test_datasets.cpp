@@ -204,8 +204,24 @@ TEST_CASE("tokenizer: apostrophes stay inside words", "[datasets]") {
   CHECK(tokenize("Don't") == Strings{"don't"});
   CHECK(tokenize("the 1950's and '90s") == Strings{"the", "1950's", "and", "'90s"});
   CHECK(tokenize("'quote' ''") == Strings{"'quote'", "''"});
-  // The typographic apostrophe is three non-ASCII bytes, each its own token.
-  CHECK(tokenize("don\xE2\x80\x99t") == Strings{"don", "\xE2", "\x80", "\x99", "t"});
+}
+
+TEST_CASE("tokenizer: typographic and mis-encoded quotes read as their ASCII forms", "[datasets]") {
+  // U+2019, U+2018, U+00B4, U+0091, U+0092 and '`' are apostrophes, inside words as "'" is.
+  CHECK(tokenize("Isn\xE2\x80\x99t it") == Strings{"isn't", "it"});
+  CHECK(tokenize("\xE2\x80\x98quote\xE2\x80\x99") == Strings{"'quote'"});
+  CHECK(tokenize("can\xC2\xB4t won\xC2\x92t it\xC2\x91s `90s") == Strings{"can't", "won't", "it's", "'90s"});
+  // U+201C, U+201D, U+0093 and U+0094 are '"', a token of its own.
+  CHECK(tokenize("\xE2\x80\x9CGreat\xE2\x80\x9D") == Strings{"\"", "great", "\""});
+  CHECK(tokenize("\xC2\x93ok\xC2\x94") == Strings{"\"", "ok", "\""});
+  // Other multi-byte characters stay bytes, each its own token, including the dash next to them.
+  CHECK(tokenize("a\xE2\x80\x94 b") == Strings{"a", "\xE2", "\x80", "\x94", "b"});
+  CHECK(tokenize("caf\xC3\xA9") == Strings{"caf", "\xC3", "\xA9"});
+  // A truncated sequence at the end is bytes too.
+  CHECK(tokenize("x\xE2\x80") == Strings{"x", "\xE2", "\x80"});
+  CHECK(tokenize("x\xC2") == Strings{"x", "\xC2"});
+  // What the quotes stand for: the same ids as the ASCII spelling.
+  CHECK(tokenize("didn\xE2\x80\x99t") == tokenize("didn't"));
 }
 
 TEST_CASE("tokenizer: <br /> is a space, in any case, other break spellings are not", "[datasets]") {
