@@ -19,6 +19,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 #include <thread>
 #include <xtensor/xview.hpp>
 
@@ -222,6 +223,40 @@ TEST_CASE("tokenizer: typographic and mis-encoded quotes read as their ASCII for
   CHECK(tokenize("x\xC2") == Strings{"x", "\xC2"});
   // What the quotes stand for: the same ids as the ASCII spelling.
   CHECK(tokenize("didn\xE2\x80\x99t") == tokenize("didn't"));
+}
+
+namespace {
+std::string from_hex(std::string_view hex) {
+  REQUIRE(hex.size() % 2 == 0);
+  std::string out;
+  for (std::size_t i = 0; i < hex.size(); i += 2)
+    out.push_back(static_cast<char>(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16)));
+  return out;
+}
+}  // namespace
+
+TEST_CASE("tokenizer: the same tokens as a second implementation of the rule on tricky and random bytes",
+          "[datasets]") {
+  // tests/fixtures/make_tokenizer_fixtures.py, written from the header's rule alone: tricky inputs and
+  // seeded random ones built of the bytes the rule treats apart (quotes, "<br />", cut UTF-8).
+  std::ifstream in(std::string(TAPEGRAD_TEST_FIXTURES_DIR) + "/tokenizer_cases.txt");
+  REQUIRE(in.good());
+  std::size_t cases = 0, mismatches = 0;
+  for (std::string line; std::getline(in, line);) {
+    const auto tab = line.find('\t');
+    REQUIRE(tab != std::string::npos);
+    Strings expected;
+    std::istringstream tokens(line.substr(tab + 1));
+    for (std::string hex; tokens >> hex;) expected.push_back(from_hex(hex));
+    const std::string text = from_hex(std::string_view(line).substr(0, tab));
+    if (tokenize(text) != expected) {
+      ++mismatches;
+      UNSCOPED_INFO("input (hex) " << line.substr(0, tab));
+    }
+    ++cases;
+  }
+  CHECK(cases == 2524);
+  CHECK(mismatches == 0);
 }
 
 TEST_CASE("tokenizer: <br /> is a space, in any case, other break spellings are not", "[datasets]") {
