@@ -84,8 +84,7 @@ void for_each_token(std::string_view text, F&& f) {
       i += 6;
       continue;
     }
-    const detail::QuoteAt quote =
-        raw == '`' || raw >= 0xC2 ? detail::typographic_quote(text, i) : detail::QuoteAt{0, 0};
+    const detail::QuoteAt quote = detail::typographic_quote(text, i);
     const unsigned char c = quote.length ? static_cast<unsigned char>(quote.ascii) : detail::ascii_lower(raw);
     if (detail::is_word_byte(c)) {
       word.push_back(static_cast<char>(c));

@@ -1,9 +1,14 @@
 // Runs a program's command line in-process, as its main() would, with stdin given and stdout/stderr
-// captured: the harness both programs' tests share.
+// captured, or a shell command in a child process: the harness the programs' tests share.
 #pragma once
 
+#include <sys/wait.h>
+
+#include <cstdio>
 #include <sstream>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tapegrad::testing {
@@ -25,6 +30,17 @@ CliResult run_cli_in_process(RunCli run_cli, const std::string& program, std::ve
   std::ostringstream out, err;
   const int code = run_cli(static_cast<int>(argv.size()), argv.data(), in, out, err, false);
   return {code, out.str(), err.str()};
+}
+
+// Runs `command` with /bin/sh (popen), returning its exit code (-1 when it did not exit) and stdout.
+inline std::pair<int, std::string> shell(const std::string& command) {
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) throw std::runtime_error("popen failed for: " + command);
+  std::string out;
+  char buffer[4096];
+  for (std::size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) out.append(buffer, n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
 }  // namespace tapegrad::testing

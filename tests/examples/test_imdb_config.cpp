@@ -1,16 +1,15 @@
 // train_imdb's settings as a hostile or careless user meets them: config.json read strictly, every
 // numeric flag bounded.
 #include <fmt/format.h>
-#include <sys/wait.h>
 
 #include <catch2/catch.hpp>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "examples/imdb/config.hpp"
+#include "tests/examples/cli_harness.hpp"
 #include "tests/helpers.hpp"
 
 using imdb::Config;
@@ -29,22 +28,13 @@ std::string error_of(const json& j) {
 
 std::string problem_of(const Config& c) { return imdb::validate(c).value_or("(valid)"); }
 
-// Runs train_imdb with `args` (shell syntax) and `redirect`, returning its exit code and what it piped.
-std::pair<int, std::string> run_train_imdb(const std::string& args, const char* redirect) {
-  FILE* pipe = popen(fmt::format("'{}' {} {}", TRAIN_IMDB_PROGRAM, args, redirect).c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string text;
-  char buffer[4096];
-  for (std::size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) text.append(buffer, n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, text};
-}
-
-// Its exit code and its stderr; its exit code and its stdout.
+// Runs train_imdb with `args` (shell syntax), returning its exit code and its stderr; its stdout.
 std::pair<int, std::string> train_imdb_stderr(const std::string& args) {
-  return run_train_imdb(args, "2>&1 >/dev/null");
+  return tapegrad::testing::shell(fmt::format("'{}' {} 2>&1 >/dev/null", TRAIN_IMDB_PROGRAM, args));
 }
-std::pair<int, std::string> train_imdb_stdout(const std::string& args) { return run_train_imdb(args, "2>/dev/null"); }
+std::pair<int, std::string> train_imdb_stdout(const std::string& args) {
+  return tapegrad::testing::shell(fmt::format("'{}' {} 2>/dev/null", TRAIN_IMDB_PROGRAM, args));
+}
 
 }  // namespace
 

@@ -2,12 +2,10 @@
 // --resume after an interruption, and predict/evaluate through the built executable.
 #include <fmt/format.h>
 #include <stdlib.h>
-#include <sys/wait.h>
 
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -49,6 +47,7 @@ namespace {
 const fs::path kFixture = fs::path(TAPEGRAD_TEST_DATA_DIR) / "aclImdb_small";
 
 using tapegrad::testing::CliResult;
+using tapegrad::testing::shell;
 
 CliResult run_in_process(std::vector<std::string> args, const std::string& input = "") {
   return tapegrad::testing::run_cli_in_process([](auto&&... a) { return imdb::run_cli(a...); }, "train_imdb",
@@ -136,17 +135,6 @@ std::vector<nlohmann::json> metrics_without_timing(const fs::path& path) {
     lines.push_back(json);
   }
   return lines;
-}
-
-// Runs a shell command, returning its exit code and stdout.
-std::pair<int, std::string> shell(const std::string& command) {
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string out;
-  char buffer[4096];
-  for (std::size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) out.append(buffer, n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
 std::vector<double> parse_numbers(const std::string& text) {

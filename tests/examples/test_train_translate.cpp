@@ -3,11 +3,9 @@
 // (exit 130 from the built program); --resume ends exactly where an uninterrupted run does.
 #include <fmt/format.h>
 #include <stdlib.h>
-#include <sys/wait.h>
 
 #include <catch2/catch.hpp>
 #include <csignal>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -33,6 +31,7 @@ using tapegrad::testing::TempDir;
 namespace {
 
 using tapegrad::testing::CliResult;
+using tapegrad::testing::shell;
 
 CliResult run_in_process(std::vector<std::string> args, const std::string& input = "") {
   return tapegrad::testing::run_cli_in_process([](auto&&... a) { return translate::run_cli(a...); }, "train_translate",
@@ -89,16 +88,6 @@ std::map<std::string, std::vector<float>> floats_of(const fs::path& path) {
     out[name].assign(values.begin(), values.end());
   }
   return out;
-}
-
-std::pair<int, std::string> shell(const std::string& command) {
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string out;
-  char buffer[4096];
-  for (std::size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) out.append(buffer, n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
 }  // namespace
