@@ -197,6 +197,15 @@ TEST_CASE("scaled_dot_product_attention passes gradcheck in double with every ma
         }),
         (std::vector<TD>{rand_input({2, 5, 3}, 34), rand_input({2, 3, 3}, 35), rand_input({2, 3, 4}, 36)}));
   }
+  SECTION("dropout_p = 1: every weight dropped") {
+    CHECK_GRADCHECK(([&](const std::vector<TD>& in) {
+                      Generator g(5);
+                      auto [out, w] =
+                          scaled_dot_product_attention(in[0], in[1], in[2], {}, 1.0, false, std::nullopt, true, &g);
+                      return out + sum(w * w);
+                    }),
+                    (std::vector<TD>{rand_input({2, 4, 3}, 37), rand_input({2, 3, 3}, 38), rand_input({2, 3, 2}, 39)}));
+  }
 }
 
 TEST_CASE("multi_head_attention and multi_head_self_attention equal the op on split heads", "[attention]") {

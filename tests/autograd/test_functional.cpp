@@ -494,6 +494,15 @@ TEST_CASE("dropout passes gradcheck with a fixed mask", "[dropout][gradcheck]") 
       (Inputs{rand_input({3, 5}, 61)}));
 }
 
+TEST_CASE("dropout with p = 1 passes gradcheck", "[dropout][gradcheck]") {
+  CHECK_GRADCHECK(
+      [](const Inputs& in) {
+        Generator gen(7);
+        return dropout(in[0], 1.0, true, gen);
+      },
+      (Inputs{rand_input({3, 5}, 62)}));
+}
+
 TEST_CASE("dropout with p = 1 is x * 0 as in torch: zeros, NaN where x is not finite, no draw", "[dropout]") {
   Generator gen(5);
   const auto before = gen.state();
