@@ -10,6 +10,9 @@ import csv
 import re
 import subprocess
 import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]  # the repository
 
 
 def predict(binary, run, texts):
@@ -20,9 +23,9 @@ def predict(binary, run, texts):
 
 def main():
     checkout, run = sys.argv[1], sys.argv[2]
-    binary = sys.argv[3] if len(sys.argv) > 3 else "build/examples/train_imdb"
+    binary = sys.argv[3] if len(sys.argv) > 3 else str(ROOT / "build/examples/train_imdb")
     key = lambda t: re.sub(r"\W+", "", t)[:120]
-    valid = subprocess.run(["build/split_dump", run, "valid"], capture_output=True, text=True, check=True).stdout
+    valid = subprocess.run([str(ROOT / "build/split_dump"), run, "valid"], capture_output=True, text=True, check=True).stdout
     valid_keys = {key(line.split("\t", 1)[1]) for line in valid.split("\n") if line}
     for split in ["test", "dev"]:
         rows = {}

@@ -3,9 +3,9 @@
 # apostrophe straight (') and typographic (’): both members right, development pairs then test pairs.
 # Usage: scripts/analysis/curly_pairs.sh RUN [TRAIN_IMDB]
 set -euo pipefail
+run=$(realpath "$1")
+bin=$(realpath "${2:-$(dirname "$0")/../../build/examples/train_imdb}")
 cd "$(dirname "$0")/../.."
-run=$1
-bin=${2:-build/examples/train_imdb}
 for apostrophe in "'" "’"; do
   printf '%s ' "$apostrophe"
   for pairs in examples/imdb/contrast_pairs_dev.tsv examples/imdb/contrast_pairs.tsv; do

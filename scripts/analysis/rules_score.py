@@ -11,6 +11,9 @@ import math
 import re
 import subprocess
 import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]  # the repository
 
 NEGATORS = set("not no never nothing none nobody nowhere neither nor cannot without hardly".split())
 ENDS = set(". , ; : ! ? ( ) but".split())
@@ -67,10 +70,10 @@ def score(ratio, text, margin=0.5):
 
 def main():
     run = sys.argv[1]
-    binary = sys.argv[2] if len(sys.argv) > 2 else "build/examples/train_imdb"
+    binary = sys.argv[2] if len(sys.argv) > 2 else str(ROOT / "build/examples/train_imdb")
     split = {}
     for part in ["train", "valid"]:
-        out = subprocess.run(["build/split_dump", run, part], capture_output=True, text=True, check=True).stdout
+        out = subprocess.run([str(ROOT / "build/split_dump"), run, part], capture_output=True, text=True, check=True).stdout
         split[part] = [(int(l.split("\t", 1)[0]), l.split("\t", 1)[1]) for l in out.split("\n") if l]
     ratio = lexicon(split["train"])
     print("word polarities:", {w: round(ratio.get(w, 0.0), 2) for w in "good great like hate disappoint praise bad".split()})
@@ -84,7 +87,7 @@ def main():
     valid_score = [score(ratio, t) for _, t in split["valid"]]
     pairs = {}
     for name in ["contrast_pairs_dev", "contrast_pairs"]:
-        rows = [l.rstrip("\n").split("\t") for l in open(f"examples/imdb/{name}.tsv")][1:]
+        rows = [l.rstrip("\n").split("\t") for l in open(ROOT / f"examples/imdb/{name}.tsv")][1:]
         pairs[name] = (rows, logits([r[2] for r in rows]), [score(ratio, r[2]) for r in rows])
 
     def both_right(name, weight, alone=False):

@@ -3,9 +3,9 @@
 # output: the development pairs, then the test pairs, for each shift.
 # Usage: scripts/analysis/threshold_shift.sh RUN [TRAIN_IMDB]
 set -euo pipefail
+run=$(realpath "$1")
+bin=$(realpath "${2:-$(dirname "$0")/../../build/examples/train_imdb}")
 cd "$(dirname "$0")/../.."
-run=$1
-bin=${2:-build/examples/train_imdb}
 for pairs in examples/imdb/contrast_pairs_dev.tsv examples/imdb/contrast_pairs.tsv; do
   echo "$pairs"
   tail -n +2 "$pairs" | cut -f3 | "$bin" predict --run "$run" | paste <(tail -n +2 "$pairs" | cut -f1,2) - |
