@@ -1,12 +1,14 @@
 /// @file
-/// Activation modules (torch.nn.ReLU, torch.nn.GELU): parameter-free wrappers of the elementwise ops,
-/// so they can sit in a Sequential and show in the printed module tree.
+/// Activation modules (torch.nn.ReLU, GELU, Tanh, Sigmoid, Softmax, LogSoftmax, Identity): parameter-free
+/// wrappers of the ops, so they can sit in a Sequential and show in the printed module tree.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "tapegrad/autograd/elementwise.hpp"
 #include "tapegrad/autograd/matmul.hpp"
+#include "tapegrad/autograd/softmax.hpp"
 #include "tapegrad/nn/module.hpp"
 
 namespace tapegrad::nn {
@@ -31,6 +33,55 @@ class GELU : public Module<T, GELU<T>> {
   }
 
   GeluApproximate approximate;
+};
+
+/// torch.nn.Tanh as a module.
+template <typename T>
+class Tanh : public Module<T, Tanh<T>> {
+ public:
+  Tensor<T> forward(const Tensor<T>& x) const { return tanh(x); }
+  std::string name() const override { return "Tanh"; }
+};
+
+/// torch.nn.Sigmoid as a module.
+template <typename T>
+class Sigmoid : public Module<T, Sigmoid<T>> {
+ public:
+  Tensor<T> forward(const Tensor<T>& x) const { return sigmoid(x); }
+  std::string name() const override { return "Sigmoid"; }
+};
+
+/// torch.nn.Softmax over `dim` (required: torch's implicit choice of dim is deprecated).
+template <typename T>
+class Softmax : public Module<T, Softmax<T>> {
+ public:
+  explicit Softmax(std::int64_t dim) : dim(dim) {}
+  Tensor<T> forward(const Tensor<T>& x) const { return softmax(x, dim); }
+  std::string name() const override { return "Softmax"; }
+  std::string extra_repr() const override { return "dim=" + std::to_string(dim); }
+
+  std::int64_t dim;
+};
+
+/// torch.nn.LogSoftmax over `dim`.
+template <typename T>
+class LogSoftmax : public Module<T, LogSoftmax<T>> {
+ public:
+  explicit LogSoftmax(std::int64_t dim) : dim(dim) {}
+  Tensor<T> forward(const Tensor<T>& x) const { return log_softmax(x, dim); }
+  std::string name() const override { return "LogSoftmax"; }
+  std::string extra_repr() const override { return "dim=" + std::to_string(dim); }
+
+  std::int64_t dim;
+};
+
+/// torch.nn.Identity: returns its input (the same tensor, so gradients flow through unchanged); a
+/// placeholder where a configuration leaves a layer out.
+template <typename T>
+class Identity : public Module<T, Identity<T>> {
+ public:
+  Tensor<T> forward(const Tensor<T>& x) const { return x; }
+  std::string name() const override { return "Identity"; }
 };
 
 /// The activation of the transformer feed-forward blocks (torch's activation="relu" | "gelu"), the one

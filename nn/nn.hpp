@@ -11,6 +11,7 @@
 #include "tapegrad/nn/hashed_ngram_embedding.hpp"
 #include "tapegrad/nn/layer_norm.hpp"
 #include "tapegrad/nn/linear.hpp"
+#include "tapegrad/nn/loss.hpp"
 #include "tapegrad/nn/module.hpp"
 #include "tapegrad/nn/negation_scope.hpp"
 #include "tapegrad/nn/positional_encoding.hpp"

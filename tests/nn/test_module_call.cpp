@@ -84,6 +84,14 @@ TEST_CASE("every nn module is callable and the call is its forward", "[nn][call]
   check_call(LayerNorm<double>(4), x);
   check_call(ReLU<double>(), x);
   check_call(GELU<double>(GeluApproximate::Tanh), x);
+  check_call(Tanh<double>(), x);
+  check_call(Sigmoid<double>(), x);
+  check_call(Softmax<double>(-1), x);
+  check_call(LogSoftmax<double>(0), x);
+  check_call(Identity<double>(), x);
+  check_call(MSELoss<double>(), x, rand_input({2, 3, 4}, 7));
+  check_call(L1Loss<double>(), x, x * 0.5);
+  check_call(CrossEntropyLoss<double>(), rand_input({3, 5}, 8), IndexArray{4, 0, 2});
   Dropout<double> dropout(0.5, std::make_shared<Generator>(5));
   dropout.eval();
   check_call(dropout, x);

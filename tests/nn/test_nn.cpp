@@ -246,6 +246,83 @@ TEST_CASE("activations and Sequential print like torch", "[nn]") {
   CHECK_THROWS_WITH(list.at<Linear<double>>(0), Catch::Contains("ReLU"));
 }
 
+TEST_CASE("Tanh, Sigmoid, Softmax, LogSoftmax and Identity: the ops as modules, printed like torch", "[nn]") {
+  Generator gen(0);
+  Sequential<double> seq(std::make_shared<Linear<double>>(3, 4, gen), std::make_shared<Tanh<double>>(),
+                         std::make_shared<Identity<double>>(), std::make_shared<Sigmoid<double>>(),
+                         std::make_shared<Linear<double>>(4, 5, gen), std::make_shared<LogSoftmax<double>>(-1));
+  CHECK(seq.to_string() ==
+        "Sequential(\n"
+        "  (0): Linear(in_features=3, out_features=4, bias=True)\n"
+        "  (1): Tanh()\n"
+        "  (2): Identity()\n"
+        "  (3): Sigmoid()\n"
+        "  (4): Linear(in_features=4, out_features=5, bias=True)\n"
+        "  (5): LogSoftmax(dim=-1)\n"
+        ")");
+  const auto x = rand_input({2, 3}, 4);
+  CHECK(Tanh<double>()(x).data() == tanh(x).data());
+  CHECK(Sigmoid<double>()(x).data() == sigmoid(x).data());
+  CHECK(Softmax<double>(0)(x).data() == softmax(x, 0).data());
+  CHECK(Softmax<double>(1).to_string() == "Softmax(dim=1)");
+  CHECK(LogSoftmax<double>(1)(x).data() == log_softmax(x, 1).data());
+  CHECK_THROWS_WITH(Softmax<double>(2)(x), Catch::Contains("2"));
+  // Identity hands back its input itself: the same tensor, so the graph gains no node.
+  const Tensor<double> same = Identity<double>()(x);
+  CHECK(same.data().data() == x.data().data());
+  check_gradcheck([&](const std::vector<TD>& in) { return seq.forward(in.back()); }, with_params(seq, {x}));
+}
+
+TEST_CASE("loss modules are the functional losses with their options", "[nn][loss]") {
+  const auto logits = rand_input({4, 3}, 5);
+  const IndexArray target = {0, 2, -100, 1};
+  CrossEntropyOptions o;
+  o.label_smoothing = 0.1;
+  o.reduction = Reduction::Sum;
+  CrossEntropyLoss<double> ce(o);
+  CHECK(ce.to_string() == "CrossEntropyLoss()");
+  CHECK(ce(logits, target).item() == cross_entropy(logits, target, o).item());
+  CHECK(CrossEntropyLoss<double>()(logits, target).item() == cross_entropy(logits, target).item());
+  CHECK_THROWS_WITH(ce(logits, IndexArray{0, 3, 1, 1}), Catch::Contains("3"));
+  const auto logp = log_softmax(logits, 1);
+  NLLLoss<double> nll(Reduction::None, 2);
+  const IndexArray target2 = {0, 2, 2, 1};
+  CHECK(nll(logp, target2).data() == nll_loss(logp, target2, Reduction::None, 2).data());
+  CHECK(nll(logp, target2).data()(1) == 0.0);
+
+  const auto y = rand_input({4, 3}, 6);
+  CHECK(MSELoss<double>()(logits, y).item() == mse_loss(logits, y).item());
+  CHECK(MSELoss<double>(Reduction::Sum)(logits, y).item() == mse_loss(logits, y, Reduction::Sum).item());
+  CHECK(L1Loss<double>(Reduction::None)(logits, y).data() == l1_loss(logits, y, Reduction::None).data());
+
+  const Tensor<double> bits = Tensor<double>::from_vector({0, 1, 1, 0, 1, 0, 0, 0, 1, 1, 1, 0}, {4, 3});
+  BinaryCrossEntropyWithLogitsOptions<double> bo;
+  bo.pos_weight = Tensor<double>::from_vector({1.0, 2.0, 0.5}, {3});
+  BCEWithLogitsLoss<double> bce_logits(bo);
+  CHECK(bce_logits.to_string() == "BCEWithLogitsLoss()");
+  CHECK(bce_logits(logits, bits).item() == binary_cross_entropy_with_logits(logits, bits, bo).item());
+  // As in torch, pos_weight is a buffer: it travels with state_dict and is not trained.
+  const auto state = bce_logits.state_dict();
+  REQUIRE(state.size() == 1);
+  CHECK(state.begin()->first == "pos_weight");
+  CHECK(bce_logits.parameters().empty());
+  CHECK(BCEWithLogitsLoss<double>().state_dict().size() == 0);
+
+  const auto probs = sigmoid(logits);
+  BinaryCrossEntropyOptions<double> wo;
+  wo.weight = Tensor<double>::from_vector({0.5, 1.0, 2.0}, {3});
+  BCELoss<double> bce(wo);
+  CHECK(bce(probs, bits).item() == binary_cross_entropy(probs, bits, wo).item());
+  CHECK(bce.named_buffers().at(0).first == "weight");
+
+  // The gradient flows through the module call as through the function.
+  auto x = logits.detach().requires_grad_(true);
+  ce(x, target).backward();
+  auto x2 = logits.detach().requires_grad_(true);
+  cross_entropy(x2, target, o).backward();
+  CHECK(x.grad() == x2.grad());
+}
+
 TEST_CASE("positional encodings: the sinusoid table and learned rows", "[nn]") {
   SinusoidalPositionalEncoding<double> pe(5, 20);  // odd d_model: the last column is a sine
   const auto& t = pe.pe.data();
