@@ -10,6 +10,7 @@
 #include "tapegrad/autograd/matmul.hpp"
 #include "tapegrad/autograd/reduce.hpp"
 #include "tapegrad/autograd/shape_ops.hpp"
+#include "tapegrad/nn/init.hpp"
 
 namespace tapegrad::nn {
 
@@ -24,8 +25,8 @@ BoolArray upper_triangle(std::size_t rows, std::size_t cols) {
 
 template <typename T>
 Tensor<T> xavier_uniform(std::size_t fan_out, std::size_t fan_in, Generator& gen) {
-  const T bound = T(std::sqrt(6.0 / static_cast<double>(fan_in + fan_out)));
-  return Tensor<T>::uniform({fan_out, fan_in}, -bound, bound, gen);
+  Tensor<T> w = Tensor<T>::zeros({fan_out, fan_in});
+  return init::xavier_uniform_(w, gen);
 }
 
 std::int64_t i64(std::size_t v) { return static_cast<std::int64_t>(v); }

@@ -9,6 +9,7 @@
 #include "tapegrad/nn/dropout.hpp"
 #include "tapegrad/nn/embedding.hpp"
 #include "tapegrad/nn/hashed_ngram_embedding.hpp"
+#include "tapegrad/nn/init.hpp"
 #include "tapegrad/nn/layer_norm.hpp"
 #include "tapegrad/nn/linear.hpp"
 #include "tapegrad/nn/loss.hpp"

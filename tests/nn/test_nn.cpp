@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <set>
 #include <sstream>
 #include <xtensor/xadapt.hpp>
 #include <xtensor/xmath.hpp>
@@ -321,6 +322,103 @@ TEST_CASE("loss modules are the functional losses with their options", "[nn][los
   auto x2 = logits.detach().requires_grad_(true);
   cross_entropy(x2, target, o).backward();
   CHECK(x.grad() == x2.grad());
+}
+
+namespace {
+// Mean and standard deviation of a tensor's values, in double.
+std::pair<double, double> moments(const xt::xarray<double>& v) {
+  double sum = 0, sq = 0;
+  for (double x : v) sum += x;
+  const double mean = sum / static_cast<double>(v.size());
+  for (double x : v) sq += (x - mean) * (x - mean);
+  return {mean, std::sqrt(sq / static_cast<double>(v.size()))};
+}
+double phi(double x) { return std::exp(-x * x / 2) / std::sqrt(2 * 3.14159265358979323846); }
+double cdf(double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); }
+}  // namespace
+
+TEST_CASE("init: torch.nn.init's gains, fans and bounds", "[nn][init]") {
+  // torch 1.13: calculate_gain('tanh') 5/3, ('relu') sqrt(2), ('leaky_relu') sqrt(2 / 1.0001),
+  // ('leaky_relu', 0.2) sqrt(2 / 1.04), ('selu') 0.75, ('conv2d') 1.
+  CHECK(init::calculate_gain("tanh") == 5.0 / 3.0);
+  CHECK(init::calculate_gain("relu") == std::sqrt(2.0));
+  CHECK(init::calculate_gain("leaky_relu") == std::sqrt(2.0 / 1.0001));
+  CHECK(init::calculate_gain("leaky_relu", 0.2) == std::sqrt(2.0 / 1.04));
+  CHECK(init::calculate_gain("selu") == 0.75);
+  CHECK(init::calculate_gain("conv2d") == 1.0);
+  CHECK_THROWS_WITH(init::calculate_gain("swish"), Catch::Contains("\"swish\""));
+  // [out, in, k...]: fan_in = in * prod(k), fan_out = out * prod(k).
+  CHECK(init::calculate_fan_in_and_fan_out({5, 3}) == std::pair<std::size_t, std::size_t>{3, 5});
+  CHECK(init::calculate_fan_in_and_fan_out({4, 3, 2, 2}) == std::pair<std::size_t, std::size_t>{12, 16});
+  CHECK_THROWS_WITH(init::calculate_fan_in_and_fan_out({7}), Catch::Contains("[7]"));
+
+  Generator gen(11);
+  Tensor<double> w = Tensor<double>::zeros({200, 300});
+  // The handle is written through: w itself holds the draws.
+  init::xavier_uniform_(w, gen);
+  const double bound = std::sqrt(6.0 / 500);
+  CHECK(xt::amax(xt::abs(w.data()))() <= bound);
+  CHECK(xt::amax(xt::abs(w.data()))() > 0.999 * bound);
+  CHECK(moments(w.data()).second == Approx(bound / std::sqrt(3.0)).epsilon(0.02));
+  init::xavier_normal_(w, gen, 2.0);
+  CHECK(moments(w.data()).second == Approx(2.0 * std::sqrt(2.0 / 500)).epsilon(0.02));
+  init::kaiming_uniform_(w, gen);  // a = 0, fan_in, leaky_relu: bound sqrt(6 / fan_in)
+  CHECK(xt::amax(xt::abs(w.data()))() <= std::sqrt(6.0 / 300));
+  CHECK(xt::amax(xt::abs(w.data()))() > 0.999 * std::sqrt(6.0 / 300));
+  init::kaiming_normal_(w, gen, 0.0, init::FanMode::FanOut, "relu");
+  CHECK(moments(w.data()).second == Approx(std::sqrt(2.0 / 200)).epsilon(0.02));
+  CHECK(std::abs(moments(w.data()).first) < 0.01 * std::sqrt(2.0 / 200));
+
+  // In place, the same draws as the factory from the same generator state.
+  Generator g1(5), g2(5);
+  Tensor<float> a = Tensor<float>::zeros({3, 4});
+  init::uniform_(a, g1, -0.5, 0.25);
+  CHECK(a.data() == Tensor<float>::uniform({3, 4}, -0.5f, 0.25f, g2).data());
+  init::constant_(a, 0.5);
+  CHECK(a.data() == Tensor<float>::full({3, 4}, 0.5f).data());
+  CHECK(init::ones_(a).data() == Tensor<float>::ones({3, 4}).data());
+  CHECK(init::zeros_(a).data() == Tensor<float>::zeros({3, 4}).data());
+
+  // A module's parameter is initialized through its handle.
+  Linear<double> lin(3, 2, gen);
+  init::zeros_(lin.bias);
+  CHECK(lin.state_dict().at("bias").data() == xt::zeros<double>({2}));
+
+  // The output of an op is refused: its backward reads the values init would overwrite.
+  Tensor<double> leaf = Tensor<double>::ones({2, 2}, true);
+  CHECK_THROWS_WITH(init::normal_(leaf * 2.0, gen), Catch::Contains("not a leaf"));
+  Tensor<double> empty = Tensor<double>::zeros({0, 3});
+  CHECK(init::xavier_uniform_(empty, gen).numel() == 0);
+}
+
+TEST_CASE("init: trunc_normal_ draws the truncated normal, even far in a tail", "[nn][init]") {
+  Generator gen(3);
+  Tensor<double> w = Tensor<double>::zeros({100000});
+  // Standard normal on [-2, 2] (torch's default): variance 1 - 2 * 2 phi(2) / (Phi(2) - Phi(-2)).
+  init::trunc_normal_(w, gen);
+  CHECK(xt::amin(w.data())() >= -2.0);
+  CHECK(xt::amax(w.data())() <= 2.0);
+  const double z = cdf(2) - cdf(-2);
+  CHECK(moments(w.data()).second == Approx(std::sqrt(1 - 4 * phi(2) / z)).epsilon(0.01));
+  // N(1, 0.5) on [1.25, 2.5], one-sided: mean = mu + s (phi(alpha) - phi(beta)) / (Phi(beta) - Phi(alpha)).
+  init::trunc_normal_(w, gen, 1.0, 0.5, 1.25, 2.5);
+  CHECK(xt::amin(w.data())() >= 1.25);
+  CHECK(xt::amax(w.data())() <= 2.5);
+  const double alpha = 0.5, beta = 3.0;
+  CHECK(moments(w.data()).first ==
+        Approx(1.0 + 0.5 * (phi(alpha) - phi(beta)) / (cdf(beta) - cdf(alpha))).epsilon(0.005));
+  // An interval 8 standard deviations out, where rejection sampling would not finish: the values stay
+  // inside and pile up at its near end, as the density does.
+  init::trunc_normal_(w, gen, 0.0, 1.0, 8.0, 9.0);
+  CHECK(xt::amin(w.data())() >= 8.0);
+  CHECK(xt::amax(w.data())() <= 9.0);
+  CHECK(moments(w.data()).first == Approx(8.0 + 1.0 / 8.0).epsilon(0.01));  // the tail's mean, about a + 1 / a
+  // ... and keep their resolution: near the upper end the cdf is within 1e-15 of 1 and has only a few
+  // doubles left, so drawing there would give a handful of distinct values.
+  CHECK(std::set<double>(w.data().begin(), w.data().end()).size() > 99000);
+  CHECK_THROWS_WITH(init::trunc_normal_(w, gen, 0.0, 1.0, 2.0, -2.0), Catch::Contains("a 2 and b -2"));
+  init::trunc_normal_(w, gen, 3.0, 0.0, -2.0, 2.0);
+  CHECK(w.data() == xt::xarray<double>(xt::full_like(w.data(), 2.0)));
 }
 
 TEST_CASE("positional encodings: the sinusoid table and learned rows", "[nn]") {
