@@ -38,11 +38,12 @@ int main() {
   optim::AdamOptions options;
   options.lr = 0.01;
   optim::Adam<float> adam(model->parameters(), options);
+  nn::CrossEntropyLoss<float> criterion;  // or the function: cross_entropy(logits, targets)
 
   // The training loop, as in torch: zero the gradients, forward, loss, backward, step.
   for (int step = 1; step <= 300; ++step) {
     adam.zero_grad();
-    auto loss = cross_entropy((*model)(train_x), train_y);  // model(x): the module's forward
+    auto loss = criterion((*model)(train_x), train_y);  // model(x): the module's forward
     loss.backward();
     adam.step();
     if (step % 100 == 0) std::cout << "step " << step << ": loss " << loss.item() << "\n";
