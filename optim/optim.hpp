@@ -7,5 +7,6 @@
 #include "tapegrad/optim/clip_grad.hpp"
 #include "tapegrad/optim/ema.hpp"
 #include "tapegrad/optim/optimizer.hpp"
+#include "tapegrad/optim/rmsprop.hpp"
 #include "tapegrad/optim/schedule.hpp"
 #include "tapegrad/optim/sgd.hpp"

@@ -136,28 +136,60 @@ TEST_CASE("AdamW follows torch's trajectories (default decay, amsgrad)", "[optim
   });
 }
 
-TEST_CASE("float optimizers track the double trajectory", "[optim]") {
+TEST_CASE("RMSprop follows torch's trajectories (plain, momentum + centered + weight decay)", "[optim]") {
+  check_trajectory("rmsprop", 0.01, [](auto ps) {
+    RMSpropOptions o;
+    CHECK(o.lr == 1e-2);
+    CHECK(o.alpha == 0.99);
+    CHECK(o.eps == 1e-8);
+    CHECK(o.weight_decay == 0.0);
+    CHECK(o.momentum == 0.0);
+    CHECK_FALSE(o.centered);
+    return std::make_unique<RMSprop<double>>(ps, o);
+  });
+  check_trajectory("rmsprop_momentum_centered_wd", 0.005, [](auto ps) {
+    return std::make_unique<RMSprop<double>>(ps, RMSpropOptions{0.005, 0.9, 1e-6, 0.1, 0.8, true});
+  });
+}
+
+namespace {
+
+using FloatFactory = std::function<std::unique_ptr<Optimizer<float>>(std::vector<Tensor<float>>)>;
+
+// The float optimizer, on the problem of check_trajectory in float, ends within float's precision
+// of torch's double trajectory.
+void check_float_trajectory(const std::string& name, double base_lr, const FloatFactory& make) {
+  INFO("config " << name);
   const io::safetensors::File ref(kFixtures + "/optim.safetensors");
-  const auto Ws = ref.get<double>("adamw.W");
+  const auto Ws = ref.get<double>(name + ".W");
   auto p = make_problem();
   Tensor<float> W(xt::xarray<float>(xt::cast<float>(p.W.data())), true);
   Tensor<float> b(xt::xarray<float>(xt::cast<float>(p.b.data())), true);
   Tensor<float> C(xt::xarray<float>(xt::cast<float>(p.C.data())));
-  AdamW<float> opt({W, b}, AdamWOptions{0.05});
-  const LinearWarmup schedule(0.05, 5);
+  auto opt = make({W, b});
+  const LinearWarmup schedule(base_lr, 5);
   for (std::int64_t t = 0; t < 20; ++t) {
-    opt.zero_grad();
+    opt->zero_grad();
     auto t1 = pow(W, 4.0f) * 0.25f;
     t1.backward(xt::xarray<float>(xt::ones<float>(t1.shape())));
     auto t2 = pow(matmul(W, b), 2.0f) * 0.5f;
     t2.backward(xt::xarray<float>(xt::ones<float>(t2.shape())));
     auto t3 = W * C;
     t3.backward(xt::xarray<float>(xt::ones<float>(t3.shape())));
-    clip_grad_norm_(opt.params(), 4.0);
-    opt.set_lr(schedule(t + 1));
-    opt.step();
+    clip_grad_norm_(opt->params(), 4.0);
+    opt->set_lr(schedule(t + 1));
+    opt->step();
   }
   CHECK(allclose(xt::xarray<double>(xt::cast<double>(W.data())), row(Ws, 20), 1e-4, 1e-5));
+}
+
+}  // namespace
+
+TEST_CASE("float optimizers track the double trajectory", "[optim]") {
+  check_float_trajectory("adamw", 0.05, [](auto ps) { return std::make_unique<AdamW<float>>(ps, AdamWOptions{0.05}); });
+  check_float_trajectory("rmsprop_momentum_centered_wd", 0.005, [](auto ps) {
+    return std::make_unique<RMSprop<float>>(ps, RMSpropOptions{0.005, 0.9, 1e-6, 0.1, 0.8, true});
+  });
 }
 
 TEST_CASE("parameters without a gradient are skipped and zero_grad drops gradients", "[optim]") {
@@ -178,6 +210,24 @@ TEST_CASE("parameters without a gradient are skipped and zero_grad drops gradien
   CHECK_FALSE(a.has_grad());
   opt.step();  // nothing has a gradient: nothing changes
   CHECK(opt.state_dict().at("state.0.step").item() == 1.0);
+
+  // RMSprop creates a parameter's state at its first step too, with only the buffers its options use.
+  RMSprop<double> rms({a, b}, RMSpropOptions{0.01, 0.99, 1e-8, 0.0, 0.9});
+  a.set_grad(xt::xarray<double>({0.5, -0.5}));
+  const double a0 = a.data()(0);
+  rms.step();
+  CHECK(b.data() == xt::xarray<double>({3.0}));
+  const auto rms_state = rms.state_dict();
+  CHECK(rms_state.count("state.0.square_avg") == 1);
+  CHECK(rms_state.count("state.0.momentum_buffer") == 1);
+  CHECK(rms_state.count("state.0.grad_avg") == 0);
+  CHECK(rms_state.count("state.1.square_avg") == 0);
+  CHECK(rms_state.at("state.0.step").item() == 1.0);
+  // The first step from zero state: v = 0.01 g^2, buf = g / (sqrt(v) + eps), p <- p - lr buf.
+  const double buf0 = 0.5 / (std::sqrt(0.01 * 0.25) + 1e-8);
+  CHECK(rms_state.at("state.0.square_avg").data()(1) == Approx(0.01 * 0.25).epsilon(1e-14));
+  CHECK(rms_state.at("state.0.momentum_buffer").data()(1) == Approx(-buf0).epsilon(1e-14));
+  CHECK(a.data()(0) == Approx(a0 - 0.01 * buf0).epsilon(1e-14));
 }
 
 TEST_CASE("schedules give the documented values", "[optim]") {
@@ -340,6 +390,9 @@ TEST_CASE("optimizer state_dict round trip: stepping after a reload is identical
   });
   roundtrip([](std::vector<Tensor<double>> ps) { return std::make_unique<AdamW<double>>(ps, AdamWOptions{0.01}); });
   roundtrip([](std::vector<Tensor<double>> ps) {
+    return std::make_unique<RMSprop<double>>(ps, RMSpropOptions{0.01, 0.9, 1e-8, 0.01, 0.5, true});
+  });
+  roundtrip([](std::vector<Tensor<double>> ps) {
     SGDOptions o{0.01};
     o.momentum = 0.9;
     o.nesterov = true;
@@ -385,6 +438,24 @@ TEST_CASE("load_state_dict reports every problem at once and changes nothing", "
   auto no_lr = good;
   no_lr.erase("param_groups.0.lr");
   CHECK_THROWS_WITH(opt.load_state_dict(no_lr), Catch::Contains("missing key \"param_groups.0.lr\""));
+
+  // RMSprop's buffers follow its options: a plain RMSprop's state lacks what momentum and centered
+  // need, and has nothing they don't.
+  RMSprop<double> plain({w, v});
+  plain.step();
+  RMSprop<double> full({w, v}, RMSpropOptions{0.01, 0.99, 1e-8, 0.0, 0.9, true});
+  try {
+    full.load_state_dict(plain.state_dict());
+    FAIL("no exception");
+  } catch (const std::invalid_argument& e) {
+    CHECK_THAT(std::string(e.what()), Catch::StartsWith("RMSprop.load_state_dict: 2 problem(s):") &&
+                                          Catch::Contains("missing key \"state.0.momentum_buffer\"") &&
+                                          Catch::Contains("missing key \"state.0.grad_avg\""));
+  }
+  full.step();
+  CHECK_THROWS_WITH(plain.load_state_dict(full.state_dict()),
+                    Catch::Contains("unexpected key \"state.0.momentum_buffer\"") &&
+                        Catch::Contains("unexpected key \"state.0.grad_avg\""));
 }
 
 TEST_CASE("bad hyperparameters and parameter lists throw, naming the value", "[optim]") {
@@ -406,8 +477,21 @@ TEST_CASE("bad hyperparameters and parameter lists throw, naming the value", "[o
   CHECK_THROWS_WITH(AdamW<double>(ps, AdamWOptions{0.1, {0.9, 0.999}, 1e-8, -0.01}),
                     Catch::Contains("weight_decay value: -0.01"));
   CHECK_THROWS_AS(Adam<double>(ps, AdamOptions{std::nan("")}), std::invalid_argument);
+  // RMSprop: torch's messages in torch's order; alpha > 1 is accepted, as in torch.
+  CHECK_THROWS_WITH(RMSprop<double>(ps, RMSpropOptions{-0.1, -1.0}), "RMSprop: invalid learning rate: -0.1");
+  CHECK_THROWS_WITH(RMSprop<double>(ps, RMSpropOptions{0.1, 0.99, -1e-8, -1.0}),
+                    "RMSprop: invalid epsilon value: -1e-08");
+  CHECK_THROWS_WITH(RMSprop<double>(ps, RMSpropOptions{0.1, 0.99, 1e-8, -1.0, -0.5}),
+                    "RMSprop: invalid momentum value: -0.5");
+  CHECK_THROWS_WITH(RMSprop<double>(ps, RMSpropOptions{0.1, -0.5, 1e-8, -0.01}),
+                    "RMSprop: invalid weight_decay value: -0.01");
+  CHECK_THROWS_WITH(RMSprop<double>(ps, RMSpropOptions{0.1, -0.5}), "RMSprop: invalid alpha value: -0.5");
+  CHECK_NOTHROW(RMSprop<double>(ps, RMSpropOptions{0.1, 1.5}));
+  CHECK_THROWS_AS(RMSprop<double>(ps, RMSpropOptions{0.1, std::nan("")}), std::invalid_argument);
   Adam<double> opt(ps);
   CHECK_THROWS_WITH(opt.set_lr(-2.0), Catch::Contains("Adam: invalid learning rate: -2"));
+  RMSprop<double> rms(ps);
+  CHECK_THROWS_WITH(rms.set_lr(-3.0), "RMSprop: invalid learning rate: -3");
 
   CHECK_THROWS_WITH(SGD<double>({}, SGDOptions{0.1}), Catch::Contains("empty parameter list"));
   CHECK_THROWS_WITH(SGD<double>({x, x}, SGDOptions{0.1}),
