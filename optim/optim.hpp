@@ -2,6 +2,7 @@
 /// Everything in torch.optim's place: the optimizers, learning-rate schedules and gradient clipping.
 #pragma once
 
+#include "tapegrad/optim/adagrad.hpp"
 #include "tapegrad/optim/adam.hpp"
 #include "tapegrad/optim/adamw.hpp"
 #include "tapegrad/optim/clip_grad.hpp"

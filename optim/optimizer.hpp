@@ -1,6 +1,7 @@
 /// @file
-/// Optimizer: the base of SGD, Adam and AdamW, holding the parameters it updates in place and their
-/// per-parameter state, with torch.optim's zero_grad / step / state_dict / load_state_dict.
+/// Optimizer: the base of SGD, Adam, AdamW, RMSprop and Adagrad, holding the parameters it updates in
+/// place and their per-parameter state, with torch.optim's zero_grad / step / state_dict /
+/// load_state_dict.
 #pragma once
 
 #include <cstdint>
@@ -40,11 +41,13 @@ class Optimizer {
   ///   "state.<i>.<buffer>"  a buffer of parameter i, with the parameter's shape
   ///   "state.<i>.step"      its step count, a 0-d tensor (float32 counts are exact up to 2^24, as in torch)
   ///   "param_groups.0.lr"   the current learning rate, a 0-d tensor
-  /// Parameters that have never been stepped have no "state.<i>" entries.
+  /// Parameters that have never been stepped have no "state.<i>" entries, except in an optimizer
+  /// that creates every parameter's state in its constructor (Adagrad, as torch's does).
   StateDict<T> state_dict() const;
   /// Replaces the whole state. Every name and shape is checked first; all problems (unexpected or
   /// missing names, wrong shapes, non-integer step counts) are reported together in one
-  /// std::invalid_argument and nothing is changed.
+  /// std::invalid_argument and nothing is changed. An optimizer that creates every parameter's
+  /// state in its constructor requires the state of every parameter.
   void load_state_dict(const StateDict<T>& state);
 
  protected:
@@ -60,6 +63,9 @@ class Optimizer {
   virtual std::vector<std::string> buffer_names() const = 0;
   virtual bool counts_steps() const = 0;
   virtual const char* name() const = 0;
+  /// True when the constructor creates every parameter's state (torch's Adagrad), so that a state
+  /// always has every parameter's entries; false for torch's lazy init at a parameter's first step.
+  virtual bool eager_state() const { return false; }
 
   /// Parameter i's state, with zero-filled buffers the first time (torch's lazy state init).
   ParamState& state_for(std::size_t i);

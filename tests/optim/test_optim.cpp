@@ -79,7 +79,8 @@ void check_trajectory(const std::string& name, double base_lr, const Factory& ma
   }
   CHECK(p.z.data() == xt::xarray<double>({1.0, 2.0}));
   CHECK_FALSE(p.z.has_grad());
-  // The final state has torch's names and values (z, never stepped, has none).
+  // The final state has torch's names and values (z, never stepped, has none, except in Adagrad,
+  // which creates every parameter's state in its constructor).
   const auto state = opt->state_dict();
   std::vector<std::string> ours, theirs;
   for (const auto& kv : state)
@@ -185,10 +186,29 @@ void check_float_trajectory(const std::string& name, double base_lr, const Float
 
 }  // namespace
 
+TEST_CASE("Adagrad follows torch's trajectories (plain, lr decay + weight decay + initial accumulator)", "[optim]") {
+  check_trajectory("adagrad", 0.1, [](auto ps) {
+    AdagradOptions o;
+    CHECK(o.lr == 1e-2);
+    CHECK(o.lr_decay == 0.0);
+    CHECK(o.weight_decay == 0.0);
+    CHECK(o.initial_accumulator_value == 0.0);
+    CHECK(o.eps == 1e-10);
+    o.lr = 0.1;
+    return std::make_unique<Adagrad<double>>(ps, o);
+  });
+  check_trajectory("adagrad_lr_decay_wd_init", 0.1, [](auto ps) {
+    return std::make_unique<Adagrad<double>>(ps, AdagradOptions{0.1, 0.05, 0.1, 0.5});
+  });
+}
+
 TEST_CASE("float optimizers track the double trajectory", "[optim]") {
   check_float_trajectory("adamw", 0.05, [](auto ps) { return std::make_unique<AdamW<float>>(ps, AdamWOptions{0.05}); });
   check_float_trajectory("rmsprop_momentum_centered_wd", 0.005, [](auto ps) {
     return std::make_unique<RMSprop<float>>(ps, RMSpropOptions{0.005, 0.9, 1e-6, 0.1, 0.8, true});
+  });
+  check_float_trajectory("adagrad_lr_decay_wd_init", 0.1, [](auto ps) {
+    return std::make_unique<Adagrad<float>>(ps, AdagradOptions{0.1, 0.05, 0.1, 0.5});
   });
 }
 
@@ -228,6 +248,27 @@ TEST_CASE("parameters without a gradient are skipped and zero_grad drops gradien
   CHECK(rms_state.at("state.0.square_avg").data()(1) == Approx(0.01 * 0.25).epsilon(1e-14));
   CHECK(rms_state.at("state.0.momentum_buffer").data()(1) == Approx(-buf0).epsilon(1e-14));
   CHECK(a.data()(0) == Approx(a0 - 0.01 * buf0).epsilon(1e-14));
+
+  // Adagrad, as torch's, has every parameter's state from the constructor on: step 0 and "sum" at
+  // initial_accumulator_value; a parameter without a gradient keeps it.
+  Adagrad<double> ada({a, b}, AdagradOptions{0.1, 0.5, 0.0, 0.25});
+  const auto fresh = ada.state_dict();
+  CHECK(fresh.size() == 5);
+  CHECK(fresh.at("state.0.step").item() == 0.0);
+  CHECK(fresh.at("state.0.sum").data() == xt::xarray<double>({0.25, 0.25}));
+  CHECK(fresh.at("state.1.step").item() == 0.0);
+  CHECK(fresh.at("state.1.sum").data() == xt::xarray<double>({0.25}));
+  const double a1 = a.data()(1);
+  ada.step();  // a's gradient is still set: its step 1 at lr 0.1, then step 2 at lr 0.1 / (1 + 0.5)
+  ada.step();
+  CHECK(b.data() == xt::xarray<double>({3.0}));
+  const auto ada_state = ada.state_dict();
+  CHECK(ada_state.at("state.0.step").item() == 2.0);
+  CHECK(ada_state.at("state.0.sum").data()(1) == Approx(0.25 + 2 * 0.25).epsilon(1e-15));
+  CHECK(ada_state.at("state.1.step").item() == 0.0);
+  CHECK(ada_state.at("state.1.sum").data() == xt::xarray<double>({0.25}));
+  const double expected = a1 + 0.1 * 0.5 / (std::sqrt(0.5) + 1e-10) + 0.1 / 1.5 * 0.5 / (std::sqrt(0.75) + 1e-10);
+  CHECK(a.data()(1) == Approx(expected).epsilon(1e-14));
 }
 
 TEST_CASE("schedules give the documented values", "[optim]") {
@@ -393,6 +434,9 @@ TEST_CASE("optimizer state_dict round trip: stepping after a reload is identical
     return std::make_unique<RMSprop<double>>(ps, RMSpropOptions{0.01, 0.9, 1e-8, 0.01, 0.5, true});
   });
   roundtrip([](std::vector<Tensor<double>> ps) {
+    return std::make_unique<Adagrad<double>>(ps, AdagradOptions{0.05, 0.1, 0.01, 0.3});
+  });
+  roundtrip([](std::vector<Tensor<double>> ps) {
     SGDOptions o{0.01};
     o.momentum = 0.9;
     o.nesterov = true;
@@ -456,6 +500,21 @@ TEST_CASE("load_state_dict reports every problem at once and changes nothing", "
   CHECK_THROWS_WITH(plain.load_state_dict(full.state_dict()),
                     Catch::Contains("unexpected key \"state.0.momentum_buffer\"") &&
                         Catch::Contains("unexpected key \"state.0.grad_avg\""));
+
+  // Adagrad's state, created for every parameter in the constructor, must list every parameter.
+  Adagrad<double> ada({w, v}, AdagradOptions{0.1, 0.0, 0.0, 0.5});
+  ada.step();
+  auto ada_good = ada.state_dict();
+  auto ada_bad = ada_good;
+  ada_bad.erase("state.1.sum");
+  ada_bad.erase("state.1.step");
+  CHECK_THROWS_WITH(ada.load_state_dict(ada_bad), Catch::StartsWith("Adagrad.load_state_dict: 2 problem(s):") &&
+                                                      Catch::Contains("missing key \"state.1.sum\"") &&
+                                                      Catch::Contains("missing key \"state.1.step\""));
+  CHECK(ada.state_dict().at("state.1.sum").data() == xt::xarray<double>({0.5}));
+  ada_good["state.1.sum"] = Tensor<double>::from_vector({0.75}, {1});
+  ada.load_state_dict(ada_good);
+  CHECK(ada.state_dict().at("state.1.sum").data() == xt::xarray<double>({0.75}));
 }
 
 TEST_CASE("bad hyperparameters and parameter lists throw, naming the value", "[optim]") {
@@ -492,6 +551,20 @@ TEST_CASE("bad hyperparameters and parameter lists throw, naming the value", "[o
   CHECK_THROWS_WITH(opt.set_lr(-2.0), Catch::Contains("Adam: invalid learning rate: -2"));
   RMSprop<double> rms(ps);
   CHECK_THROWS_WITH(rms.set_lr(-3.0), "RMSprop: invalid learning rate: -3");
+  // Adagrad: torch's messages in torch's order.
+  CHECK_THROWS_WITH(Adagrad<double>(ps, AdagradOptions{-0.1, -1.0, -1.0, -1.0, -1.0}),
+                    "Adagrad: invalid learning rate: -0.1");
+  CHECK_THROWS_WITH(Adagrad<double>(ps, AdagradOptions{0.1, -0.5, -1.0, -1.0, -1.0}),
+                    "Adagrad: invalid lr_decay value: -0.5");
+  CHECK_THROWS_WITH(Adagrad<double>(ps, AdagradOptions{0.1, 0.0, -0.01, -1.0, -1.0}),
+                    "Adagrad: invalid weight_decay value: -0.01");
+  CHECK_THROWS_WITH(Adagrad<double>(ps, AdagradOptions{0.1, 0.0, 0.0, -0.2, -1.0}),
+                    "Adagrad: invalid initial_accumulator_value value: -0.2");
+  CHECK_THROWS_WITH(Adagrad<double>(ps, AdagradOptions{0.1, 0.0, 0.0, 0.0, -1e-10}),
+                    "Adagrad: invalid epsilon value: -1e-10");
+  CHECK_THROWS_AS(Adagrad<double>(ps, AdagradOptions{0.1, std::nan("")}), std::invalid_argument);
+  Adagrad<double> ada(ps);
+  CHECK_THROWS_WITH(ada.set_lr(-4.0), "Adagrad: invalid learning rate: -4");
 
   CHECK_THROWS_WITH(SGD<double>({}, SGDOptions{0.1}), Catch::Contains("empty parameter list"));
   CHECK_THROWS_WITH(SGD<double>({x, x}, SGDOptions{0.1}),
