@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "tapegrad/autograd/activation_kernels.hpp"
 #include "tapegrad/autograd/broadcast.hpp"
@@ -100,6 +101,49 @@ Tensor<T> pow(const Tensor<T>& a, const Tensor<T>& b) {
              }
            });
   return out;
+}
+
+namespace {
+// The share of the gradient of maximum(x, y) (of minimum when Max is false) that goes to x, for one
+// pair; y's share is share<Max>(y, x). torch 1.13 masks a side only where it strictly loses, so a tie
+// gives each half and a NaN on either side (no comparison holds) gives both all of it.
+template <bool Max, typename T>
+T share(T x, T y) {
+  if (x == y) return T(0.5);
+  return (Max ? x < y : x > y) ? T(0) : T(1);
+}
+
+template <bool Max, typename T>
+Tensor<T> extremum(const char* op, const Tensor<T>& a, const Tensor<T>& b) {
+  // A NaN on either side wins, as in torch: x when x is NaN, else y when x does not win (y may be NaN).
+  Tensor<T> out(
+      broadcast_apply(op, a.data(), b.data(), [](T x, T y) { return (Max ? x > y : x < y) || std::isnan(x) ? x : y; }));
+  if (should_record(a, b))
+    record(out, op, {a, b},
+           [op, a_val = a.saved(), b_val = b.saved(), sa = a.shape(), sb = b.shape()](const xt::xarray<T>& g,
+                                                                                      GradInputs<T>& in) {
+             const auto times = [](T gv, T s) { return gv * s; };
+             if (in.needs(0)) {
+               const xt::xarray<T> s = broadcast_apply(op, *a_val, *b_val, [](T x, T y) { return share<Max>(x, y); });
+               in.accumulate(0, unbroadcast(zip(g, s, times), sa));
+             }
+             if (in.needs(1)) {
+               const xt::xarray<T> s = broadcast_apply(op, *b_val, *a_val, [](T y, T x) { return share<Max>(y, x); });
+               in.accumulate(1, unbroadcast(zip(g, s, times), sb));
+             }
+           });
+  return out;
+}
+}  // namespace
+
+template <typename T>
+Tensor<T> minimum(const Tensor<T>& a, const Tensor<T>& b) {
+  return extremum<false>("minimum", a, b);
+}
+
+template <typename T>
+Tensor<T> maximum(const Tensor<T>& a, const Tensor<T>& b) {
+  return extremum<true>("maximum", a, b);
 }
 
 template <typename T>
@@ -255,26 +299,123 @@ Tensor<T> gelu(const Tensor<T>& x, GeluApproximate approximate) {
   return out;
 }
 
-#define TAPEGRAD_INSTANTIATE(T)                                      \
-  template Tensor<T> add<T>(const Tensor<T>&, const Tensor<T>&);     \
-  template Tensor<T> sub<T>(const Tensor<T>&, const Tensor<T>&);     \
-  template Tensor<T> mul<T>(const Tensor<T>&, const Tensor<T>&);     \
-  template Tensor<T> div<T>(const Tensor<T>&, const Tensor<T>&);     \
-  template Tensor<T> pow<T>(const Tensor<T>&, const Tensor<T>&);     \
-  template Tensor<T> add<T>(const Tensor<T>&, detail::scalar_t<T>);  \
-  template Tensor<T> mul<T>(const Tensor<T>&, detail::scalar_t<T>);  \
-  template Tensor<T> div<T>(const Tensor<T>&, detail::scalar_t<T>);  \
-  template Tensor<T> pow<T>(const Tensor<T>&, detail::scalar_t<T>);  \
-  template Tensor<T> rsub<T>(const Tensor<T>&, detail::scalar_t<T>); \
-  template Tensor<T> rdiv<T>(const Tensor<T>&, detail::scalar_t<T>); \
-  template Tensor<T> neg<T>(const Tensor<T>&);                       \
-  template Tensor<T> exp<T>(const Tensor<T>&);                       \
-  template Tensor<T> log<T>(const Tensor<T>&);                       \
-  template Tensor<T> sqrt<T>(const Tensor<T>&);                      \
-  template Tensor<T> tanh<T>(const Tensor<T>&);                      \
-  template Tensor<T> sigmoid<T>(const Tensor<T>&);                   \
-  template Tensor<T> relu<T>(const Tensor<T>&);                      \
-  template Tensor<T> gelu<T>(const Tensor<T>&, GeluApproximate);
+template <typename T>
+Tensor<T> abs(const Tensor<T>& x) {
+  Tensor<T> out(map(x.data(), [](T v) { return std::abs(v); }));
+  if (should_record(x))
+    record(out, "abs", {x}, [x_val = x.saved()](const xt::xarray<T>& g, GradInputs<T>& in) {
+      // g * sgn(x): 0 at 0 and at NaN, where both comparisons are false.
+      in.accumulate(0, zip(g, *x_val, [](T gv, T v) { return v > 0 ? gv : v < 0 ? -gv : T(0); }));
+    });
+  return out;
+}
+
+template <typename T>
+Tensor<T> log1p(const Tensor<T>& x) {
+  Tensor<T> out(map(x.data(), [](T v) { return std::log1p(v); }));
+  if (should_record(x))
+    record(out, "log1p", {x}, [x_val = x.saved()](const xt::xarray<T>& g, GradInputs<T>& in) {
+      in.accumulate(0, zip(g, *x_val, [](T gv, T v) { return gv / (1 + v); }));
+    });
+  return out;
+}
+
+template <typename T>
+Tensor<T> sin(const Tensor<T>& x) {
+  Tensor<T> out(map(x.data(), [](T v) { return std::sin(v); }));
+  if (should_record(x))
+    record(out, "sin", {x}, [x_val = x.saved()](const xt::xarray<T>& g, GradInputs<T>& in) {
+      in.accumulate(0, zip(g, *x_val, [](T gv, T v) { return gv * std::cos(v); }));
+    });
+  return out;
+}
+
+template <typename T>
+Tensor<T> cos(const Tensor<T>& x) {
+  Tensor<T> out(map(x.data(), [](T v) { return std::cos(v); }));
+  if (should_record(x))
+    record(out, "cos", {x}, [x_val = x.saved()](const xt::xarray<T>& g, GradInputs<T>& in) {
+      in.accumulate(0, zip(g, *x_val, [](T gv, T v) { return -gv * std::sin(v); }));
+    });
+  return out;
+}
+
+template <typename T>
+Tensor<T> silu(const Tensor<T>& x) {
+  // torch's formula x / (1 + exp(-x)): exp overflowing to inf for x << 0 gives -0, not NaN.
+  Tensor<T> out(map(x.data(), [](T v) { return v / (1 + std::exp(-v)); }));
+  if (should_record(x))
+    record(out, "silu", {x}, [x_val = x.saved()](const xt::xarray<T>& g, GradInputs<T>& in) {
+      // d/dx x s(x) = s (1 + x (1 - s)), with s = sigmoid(x).
+      in.accumulate(0, zip(g, *x_val, [](T gv, T v) {
+                      const T s = 1 / (1 + std::exp(-v));
+                      return gv * s * (1 + v * (1 - s));
+                    }));
+    });
+  return out;
+}
+
+template <typename T>
+Tensor<T> leaky_relu(const Tensor<T>& x, detail::scalar_t<T> negative_slope) {
+  Tensor<T> out(map(x.data(), [negative_slope](T v) { return v > 0 ? v : v * negative_slope; }));
+  if (should_record(x))
+    record(out, "leaky_relu", {x}, [x_val = x.saved(), negative_slope](const xt::xarray<T>& g, GradInputs<T>& in) {
+      in.accumulate(0, zip(g, *x_val, [negative_slope](T gv, T v) { return v > 0 ? gv : gv * negative_slope; }));
+    });
+  return out;
+}
+
+template <typename T>
+Tensor<T> clamp(const Tensor<T>& x, std::optional<detail::scalar_t<T>> min, std::optional<detail::scalar_t<T>> max) {
+  if (!min && !max) throw ShapeError("clamp: at least one of min and max must be given");
+  // An absent bound is an infinite one: it changes no value and, bounds being inclusive, keeps every
+  // gradient (x = -inf passes with no min, as in torch).
+  const T lo = min ? *min : -std::numeric_limits<T>::infinity();
+  const T hi = max ? *max : std::numeric_limits<T>::infinity();
+  const bool nan_bound = std::isnan(lo) || std::isnan(hi);
+  // Lower bound first, then upper: min > max gives max everywhere; a NaN x fails both tests and stays.
+  Tensor<T> out(map(x.data(), [lo, hi, nan_bound](T v) {
+    if (nan_bound) return std::numeric_limits<T>::quiet_NaN();
+    const T up = v < lo ? lo : v;
+    return up > hi ? hi : up;
+  }));
+  if (should_record(x))
+    record(out, "clamp", {x}, [x_val = x.saved(), lo, hi](const xt::xarray<T>& g, GradInputs<T>& in) {
+      // Inside [lo, hi], bounds included (torch's clamp_backward); no comparison holds for a NaN.
+      in.accumulate(0, zip(g, *x_val, [lo, hi](T gv, T v) { return v >= lo && v <= hi ? gv : T(0); }));
+    });
+  return out;
+}
+
+#define TAPEGRAD_INSTANTIATE(T)                                            \
+  template Tensor<T> add<T>(const Tensor<T>&, const Tensor<T>&);           \
+  template Tensor<T> sub<T>(const Tensor<T>&, const Tensor<T>&);           \
+  template Tensor<T> mul<T>(const Tensor<T>&, const Tensor<T>&);           \
+  template Tensor<T> div<T>(const Tensor<T>&, const Tensor<T>&);           \
+  template Tensor<T> pow<T>(const Tensor<T>&, const Tensor<T>&);           \
+  template Tensor<T> add<T>(const Tensor<T>&, detail::scalar_t<T>);        \
+  template Tensor<T> mul<T>(const Tensor<T>&, detail::scalar_t<T>);        \
+  template Tensor<T> div<T>(const Tensor<T>&, detail::scalar_t<T>);        \
+  template Tensor<T> pow<T>(const Tensor<T>&, detail::scalar_t<T>);        \
+  template Tensor<T> rsub<T>(const Tensor<T>&, detail::scalar_t<T>);       \
+  template Tensor<T> rdiv<T>(const Tensor<T>&, detail::scalar_t<T>);       \
+  template Tensor<T> neg<T>(const Tensor<T>&);                             \
+  template Tensor<T> exp<T>(const Tensor<T>&);                             \
+  template Tensor<T> log<T>(const Tensor<T>&);                             \
+  template Tensor<T> sqrt<T>(const Tensor<T>&);                            \
+  template Tensor<T> tanh<T>(const Tensor<T>&);                            \
+  template Tensor<T> sigmoid<T>(const Tensor<T>&);                         \
+  template Tensor<T> relu<T>(const Tensor<T>&);                            \
+  template Tensor<T> gelu<T>(const Tensor<T>&, GeluApproximate);           \
+  template Tensor<T> minimum<T>(const Tensor<T>&, const Tensor<T>&);       \
+  template Tensor<T> maximum<T>(const Tensor<T>&, const Tensor<T>&);       \
+  template Tensor<T> abs<T>(const Tensor<T>&);                             \
+  template Tensor<T> log1p<T>(const Tensor<T>&);                           \
+  template Tensor<T> sin<T>(const Tensor<T>&);                             \
+  template Tensor<T> cos<T>(const Tensor<T>&);                             \
+  template Tensor<T> silu<T>(const Tensor<T>&);                            \
+  template Tensor<T> leaky_relu<T>(const Tensor<T>&, detail::scalar_t<T>); \
+  template Tensor<T> clamp<T>(const Tensor<T>&, std::optional<T>, std::optional<T>);
 TAPEGRAD_INSTANTIATE(float)
 TAPEGRAD_INSTANTIATE(double)
 #undef TAPEGRAD_INSTANTIATE

@@ -2,6 +2,8 @@
 /// Elementwise ops with full NumPy/PyTorch broadcasting for every binary op, and scalar operands.
 #pragma once
 
+#include <optional>
+
 #include "tapegrad/autograd/tensor.hpp"
 
 namespace tapegrad {
@@ -20,6 +22,15 @@ Tensor<T> div(const Tensor<T>& a, const Tensor<T>& b);
 /// a ** b elementwise (a > 0 where b's gradient is needed, as d/db a^b = a^b log a).
 template <typename T>
 Tensor<T> pow(const Tensor<T>& a, const Tensor<T>& b);
+/// The smaller and the larger of a and b elementwise, broadcasting (torch.minimum, torch.maximum). NaN
+/// on either side gives NaN. As torch 1.13: on a tie each side gets half the gradient, and where either
+/// side is NaN both get all of it (torch masks a side's gradient only where it strictly loses).
+///@{
+template <typename T>
+Tensor<T> minimum(const Tensor<T>& a, const Tensor<T>& b);
+template <typename T>
+Tensor<T> maximum(const Tensor<T>& a, const Tensor<T>& b);
+///@}
 
 /// a + s, a * s, a / s and a ** s with a scalar s.
 ///@{
@@ -57,6 +68,36 @@ Tensor<T> sigmoid(const Tensor<T>& x);
 template <typename T>
 Tensor<T> relu(const Tensor<T>& x);
 ///@}
+
+/// |x|, log(1 + x), sin and cos of every element (torch.abs, log1p, sin, cos). abs passes no gradient
+/// at 0 (nor at NaN), as torch's sgn.
+///@{
+template <typename T>
+Tensor<T> abs(const Tensor<T>& x);
+template <typename T>
+Tensor<T> log1p(const Tensor<T>& x);
+template <typename T>
+Tensor<T> sin(const Tensor<T>& x);
+template <typename T>
+Tensor<T> cos(const Tensor<T>& x);
+///@}
+
+/// x * sigmoid(x) of every element (torch.nn.functional.silu).
+template <typename T>
+Tensor<T> silu(const Tensor<T>& x);
+/// x where x > 0, else negative_slope * x (torch.nn.functional.leaky_relu); the slope at 0 (and at
+/// NaN) is negative_slope, as in torch.
+template <typename T>
+Tensor<T> leaky_relu(const Tensor<T>& x, detail::scalar_t<T> negative_slope = 0.01);
+
+/// torch.clamp: every element limited to [min, max]; an absent bound does not limit. Both absent
+/// throws ShapeError. min > max gives max everywhere, as torch. The gradient passes where
+/// min <= x <= max (bounds included), not where x is NaN (which stays NaN). A NaN bound makes every
+/// element NaN, as torch 1.13 does when both bounds are given (with one bound alone 1.13 returns x
+/// unchanged yet gives it no gradient).
+template <typename T>
+Tensor<T> clamp(const Tensor<T>& x, std::optional<detail::scalar_t<T>> min,
+                std::optional<detail::scalar_t<T>> max = std::nullopt);
 
 /// torch.nn.functional.gelu: None is x * Phi(x) with the exact erf; Tanh is the tanh approximation.
 enum class GeluApproximate { None, Tanh };

@@ -7,6 +7,7 @@
 #include <functional>
 #include <iosfwd>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -198,6 +199,14 @@ class Tensor {
   Tensor neg() const;
   Tensor pow(T exponent) const;
   Tensor pow(const Tensor& exponent) const;
+  Tensor abs() const;
+  Tensor log1p() const;
+  Tensor sin() const;
+  Tensor cos() const;
+  /// torch's x.clamp(min, max): either bound may be std::nullopt, not both.
+  Tensor clamp(std::optional<T> min, std::optional<T> max = std::nullopt) const;
+  Tensor minimum(const Tensor& other) const;
+  Tensor maximum(const Tensor& other) const;
   ///@}
 
   /// For op implementations (autograd/tape.hpp).

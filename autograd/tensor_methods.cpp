@@ -126,6 +126,34 @@ template <typename T>
 Tensor<T> Tensor<T>::pow(const Tensor& exponent) const {
   return tapegrad::pow(*this, exponent);
 }
+template <typename T>
+Tensor<T> Tensor<T>::abs() const {
+  return tapegrad::abs(*this);
+}
+template <typename T>
+Tensor<T> Tensor<T>::log1p() const {
+  return tapegrad::log1p(*this);
+}
+template <typename T>
+Tensor<T> Tensor<T>::sin() const {
+  return tapegrad::sin(*this);
+}
+template <typename T>
+Tensor<T> Tensor<T>::cos() const {
+  return tapegrad::cos(*this);
+}
+template <typename T>
+Tensor<T> Tensor<T>::clamp(std::optional<T> min, std::optional<T> max) const {
+  return tapegrad::clamp(*this, min, max);
+}
+template <typename T>
+Tensor<T> Tensor<T>::minimum(const Tensor& other) const {
+  return tapegrad::minimum(*this, other);
+}
+template <typename T>
+Tensor<T> Tensor<T>::maximum(const Tensor& other) const {
+  return tapegrad::maximum(*this, other);
+}
 
 // tensor.cpp instantiates the class (and with it only the members it defines), so each method defined
 // here is instantiated here, for float and double.
@@ -157,7 +185,14 @@ Tensor<T> Tensor<T>::pow(const Tensor& exponent) const {
   template Tensor<T> Tensor<T>::relu() const;                                                    \
   template Tensor<T> Tensor<T>::neg() const;                                                     \
   template Tensor<T> Tensor<T>::pow(T) const;                                                    \
-  template Tensor<T> Tensor<T>::pow(const Tensor<T>&) const;
+  template Tensor<T> Tensor<T>::pow(const Tensor<T>&) const;                                     \
+  template Tensor<T> Tensor<T>::abs() const;                                                     \
+  template Tensor<T> Tensor<T>::log1p() const;                                                   \
+  template Tensor<T> Tensor<T>::sin() const;                                                     \
+  template Tensor<T> Tensor<T>::cos() const;                                                     \
+  template Tensor<T> Tensor<T>::clamp(std::optional<T>, std::optional<T>) const;                 \
+  template Tensor<T> Tensor<T>::minimum(const Tensor<T>&) const;                                 \
+  template Tensor<T> Tensor<T>::maximum(const Tensor<T>&) const;
 TAPEGRAD_TENSOR_METHODS(float)
 TAPEGRAD_TENSOR_METHODS(double)
 #undef TAPEGRAD_TENSOR_METHODS

@@ -64,6 +64,16 @@ TensorD away_from_zero(const Shape& shape, std::uint64_t seed, double gap) {
   return x;
 }
 
+// A random input in [-1, 1) whose elements are at least `gap` away from each of `kinks` (which must be
+// more than 2 gap apart): for ops with kinks elsewhere than at 0, such as clamp's bounds.
+TensorD away_from(const Shape& shape, std::uint64_t seed, const std::vector<double>& kinks, double gap = 0.05) {
+  auto x = rand_input(shape, seed);
+  for (auto& v : x.mutable_data())
+    for (double k : kinks)
+      if (std::abs(v - k) < gap) v = k + (v >= k ? gap : -gap);
+  return x;
+}
+
 xt::xarray<double> ones_like(const TensorD& t) { return xt::ones<double>(t.shape()); }
 
 // An array of the given shape from row-major values (nested braces for one column are ambiguous).
@@ -130,6 +140,34 @@ TEST_CASE("gradcheck: unary ops", "[elementwise]") {
   SECTION("gelu tanh") {
     check_unary([](const TensorD& x) { return gelu(x, GeluApproximate::Tanh); }, -4, 4);
   }
+  SECTION("log1p") {
+    check_unary([](const TensorD& x) { return log1p(x); }, -0.5, 3);
+  }
+  SECTION("sin") {
+    check_unary([](const TensorD& x) { return sin(x); }, -4, 4);
+  }
+  SECTION("cos") {
+    check_unary([](const TensorD& x) { return cos(x); }, -4, 4);
+  }
+  SECTION("silu") {
+    check_unary([](const TensorD& x) { return silu(x); }, -6, 6);
+  }
+  SECTION("abs, leaky_relu and clamp away from their kinks") {
+    std::uint64_t seed = 210;
+    for (const auto& shape : kUnaryShapes) {
+      INFO("shape " << format_shape(shape));
+      const std::vector<TensorD> at0{away_from(shape, seed++, {0.0})};
+      CHECK_GRADCHECK([](const std::vector<TensorD>& in) { return abs(in[0]); }, at0);
+      CHECK_GRADCHECK([](const std::vector<TensorD>& in) { return leaky_relu(in[0]); }, at0);
+      CHECK_GRADCHECK([](const std::vector<TensorD>& in) { return leaky_relu(in[0], 0.2); }, at0);
+      CHECK_GRADCHECK([](const std::vector<TensorD>& in) { return leaky_relu(in[0], -1.5); }, at0);
+      CHECK_GRADCHECK([](const std::vector<TensorD>& in) { return clamp(in[0], 0.0); }, at0);
+      CHECK_GRADCHECK([](const std::vector<TensorD>& in) { return clamp(in[0], std::nullopt, 0.0); }, at0);
+      const std::vector<TensorD> at_bounds{away_from(shape, seed++, {-0.5, 0.25})};
+      CHECK_GRADCHECK([](const std::vector<TensorD>& in) { return clamp(in[0], -0.5, 0.25); }, at_bounds);
+      CHECK_GRADCHECK([](const std::vector<TensorD>& in) { return clamp(in[0], 0.25, -0.5); }, at_bounds);
+    }
+  }
   SECTION("relu away from the kink") {
     std::uint64_t seed = 200;
     for (const auto& shape : kUnaryShapes) {
@@ -137,6 +175,16 @@ TEST_CASE("gradcheck: unary ops", "[elementwise]") {
       auto x = away_from_zero(shape, seed++, 0.05);
       CHECK_GRADCHECK([](const std::vector<TensorD>& in) { return relu(in[0]); }, std::vector<TensorD>{x});
     }
+  }
+}
+
+TEST_CASE("gradcheck: minimum and maximum over broadcast shapes", "[elementwise]") {
+  // Random operands never tie, so each output element follows one side.
+  SECTION("minimum") {
+    check_binary([](const TensorD& a, const TensorD& b) { return minimum(a, b); }, -1, 1, -1, 1);
+  }
+  SECTION("maximum") {
+    check_binary([](const TensorD& a, const TensorD& b) { return maximum(a, b); }, -1, 1, -1, 1);
   }
 }
 
@@ -284,6 +332,189 @@ TEST_CASE("unary ops compute the right values", "[elementwise]") {
   CHECK(allclose(sigmoid(TensorD::from_vector({0, 2, -3}, {3})).data(),
                  xt::xarray<double>({0.5, 0.8807970779778823, 0.04742587317756678}), 1e-15));
   CHECK(relu(TensorD::from_vector({-2, 0, 3}, {3})).to_vector() == std::vector<double>{0, 0, 3});
+}
+
+TEST_CASE("abs, log1p, sin, cos, silu and leaky_relu match torch, values and slopes", "[elementwise]") {
+  // Produced with /usr/bin/python3 and torch 1.13, x = torch.tensor([-2, -0.5, 0, 0.25, 1, 3], dtype=torch.float64):
+  // f(x).tolist() and x.grad.tolist() after f(x).backward(torch.ones(6)). abs and leaky_relu at 0: the
+  // slopes of torch's sgn(0) = 0 and of leaky_relu's negative side.
+  const std::vector<double> xs{-2.0, -0.5, 0.0, 0.25, 1.0, 3.0};
+  const auto check = [&](const UnaryOp& op, const std::vector<double>& value, const std::vector<double>& slope) {
+    auto x = TensorD::from_vector(xs, {6}, true);
+    auto y = op(x);
+    CHECK(allclose(y.data(), arr(value, {6}), 1e-15, 1e-300));
+    y.backward(ones_like(y));
+    CHECK(allclose(x.grad(), arr(slope, {6}), 1e-15, 1e-300));
+  };
+  SECTION("abs") {
+    check([](const TensorD& x) { return abs(x); }, {2, 0.5, 0, 0.25, 1, 3}, {-1, -1, 0, 1, 1, 1});
+  }
+  SECTION("sin") {
+    check([](const TensorD& x) { return sin(x); },
+          {-0.9092974268256817, -0.479425538604203, 0.0, 0.24740395925452294, 0.8414709848078965, 0.1411200080598672},
+          {-0.4161468365471424, 0.8775825618903728, 1.0, 0.9689124217106447, 0.5403023058681398, -0.9899924966004454});
+  }
+  SECTION("cos") {
+    check(
+        [](const TensorD& x) { return cos(x); },
+        {-0.4161468365471424, 0.8775825618903728, 1.0, 0.9689124217106447, 0.5403023058681398, -0.9899924966004454},
+        {0.9092974268256817, 0.479425538604203, -0.0, -0.24740395925452294, -0.8414709848078965, -0.1411200080598672});
+  }
+  SECTION("silu") {
+    check([](const TensorD& x) { return silu(x); },
+          {-0.2384058440442351, -0.1887703343990727, 0.0, 0.14054412522144952, 0.7310585786300049, 2.8577223804672998},
+          {-0.09078424878489547, 0.2600388126973482, 0.5, 0.6237100215701977, 0.9276705118714869, 1.0881041060151693});
+  }
+  SECTION("leaky_relu") {
+    check([](const TensorD& x) { return leaky_relu(x); }, {-0.02, -0.005, 0, 0.25, 1, 3}, {0.01, 0.01, 0.01, 1, 1, 1});
+    check([](const TensorD& x) { return leaky_relu(x, 0.2); }, {-0.4, -0.1, 0, 0.25, 1, 3}, {0.2, 0.2, 0.2, 1, 1, 1});
+  }
+  SECTION("log1p keeps its precision near 0") {
+    // torch: log1p([-0.5, 0, 1e-10, 1, 3]) and its slopes 1 / (1 + x).
+    auto x = TensorD::from_vector({-0.5, 0.0, 1e-10, 1.0, 3.0}, {5}, true);
+    auto y = log1p(x);
+    CHECK(allclose(y.data(),
+                   arr({-0.6931471805599453, 0.0, 9.999999999500001e-11, 0.6931471805599453, 1.3862943611198906}, {5}),
+                   1e-15, 1e-300));
+    y.backward(ones_like(y));
+    CHECK(allclose(x.grad(), arr({2.0, 1.0, 0.9999999999, 0.5, 0.25}, {5}), 1e-15));
+  }
+  SECTION("silu at large |x|: no NaN from the overflowing exp") {
+    // torch: silu([-1000, -80, 80, 1000]) = [-0, -1.4438811102763322e-33, 80, 1000], slopes
+    // [-0, -1.425832596397878e-33, 1, 1].
+    auto x = TensorD::from_vector({-1000, -80, 80, 1000}, {4}, true);
+    auto y = silu(x);
+    CHECK(allclose(y.data(), arr({0, -1.4438811102763322e-33, 80, 1000}, {4}), 1e-14, 1e-300));
+    y.backward(ones_like(y));
+    CHECK(allclose(x.grad(), arr({0, -1.425832596397878e-33, 1, 1}, {4}), 1e-14, 1e-300));
+  }
+}
+
+TEST_CASE("abs, leaky_relu and silu propagate NaN like torch", "[elementwise]") {
+  // torch 1.13: abs(nan) = nan with slope 0 (sgn(nan) = 0); leaky_relu(nan) = nan with the negative
+  // side's slope; silu(nan) = nan with slope nan.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  auto x = TensorD::from_vector({nan}, {1}, true);
+  auto a = abs(x);
+  CHECK(std::isnan(a.item()));
+  a.backward(ones_like(a));
+  CHECK(x.grad()(0) == 0.0);
+  x.zero_grad();
+  auto l = leaky_relu(x, 0.1);
+  CHECK(std::isnan(l.item()));
+  l.backward(ones_like(l));
+  CHECK(x.grad()(0) == 0.1);
+  x.zero_grad();
+  auto s = silu(x);
+  CHECK(std::isnan(s.item()));
+  s.backward(ones_like(s));
+  CHECK(std::isnan(x.grad()(0)));
+}
+
+TEST_CASE("clamp follows torch: inclusive bounds, one bound alone, min > max, NaN", "[elementwise]") {
+  // torch 1.13 on x = [-2, -0.5, 0, 0.75, 2, nan] (float64), out and x.grad after backward(ones).
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  const auto check = [&](std::optional<double> min, std::optional<double> max, const std::vector<double>& value,
+                         const std::vector<double>& slope) {
+    auto x = TensorD::from_vector({-2, -0.5, 0, 0.75, 2, nan}, {6}, true);
+    auto y = clamp(x, min, max);
+    CHECK(y.grad_fn_name() == "clamp");
+    // Qualified: unqualified, a temporary argument makes xt::allclose (NaN never close) the better match.
+    CHECK(tapegrad::testing::allclose(y.data(), arr(value, {6})));
+    y.backward(ones_like(y));
+    CHECK(x.grad() == arr(slope, {6}));
+  };
+  SECTION("both bounds: the gradient passes at the bounds themselves") {
+    check(-0.5, 0.75, {-0.5, -0.5, 0, 0.75, 0.75, nan}, {0, 1, 1, 1, 0, 0});
+  }
+  SECTION("min alone and max alone") {
+    check(0.0, std::nullopt, {0, 0, 0, 0.75, 2, nan}, {0, 0, 1, 1, 1, 0});
+    check(std::nullopt, 0.0, {-2, -0.5, 0, 0, 0, nan}, {1, 1, 1, 0, 0, 0});
+  }
+  SECTION("min > max gives max everywhere and no gradient") {
+    check(0.5, -0.5, {-0.5, -0.5, -0.5, -0.5, -0.5, nan}, {0, 0, 0, 0, 0, 0});
+  }
+  SECTION("a NaN bound gives NaN everywhere and no gradient") {
+    // torch 1.13 fills NaN when both bounds are given and one is NaN; with a NaN bound alone it returns
+    // x unchanged but still passes no gradient, which tapegrad does not copy.
+    check(-1.0, nan, {nan, nan, nan, nan, nan, nan}, {0, 0, 0, 0, 0, 0});
+    check(nan, std::nullopt, {nan, nan, nan, nan, nan, nan}, {0, 0, 0, 0, 0, 0});
+    check(std::nullopt, nan, {nan, nan, nan, nan, nan, nan}, {0, 0, 0, 0, 0, 0});
+  }
+  SECTION("an absent bound is infinite: -inf and inf keep their gradient") {
+    // torch: clamp([-inf, inf], max=0) = [-inf, 0] with slopes [1, 0]; clamp(min=0): [0, inf], [0, 1].
+    auto x = TensorD::from_vector({-inf, inf}, {2}, true);
+    auto y = clamp(x, std::nullopt, 0.0);
+    CHECK(y.data() == arr({-inf, 0}, {2}));
+    y.backward(ones_like(y));
+    CHECK(x.grad() == arr({1, 0}, {2}));
+    x.zero_grad();
+    clamp(x, 0.0).backward(ones_like(x));
+    CHECK(x.grad() == arr({0, 1}, {2}));
+  }
+  SECTION("float, and the method form") {
+    auto xf = TensorF::from_vector({-2, 0.5f, 3}, {3});
+    CHECK(clamp(xf, 0.0, 1.0).to_vector() == std::vector<float>{0, 0.5f, 1});
+    CHECK(xf.clamp(-1.0f, std::nullopt).to_vector() == std::vector<float>{-1, 0.5f, 3});
+  }
+}
+
+TEST_CASE("clamp without a bound names the problem", "[elementwise][errors]") {
+  auto x = TensorD::zeros({2});
+  CHECK_THROWS_AS(clamp(x, std::nullopt, std::nullopt), ShapeError);
+  CHECK_THROWS_AS(clamp(x, std::nullopt), std::invalid_argument);
+  CHECK_THROWS_WITH(x.clamp(std::nullopt), "clamp: at least one of min and max must be given");
+}
+
+TEST_CASE("minimum and maximum split ties in halves and pass NaN's gradient to both sides, as torch 1.13",
+          "[elementwise]") {
+  // torch 1.13: a = [1, 2, nan, 3, nan], b = [1, 3, 1, nan, nan]; out and both gradients after
+  // backward(ones). A side loses its gradient only where it is strictly beaten, so NaN gives both all.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  auto a = TensorD::from_vector({1, 2, nan, 3, nan}, {5}, true);
+  auto b = TensorD::from_vector({1, 3, 1, nan, nan}, {5}, true);
+  auto hi = maximum(a, b);
+  CHECK(tapegrad::testing::allclose(hi.data(), arr({1, 3, nan, nan, nan}, {5})));  // NaN where torch has it
+  hi.backward(ones_like(hi));
+  CHECK(a.grad() == arr({0.5, 0, 1, 1, 1}, {5}));
+  CHECK(b.grad() == arr({0.5, 1, 1, 1, 1}, {5}));
+  a.zero_grad();
+  b.zero_grad();
+  auto lo = minimum(a, b);
+  CHECK(tapegrad::testing::allclose(lo.data(), arr({1, 2, nan, nan, nan}, {5})));
+  lo.backward(ones_like(lo));
+  CHECK(a.grad() == arr({0.5, 1, 1, 1, 1}, {5}));
+  CHECK(b.grad() == arr({0.5, 0, 1, 1, 1}, {5}));
+  // A tie under broadcasting: b's one element meets both rows of a, and its halves add up.
+  auto c = TensorD::from_vector({2, 2}, {2, 1}, true);
+  auto d = TensorD::scalar(2.0, true);
+  maximum(c, d).backward(arr({1, 3}, {2, 1}));
+  CHECK(c.grad() == arr({0.5, 1.5}, {2, 1}));
+  CHECK(d.grad()() == 2.0);
+}
+
+TEST_CASE("the new elementwise ops record under their names, and nothing under NoGradGuard", "[elementwise]") {
+  const std::vector<std::pair<std::string, UnaryOp>> ops = {
+      {"abs", [](const TensorD& x) { return abs(x); }},
+      {"log1p", [](const TensorD& x) { return log1p(x); }},
+      {"sin", [](const TensorD& x) { return sin(x); }},
+      {"cos", [](const TensorD& x) { return cos(x); }},
+      {"silu", [](const TensorD& x) { return silu(x); }},
+      {"leaky_relu", [](const TensorD& x) { return leaky_relu(x); }},
+      {"clamp", [](const TensorD& x) { return clamp(x, 0.0, 0.5); }},
+      {"minimum", [](const TensorD& x) { return minimum(x, TensorD::scalar(0.5)); }},
+      {"maximum", [](const TensorD& x) { return maximum(TensorD::scalar(0.5), x); }},
+  };
+  auto x = rand_input({2, 3}, 400, 0, 1);
+  for (const auto& [name, op] : ops) {
+    INFO(name);
+    CHECK(op(x).grad_fn_name() == name);
+    CHECK(op(TensorD(x.data())).is_leaf());  // no input requires grad
+    NoGradGuard no_grad;
+    const auto y = op(x);
+    CHECK(y.is_leaf());
+    CHECK_FALSE(y.requires_grad());
+  }
 }
 
 TEST_CASE("gelu matches torch.nn.functional.gelu", "[elementwise]") {
@@ -487,6 +718,8 @@ TEST_CASE("broadcasting errors name the op and both shapes", "[elementwise]") {
   CHECK_THROWS_WITH(a * b, "mul: shapes [2, 3] and [4] cannot be broadcast (dim 1: 3 vs 4)");
   CHECK_THROWS_WITH(a / b, "div: shapes [2, 3] and [4] cannot be broadcast (dim 1: 3 vs 4)");
   CHECK_THROWS_WITH(pow(a, b), "pow: shapes [2, 3] and [4] cannot be broadcast (dim 1: 3 vs 4)");
+  CHECK_THROWS_WITH(minimum(a, b), "minimum: shapes [2, 3] and [4] cannot be broadcast (dim 1: 3 vs 4)");
+  CHECK_THROWS_WITH(maximum(a, b), "maximum: shapes [2, 3] and [4] cannot be broadcast (dim 1: 3 vs 4)");
   CHECK_THROWS_WITH(TensorF::zeros({2, 1, 5}) + TensorF::zeros({3, 4}),
                     "add: shapes [2, 1, 5] and [3, 4] cannot be broadcast (dim 2: 5 vs 4)");
 }

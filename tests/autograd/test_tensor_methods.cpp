@@ -119,6 +119,20 @@ TEST_CASE("elementwise, softmax and matmul methods equal their free functions", 
              {3, 4});
 }
 
+TEST_CASE("abs, log1p, sin, cos, clamp, minimum and maximum methods equal their free functions", "[tensor][methods]") {
+  check_same([](const TD& x) { return x.abs(); }, [](const TD& x) { return abs(x); }, {3, 4});
+  check_same([](const TD& x) { return x.log1p(); }, [](const TD& x) { return log1p(x); }, {3, 4}, -0.5, 2.0);
+  check_same([](const TD& x) { return x.sin(); }, [](const TD& x) { return sin(x); }, {3, 4});
+  check_same([](const TD& x) { return x.cos(); }, [](const TD& x) { return cos(x); }, {3, 4});
+  check_same([](const TD& x) { return x.clamp(-0.5, 0.5); }, [](const TD& x) { return clamp(x, -0.5, 0.5); }, {3, 4});
+  check_same([](const TD& x) { return x.clamp(std::nullopt, 0.2); },
+             [](const TD& x) { return clamp(x, std::nullopt, 0.2); }, {3, 4});
+  check_same([](const TD& x) { return x.minimum(x.exp() - 1.0); }, [](const TD& x) { return minimum(x, exp(x) - 1.0); },
+             {3, 4});
+  check_same([](const TD& x) { return x.maximum(x.t().sum(1)); }, [](const TD& x) { return maximum(x, sum(x, 0)); },
+             {3, 4});
+}
+
 TEST_CASE("method chains read like torch and pass gradcheck", "[tensor][methods]") {
   // torch: (x.matmul(w) + b).relu().pow(2).sum(1, keepdim=True).mean()
   CHECK_GRADCHECK([](const Inputs& in) { return (in[0].matmul(in[1]) + in[2]).tanh().pow(2).sum(1, true).mean(); },
