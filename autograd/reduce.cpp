@@ -140,15 +140,16 @@ xt::xarray<T> with_keep_shape(const xt::xarray<T>& g, const Shape& keep_shape) {
   return out;
 }
 
-// NaN beats everything (torch's max propagates NaN); otherwise a strict > keeps the first maximum.
-template <typename T>
+// NaN beats everything (torch's max and min propagate NaN); otherwise a strict > (< for the min, when
+// !Max) keeps the first extreme.
+template <bool Max, typename T>
 bool beats(T v, T best) {
-  return v > best || (std::isnan(v) && !std::isnan(best));
+  return (Max ? v > best : v < best) || (std::isnan(v) && !std::isnan(best));
 }
 
-// The first arg-max of every [o, :, i] slice, as positions along the reduced dim.
-template <typename T>
-std::vector<std::int64_t> argmax_slices(const T* x, std::size_t outer, std::size_t count, std::size_t inner) {
+// The first arg-max (arg-min when !Max) of every [o, :, i] slice, as positions along the reduced dim.
+template <bool Max, typename T>
+std::vector<std::int64_t> arg_extreme_slices(const T* x, std::size_t outer, std::size_t count, std::size_t inner) {
   std::vector<std::int64_t> idx(outer * inner, 0);
   if (inner == 1) {  // one contiguous scan per slice
     for (std::size_t o = 0; o < outer; ++o) {
@@ -156,7 +157,7 @@ std::vector<std::int64_t> argmax_slices(const T* x, std::size_t outer, std::size
       T best = xo[0];
       std::size_t at = 0;
       for (std::size_t r = 1; r < count; ++r) {
-        if (beats(xo[r], best)) {
+        if (beats<Max>(xo[r], best)) {
           best = xo[r];
           at = r;
         }
@@ -173,7 +174,7 @@ std::vector<std::int64_t> argmax_slices(const T* x, std::size_t outer, std::size
     for (std::size_t r = 1; r < count; ++r) {
       const T* row = xo + r * inner;
       for (std::size_t i = 0; i < inner; ++i) {
-        if (beats(row[i], best[i])) {
+        if (beats<Max>(row[i], best[i])) {
           best[i] = row[i];
           io[i] = static_cast<std::int64_t>(r);
         }
@@ -214,6 +215,73 @@ Tensor<T> sum_or_mean(const Tensor<T>& x, const char* op, const std::vector<std:
              }
              in.accumulate(0, std::move(dx));
            });
+  return out;
+}
+
+// log(sum(exp(x))) of every [o, :, i] slice into out, in double, as log(sum(exp(x - m))) + m around
+// the slice's max m. As torch, an infinite m is taken as 0 (a slice of all -inf, or an empty one, then
+// gives log 0 = -inf, and one holding +inf gives +inf rather than inf - inf = NaN); a NaN propagates.
+template <typename T>
+void logsumexp_slices(const T* x, std::size_t outer, std::size_t count, std::size_t inner, T* out) {
+  std::vector<double> shift(outer * inner, -HUGE_VAL), total(outer * inner, 0.0);
+  const std::size_t per_slice = std::max<std::size_t>(1, count * inner);
+  detail::parallel_for(outer, std::max<std::size_t>(1, detail::kElementwiseGrain / per_slice),
+                       [&](std::size_t o0, std::size_t o1) {
+                         for (std::size_t o = o0; o < o1; ++o) {
+                           const T* xo = x + o * count * inner;
+                           double* m = shift.data() + o * inner;
+                           double* acc = total.data() + o * inner;
+                           for (std::size_t r = 0; r < count; ++r)
+                             for (std::size_t i = 0; i < inner; ++i)
+                               if (beats<true>(static_cast<double>(xo[r * inner + i]), m[i])) m[i] = xo[r * inner + i];
+                           for (std::size_t i = 0; i < inner; ++i)
+                             if (std::isinf(m[i])) m[i] = 0;
+                           for (std::size_t r = 0; r < count; ++r)
+                             for (std::size_t i = 0; i < inner; ++i) acc[i] += std::exp(xo[r * inner + i] - m[i]);
+                           for (std::size_t i = 0; i < inner; ++i)
+                             out[o * inner + i] = static_cast<T>(std::log(acc[i]) + m[i]);
+                         }
+                       });
+}
+
+// max(x, dim) (min when !Max): the values at the first arg-extremes, whose gradient goes there.
+template <bool Max, typename T>
+Tensor<T> extreme_along(const char* op, const Tensor<T>& x, std::int64_t dim, bool keepdim) {
+  const ReducePlan p = max_plan(op, x.shape(), dim, keepdim);
+  const T* px = x.data().data();  // one dim is always a block
+  std::vector<std::int64_t> idx = arg_extreme_slices<Max>(px, p.outer, p.count, p.inner);
+  xt::xarray<T> values = xt::xarray<T>::from_shape(p.out_shape);
+  T* pv = values.data();
+  for (std::size_t o = 0; o < p.outer; ++o)
+    for (std::size_t i = 0; i < p.inner; ++i) {
+      const std::size_t k = o * p.inner + i;
+      pv[k] = px[(o * p.count + static_cast<std::size_t>(idx[k])) * p.inner + i];
+    }
+  Tensor<T> out(std::move(values));
+  if (should_record(x))
+    record(out, op, {x},
+           [idx = std::move(idx), in_shape = p.in_shape, outer = p.outer, count = p.count, inner = p.inner](
+               const xt::xarray<T>& g, GradInputs<T>& in) {
+             xt::xarray<T> dx = xt::zeros<T>(in_shape);
+             T* pd = dx.data();
+             const T* pg = g.data();
+             for (std::size_t o = 0; o < outer; ++o)
+               for (std::size_t i = 0; i < inner; ++i) {
+                 const std::size_t k = o * inner + i;
+                 pd[(o * count + static_cast<std::size_t>(idx[k])) * inner + i] = pg[k];
+               }
+             in.accumulate(0, std::move(dx));
+           });
+  return out;
+}
+
+// argmax(x, dim) (argmin when !Max).
+template <bool Max, typename T>
+xt::xarray<std::int64_t> arg_extreme(const char* op, const Tensor<T>& x, std::int64_t dim, bool keepdim) {
+  const ReducePlan p = max_plan(op, x.shape(), dim, keepdim);
+  const std::vector<std::int64_t> idx = arg_extreme_slices<Max>(x.data().data(), p.outer, p.count, p.inner);
+  xt::xarray<std::int64_t> out = xt::xarray<std::int64_t>::from_shape(p.out_shape);
+  std::copy(idx.begin(), idx.end(), out.data());
   return out;
 }
 
@@ -282,33 +350,33 @@ Tensor<T> var(const Tensor<T>& x, const std::vector<std::int64_t>& dims, std::in
 }
 
 template <typename T>
-Tensor<T> max(const Tensor<T>& x, std::int64_t dim, bool keepdim) {
-  const ReducePlan p = max_plan("max", x.shape(), dim, keepdim);
-  const T* px = x.data().data();  // one dim is always a block
-  std::vector<std::int64_t> idx = argmax_slices(px, p.outer, p.count, p.inner);
+Tensor<T> logsumexp(const Tensor<T>& x, const std::vector<std::int64_t>& dims, bool keepdim) {
+  const ReducePlan p = make_plan("logsumexp", x.shape(), dims, keepdim);
+  xt::xarray<T> scratch;
   xt::xarray<T> values = xt::xarray<T>::from_shape(p.out_shape);
-  T* pv = values.data();
-  for (std::size_t o = 0; o < p.outer; ++o)
-    for (std::size_t i = 0; i < p.inner; ++i) {
-      const std::size_t k = o * p.inner + i;
-      pv[k] = px[(o * p.count + static_cast<std::size_t>(idx[k])) * p.inner + i];
-    }
+  logsumexp_slices(arrange(x.data(), p, scratch), p.outer, p.count, p.inner, values.data());
   Tensor<T> out(std::move(values));
   if (should_record(x))
-    record(out, "max", {x},
-           [idx = std::move(idx), in_shape = p.in_shape, outer = p.outer, count = p.count, inner = p.inner](
-               const xt::xarray<T>& g, GradInputs<T>& in) {
-             xt::xarray<T> dx = xt::zeros<T>(in_shape);
-             T* pd = dx.data();
-             const T* pg = g.data();
-             for (std::size_t o = 0; o < outer; ++o)
-               for (std::size_t i = 0; i < inner; ++i) {
-                 const std::size_t k = o * inner + i;
-                 pd[(o * count + static_cast<std::size_t>(idx[k])) * inner + i] = pg[k];
-               }
-             in.accumulate(0, std::move(dx));
+    record(out, "logsumexp", {x},
+           [x_val = x.saved(), y = out.saved(), keep_shape = p.keep_shape](const xt::xarray<T>& g, GradInputs<T>& in) {
+             // d out / dx = exp(x - out), the slice's softmax; torch's form, which is NaN where x and out
+             // are the same infinity (a slice of all -inf, or a +inf).
+             const xt::xarray<T> prob = broadcast_apply("logsumexp", *x_val, with_keep_shape(*y, keep_shape),
+                                                        [](T v, T lse) { return std::exp(v - lse); });
+             in.accumulate(0, broadcast_apply("logsumexp", prob, with_keep_shape(g, keep_shape),
+                                              [](T pv, T gv) { return pv * gv; }));
            });
   return out;
+}
+
+template <typename T>
+Tensor<T> max(const Tensor<T>& x, std::int64_t dim, bool keepdim) {
+  return extreme_along<true>("max", x, dim, keepdim);
+}
+
+template <typename T>
+Tensor<T> min(const Tensor<T>& x, std::int64_t dim, bool keepdim) {
+  return extreme_along<false>("min", x, dim, keepdim);
 }
 
 template <typename T>
@@ -321,7 +389,7 @@ Tensor<T> max(const Tensor<T>& x) {
   const T* px = x.data().data();
   T best = px[0];
   for (std::size_t i = 1; i < n; ++i)
-    if (beats(px[i], best)) best = px[i];
+    if (beats<true>(px[i], best)) best = px[i];
   Tensor<T> out = Tensor<T>::scalar(best);
   if (should_record(x))
     record(out, "max", {x}, [x_val = x.saved(), best](const xt::xarray<T>& g, GradInputs<T>& in) {
@@ -342,11 +410,12 @@ Tensor<T> max(const Tensor<T>& x) {
 
 template <typename T>
 xt::xarray<std::int64_t> argmax(const Tensor<T>& x, std::int64_t dim, bool keepdim) {
-  const ReducePlan p = max_plan("argmax", x.shape(), dim, keepdim);
-  const std::vector<std::int64_t> idx = argmax_slices(x.data().data(), p.outer, p.count, p.inner);
-  xt::xarray<std::int64_t> out = xt::xarray<std::int64_t>::from_shape(p.out_shape);
-  std::copy(idx.begin(), idx.end(), out.data());
-  return out;
+  return arg_extreme<true>("argmax", x, dim, keepdim);
+}
+
+template <typename T>
+xt::xarray<std::int64_t> argmin(const Tensor<T>& x, std::int64_t dim, bool keepdim) {
+  return arg_extreme<false>("argmin", x, dim, keepdim);
 }
 
 #define TAPEGRAD_INSTANTIATE(T)                                                                      \
@@ -355,9 +424,12 @@ xt::xarray<std::int64_t> argmax(const Tensor<T>& x, std::int64_t dim, bool keepd
   template Tensor<T> sum<T>(const Tensor<T>&, const std::vector<std::int64_t>&, bool);               \
   template Tensor<T> mean<T>(const Tensor<T>&, const std::vector<std::int64_t>&, bool);              \
   template Tensor<T> var<T>(const Tensor<T>&, const std::vector<std::int64_t>&, std::int64_t, bool); \
+  template Tensor<T> logsumexp<T>(const Tensor<T>&, const std::vector<std::int64_t>&, bool);         \
   template Tensor<T> max<T>(const Tensor<T>&, std::int64_t, bool);                                   \
+  template Tensor<T> min<T>(const Tensor<T>&, std::int64_t, bool);                                   \
   template Tensor<T> max<T>(const Tensor<T>&);                                                       \
-  template xt::xarray<std::int64_t> argmax<T>(const Tensor<T>&, std::int64_t, bool);
+  template xt::xarray<std::int64_t> argmax<T>(const Tensor<T>&, std::int64_t, bool);                 \
+  template xt::xarray<std::int64_t> argmin<T>(const Tensor<T>&, std::int64_t, bool);
 TAPEGRAD_INSTANTIATE(float)
 TAPEGRAD_INSTANTIATE(double)
 #undef TAPEGRAD_INSTANTIATE

@@ -164,6 +164,14 @@ class Tensor {
   /// torch.max(x) over every element, and torch.max(x, dim).values.
   Tensor max() const;
   Tensor max(std::int64_t dim, bool keepdim = false) const;
+  /// torch.min(x, dim).values.
+  Tensor min(std::int64_t dim, bool keepdim = false) const;
+  /// torch.logsumexp over the listed dims, or one int dim.
+  Tensor logsumexp(const std::vector<std::int64_t>& dims, bool keepdim = false) const;
+  template <typename I, std::enable_if_t<detail::is_dim_v<I>, int> = 0>
+  Tensor logsumexp(I dim, bool keepdim = false) const {
+    return logsumexp(std::vector<std::int64_t>{static_cast<std::int64_t>(dim)}, keepdim);
+  }
 
   Tensor matmul(const Tensor& other) const;
   /// torch's t(): a 2-D tensor transposed; a 0-D or 1-D tensor as it is (the same handle); more

@@ -40,6 +40,14 @@ Tensor<T> Tensor<T>::max(std::int64_t dim, bool keepdim) const {
   return tapegrad::max(*this, dim, keepdim);
 }
 template <typename T>
+Tensor<T> Tensor<T>::min(std::int64_t dim, bool keepdim) const {
+  return tapegrad::min(*this, dim, keepdim);
+}
+template <typename T>
+Tensor<T> Tensor<T>::logsumexp(const std::vector<std::int64_t>& dims, bool keepdim) const {
+  return tapegrad::logsumexp(*this, dims, keepdim);
+}
+template <typename T>
 Tensor<T> Tensor<T>::matmul(const Tensor& other) const {
   return tapegrad::matmul(*this, other);
 }
@@ -165,6 +173,8 @@ Tensor<T> Tensor<T>::maximum(const Tensor& other) const {
   template Tensor<T> Tensor<T>::var(const std::vector<std::int64_t>&, std::int64_t, bool) const; \
   template Tensor<T> Tensor<T>::max() const;                                                     \
   template Tensor<T> Tensor<T>::max(std::int64_t, bool) const;                                   \
+  template Tensor<T> Tensor<T>::min(std::int64_t, bool) const;                                   \
+  template Tensor<T> Tensor<T>::logsumexp(const std::vector<std::int64_t>&, bool) const;         \
   template Tensor<T> Tensor<T>::matmul(const Tensor<T>&) const;                                  \
   template Tensor<T> Tensor<T>::t() const;                                                       \
   template Tensor<T> Tensor<T>::transpose(std::int64_t, std::int64_t) const;                     \

@@ -1,5 +1,7 @@
-// Shape ops (transpose ... expand) and reductions (sum, mean, var, max, argmax): values, gradients,
-// ties and error messages.
+// Shape ops (transpose ... expand) and reductions (sum, mean, var, logsumexp, max, min, argmax,
+// argmin): values, gradients, ties and error messages.
+#include <fmt/format.h>
+
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
@@ -478,6 +480,136 @@ TEST_CASE("max gradients", "[reduce][gradcheck]") {
   CHECK(max(rand_input({2}, 74)).grad_fn_name() == "max");
 }
 
+TEST_CASE("logsumexp over dims, with keepdim, matches torch and stays finite at large values", "[reduce]") {
+  // torch 1.13: logsumexp([1, 2, 3]) = 3.4076059644443806, logsumexp([1000, 1000]) = 1000.6931471805599,
+  // logsumexp([-1000, -1000.5]) = -999.5259230158199 (exp of each would overflow or underflow).
+  CHECK(logsumexp(Tensor<double>::from_vector({1, 2, 3}, {3}), 0).item() == Approx(3.4076059644443806).epsilon(1e-15));
+  CHECK(logsumexp(Tensor<double>::from_vector({1000, 1000}, {2}), 0).item() ==
+        Approx(1000.6931471805599).epsilon(1e-15));
+  CHECK(logsumexp(Tensor<double>::from_vector({-1000, -1000.5}, {2}), -1).item() ==
+        Approx(-999.5259230158199).epsilon(1e-15));
+  CHECK(logsumexp(Tensor<float>::from_vector({1000, 1000}, {2}), 0).item() == Approx(1000.6931f).epsilon(1e-7));
+  // Any set of dims, as sum's: against log(sum(exp(x))) where that does not overflow.
+  auto x = rand_input({2, 3, 4}, 80, -3, 3);
+  for (const std::vector<std::int64_t>& dims :
+       std::vector<std::vector<std::int64_t>>{{1}, {-1}, {0, 2}, {2, 0, 1}, {}}) {
+    for (bool keepdim : {false, true}) {
+      INFO("dims [" << fmt::format("{}", fmt::join(dims, ", ")) << "], keepdim " << keepdim);
+      const auto got = logsumexp(x, dims, keepdim);
+      const auto want = log(sum(exp(x), dims, keepdim));
+      CHECK(got.shape() == want.shape());
+      CHECK(allclose(got.data(), want.data(), 1e-14));
+    }
+  }
+  CHECK(logsumexp(x, {}).shape() == Shape{});
+  CHECK(logsumexp(Tensor<double>::scalar(2), 0).item() == 2);
+  // An empty slice sums nothing: log 0 = -inf, as torch.
+  CHECK(logsumexp(Tensor<double>::zeros({2, 0}), 1).data() == values({-HUGE_VAL, -HUGE_VAL}, {2}));
+  CHECK(logsumexp(Tensor<double>::zeros({0, 3}), 1).shape() == Shape{0});
+}
+
+TEST_CASE("logsumexp's gradient is the softmax of each slice", "[reduce]") {
+  // torch 1.13: x = [[0.5, -1, 2], [0, 0, 0]], logsumexp(x, 1).backward([1, 2]).
+  auto x = Tensor<double>::from_vector({0.5, -1, 2, 0, 0, 0}, {2, 3}, true);
+  auto y = logsumexp(x, 1);
+  CHECK(allclose(y.data(), values({2.241311296657157, 1.0986122886681098}, {2}), 1e-15));
+  y.backward(values({1, 2}, {2}));
+  CHECK(allclose(
+      x.grad(),
+      values({0.1752903921400367, 0.03911257327068745, 0.7855970345892758, 2.0 / 3, 2.0 / 3, 2.0 / 3}, {2, 3}), 1e-15));
+  CHECK(y.grad_fn_name() == "logsumexp");
+}
+
+TEST_CASE("logsumexp of slices of -inf and of +inf follows torch 1.13", "[reduce]") {
+  // torch 1.13: x = [[-inf, -inf], [1, -inf], [inf, 1], [-inf, inf]], logsumexp(x, 1).backward(ones):
+  // out [-inf, 1, inf, inf]; gradient exp(x - out), NaN where x and out are the same infinity:
+  // [[nan, nan], [1, 0], [nan, 0], [0, nan]].
+  const double inf = HUGE_VAL, nan = std::numeric_limits<double>::quiet_NaN();
+  auto x = Tensor<double>::from_vector({-inf, -inf, 1, -inf, inf, 1, -inf, inf}, {4, 2}, true);
+  auto y = logsumexp(x, 1);
+  CHECK(y.data() == values({-inf, 1, inf, inf}, {4}));
+  y.backward(values({1, 1, 1, 1}, {4}));
+  CHECK(tapegrad::testing::allclose(x.grad(), values({nan, nan, 1, 0, nan, 0, 0, nan}, {4, 2})));
+  // The same along dim 0, where each slice is strided: only the all -inf column is -inf.
+  auto t = Tensor<double>::from_vector({-inf, 0, -inf, 0}, {2, 2});
+  CHECK(allclose(logsumexp(t, 0).data(), values({-inf, std::log(2.0)}, {2}), 1e-15));
+  // A NaN anywhere in a slice makes it NaN.
+  CHECK(std::isnan(logsumexp(Tensor<double>::from_vector({1, nan, inf}, {3}), 0).item()));
+}
+
+TEST_CASE("logsumexp gradients", "[reduce][gradcheck]") {
+  for (bool keepdim : {false, true}) {
+    CHECK_GRADCHECK([&](const Inputs& in) { return logsumexp(in[0], 1, keepdim); }, (Inputs{rand_input({3, 4}, 81)}));
+    CHECK_GRADCHECK([&](const Inputs& in) { return logsumexp(in[0], -2, keepdim); },
+                    (Inputs{rand_input({2, 3, 4}, 82)}));
+    CHECK_GRADCHECK(
+        [&](const Inputs& in) {
+          return logsumexp(in[0], {0, 2}, keepdim);
+        },
+        (Inputs{rand_input({2, 3, 4}, 83)}));
+    CHECK_GRADCHECK([&](const Inputs& in) { return logsumexp(in[0], {}, keepdim); }, (Inputs{rand_input({3, 2}, 84)}));
+  }
+  CHECK_GRADCHECK([](const Inputs& in) { return logsumexp(in[0], 0); }, (Inputs{rand_input({}, 85)}));
+  // Far from 0: the shift by the slice's max keeps the gradient accurate.
+  CHECK_GRADCHECK([](const Inputs& in) { return logsumexp(in[0], -1); }, (Inputs{rand_input({3, 5}, 86, 300, 320)}));
+}
+
+TEST_CASE("min over a dim and argmin pick the first minimum, NaN first of all", "[reduce]") {
+  // torch 1.13: torch.min(tensor([[1, 0, 0], [2, 2, 5]]), 1) = (values [0, 2], indices [1, 0]).
+  auto x = Tensor<double>::from_vector({1, 0, 0, 2, 2, 5}, {2, 3});
+  CHECK(min(x, 1).data() == values({0, 2}, {2}));
+  CHECK(min(x, 0, true).data() == values({1, 0, 0}, {1, 3}));
+  CHECK((argmin(x, 1) == xt::xarray<std::int64_t>({1, 0})));
+  CHECK((argmin(x, -2, true) == xt::xarray<std::int64_t>({{0, 0, 0}})));
+  auto y = iota({2, 3, 4});
+  CHECK(min(y, 1).data() == values({0, 1, 2, 3, 12, 13, 14, 15}, {2, 4}));
+  CHECK((argmin(y, 2) == xt::xarray<std::int64_t>({{0, 0, 0}, {0, 0, 0}})));
+  CHECK(min(Tensor<double>::scalar(5), 0).item() == 5);
+  CHECK(argmin(Tensor<double>::scalar(5), -1)() == 0);
+  // torch: min([[3, 1, 1], [2, nan, nan], [nan, 0, nan]], 1) = ([1, nan, nan], indices [1, 1, 0]).
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  auto n = Tensor<double>::from_vector({3, 1, 1, 2, nan, nan, nan, 0, nan}, {3, 3}, true);
+  auto m = min(n, 1);
+  CHECK(m.data()(0) == 1);
+  CHECK(std::isnan(m.data()(1)));
+  CHECK(std::isnan(m.data()(2)));
+  CHECK((argmin(n, 1) == xt::xarray<std::int64_t>({1, 1, 0})));
+  m.backward(values({1, 1, 1}, {3}));
+  CHECK(n.grad() == values({0, 1, 0, 0, 1, 0, 1, 0, 0}, {3, 3}));
+  // -inf is an ordinary minimum.
+  CHECK((argmin(Tensor<float>::from_vector({HUGE_VALF, -HUGE_VALF, -HUGE_VALF}, {3}), 0)() == 1));
+}
+
+TEST_CASE("min over a dim sends the gradient to the first arg-min", "[reduce]") {
+  // torch: x.min(1).values.sum().backward() gives [[0, 1, 0], [1, 0, 0]]; z.min(0) with ties in column 0.
+  auto x = Tensor<double>::from_vector({1, 0, 0, 2, 2, 5}, {2, 3}, true);
+  sum(min(x, 1)).backward();
+  CHECK(x.grad() == values({0, 1, 0, 1, 0, 0}, {2, 3}));
+  auto z = Tensor<double>::from_vector({1, 1, 5, 1}, {2, 2}, true);
+  auto m = min(z, 0);
+  CHECK(m.grad_fn_name() == "min");
+  m.backward(xt::xarray<double>({2.0, 3.0}));
+  CHECK(z.grad() == values({2, 3, 0, 0}, {2, 2}));
+}
+
+TEST_CASE("min gradients", "[reduce][gradcheck]") {
+  // Random inputs have no ties, so the min is locally smooth.
+  for (bool keepdim : {false, true}) {
+    CHECK_GRADCHECK([&](const Inputs& in) { return min(in[0], -1, keepdim); }, (Inputs{rand_input({3, 4}, 90)}));
+    CHECK_GRADCHECK([&](const Inputs& in) { return min(in[0], 1, keepdim); }, (Inputs{rand_input({2, 3, 4}, 91)}));
+    CHECK_GRADCHECK([&](const Inputs& in) { return min(in[0], 0, keepdim); }, (Inputs{rand_input({4, 2}, 92)}));
+  }
+}
+
+TEST_CASE("logsumexp and min record nothing under NoGradGuard", "[reduce]") {
+  auto x = rand_input({2, 3}, 93);
+  NoGradGuard no_grad;
+  for (const auto& y : {logsumexp(x, 1), min(x, 0), logsumexp(x, {})}) {
+    CHECK(y.is_leaf());
+    CHECK_FALSE(y.requires_grad());
+  }
+}
+
 TEST_CASE("reduction errors name the op and the values", "[reduce][errors]") {
   auto x = iota({2, 3});
   CHECK_OP_ERROR(sum(x, {0, -2}), Contains("sum") && Contains("dim -2 appears more than once") && Contains("[0, -2]"));
@@ -491,4 +623,12 @@ TEST_CASE("reduction errors name the op and the values", "[reduce][errors]") {
   CHECK_OP_ERROR(max(Tensor<double>::zeros({0})), Contains("max") && Contains("empty") && Contains("[0]"));
   CHECK_OP_ERROR(argmax(x, -3), Contains("argmax") && Contains("dim -3"));
   CHECK_OP_ERROR(argmax(Tensor<double>::zeros({0, 2}), 0), Contains("argmax") && Contains("size 0"));
+  CHECK_OP_ERROR(logsumexp(x, 2), Contains("logsumexp") && Contains("dim 2") && Contains("rank 2"));
+  CHECK_OP_ERROR(logsumexp(x, {1, -1}),
+                 Contains("logsumexp") && Contains("dim -1 appears more than once") && Contains("[1, -1]"));
+  CHECK_OP_ERROR(min(x, -3), Contains("min") && Contains("dim -3") && Contains("rank 2"));
+  CHECK_OP_ERROR(min(Tensor<double>::zeros({2, 0}), 1),
+                 Contains("min") && Contains("dim 1 of size 0") && Contains("[2, 0]"));
+  CHECK_OP_ERROR(argmin(x, 2), Contains("argmin") && Contains("dim 2"));
+  CHECK_OP_ERROR(argmin(Tensor<double>::zeros({0, 2}), 0), Contains("argmin") && Contains("size 0"));
 }

@@ -48,6 +48,20 @@ TEST_CASE("reductions as methods equal sum, mean, var and max", "[tensor][method
   check_same([](const TD& x) { return x.max(0, true); }, [](const TD& x) { return max(x, 0, true); }, {3, 4});
 }
 
+TEST_CASE("min and logsumexp as methods equal the free functions", "[tensor][methods]") {
+  check_same([](const TD& x) { return x.min(1); }, [](const TD& x) { return min(x, 1); }, {3, 4});
+  check_same([](const TD& x) { return x.min(-2, true); }, [](const TD& x) { return min(x, 0, true); }, {3, 4});
+  check_same([](const TD& x) { return x.logsumexp(1); }, [](const TD& x) { return logsumexp(x, {1}); }, {3, 4});
+  check_same(
+      [](const TD& x) {
+        return x.logsumexp({0, 2}, true);
+      },
+      [](const TD& x) {
+        return logsumexp(x, {0, 2}, true);
+      },
+      {2, 3, 4});
+}
+
 TEST_CASE("a single int dim is accepted where a list is", "[tensor][methods]") {
   const TD x = rand_input({2, 3, 4}, 1);
   CHECK(sum(x, 1).to_vector() == sum(x, {1}).to_vector());
