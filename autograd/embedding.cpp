@@ -13,16 +13,6 @@
 namespace tapegrad {
 
 namespace {
-// "[1, 2]" for the multi-index of a flat position in `shape` (error messages only).
-std::string position_of(std::size_t flat, const Shape& shape) {
-  Shape index(shape.size());
-  for (std::size_t d = shape.size(); d-- > 0;) {
-    index[d] = flat % shape[d];
-    flat /= shape[d];
-  }
-  return format_shape(index);
-}
-
 // Checks weight [num_embeddings, dim] and every id for `op`, and returns padding_idx normalized to
 // [0, num_embeddings), or -1 for none (a negative padding_idx counts from the end, as in torch).
 template <typename T>
@@ -47,7 +37,7 @@ std::int64_t check_lookup(const char* op, const Tensor<T>& weight, const xt::xar
   for (std::size_t i = 0; i < ids.size(); ++i) {
     if (pi[i] < 0 || pi[i] >= v) {
       throw ShapeError(fmt::format("{}: id {} at position {} is out of range for {} embeddings (expected 0 to {})", op,
-                                   pi[i], position_of(i, id_shape), vocab, v - 1));
+                                   pi[i], format_position(i, id_shape), vocab, v - 1));
     }
   }
   return pad;

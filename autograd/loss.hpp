@@ -11,9 +11,6 @@
 
 namespace tapegrad {
 
-/// Class indices (targets, token ids).
-using IndexArray = xt::xarray<std::int64_t>;
-
 /// How a loss reduces over the batch (torch's reduction='none' | 'mean' | 'sum').
 enum class Reduction { None, Mean, Sum };
 

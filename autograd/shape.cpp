@@ -8,6 +8,15 @@ namespace tapegrad {
 
 std::string format_shape(const Shape& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
 
+std::string format_position(std::size_t flat, const Shape& shape) {
+  Shape index(shape.size());
+  for (std::size_t d = shape.size(); d-- > 0;) {
+    index[d] = flat % shape[d];
+    flat /= shape[d];
+  }
+  return format_shape(index);
+}
+
 std::size_t numel(const Shape& shape) {
   std::size_t n = 1;
   for (std::size_t s : shape) {

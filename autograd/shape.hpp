@@ -23,6 +23,10 @@ class ShapeError : public std::invalid_argument {
 /// "[2, 3]" (and "[]" for a scalar).
 std::string format_shape(const Shape& shape);
 
+/// "[1, 2]": the multi-index of row-major position `flat` in `shape`, for error messages that say where
+/// a bad value sits.
+std::string format_position(std::size_t flat, const Shape& shape);
+
 /// The number of elements of a shape (1 for []); throws ShapeError when it overflows std::size_t.
 std::size_t numel(const Shape& shape);
 

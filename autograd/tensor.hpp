@@ -36,6 +36,10 @@ template <typename I>
 constexpr bool is_dim_v = std::is_integral_v<I> && !std::is_same_v<I, bool>;
 }  // namespace detail
 
+/// Integer indices, torch's int64 tensors: class targets, token ids, the positions of gather and
+/// index_select.
+using IndexArray = xt::xarray<std::int64_t>;
+
 /// What autograd knows about one tensor. Backward closures never hold it (they hold values only), and
 /// a node holds its inputs' metas, not their values: an intermediate's data is freed as soon as
 /// neither the user nor a backward closure needs it.
@@ -140,7 +144,8 @@ class Tensor {
 
   /// @name Method forms of the common ops, as in torch (`x.sum({1}, true)`, `x.matmul(w).relu()`)
   /// Each is exactly the free function of the same name (autograd/reduce.hpp, shape_ops.hpp,
-  /// elementwise.hpp, matmul.hpp, softmax.hpp) applied to *this, so it records the same node.
+  /// elementwise.hpp, matmul.hpp, softmax.hpp, indexing.hpp) applied to *this, so it
+  /// records the same node.
   /// A single integer dim is accepted wherever a list of dims is (`x.sum(1)`, `x.mean(-1, true)`).
   ///@{
   Tensor sum() const;
@@ -215,6 +220,8 @@ class Tensor {
   Tensor clamp(std::optional<T> min, std::optional<T> max = std::nullopt) const;
   Tensor minimum(const Tensor& other) const;
   Tensor maximum(const Tensor& other) const;
+  Tensor gather(std::int64_t dim, const IndexArray& index) const;
+  Tensor index_select(std::int64_t dim, const IndexArray& index) const;
   ///@}
 
   /// For op implementations (autograd/tape.hpp).

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "tapegrad/autograd/elementwise.hpp"
+#include "tapegrad/autograd/indexing.hpp"
 #include "tapegrad/autograd/matmul.hpp"
 #include "tapegrad/autograd/reduce.hpp"
 #include "tapegrad/autograd/shape_ops.hpp"
@@ -162,6 +163,14 @@ template <typename T>
 Tensor<T> Tensor<T>::maximum(const Tensor& other) const {
   return tapegrad::maximum(*this, other);
 }
+template <typename T>
+Tensor<T> Tensor<T>::gather(std::int64_t dim, const IndexArray& index) const {
+  return tapegrad::gather(*this, dim, index);
+}
+template <typename T>
+Tensor<T> Tensor<T>::index_select(std::int64_t dim, const IndexArray& index) const {
+  return tapegrad::index_select(*this, dim, index);
+}
 
 // tensor.cpp instantiates the class (and with it only the members it defines), so each method defined
 // here is instantiated here, for float and double.
@@ -202,7 +211,9 @@ Tensor<T> Tensor<T>::maximum(const Tensor& other) const {
   template Tensor<T> Tensor<T>::cos() const;                                                     \
   template Tensor<T> Tensor<T>::clamp(std::optional<T>, std::optional<T>) const;                 \
   template Tensor<T> Tensor<T>::minimum(const Tensor<T>&) const;                                 \
-  template Tensor<T> Tensor<T>::maximum(const Tensor<T>&) const;
+  template Tensor<T> Tensor<T>::maximum(const Tensor<T>&) const;                                 \
+  template Tensor<T> Tensor<T>::gather(std::int64_t, const IndexArray&) const;                   \
+  template Tensor<T> Tensor<T>::index_select(std::int64_t, const IndexArray&) const;
 TAPEGRAD_TENSOR_METHODS(float)
 TAPEGRAD_TENSOR_METHODS(double)
 #undef TAPEGRAD_TENSOR_METHODS

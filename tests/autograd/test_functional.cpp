@@ -1,5 +1,5 @@
-// Functional ops: softmax, losses, layer_norm, dropout, embedding and masking. Reference numbers come
-// from torch 1.13 (float64) or are computed by hand in the test.
+// Functional ops: softmax, losses, layer_norm, dropout, embedding, gather and index_select, and
+// masking. Reference numbers come from torch 1.13 (float64) or are computed by hand in the test.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
@@ -628,6 +628,116 @@ TEST_CASE("embedding_bag_sum with per_sample_weights: each member's row times it
                   (Inputs{rand_input({5, 3}, 78)}));
   CHECK_THROWS_WITH(embedding_bag_sum(w, ids({1, 2}, {1, 2}), 0, xt::xarray<double>({1.0, 2.0})),
                     Catch::Contains("per_sample_weights [2] must have the shape of ids [1, 2]"));
+}
+
+// --------------------------------------------------------------------------------------------- indexing
+
+namespace {
+// 0, 1, ..., 11 as [3, 4].
+Tensor<double> count_3x4(bool requires_grad = false) {
+  return Tensor<double>::from_vector({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, {3, 4}, requires_grad);
+}
+}  // namespace
+
+TEST_CASE("gather reads along dim at index's positions, with index's shape, as torch.gather", "[indexing]") {
+  // torch 1.13 on x = torch.arange(12.).reshape(3, 4).
+  auto x = count_3x4(true);
+  auto y = gather(x, 1, ids({0, 0, 1, 3, 2, 2}, {3, 2}));
+  CHECK(y.data() == values({0, 0, 5, 7, 10, 10}, {3, 2}));
+  CHECK(y.grad_fn_name() == "gather");
+  y.backward(xt::xarray<double>(xt::ones<double>({3, 2})));
+  CHECK(x.grad() == values({2, 0, 0, 0, 0, 1, 0, 1, 0, 0, 2, 0}, {3, 4}));  // repeated positions add up
+  // index may be smaller than x in the other dims, and larger along dim; dim may be negative.
+  CHECK(gather(x, 0, ids({0, 2}, {1, 2})).data() == values({0, 9}, {1, 2}));
+  CHECK(gather(x, -1, ids({3}, {1, 1})).data() == values({3}, {1, 1}));
+  CHECK(gather(x, 1, ids({0, 1, 2, 3, 0, 1}, {1, 6})).data() == values({0, 1, 2, 3, 0, 1}, {1, 6}));
+  auto z = Tensor<double>::from_vector({0, 1, 2, 3, 4, 5, 6, 7}, {2, 2, 2});
+  CHECK(gather(z, 1, ids({1, 0, 0, 0}, {2, 1, 2})).data() == values({2, 1, 4, 5}, {2, 1, 2}));
+  // A 0-d tensor counts as one dim: torch.gather(tensor(5.), 0, tensor([0, 0])) = [5, 5].
+  auto five = Tensor<double>::scalar(5);
+  CHECK(gather(five, 0, ids({0}, {})).shape() == Shape{});
+  CHECK(gather(five, 0, ids({0, 0}, {2})).data() == values({5, 5}, {2}));
+  CHECK(gather(Tensor<double>::from_vector({5, 6}, {2}), 0, ids({1}, {})).item() == 6);
+  // An empty index gives an empty result, whatever its other sizes (torch checks them only when non-empty).
+  CHECK(gather(x, 1, IndexArray::from_shape({3, 0})).shape() == Shape{3, 0});
+  CHECK(gather(x, 0, IndexArray::from_shape({0, 5})).shape() == Shape{0, 5});
+  CHECK(gather(Tensor<float>::from_vector({1, 2, 3}, {3}), 0, ids({2, 2, 0}, {3})).to_vector() ==
+        std::vector<float>{3, 3, 1});
+}
+
+TEST_CASE("index_select picks whole slices in index's order, as torch.index_select", "[indexing]") {
+  auto x = count_3x4(true);
+  auto y = index_select(x, 0, ids({2, 0, 2}, {3}));
+  CHECK(y.data() == values({8, 9, 10, 11, 0, 1, 2, 3, 8, 9, 10, 11}, {3, 4}));
+  CHECK(y.grad_fn_name() == "index_select");
+  y.backward(xt::xarray<double>(xt::ones<double>({3, 4})));
+  CHECK(x.grad() == values({1, 1, 1, 1, 0, 0, 0, 0, 2, 2, 2, 2}, {3, 4}));  // row 2 picked twice
+  CHECK(index_select(x, -1, ids({3, 3, 0}, {3})).data() == values({3, 3, 0, 7, 7, 4, 11, 11, 8}, {3, 3}));
+  auto z = Tensor<double>::from_vector({0, 1, 2, 3, 4, 5, 6, 7}, {2, 2, 2});
+  CHECK(index_select(z, 1, ids({1}, {1})).data() == values({2, 3, 6, 7}, {2, 1, 2}));
+  // A 0-d index picks one slice and keeps the dim, as torch; an empty index leaves the dim empty.
+  CHECK(index_select(x, 0, ids({1}, {})).data() == values({4, 5, 6, 7}, {1, 4}));
+  CHECK(index_select(x, 1, IndexArray::from_shape({0})).shape() == Shape{3, 0});
+  CHECK(index_select(Tensor<double>::zeros({0, 3}), 1, ids({2}, {1})).shape() == Shape{0, 1});
+  // A 0-d x takes one position and stays 0-d.
+  CHECK(index_select(Tensor<double>::scalar(5), 0, ids({0}, {1})).shape() == Shape{});
+  CHECK(index_select(Tensor<double>::scalar(5), -1, ids({0}, {})).item() == 5);
+}
+
+TEST_CASE("gather and index_select pass gradcheck with repeated indices", "[indexing][gradcheck]") {
+  const IndexArray g1 = ids({0, 0, 3, 1, 1, 1, 2, 0, 2}, {3, 3});
+  CHECK_GRADCHECK([&](const Inputs& in) { return gather(in[0], 1, g1); }, (Inputs{rand_input({3, 4}, 61)}));
+  CHECK_GRADCHECK([&](const Inputs& in) { return gather(in[0], 0, g1); }, (Inputs{rand_input({4, 3}, 62)}));
+  const IndexArray g3 = ids({2, 0, 2, 1, 1, 1, 0, 2, 2, 2, 0, 1}, {2, 2, 3});
+  CHECK_GRADCHECK([&](const Inputs& in) { return gather(in[0], -2, g3); }, (Inputs{rand_input({2, 3, 4}, 63)}));
+  const IndexArray rows = ids({3, 0, 3, 3, 1}, {5});
+  CHECK_GRADCHECK([&](const Inputs& in) { return index_select(in[0], 0, rows); }, (Inputs{rand_input({4, 3}, 64)}));
+  CHECK_GRADCHECK([&](const Inputs& in) { return index_select(in[0], 1, rows); }, (Inputs{rand_input({2, 4, 3}, 65)}));
+  CHECK_GRADCHECK([&](const Inputs& in) { return index_select(in[0], -1, rows); }, (Inputs{rand_input({2, 3, 4}, 66)}));
+  // Used twice: gradients of both uses add up.
+  CHECK_GRADCHECK(
+      [&](const Inputs& in) {
+        return gather(in[0], 1, g1) * index_select(in[0], 1, ids({1, 1, 2}, {3}));
+      },
+      (Inputs{rand_input({3, 4}, 67)}));
+}
+
+TEST_CASE("gather and index_select record nothing under NoGradGuard", "[indexing]") {
+  auto x = rand_input({3, 4}, 68);
+  NoGradGuard no_grad;
+  for (const auto& y : {gather(x, 1, ids({0, 1}, {1, 2})), index_select(x, 0, ids({1}, {1}))}) {
+    CHECK(y.is_leaf());
+    CHECK_FALSE(y.requires_grad());
+  }
+}
+
+TEST_CASE("indexing errors name the index, its position, the dim and its size", "[indexing][errors]") {
+  auto x = count_3x4();
+  // Out of range, negative ones too (as torch): the first bad one, where it is, the dim as written.
+  CHECK_THROWS_AS(gather(x, 1, ids({0, 4}, {1, 2})), ShapeError);
+  CHECK_THROWS_AS(gather(x, 1, ids({0, 4}, {1, 2})), std::invalid_argument);
+  CHECK_THROWS_WITH(gather(x, 1, ids({0, 1, 4, 9}, {2, 2})),
+                    "gather: index 4 at position [1, 0] is out of range for dim 1 of size 4 (expected 0 to 3)");
+  CHECK_THROWS_WITH(gather(x, -2, ids({-1}, {1, 1})),
+                    "gather: index -1 at position [0, 0] is out of range for dim -2 of size 3 (expected 0 to 2)");
+  CHECK_THROWS_WITH(gather(Tensor<double>::zeros({2, 0}), 1, ids({0}, {1, 1})),
+                    "gather: index 0 at position [0, 0] is out of range for dim 1 of size 0");
+  CHECK_THROWS_WITH(gather(x, 1, ids({0, 1}, {2})),
+                    "gather: index of shape [2] has 1 dims but the input of shape [3, 4] has 2");
+  CHECK_THROWS_WITH(gather(x, 1, ids({0, 0, 0, 0}, {4, 1})),
+                    "gather: index of shape [4, 1] is larger than the input of shape [3, 4] in dim 0 (4 > 3); only "
+                    "dim 1 may be larger");
+  CHECK_THROWS_WITH(gather(x, 2, ids({0}, {1, 1})), Catch::Contains("gather: dim 2") && Catch::Contains("rank 2"));
+  CHECK_THROWS_WITH(index_select(x, 1, ids({3, -2}, {2})),
+                    "index_select: index -2 at position [1] is out of range for dim 1 of size 4 (expected 0 to 3)");
+  CHECK_THROWS_WITH(index_select(x, 0, ids({3}, {})),
+                    "index_select: index 3 at position [] is out of range for dim 0 of size 3 (expected 0 to 2)");
+  CHECK_THROWS_WITH(index_select(x, 0, ids({0, 1}, {1, 2})),
+                    "index_select: index must be 1-D or 0-d, got shape [1, 2]");
+  CHECK_THROWS_WITH(index_select(Tensor<double>::scalar(5), 0, ids({0, 0}, {2})),
+                    "index_select: a 0-d input takes one index, got 2");
+  CHECK_THROWS_WITH(index_select(x, -3, ids({0}, {1})),
+                    Catch::Contains("index_select: dim -3") && Catch::Contains("rank 2"));
 }
 
 // ---------------------------------------------------------------------------------------------- masking

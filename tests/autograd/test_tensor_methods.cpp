@@ -147,6 +147,14 @@ TEST_CASE("abs, log1p, sin, cos, clamp, minimum and maximum methods equal their 
              {3, 4});
 }
 
+TEST_CASE("gather and index_select methods equal their free functions", "[tensor][methods]") {
+  const IndexArray index = {{0, 2, 2}, {1, 1, 0}};
+  check_same([&](const TD& x) { return x.gather(1, index); }, [&](const TD& x) { return gather(x, 1, index); }, {3, 4});
+  const IndexArray rows = {2, 0, 2};
+  check_same([&](const TD& x) { return x.index_select(0, rows); },
+             [&](const TD& x) { return index_select(x, 0, rows); }, {3, 4});
+}
+
 TEST_CASE("method chains read like torch and pass gradcheck", "[tensor][methods]") {
   // torch: (x.matmul(w) + b).relu().pow(2).sum(1, keepdim=True).mean()
   CHECK_GRADCHECK([](const Inputs& in) { return (in[0].matmul(in[1]) + in[2]).tanh().pow(2).sum(1, true).mean(); },
