@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -42,6 +43,48 @@ void for_each_broadcast3(const Shape& out_shape, const std::vector<std::size_t>&
       index[d] = 0;
     }
   }
+}
+
+// Copies x into out ([batch, rows, cols]) inside the triangle and writes 0 outside it: columns
+// [0, i + diagonal] of row i for the lower one, [i + diagonal, cols) for the upper.
+template <typename T>
+void keep_triangle(const T* x, T* out, std::size_t batch, std::size_t rows, std::size_t cols, std::int64_t diagonal,
+                   bool lower) {
+  const auto c = static_cast<std::int64_t>(cols);
+  // Past the matrix's edge a diagonal changes nothing more; clamped, i + diagonal cannot overflow.
+  diagonal = std::clamp<std::int64_t>(diagonal, -static_cast<std::int64_t>(rows), c);
+  for (std::size_t b = 0; b < batch; ++b)
+    for (std::size_t i = 0; i < rows; ++i) {
+      const std::int64_t edge = static_cast<std::int64_t>(i) + diagonal;  // the row's diagonal column
+      const auto begin = static_cast<std::size_t>(lower ? 0 : std::clamp<std::int64_t>(edge, 0, c));
+      const auto end = static_cast<std::size_t>(lower ? std::clamp<std::int64_t>(edge + 1, 0, c) : c);
+      const T* xr = x + (b * rows + i) * cols;
+      T* o = out + (b * rows + i) * cols;
+      std::fill(o, o + begin, T(0));
+      std::copy(xr + begin, xr + end, o + begin);
+      std::fill(o + end, o + cols, T(0));
+    }
+}
+
+template <typename T>
+Tensor<T> triangle(const char* op, const Tensor<T>& x, std::int64_t diagonal, bool lower) {
+  const Shape& xs = x.shape();
+  if (xs.size() < 2) {
+    throw ShapeError(
+        fmt::format("{}: expects a tensor with at least 2 dims, got {}-D {}", op, xs.size(), format_shape(xs)));
+  }
+  const std::size_t rows = xs[xs.size() - 2], cols = xs.back();
+  const std::size_t batch = rows * cols == 0 ? 0 : x.numel() / (rows * cols);
+  xt::xarray<T> y = xt::xarray<T>::from_shape(xs);
+  keep_triangle(x.data().data(), y.data(), batch, rows, cols, diagonal, lower);
+  Tensor<T> out(std::move(y));
+  if (should_record(x))
+    record(out, op, {x}, [xs, batch, rows, cols, diagonal, lower](const xt::xarray<T>& g, GradInputs<T>& in) {
+      xt::xarray<T> dx = xt::xarray<T>::from_shape(xs);
+      keep_triangle(g.data(), dx.data(), batch, rows, cols, diagonal, lower);
+      in.accumulate(0, std::move(dx));
+    });
+  return out;
 }
 
 }  // namespace
@@ -136,9 +179,23 @@ Tensor<T> where(const BoolArray& condition, const Tensor<T>& a, const Tensor<T>&
   return out;
 }
 
+template <typename T>
+Tensor<T> tril(const Tensor<T>& x, std::int64_t diagonal) {
+  return triangle("tril", x, diagonal, true);
+}
+
+template <typename T>
+Tensor<T> triu(const Tensor<T>& x, std::int64_t diagonal) {
+  return triangle("triu", x, diagonal, false);
+}
+
 template Tensor<float> masked_fill<float>(const Tensor<float>&, const BoolArray&, detail::scalar_t<float>);
 template Tensor<double> masked_fill<double>(const Tensor<double>&, const BoolArray&, detail::scalar_t<double>);
 template Tensor<float> where<float>(const BoolArray&, const Tensor<float>&, const Tensor<float>&);
 template Tensor<double> where<double>(const BoolArray&, const Tensor<double>&, const Tensor<double>&);
+template Tensor<float> tril<float>(const Tensor<float>&, std::int64_t);
+template Tensor<double> tril<double>(const Tensor<double>&, std::int64_t);
+template Tensor<float> triu<float>(const Tensor<float>&, std::int64_t);
+template Tensor<double> triu<double>(const Tensor<double>&, std::int64_t);
 
 }  // namespace tapegrad

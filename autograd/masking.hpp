@@ -1,7 +1,9 @@
 /// @file
-/// Selecting by boolean masks: masked_fill and where, with broadcasting.
+/// Selecting by masks: masked_fill and where by boolean masks, with broadcasting, and tril and triu by
+/// the fixed mask of a triangle.
 #pragma once
 
+#include <cstdint>
 #include <xtensor/xarray.hpp>
 
 #include "tapegrad/autograd/tensor.hpp"
@@ -22,5 +24,15 @@ Tensor<T> masked_fill(const Tensor<T>& x, const BoolArray& mask, detail::scalar_
 /// BoolArray also finds xt::where by argument-dependent lookup, which is the better match.
 template <typename T>
 Tensor<T> where(const BoolArray& condition, const Tensor<T>& a, const Tensor<T>& b);
+
+/// torch.tril and torch.triu: x with zeros outside the lower (upper) triangle of its last two dims,
+/// which holds element [i, j] where j - i <= diagonal (>= diagonal); diagonal > 0 reaches above the
+/// main diagonal, < 0 below it. Zeroed elements pass no gradient. x needs at least 2 dims.
+///@{
+template <typename T>
+Tensor<T> tril(const Tensor<T>& x, std::int64_t diagonal = 0);
+template <typename T>
+Tensor<T> triu(const Tensor<T>& x, std::int64_t diagonal = 0);
+///@}
 
 }  // namespace tapegrad

@@ -144,7 +144,7 @@ class Tensor {
 
   /// @name Method forms of the common ops, as in torch (`x.sum({1}, true)`, `x.matmul(w).relu()`)
   /// Each is exactly the free function of the same name (autograd/reduce.hpp, shape_ops.hpp,
-  /// elementwise.hpp, matmul.hpp, softmax.hpp, indexing.hpp) applied to *this, so it
+  /// elementwise.hpp, matmul.hpp, softmax.hpp, indexing.hpp, masking.hpp) applied to *this, so it
   /// records the same node.
   /// A single integer dim is accepted wherever a list of dims is (`x.sum(1)`, `x.mean(-1, true)`).
   ///@{
@@ -222,6 +222,8 @@ class Tensor {
   Tensor maximum(const Tensor& other) const;
   Tensor gather(std::int64_t dim, const IndexArray& index) const;
   Tensor index_select(std::int64_t dim, const IndexArray& index) const;
+  Tensor tril(std::int64_t diagonal = 0) const;
+  Tensor triu(std::int64_t diagonal = 0) const;
   ///@}
 
   /// For op implementations (autograd/tape.hpp).

@@ -4,6 +4,7 @@
 
 #include "tapegrad/autograd/elementwise.hpp"
 #include "tapegrad/autograd/indexing.hpp"
+#include "tapegrad/autograd/masking.hpp"
 #include "tapegrad/autograd/matmul.hpp"
 #include "tapegrad/autograd/reduce.hpp"
 #include "tapegrad/autograd/shape_ops.hpp"
@@ -171,6 +172,14 @@ template <typename T>
 Tensor<T> Tensor<T>::index_select(std::int64_t dim, const IndexArray& index) const {
   return tapegrad::index_select(*this, dim, index);
 }
+template <typename T>
+Tensor<T> Tensor<T>::tril(std::int64_t diagonal) const {
+  return tapegrad::tril(*this, diagonal);
+}
+template <typename T>
+Tensor<T> Tensor<T>::triu(std::int64_t diagonal) const {
+  return tapegrad::triu(*this, diagonal);
+}
 
 // tensor.cpp instantiates the class (and with it only the members it defines), so each method defined
 // here is instantiated here, for float and double.
@@ -213,7 +222,9 @@ Tensor<T> Tensor<T>::index_select(std::int64_t dim, const IndexArray& index) con
   template Tensor<T> Tensor<T>::minimum(const Tensor<T>&) const;                                 \
   template Tensor<T> Tensor<T>::maximum(const Tensor<T>&) const;                                 \
   template Tensor<T> Tensor<T>::gather(std::int64_t, const IndexArray&) const;                   \
-  template Tensor<T> Tensor<T>::index_select(std::int64_t, const IndexArray&) const;
+  template Tensor<T> Tensor<T>::index_select(std::int64_t, const IndexArray&) const;             \
+  template Tensor<T> Tensor<T>::tril(std::int64_t) const;                                        \
+  template Tensor<T> Tensor<T>::triu(std::int64_t) const;
 TAPEGRAD_TENSOR_METHODS(float)
 TAPEGRAD_TENSOR_METHODS(double)
 #undef TAPEGRAD_TENSOR_METHODS

@@ -155,6 +155,11 @@ TEST_CASE("gather and index_select methods equal their free functions", "[tensor
              [&](const TD& x) { return index_select(x, 0, rows); }, {3, 4});
 }
 
+TEST_CASE("tril and triu methods equal their free functions", "[tensor][methods]") {
+  check_same([](const TD& x) { return x.tril(); }, [](const TD& x) { return tril(x); }, {3, 4});
+  check_same([](const TD& x) { return x.triu(-1); }, [](const TD& x) { return triu(x, -1); }, {2, 3, 4});
+}
+
 TEST_CASE("method chains read like torch and pass gradcheck", "[tensor][methods]") {
   // torch: (x.matmul(w) + b).relu().pow(2).sum(1, keepdim=True).mean()
   CHECK_GRADCHECK([](const Inputs& in) { return (in[0].matmul(in[1]) + in[2]).tanh().pow(2).sum(1, true).mean(); },
