@@ -46,8 +46,9 @@ struct Tolerance<double> {
   static constexpr double rtol = 1e-10, atol = 1e-12;
 };
 
-// "" when every element satisfies |got - want| <= atol + rtol * |want| (a NaN anywhere fails);
-// otherwise the shapes, or the worst element as a multiple of its allowed error.
+// "" when every element satisfies |got - want| <= atol + rtol * |want|, or is NaN where torch has NaN, or
+// the same infinity as torch's (a NaN where torch has none fails); otherwise the shapes, or the worst
+// element as a multiple of its allowed error.
 template <typename T>
 std::string mismatch(const xt::xarray<T>& got, const xt::xarray<T>& want, double rtol, double atol) {
   const Shape gs(got.shape().begin(), got.shape().end()), ws(want.shape().begin(), want.shape().end());
@@ -56,6 +57,7 @@ std::string mismatch(const xt::xarray<T>& got, const xt::xarray<T>& want, double
   std::size_t at = 0;
   for (std::size_t i = 0; i < got.size(); ++i) {
     const double g = got.data()[i], w = want.data()[i];
+    if (g == w || (std::isnan(g) && std::isnan(w))) continue;  // equal infinities, NaN where torch has NaN
     const double ratio = std::abs(g - w) / (atol + rtol * std::abs(w));
     if (!(ratio <= worst)) {  // NaN counts as the worst
       worst = ratio;
