@@ -206,3 +206,75 @@ TEST_CASE("cross_entropy with label smoothing: loss -sum(q log p), gradient (p -
   const auto jac = jacobian([&](const Tensor<double>& v) { return cross_entropy(v, target, options); }, logits);
   CHECK(allclose(jac.data(), derived, 0.0, 1e-15));
 }
+
+TEST_CASE("logsumexp: dx = g * exp(x - y), the softmax of each slice", "[gradients]") {
+  // Slices far from 0 (values near 300): the rule holds however large the logits.
+  const auto x = rand_input({3, 5}, 26, 297.0, 303.0);
+  const auto y = logsumexp(x, 1);
+  const auto g = random_array({3}, 27);
+  xt::xarray<double> derived = xt::zeros<double>({3, 5});
+  for (std::size_t r = 0; r < 3; ++r)
+    for (std::size_t j = 0; j < 5; ++j) derived(r, j) = g(r) * std::exp(x.data()(r, j) - y.data()(r));
+  CHECK(allclose(backward_grad(x, y, g), derived, 0.0, 1e-15));
+  // Row r of the Jacobian is softmax(x[r]) over its own slice and 0 elsewhere.
+  const auto jac = jacobian([](const Tensor<double>& v) { return logsumexp(v, 1); }, x);
+  const auto p = softmax(Tensor<double>(x.data()), 1).data();
+  double worst = 0;
+  for (std::size_t r = 0; r < 3; ++r)
+    for (std::size_t s = 0; s < 3; ++s)
+      for (std::size_t j = 0; j < 5; ++j)
+        worst = std::max(worst, std::abs(jac.data()(r, s, j) - (r == s ? p(s, j) : 0.0)));
+  INFO("worst difference " << worst);
+  CHECK(worst <= 1e-12);  // x - y near 300 carries the rounding of 300, about 6e-14
+}
+
+TEST_CASE("maximum and minimum: a tie gives each side half, so maximum(x, x) has the gradient of x", "[gradients]") {
+  const auto a = rand_input({2, 4}, 28);
+  auto b_values = rand_input({2, 4}, 29).data();
+  b_values(0, 1) = a.data()(0, 1);  // two ties
+  b_values(1, 3) = a.data()(1, 3);
+  const Tensor<double> b(b_values, true);
+  const auto g = random_array({2, 4}, 30);
+  maximum(a, b).backward(g);
+  for (std::size_t i = 0; i < 2; ++i)
+    for (std::size_t j = 0; j < 4; ++j) {
+      const double x = a.data()(i, j), y = b.data()(i, j);
+      const double share = x == y ? 0.5 : x > y ? 1.0 : 0.0;  // a's share; b's is 1 - share
+      CHECK(a.grad()(i, j) == g(i, j) * share);
+      CHECK(b.grad()(i, j) == g(i, j) * (1 - share));
+    }
+  // The halves add up to the whole where both sides are the same tensor: max(x, x) = x.
+  const auto x = rand_input({3}, 31);
+  const auto gx = random_array({3}, 32);
+  CHECK((backward_grad(x, maximum(x, x), gx) == gx));
+  CHECK((backward_grad(x, minimum(x, x), gx) == gx));
+}
+
+TEST_CASE("clamp: dx = g inside [min, max], bounds included, and 0 outside", "[gradients]") {
+  auto x = rand_input({12}, 33, -2.0, 2.0);
+  x.mutable_data()(0) = -0.5;  // exactly at the bounds: the derivative from inside, 1
+  x.mutable_data()(1) = 0.75;
+  const auto g = random_array({12}, 34);
+  xt::xarray<double> derived = xt::zeros<double>({12});
+  for (std::size_t i = 0; i < 12; ++i) derived(i) = x.data()(i) >= -0.5 && x.data()(i) <= 0.75 ? g(i) : 0.0;
+  CHECK((backward_grad(x, clamp(x, -0.5, 0.75), g) == derived));
+  // min > max: the output is max everywhere, a constant.
+  CHECK((backward_grad(x, clamp(x, 0.75, -0.5), g) == xt::xarray<double>(xt::zeros<double>({12}))));
+}
+
+TEST_CASE("gather: the Jacobian is one-hot rows, so dx scatter-adds g over repeated positions", "[gradients]") {
+  const auto x = rand_input({3, 4}, 35);
+  const IndexArray index = {{0, 0, 3}, {1, 1, 1}, {2, 0, 2}};
+  const auto g = random_array({3, 3}, 36);
+  xt::xarray<double> derived = xt::zeros<double>({3, 4});
+  for (std::size_t i = 0; i < 3; ++i)
+    for (std::size_t j = 0; j < 3; ++j) derived(i, static_cast<std::size_t>(index(i, j))) += g(i, j);
+  CHECK((backward_grad(x, gather(x, 1, index), g) == derived));
+  // dy[i, j] / dx[s, t] = [s = i and t = index[i, j]].
+  const auto jac = jacobian([&](const Tensor<double>& v) { return gather(v, 1, index); }, x);
+  for (std::size_t i = 0; i < 3; ++i)
+    for (std::size_t j = 0; j < 3; ++j)
+      for (std::size_t s = 0; s < 3; ++s)
+        for (std::size_t t = 0; t < 4; ++t)
+          CHECK(jac.data()(i, j, s, t) == (s == i && t == static_cast<std::size_t>(index(i, j)) ? 1.0 : 0.0));
+}
