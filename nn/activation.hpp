@@ -1,7 +1,10 @@
 /// @file
-/// Activation modules (torch.nn.ReLU, GELU, Tanh, Sigmoid, Softmax, LogSoftmax, Identity): parameter-free
-/// wrappers of the ops, so they can sit in a Sequential and show in the printed module tree.
+/// Activation modules (torch.nn.ReLU, GELU, SiLU, LeakyReLU, Tanh, Sigmoid, Softmax, LogSoftmax,
+/// Identity): parameter-free wrappers of the ops, so they can sit in a Sequential and show in the
+/// printed module tree.
 #pragma once
+
+#include <fmt/format.h>
 
 #include <cstdint>
 #include <string>
@@ -33,6 +36,26 @@ class GELU : public Module<T, GELU<T>> {
   }
 
   GeluApproximate approximate;
+};
+
+/// torch.nn.SiLU (x * sigmoid(x), "swish") as a module.
+template <typename T>
+class SiLU : public Module<T, SiLU<T>> {
+ public:
+  Tensor<T> forward(const Tensor<T>& x) const { return silu(x); }
+  std::string name() const override { return "SiLU"; }
+};
+
+/// torch.nn.LeakyReLU: x where x > 0, negative_slope * x elsewhere.
+template <typename T>
+class LeakyReLU : public Module<T, LeakyReLU<T>> {
+ public:
+  explicit LeakyReLU(double negative_slope = 0.01) : negative_slope(negative_slope) {}
+  Tensor<T> forward(const Tensor<T>& x) const { return leaky_relu(x, negative_slope); }
+  std::string name() const override { return "LeakyReLU"; }
+  std::string extra_repr() const override { return fmt::format("negative_slope={}", negative_slope); }
+
+  double negative_slope;
 };
 
 /// torch.nn.Tanh as a module.

@@ -85,6 +85,8 @@ TEST_CASE("every nn module is callable and the call is its forward", "[nn][call]
   check_call(ReLU<double>(), x);
   check_call(GELU<double>(GeluApproximate::Tanh), x);
   check_call(Tanh<double>(), x);
+  check_call(SiLU<double>(), x);
+  check_call(LeakyReLU<double>(0.1), x);
   check_call(Sigmoid<double>(), x);
   check_call(Softmax<double>(-1), x);
   check_call(LogSoftmax<double>(0), x);

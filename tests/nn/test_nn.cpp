@@ -247,7 +247,8 @@ TEST_CASE("activations and Sequential print like torch", "[nn]") {
   CHECK_THROWS_WITH(list.at<Linear<double>>(0), Catch::Contains("ReLU"));
 }
 
-TEST_CASE("Tanh, Sigmoid, Softmax, LogSoftmax and Identity: the ops as modules, printed like torch", "[nn]") {
+TEST_CASE("SiLU, LeakyReLU, Tanh, Sigmoid, Softmax, LogSoftmax and Identity: the ops as modules, printed like torch",
+          "[nn]") {
   Generator gen(0);
   Sequential<double> seq(std::make_shared<Linear<double>>(3, 4, gen), std::make_shared<Tanh<double>>(),
                          std::make_shared<Identity<double>>(), std::make_shared<Sigmoid<double>>(),
@@ -266,6 +267,11 @@ TEST_CASE("Tanh, Sigmoid, Softmax, LogSoftmax and Identity: the ops as modules, 
   CHECK(Sigmoid<double>()(x).data() == sigmoid(x).data());
   CHECK(Softmax<double>(0)(x).data() == softmax(x, 0).data());
   CHECK(Softmax<double>(1).to_string() == "Softmax(dim=1)");
+  CHECK(SiLU<double>()(x).data() == silu(x).data());
+  CHECK(LeakyReLU<double>(0.2)(x).data() == leaky_relu(x, 0.2).data());
+  CHECK(LeakyReLU<double>().to_string() == "LeakyReLU(negative_slope=0.01)");
+  CHECK(LeakyReLU<double>(1e-5).to_string() == "LeakyReLU(negative_slope=1e-05)");
+  CHECK(SiLU<double>().to_string() == "SiLU()");
   CHECK(LogSoftmax<double>(1)(x).data() == log_softmax(x, 1).data());
   CHECK_THROWS_WITH(Softmax<double>(2)(x), Catch::Contains("2"));
   // Identity hands back its input itself: the same tensor, so the graph gains no node.
