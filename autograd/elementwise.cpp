@@ -8,6 +8,7 @@
 #include "tapegrad/autograd/broadcast.hpp"
 #include "tapegrad/autograd/elementwise_kernels.hpp"
 #include "tapegrad/autograd/tape.hpp"
+#include "tapegrad/autograd/vector_math.hpp"
 
 namespace tapegrad {
 
@@ -342,13 +343,15 @@ Tensor<T> cos(const Tensor<T>& x) {
 
 template <typename T>
 Tensor<T> silu(const Tensor<T>& x) {
-  // torch's formula x / (1 + exp(-x)): exp overflowing to inf for x << 0 gives -0, not NaN.
-  Tensor<T> out(map(x.data(), [](T v) { return v / (1 + std::exp(-v)); }));
+  // torch's formula x / (1 + exp(-x)): exp overflowing to inf for x << 0 gives -0, not NaN. fast_exp
+  // vectorizes in float (std::exp does not: silu took 2.6x torch's time on one thread); in double it
+  // is std::exp.
+  Tensor<T> out(map(x.data(), [](T v) { return v / (1 + detail::fast_exp(-v)); }));
   if (should_record(x))
     record(out, "silu", {x}, [x_val = x.saved()](const xt::xarray<T>& g, GradInputs<T>& in) {
       // d/dx x s(x) = s (1 + x (1 - s)), with s = sigmoid(x).
       in.accumulate(0, zip(g, *x_val, [](T gv, T v) {
-                      const T s = 1 / (1 + std::exp(-v));
+                      const T s = 1 / (1 + detail::fast_exp(-v));
                       return gv * s * (1 + v * (1 - s));
                     }));
     });

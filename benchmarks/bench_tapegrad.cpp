@@ -171,6 +171,50 @@ std::vector<double> run_case(const std::string& name) {
       x.zero_grad();
     });
   }
+  // The ops a model of one's own reaches for (activations, clamp, an elementwise minimum with a
+  // broadcast bound), at the feed-forward's shape.
+  if (name == "silu" || name == "leaky_relu" || name == "clamp" || name == "minimum") {
+    auto x = input({64, 256, 128}, 3, true), bound = input({128}, 5, true);
+    auto g = xt::xarray<float>(input({64, 256, 128}, 4, false).data());
+    return measure([&] {
+      auto y = name == "silu"         ? silu(x)
+               : name == "leaky_relu" ? leaky_relu(x, 0.01f)
+               : name == "clamp"      ? clamp(x, -0.5, 0.5)
+                                      : minimum(x, bound);
+      y.backward(g);
+      x.zero_grad(), bound.zero_grad();
+    });
+  }
+  if (name == "logsumexp") {  // over the last dim of the attention scores' shape, as softmax
+    auto x = input({64, 4, 256, 256}, 3, true);
+    auto g = xt::xarray<float>(input({64, 4, 256}, 4, false).data());
+    return measure([&] {
+      logsumexp(x, -1).backward(g);
+      x.zero_grad();
+    });
+  }
+  // gather: each row's target log-probability out of a language model's [B * L, V]; index_select: rows
+  // of a [V, d] table by the batch's token ids, as an embedding lookup.
+  if (name == "gather") {
+    auto x = input({4096, 2000}, 3, true);
+    xt::xarray<std::int64_t> index = xt::xarray<std::int64_t>::from_shape({4096, 1});
+    for (std::size_t i = 0; i < 4096; ++i) index(i, 0) = static_cast<std::int64_t>((i * 7919) % 2000);
+    auto g = xt::xarray<float>(input({4096, 1}, 4, false).data());
+    return measure([&] {
+      gather(x, 1, index).backward(g);
+      x.zero_grad();
+    });
+  }
+  if (name == "index_select") {
+    auto table = input({20000, 64}, 3, true);
+    xt::xarray<std::int64_t> ids = xt::xarray<std::int64_t>::from_shape({64 * 256});
+    for (std::size_t i = 0; i < ids.size(); ++i) ids(i) = static_cast<std::int64_t>((i * 131) % 19999 + 1);
+    auto g = xt::xarray<float>(input({64 * 256, 64}, 4, false).data());
+    return measure([&] {
+      index_select(table, 0, ids).backward(g);
+      table.zero_grad();
+    });
+  }
   if (name == "add") {
     auto x = input({64, 256, 64}, 3, true), r = input({64, 256, 64}, 5, true);
     auto g = xt::xarray<float>(input({64, 256, 64}, 4, false).data());

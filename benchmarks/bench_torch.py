@@ -145,6 +145,42 @@ def run_case(name):
             x.grad = None
 
         return measure(step)
+    if name in ("silu", "leaky_relu", "clamp", "minimum"):
+        x, bound, g = tensor((64, 256, 128), 3, True), tensor((128,), 5, True), tensor((64, 256, 128), 4)
+        f = {"silu": torch.nn.functional.silu, "leaky_relu": lambda t: torch.nn.functional.leaky_relu(t, 0.01),
+             "clamp": lambda t: torch.clamp(t, -0.5, 0.5), "minimum": lambda t: torch.minimum(t, bound)}[name]
+
+        def step():
+            f(x).backward(g)
+            x.grad = bound.grad = None
+
+        return measure(step)
+    if name == "logsumexp":
+        x, g = tensor((64, 4, 256, 256), 3, True), tensor((64, 4, 256), 4)
+
+        def step():
+            torch.logsumexp(x, -1).backward(g)
+            x.grad = None
+
+        return measure(step)
+    if name == "gather":
+        x, g = tensor((4096, 2000), 3, True), tensor((4096, 1), 4)
+        index = torch.tensor([(i * 7919) % 2000 for i in range(4096)], dtype=torch.int64).reshape(4096, 1)
+
+        def step():
+            torch.gather(x, 1, index).backward(g)
+            x.grad = None
+
+        return measure(step)
+    if name == "index_select":
+        table, g = tensor((20000, 64), 3, True), tensor((64 * 256, 64), 4)
+        ids = torch.tensor([(i * 131) % 19999 + 1 for i in range(64 * 256)], dtype=torch.int64)
+
+        def step():
+            torch.index_select(table, 0, ids).backward(g)
+            table.grad = None
+
+        return measure(step)
     if name == "add":
         x, r, g = tensor((64, 256, 64), 3, True), tensor((64, 256, 64), 5, True), tensor((64, 256, 64), 4)
 
