@@ -121,8 +121,8 @@ extern template class HashedNgramBag<double>;
 /// Counts, for two classes, how many documents of each class hold each n-gram bucket (as
 /// document_ngram_buckets finds them), and turns the counts into naive Bayes' log-count ratios, the
 /// feature scale of NBSVM (Wang and Manning 2012): r_b = log((p_b / |p|_1) / (q_b / |q|_1)), with p =
-/// alpha + the counts in class-1 documents and q = alpha + those in class-0 ones, over buckets 1 ..
-/// num_buckets - 1; r_0 = 0. A bucket seen in neither class gets r = log(|q|_1 / |p|_1), near 0.
+/// alpha + the counts in class-1 documents and q = alpha + those in class-0 ones, over buckets 1
+/// to num_buckets - 1; r_0 = 0. A bucket seen in neither class gets r = log(|q|_1 / |p|_1), near 0.
 class NgramLogCountRatio {
  public:
   /// Throws std::invalid_argument for num_buckets < 2 or max_n < 1.

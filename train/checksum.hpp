@@ -22,8 +22,8 @@ std::string checksum(const std::map<std::string, io::safetensors::TensorView>& t
                      const io::safetensors::Metadata& metadata);
 
 /// Adds a view of each tensor of state to out, under prefix + its name (io::safetensors::view_of: the
-/// values stay where they are, so state must outlive out). Throws std::invalid_argument "<path>: <what>
-/// tensor "<name>" is undefined" for an undefined tensor.
+/// values stay where they are, so state must outlive out). Throws std::invalid_argument
+/// `PATH: WHAT tensor "NAME" is undefined` for an undefined tensor.
 template <typename T>
 void add_views(std::map<std::string, io::safetensors::TensorView>& out, const StateDict<T>& state,
                const std::string& prefix, const std::string& path, const char* what);

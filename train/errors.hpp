@@ -23,8 +23,10 @@ inline constexpr int kUsageExitCode = 2;          ///< a bad command line, as fo
 inline constexpr int kInterruptedExitCode = 130;  ///< stopped by SIGINT, as shells report it (128 + 2)
 
 /// The longest line and the most lines error_message() keeps of a message.
+///@{
 inline constexpr std::size_t kErrorLineBytes = 1024;
 inline constexpr std::size_t kErrorLines = 50;
+///@}
 
 /// "<program>: <message>\n" as a program prints it: each line of message clipped to kErrorLineBytes
 /// (autograd/messages.hpp's clip_for_message) and at most kErrorLines lines, so that a message quoting
