@@ -5,6 +5,8 @@ examples/tutorial/ must appear in the tutorial. The programs themselves are buil
 tests (tests/CMakeLists.txt). An output block marked `<!-- output of examples/tutorial/NAME.cpp -->`
 on the line before it must equal what that program prints (only for programs whose output does not
 depend on the machine's floating-point kernels), checked when the folder of the built programs is given.
+README.md's C++ blocks that start `// excerpt of examples/tutorial/NAME.cpp` must be lines of that
+program in its order.
 Usage: check_tutorial.py <repository root> [--update | --programs <build>/examples/tutorial];
 --update copies each file into its block instead of comparing."""
 import pathlib
@@ -56,9 +58,24 @@ for path, expected in outputs if programs else []:
         problems.append(f"{program} exited with {run.returncode}: {run.stderr}")
     elif run.stdout != expected:
         problems.append(f"the output shown for {path} differs from what it prints:\n{run.stdout}")
+# README.md shows excerpts: a C++ block whose first line is `// excerpt of examples/tutorial/NAME.cpp`
+# must be that program's lines, in its order, with lines left out between them (blank lines aside).
+excerpts = re.findall(r"^```cpp\n// excerpt of (examples/tutorial/[\w.-]+\.cpp)\n(.*?)^```$",
+                      (root / "README.md").read_text(), flags=re.S | re.M)
+for path, excerpt in excerpts:
+    source = (root / path).read_text().split("\n") if (root / path).is_file() else []
+    at = 0
+    for line in (l for l in excerpt.split("\n") if l.strip()):
+        while at < len(source) and source[at] != line:
+            at += 1
+        if at == len(source):
+            problems.append(f"README.md's excerpt of {path}: {line!r} is not in the program (after the lines before it)")
+            break
+        at += 1
 for p in problems:
     print(f"check_tutorial: {p}", file=sys.stderr)
 if problems:
     sys.exit(1)
 checked = f" and {len(outputs)} outputs their programs' output" if programs else ""
-print(f"check_tutorial: {len(blocks)} blocks of docs/tutorial.md equal their files in examples/tutorial/{checked}")
+print(f"check_tutorial: {len(blocks)} blocks of docs/tutorial.md equal their files in examples/tutorial/{checked}; "
+      f"{len(excerpts)} excerpts in README.md match theirs")
