@@ -385,6 +385,14 @@ TEST_CASE("init: torch.nn.init's gains, fans and bounds", "[nn][init]") {
   CHECK(init::ones_(a).data() == Tensor<float>::ones({3, 4}).data());
   CHECK(init::zeros_(a).data() == Tensor<float>::zeros({3, 4}).data());
 
+  // MultiheadAttention's projections are init's xavier_uniform_, drawn as before it used init: the
+  // factory's uniform draws with the bound rounded to T first (trained models repeat to the digit).
+  Generator g3(7), g4(7);
+  nn::MultiheadAttention<float> mha(8, 2, g3);
+  const float xb = static_cast<float>(std::sqrt(6.0 / (8 + 24)));
+  Linear<float> out_proj_first(8, 8, g4);  // torch draws out_proj's initialization first
+  CHECK(mha.in_proj_weight.data() == Tensor<float>::uniform({24, 8}, -xb, xb, g4).data());
+
   // A module's parameter is initialized through its handle.
   Linear<double> lin(3, 2, gen);
   init::zeros_(lin.bias);
