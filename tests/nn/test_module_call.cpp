@@ -98,6 +98,7 @@ TEST_CASE("every nn module is callable and the call is its forward", "[nn][call]
   dropout.eval();
   check_call(dropout, x);
   check_call(Embedding<double>(10, 4, gen), xt::xarray<std::int64_t>{{1, 2}, {3, 9}});
+  check_call(EmbeddingBag<double>(10, 4, gen), xt::xarray<std::int64_t>{{1, 2}, {3, 9}});
   check_call(SinusoidalPositionalEncoding<double>(4, 16), x);
   check_call(LearnedPositionalEmbedding<double>(16, 4, gen), x);
 

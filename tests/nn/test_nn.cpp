@@ -435,6 +435,40 @@ TEST_CASE("init: trunc_normal_ draws the truncated normal, even far in a tail", 
   CHECK(w.data() == xt::xarray<double>(xt::full_like(w.data(), 2.0)));
 }
 
+TEST_CASE("EmbeddingBag: sums and means of bags as torch's, padding left out", "[nn][embedding]") {
+  Generator gen(0);
+  EmbeddingBag<double> bag(4, 3, gen, EmbeddingBagMode::Mean, 0);
+  CHECK(bag.to_string() == "EmbeddingBag(4, 3, mode=mean, padding_idx=0)");
+  const xt::xarray<double> padding_row = xt::view(bag.weight.data(), 0);
+  CHECK(padding_row == xt::xarray<double>{0, 0, 0});  // the padding row starts at zero, as torch's
+  bag.weight.mutable_data() = xt::xarray<double>{{0, 0, 0}, {1, 2, 3}, {-1, 0.5, 2}, {4, -2, 1}};
+  const xt::xarray<std::int64_t> ids = {{1, 2, 0}, {0, 0, 0}, {3, 3, 1}};
+  // torch 1.13, nn.EmbeddingBag(4, 3, mode='mean', padding_idx=0) with these weights, ids and upstream
+  // gradient: the padding id is not counted, a bag of padding only gives zeros.
+  const Tensor<double> mean = bag(ids);
+  CHECK(allclose(mean.data(), xt::xarray<double>{{0, 1.25, 2.5}, {0, 0, 0}, {3, -2.0 / 3, 5.0 / 3}}, 1e-15, 0));
+  mean.backward(xt::xarray<double>{{1, 2, 3}, {1, 1, 1}, {0.5, -1, 2}});
+  CHECK(
+      allclose(bag.weight.grad(),
+               xt::xarray<double>{{0, 0, 0}, {2.0 / 3, 2.0 / 3, 13.0 / 6}, {0.5, 1, 1.5}, {1.0 / 3, -2.0 / 3, 4.0 / 3}},
+               1e-15, 1e-16));
+
+  EmbeddingBag<double> sum(4, 3, gen, EmbeddingBagMode::Sum);
+  CHECK(sum.to_string() == "EmbeddingBag(4, 3, mode=sum)");
+  sum.weight.mutable_data() = bag.weight.data();
+  // torch: s(ids, per_sample_weights=psw) with padding_idx unset, so id 0 adds its (zero) row.
+  const xt::xarray<double> psw = {{0.5, 2, 1}, {1, 1, 1}, {-1, 0, 3}};
+  CHECK(sum(ids, psw).data() == xt::xarray<double>{{-1.5, 2, 5.5}, {0, 0, 0}, {-1, 8, 8}});
+  CHECK(sum(ids).data() == embedding_bag_sum(sum.weight, ids).data());
+  CHECK_THROWS_WITH(bag(ids, psw), Catch::Contains("mode Sum"));
+  CHECK_THROWS_WITH(bag(xt::xarray<std::int64_t>{1, 4}), Catch::Contains("4"));
+  CHECK_THROWS_WITH(EmbeddingBag<double>(4, 3, gen, EmbeddingBagMode::Sum, 4), Catch::Contains("padding_idx 4"));
+  // One bag of a 1-D ids gives one row.
+  CHECK(bag(xt::xarray<std::int64_t>{3, 1}).shape() == Shape{3});
+  check_gradcheck([&](const std::vector<TD>& in) { return bag.forward(ids) * in.back(); },
+                  with_params(bag, {rand_input({3, 3}, 2)}));
+}
+
 TEST_CASE("positional encodings: the sinusoid table and learned rows", "[nn]") {
   SinusoidalPositionalEncoding<double> pe(5, 20);  // odd d_model: the last column is a sine
   const auto& t = pe.pe.data();
