@@ -379,21 +379,23 @@ Tensor<T> min(const Tensor<T>& x, std::int64_t dim, bool keepdim) {
   return extreme_along<false>("min", x, dim, keepdim);
 }
 
-template <typename T>
-Tensor<T> max(const Tensor<T>& x) {
+// The max (min when !Max) of every element; its gradient is shared equally among all tied extremes, as
+// torch 1.13's max() and min() do.
+template <bool Max, typename T>
+Tensor<T> extreme_of_all(const char* op, const Tensor<T>& x) {
   const std::size_t n = x.numel();
   if (n == 0) {
-    throw ShapeError(
-        fmt::format("max: cannot take the max of an empty tensor (shape {}); pass a dim", format_shape(x.shape())));
+    throw ShapeError(fmt::format("{0}: cannot take the {0} of an empty tensor (shape {1}); pass a dim", op,
+                                 format_shape(x.shape())));
   }
   const T* px = x.data().data();
   T best = px[0];
   for (std::size_t i = 1; i < n; ++i)
-    if (beats<true>(px[i], best)) best = px[i];
+    if (beats<Max>(px[i], best)) best = px[i];
   Tensor<T> out = Tensor<T>::scalar(best);
   if (should_record(x))
-    record(out, "max", {x}, [x_val = x.saved(), best](const xt::xarray<T>& g, GradInputs<T>& in) {
-      // Every element equal to the max (NaN counts as equal to a NaN max) gets an equal share, as torch 1.13.
+    record(out, op, {x}, [x_val = x.saved(), best](const xt::xarray<T>& g, GradInputs<T>& in) {
+      // Every element equal to the extreme (NaN counts as equal to a NaN extreme) gets an equal share.
       const auto ties = [best](T v) { return v == best || (std::isnan(v) && std::isnan(best)); };
       const T* pxv = x_val->data();
       const std::size_t n = x_val->size();
@@ -406,6 +408,16 @@ Tensor<T> max(const Tensor<T>& x) {
       in.accumulate(0, std::move(dx));
     });
   return out;
+}
+
+template <typename T>
+Tensor<T> max(const Tensor<T>& x) {
+  return extreme_of_all<true>("max", x);
+}
+
+template <typename T>
+Tensor<T> min(const Tensor<T>& x) {
+  return extreme_of_all<false>("min", x);
 }
 
 template <typename T>
@@ -428,6 +440,7 @@ xt::xarray<std::int64_t> argmin(const Tensor<T>& x, std::int64_t dim, bool keepd
   template Tensor<T> max<T>(const Tensor<T>&, std::int64_t, bool);                                   \
   template Tensor<T> min<T>(const Tensor<T>&, std::int64_t, bool);                                   \
   template Tensor<T> max<T>(const Tensor<T>&);                                                       \
+  template Tensor<T> min<T>(const Tensor<T>&);                                                       \
   template xt::xarray<std::int64_t> argmax<T>(const Tensor<T>&, std::int64_t, bool);                 \
   template xt::xarray<std::int64_t> argmin<T>(const Tensor<T>&, std::int64_t, bool);
 TAPEGRAD_INSTANTIATE(float)

@@ -69,6 +69,9 @@ Tensor<T> min(const Tensor<T>& x, std::int64_t dim, bool keepdim = false);
 /// max if present, and then the NaNs share the gradient.
 template <typename T>
 Tensor<T> max(const Tensor<T>& x);
+/// torch.min(x): over every element, with max(x)'s rules (ties share the gradient, NaN is the min).
+template <typename T>
+Tensor<T> min(const Tensor<T>& x);
 /// The indices of the first maxima along dim (no gradient).
 template <typename T>
 xt::xarray<std::int64_t> argmax(const Tensor<T>& x, std::int64_t dim, bool keepdim = false);

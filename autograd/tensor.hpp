@@ -169,7 +169,8 @@ class Tensor {
   /// torch.max(x) over every element, and torch.max(x, dim).values.
   Tensor max() const;
   Tensor max(std::int64_t dim, bool keepdim = false) const;
-  /// torch.min(x, dim).values.
+  /// torch.min(x) over every element, and torch.min(x, dim).values.
+  Tensor min() const;
   Tensor min(std::int64_t dim, bool keepdim = false) const;
   /// torch.logsumexp over the listed dims, or one int dim.
   Tensor logsumexp(const std::vector<std::int64_t>& dims, bool keepdim = false) const;

@@ -42,6 +42,10 @@ Tensor<T> Tensor<T>::max(std::int64_t dim, bool keepdim) const {
   return tapegrad::max(*this, dim, keepdim);
 }
 template <typename T>
+Tensor<T> Tensor<T>::min() const {
+  return tapegrad::min(*this);
+}
+template <typename T>
 Tensor<T> Tensor<T>::min(std::int64_t dim, bool keepdim) const {
   return tapegrad::min(*this, dim, keepdim);
 }
@@ -191,6 +195,7 @@ Tensor<T> Tensor<T>::triu(std::int64_t diagonal) const {
   template Tensor<T> Tensor<T>::var(const std::vector<std::int64_t>&, std::int64_t, bool) const; \
   template Tensor<T> Tensor<T>::max() const;                                                     \
   template Tensor<T> Tensor<T>::max(std::int64_t, bool) const;                                   \
+  template Tensor<T> Tensor<T>::min() const;                                                     \
   template Tensor<T> Tensor<T>::min(std::int64_t, bool) const;                                   \
   template Tensor<T> Tensor<T>::logsumexp(const std::vector<std::int64_t>&, bool) const;         \
   template Tensor<T> Tensor<T>::matmul(const Tensor<T>&) const;                                  \

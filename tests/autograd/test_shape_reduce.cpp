@@ -469,6 +469,25 @@ TEST_CASE("max over everything shares the gradient among ties, as torch 1.13", "
   CHECK(n.grad() == values({0, 0.5, 0, 0.5}, {4}));
 }
 
+TEST_CASE("min over everything: max(x)'s rules mirrored, as torch 1.13", "[reduce]") {
+  // torch: tensor([3, 1, 1, 2]).min().backward() gives [0, 0.5, 0.5, 0]; with NaNs the NaNs share it.
+  auto x = Tensor<double>::from_vector({3, 1, 1, 2}, {4}, true);
+  auto m = x.min();
+  CHECK(m.shape() == Shape{});
+  CHECK(m.item() == 1);
+  CHECK(m.grad_fn_name() == "min");
+  m.backward();
+  CHECK(x.grad() == values({0, 0.5, 0.5, 0}, {4}));
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  auto n = Tensor<double>::from_vector({3, nan, 1, nan}, {4}, true);
+  auto mn = min(n);
+  CHECK(std::isnan(mn.item()));
+  mn.backward();
+  CHECK(n.grad() == values({0, 0.5, 0, 0.5}, {4}));
+  CHECK_THROWS_WITH(min(Tensor<double>::zeros({0, 2})), Catch::Contains("min of an empty tensor (shape [0, 2])"));
+  CHECK_GRADCHECK([](const Inputs& in) { return min(in[0]); }, (Inputs{rand_input({3, 4}, 75)}));
+}
+
 TEST_CASE("max gradients", "[reduce][gradcheck]") {
   // Random inputs have no ties, so the max is locally smooth.
   for (bool keepdim : {false, true}) {
