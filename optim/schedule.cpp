@@ -108,4 +108,27 @@ double Noam::operator()(std::int64_t step) const {
   return factor_ * std::pow(static_cast<double>(d_model_), -0.5) * std::min(std::pow(s, -0.5), s * std::pow(w, -1.5));
 }
 
+StepDecay::StepDecay(double base_lr, std::int64_t step_size, double gamma)
+    : base_lr_(base_lr), gamma_(gamma), step_size_(step_size) {
+  check_lr("StepDecay", "base_lr", base_lr);
+  check_lr("StepDecay", "gamma", gamma);
+  if (step_size < 1) throw std::invalid_argument(fmt::format("StepDecay: step_size must be >= 1, got {}", step_size));
+}
+
+double StepDecay::operator()(std::int64_t step) const {
+  check_step("StepDecay", step);
+  const std::int64_t decays = std::max<std::int64_t>(step - 1, 0) / step_size_;
+  return base_lr_ * std::pow(gamma_, static_cast<double>(decays));
+}
+
+ExponentialDecay::ExponentialDecay(double base_lr, double gamma) : base_lr_(base_lr), gamma_(gamma) {
+  check_lr("ExponentialDecay", "base_lr", base_lr);
+  check_lr("ExponentialDecay", "gamma", gamma);
+}
+
+double ExponentialDecay::operator()(std::int64_t step) const {
+  check_step("ExponentialDecay", step);
+  return base_lr_ * std::pow(gamma_, static_cast<double>(std::max<std::int64_t>(step - 1, 0)));
+}
+
 }  // namespace tapegrad::optim

@@ -85,4 +85,30 @@ class Noam {
   std::int64_t d_model_, warmup_;
 };
 
+/// torch.optim.lr_scheduler.StepLR stepped once per optimizer step: base_lr for the first step_size
+/// steps, then times gamma every step_size steps:
+///   lr(step) = base_lr * gamma^floor((step - 1) / step_size)   (step 0 gives base_lr, as step 1)
+/// Needs step_size >= 1 and 0 <= gamma (finite).
+class StepDecay {
+ public:
+  StepDecay(double base_lr, std::int64_t step_size, double gamma = 0.1);
+  double operator()(std::int64_t step) const;
+
+ private:
+  double base_lr_, gamma_;
+  std::int64_t step_size_;
+};
+
+/// torch.optim.lr_scheduler.ExponentialLR stepped once per optimizer step:
+///   lr(step) = base_lr * gamma^(step - 1)   (step 0 gives base_lr, as step 1)
+/// Needs 0 <= gamma (finite).
+class ExponentialDecay {
+ public:
+  ExponentialDecay(double base_lr, double gamma);
+  double operator()(std::int64_t step) const;
+
+ private:
+  double base_lr_, gamma_;
+};
+
 }  // namespace tapegrad::optim

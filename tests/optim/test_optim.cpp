@@ -316,6 +316,19 @@ TEST_CASE("schedules give the documented values", "[optim]") {
   CHECK(noam(16000) == Approx(0.00034938562148434214).epsilon(1e-12));
   CHECK(Noam(64, 100, 2.0)(10) == Approx(0.0025).epsilon(1e-12));  // 2 / 8 * 10 / 1000
 
+  // torch's StepLR(step_size=3, gamma=0.1) and ExponentialLR(gamma=0.9) on lr 0.5, stepped after each
+  // optimizer step, give the steps 1, 2, ... these rates.
+  const StepDecay stepped(0.5, 3, 0.1);
+  const std::vector<double> torch_step = {0.5, 0.5, 0.5, 0.05, 0.05, 0.05, 0.005000000000000001, 0.005000000000000001};
+  for (std::size_t k = 0; k < torch_step.size(); ++k)
+    CHECK(stepped(static_cast<std::int64_t>(k) + 1) == Approx(torch_step[k]).epsilon(1e-15));
+  CHECK(stepped(0) == 0.5);
+  const ExponentialDecay exponential(0.5, 0.9);
+  const std::vector<double> torch_exp = {0.5, 0.45, 0.405, 0.36450000000000005, 0.32805000000000006};
+  for (std::size_t k = 0; k < torch_exp.size(); ++k)
+    CHECK(exponential(static_cast<std::int64_t>(k) + 1) == Approx(torch_exp[k]).epsilon(1e-15));
+  CHECK(exponential(0) == 0.5);
+
   // Usable with any optimizer through set_lr.
   auto x = Tensor<double>::from_vector({1.0}, {1}, true);
   SGD<double> opt({x}, SGDOptions{0.0});
@@ -335,6 +348,10 @@ TEST_CASE("schedules reject bad arguments and negative steps, naming the value",
   CHECK_THROWS_WITH(Noam(0, 10), Catch::Contains("d_model must be >= 1, got 0"));
   CHECK_THROWS_WITH(Noam(8, 0), Catch::Contains("warmup_steps must be >= 1, got 0"));
   CHECK_THROWS_AS(Noam(8, 10)(-1), std::invalid_argument);
+  CHECK_THROWS_WITH(StepDecay(0.1, 0), Catch::Contains("step_size must be >= 1, got 0"));
+  CHECK_THROWS_WITH(StepDecay(0.1, 5, -0.5), Catch::Contains("gamma must be finite and >= 0, got -0.5"));
+  CHECK_THROWS_WITH(ExponentialDecay(0.1, std::numeric_limits<double>::infinity()), Catch::Contains("gamma"));
+  CHECK_THROWS_WITH(ExponentialDecay(0.1, 0.9)(-2), Catch::Contains("-2"));
 }
 
 TEST_CASE("clip_grad_norm_ uses torch's formula and returns the norm before clipping", "[optim]") {
