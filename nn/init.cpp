@@ -6,7 +6,9 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <utility>
 
+#include "tapegrad/autograd/activation_kernels.hpp"
 #include "tapegrad/autograd/shape.hpp"
 
 namespace tapegrad::nn::init {
@@ -25,8 +27,8 @@ void check_writable(const Tensor<T>& tensor, const char* fn) {
                     fn, tensor.grad_fn_name()));
 }
 
-double norm_cdf(double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); }
-double norm_pdf(double x) { return std::exp(-x * x / 2) / std::sqrt(2 * 3.14159265358979323846); }
+double norm_cdf(double x) { return 0.5 * std::erfc(-x * tapegrad::detail::kInvSqrt2); }
+double norm_pdf(double x) { return tapegrad::detail::kInvSqrt2Pi * std::exp(-x * x / 2); }
 
 // The standard normal's quantile function, accurate in the far tails too: Abramowitz and Stegun
 // 26.2.23 (absolute error below 4.5e-4) as the start, then Newton steps on log(cdf), which is nearly
@@ -88,7 +90,8 @@ Tensor<T> uniform_(Tensor<T> tensor, Generator& gen, double a, double b) {
   if (tensor.numel() == 0) return tensor;
   // The same draws as the factory: a parameter initialized in place equals one made by
   // Tensor::uniform from the same generator state.
-  tensor.mutable_data() = Tensor<T>::uniform(tensor.shape(), static_cast<T>(a), static_cast<T>(b), gen).data();
+  tensor.mutable_data() =
+      std::move(Tensor<T>::uniform(tensor.shape(), static_cast<T>(a), static_cast<T>(b), gen).mutable_data());
   return tensor;
 }
 
@@ -96,7 +99,8 @@ template <typename T>
 Tensor<T> normal_(Tensor<T> tensor, Generator& gen, double mean, double std) {
   check_writable(tensor, "normal_");
   if (tensor.numel() == 0) return tensor;
-  tensor.mutable_data() = Tensor<T>::normal(tensor.shape(), static_cast<T>(mean), static_cast<T>(std), gen).data();
+  tensor.mutable_data() =
+      std::move(Tensor<T>::normal(tensor.shape(), static_cast<T>(mean), static_cast<T>(std), gen).mutable_data());
   return tensor;
 }
 

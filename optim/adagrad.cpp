@@ -1,9 +1,6 @@
 #include "tapegrad/optim/adagrad.hpp"
 
-#include <fmt/format.h>
-
 #include <cmath>
-#include <stdexcept>
 
 #include "tapegrad/autograd/parallel.hpp"
 
@@ -13,18 +10,11 @@ namespace {
 
 // torch's checks, in torch's order.
 AdagradOptions checked(const AdagradOptions& o) {
-  if (!(o.lr >= 0.0)) throw std::invalid_argument(fmt::format("Adagrad: invalid learning rate: {}", o.lr));
-  if (!(o.lr_decay >= 0.0)) {
-    throw std::invalid_argument(fmt::format("Adagrad: invalid lr_decay value: {}", o.lr_decay));
-  }
-  if (!(o.weight_decay >= 0.0)) {
-    throw std::invalid_argument(fmt::format("Adagrad: invalid weight_decay value: {}", o.weight_decay));
-  }
-  if (!(o.initial_accumulator_value >= 0.0)) {
-    throw std::invalid_argument(
-        fmt::format("Adagrad: invalid initial_accumulator_value value: {}", o.initial_accumulator_value));
-  }
-  if (!(o.eps >= 0.0)) throw std::invalid_argument(fmt::format("Adagrad: invalid epsilon value: {}", o.eps));
+  detail::check_nonnegative("Adagrad", "learning rate", o.lr);
+  detail::check_nonnegative("Adagrad", "lr_decay value", o.lr_decay);
+  detail::check_nonnegative("Adagrad", "weight_decay value", o.weight_decay);
+  detail::check_nonnegative("Adagrad", "initial_accumulator_value value", o.initial_accumulator_value);
+  detail::check_nonnegative("Adagrad", "epsilon value", o.eps);
   return o;
 }
 
@@ -34,14 +24,8 @@ template <typename T>
 Adagrad<T>::Adagrad(std::vector<Tensor<T>> params, AdagradOptions options)
     : Optimizer<T>(std::move(params), checked(options).lr), options_(options) {
   // torch creates the state here, for every parameter, rather than at its first step.
-  for (std::size_t i = 0; i < this->params_.size(); ++i) {
-    auto& st = this->state_[i];
-    st.initialized = true;
-    st.step = 0;
-    xt::xarray<T> sum = xt::zeros<T>(this->params_[i].shape());
-    sum.fill(static_cast<T>(options_.initial_accumulator_value));
-    st.buffers.assign(1, std::move(sum));
-  }
+  for (std::size_t i = 0; i < this->params_.size(); ++i)
+    this->state_for(i).buffers[0].fill(static_cast<T>(options_.initial_accumulator_value));
 }
 
 template <typename T>

@@ -14,17 +14,15 @@ namespace tapegrad::optim {
 namespace detail {
 
 void check_adam_options(const char* op, double lr, std::pair<double, double> betas, double eps, double weight_decay) {
-  if (!(lr >= 0.0)) throw std::invalid_argument(fmt::format("{}: invalid learning rate: {}", op, lr));
-  if (!(eps >= 0.0)) throw std::invalid_argument(fmt::format("{}: invalid epsilon value: {}", op, eps));
+  check_nonnegative(op, "learning rate", lr);
+  check_nonnegative(op, "epsilon value", eps);
   if (!(betas.first >= 0.0 && betas.first < 1.0)) {
     throw std::invalid_argument(fmt::format("{}: invalid beta parameter at index 0: {}", op, betas.first));
   }
   if (!(betas.second >= 0.0 && betas.second < 1.0)) {
     throw std::invalid_argument(fmt::format("{}: invalid beta parameter at index 1: {}", op, betas.second));
   }
-  if (!(weight_decay >= 0.0)) {
-    throw std::invalid_argument(fmt::format("{}: invalid weight_decay value: {}", op, weight_decay));
-  }
+  check_nonnegative(op, "weight_decay value", weight_decay);
 }
 
 template <typename T>

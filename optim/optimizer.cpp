@@ -10,6 +10,10 @@
 
 namespace tapegrad::optim {
 
+void detail::check_nonnegative(const char* optimizer, const char* what, double value) {
+  if (!(value >= 0.0)) throw std::invalid_argument(fmt::format("{}: invalid {}: {}", optimizer, what, value));
+}
+
 template <typename T>
 Optimizer<T>::Optimizer(std::vector<Tensor<T>> params, double lr) : params_(std::move(params)), lr_(lr) {
   if (params_.empty()) throw std::invalid_argument("optimizer got an empty parameter list");
@@ -36,7 +40,7 @@ void Optimizer<T>::zero_grad() {
 
 template <typename T>
 void Optimizer<T>::set_lr(double lr) {
-  if (!(lr >= 0.0)) throw std::invalid_argument(fmt::format("{}: invalid learning rate: {}", name(), lr));
+  detail::check_nonnegative(name(), "learning rate", lr);
   lr_ = lr;
 }
 

@@ -78,4 +78,13 @@ class Optimizer {
 extern template class Optimizer<float>;
 extern template class Optimizer<double>;
 
+namespace detail {
+
+/// The optimizers' argument check, in torch's words: throws std::invalid_argument
+/// "<optimizer>: invalid <what>: <value>" unless value >= 0 (NaN fails). `what` is torch's name for it
+/// ("learning rate", "epsilon value", "momentum value", ...).
+void check_nonnegative(const char* optimizer, const char* what, double value);
+
+}  // namespace detail
+
 }  // namespace tapegrad::optim

@@ -1,9 +1,6 @@
 #include "tapegrad/optim/rmsprop.hpp"
 
-#include <fmt/format.h>
-
 #include <cmath>
-#include <stdexcept>
 
 #include "tapegrad/autograd/parallel.hpp"
 
@@ -13,15 +10,11 @@ namespace {
 
 // torch's checks, in torch's order.
 RMSpropOptions checked(const RMSpropOptions& o) {
-  if (!(o.lr >= 0.0)) throw std::invalid_argument(fmt::format("RMSprop: invalid learning rate: {}", o.lr));
-  if (!(o.eps >= 0.0)) throw std::invalid_argument(fmt::format("RMSprop: invalid epsilon value: {}", o.eps));
-  if (!(o.momentum >= 0.0)) {
-    throw std::invalid_argument(fmt::format("RMSprop: invalid momentum value: {}", o.momentum));
-  }
-  if (!(o.weight_decay >= 0.0)) {
-    throw std::invalid_argument(fmt::format("RMSprop: invalid weight_decay value: {}", o.weight_decay));
-  }
-  if (!(o.alpha >= 0.0)) throw std::invalid_argument(fmt::format("RMSprop: invalid alpha value: {}", o.alpha));
+  detail::check_nonnegative("RMSprop", "learning rate", o.lr);
+  detail::check_nonnegative("RMSprop", "epsilon value", o.eps);
+  detail::check_nonnegative("RMSprop", "momentum value", o.momentum);
+  detail::check_nonnegative("RMSprop", "weight_decay value", o.weight_decay);
+  detail::check_nonnegative("RMSprop", "alpha value", o.alpha);
   return o;
 }
 
