@@ -242,7 +242,8 @@ Tensor<T> embedding_bag_sum(const Tensor<T>& weight, const xt::xarray<std::int64
 
 template <typename T>
 Tensor<T> embedding_bag(const Tensor<T>& weight, const xt::xarray<std::int64_t>& ids, EmbeddingBagMode mode,
-                        std::optional<std::int64_t> padding_idx, std::optional<xt::xarray<T>> per_sample_weights) {
+                        std::optional<std::int64_t> padding_idx,
+                        std::optional<xt::xarray<detail::scalar_t<T>>> per_sample_weights) {
   return fixed_bags<T>(
       "embedding_bag", weight, ids, mode, padding_idx,
       per_sample_weights ? std::make_shared<const xt::xarray<T>>(std::move(*per_sample_weights)) : nullptr);
@@ -252,7 +253,7 @@ template <typename T>
 Tensor<T> embedding_bag(const Tensor<T>& weight, const xt::xarray<std::int64_t>& input,
                         const xt::xarray<std::int64_t>& offsets, EmbeddingBagMode mode,
                         std::optional<std::int64_t> padding_idx, bool include_last_offset,
-                        std::optional<xt::xarray<T>> per_sample_weights) {
+                        std::optional<xt::xarray<detail::scalar_t<T>>> per_sample_weights) {
   const char* op = "embedding_bag";
   if (input.dimension() != 1) {
     throw ShapeError(
@@ -314,10 +315,10 @@ template Tensor<double> embedding_bag_sum<double>(const Tensor<double>&, const x
                                                   std::optional<std::int64_t>, xt::xarray<double>);
 #define TAPEGRAD_EMBEDDING_BAG(T)                                                                                     \
   template Tensor<T> embedding_bag<T>(const Tensor<T>&, const xt::xarray<std::int64_t>&, EmbeddingBagMode,            \
-                                      std::optional<std::int64_t>, std::optional<xt::xarray<T>>);                     \
+                                      std::optional<std::int64_t>, std::optional<xt::xarray<detail::scalar_t<T>>>);   \
   template Tensor<T> embedding_bag<T>(const Tensor<T>&, const xt::xarray<std::int64_t>&,                              \
                                       const xt::xarray<std::int64_t>&, EmbeddingBagMode, std::optional<std::int64_t>, \
-                                      bool, std::optional<xt::xarray<T>>);
+                                      bool, std::optional<xt::xarray<detail::scalar_t<T>>>);
 TAPEGRAD_EMBEDDING_BAG(float)
 TAPEGRAD_EMBEDDING_BAG(double)
 #undef TAPEGRAD_EMBEDDING_BAG

@@ -49,7 +49,7 @@ Tensor<T> embedding_bag_sum(const Tensor<T>& weight, const xt::xarray<std::int64
 template <typename T>
 Tensor<T> embedding_bag(const Tensor<T>& weight, const xt::xarray<std::int64_t>& ids, EmbeddingBagMode mode,
                         std::optional<std::int64_t> padding_idx = std::nullopt,
-                        std::optional<xt::xarray<T>> per_sample_weights = std::nullopt);
+                        std::optional<xt::xarray<detail::scalar_t<T>>> per_sample_weights = std::nullopt);
 
 /// torch.nn.functional.embedding_bag, offsets form: input is 1-D and bag b holds input[offsets[b] ..
 /// offsets[b + 1]) (the last bag runs to the end) -> [bags, dim]; an empty bag gives zeros. With
@@ -61,6 +61,6 @@ template <typename T>
 Tensor<T> embedding_bag(const Tensor<T>& weight, const xt::xarray<std::int64_t>& input,
                         const xt::xarray<std::int64_t>& offsets, EmbeddingBagMode mode,
                         std::optional<std::int64_t> padding_idx = std::nullopt, bool include_last_offset = false,
-                        std::optional<xt::xarray<T>> per_sample_weights = std::nullopt);
+                        std::optional<xt::xarray<detail::scalar_t<T>>> per_sample_weights = std::nullopt);
 
 }  // namespace tapegrad
