@@ -19,7 +19,7 @@ template <typename T>
 std::pair<xt::xarray<T>, xt::xarray<T>> rotary_tables(std::size_t head_dim, std::size_t positions,
                                                       double base = 10000.0);
 
-/// Rotates x [batch, heads, length, head_dim] (a query or key) by its positions offset ..
+/// Rotates x [batch, heads, length, head_dim] (a query or key) by its positions, offset to
 /// offset + length - 1 (offset: the positions already in a key/value cache). With h = head_dim / 2,
 /// c = cos[p, j] and s = sin[p, j], element j pairs with j + h, as Hugging Face's
 /// `x * cos + rotate_half(x) * sin`:

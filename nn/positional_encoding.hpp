@@ -66,7 +66,7 @@ class RotaryEmbedding : public Module<T, RotaryEmbedding<T>> {
   /// Throws std::invalid_argument for an odd or zero head_dim or a base not > 0, naming the value.
   explicit RotaryEmbedding(std::size_t head_dim, double base = 10000.0, std::size_t max_len = 2048);
 
-  /// x [batch, heads, length, head_dim] rotated at positions offset .. offset + length - 1 (offset: the
+  /// x [batch, heads, length, head_dim] rotated at positions offset to offset + length - 1 (offset: the
   /// length of a key/value cache). Throws ShapeError naming the positions past max_len.
   Tensor<T> forward(const Tensor<T>& x, std::size_t offset = 0) const;
 
