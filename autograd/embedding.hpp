@@ -52,11 +52,11 @@ Tensor<T> embedding_bag(const Tensor<T>& weight, const xt::xarray<std::int64_t>&
                         std::optional<xt::xarray<detail::scalar_t<T>>> per_sample_weights = std::nullopt);
 
 /// torch.nn.functional.embedding_bag, offsets form: input is 1-D and bag b holds the ids from
-/// input[offsets[b]] up to input[offsets[b + 1]] excluded (the last bag runs to the end) -> [bags, dim]; an empty bag gives zeros. With
-/// include_last_offset, offsets has one more entry, the end of the last bag, which must be input's
-/// length (torch's CSR form). Reduction, padding_idx and per_sample_weights as in the fixed-length
-/// form. Throws ShapeError, naming the values, when input or offsets is not 1-D, offsets[0] is not 0,
-/// offsets decrease or go past the input.
+/// input[offsets[b]] up to input[offsets[b + 1]] excluded (the last bag runs to the end) -> [bags,
+/// dim]; an empty bag gives zeros. With include_last_offset, offsets has one more entry, the end of
+/// the last bag, which must be input's length (torch's CSR form). Reduction, padding_idx and
+/// per_sample_weights as in the fixed-length form. Throws ShapeError, naming the values, when input
+/// or offsets is not 1-D, offsets[0] is not 0, offsets decrease or go past the input.
 template <typename T>
 Tensor<T> embedding_bag(const Tensor<T>& weight, const xt::xarray<std::int64_t>& input,
                         const xt::xarray<std::int64_t>& offsets, EmbeddingBagMode mode,

@@ -63,8 +63,8 @@ class EmbeddingBag : public Module<T, EmbeddingBag<T>> {
   /// With torch's per_sample_weights (mode Sum only, as torch): member k of a bag adds
   /// per_sample_weights[..., k] times its row. The weights have ids' shape and are constants.
   Tensor<T> forward(const xt::xarray<std::int64_t>& ids, xt::xarray<T> per_sample_weights) const;
-  /// torch's offsets form: input [N] ids, bag b = input[offsets[b]] up to input[offsets[b + 1]] excluded -> [bags,
-  /// embedding_dim]; errors as autograd's embedding_bag.
+  /// torch's offsets form: input [N] ids, bag b from input[offsets[b]] up to input[offsets[b + 1]]
+  /// excluded -> [bags, embedding_dim]; errors as autograd's embedding_bag.
   Tensor<T> forward(const xt::xarray<std::int64_t>& input, const xt::xarray<std::int64_t>& offsets) const;
   /// The offsets form with per_sample_weights (input's shape; mode Sum only).
   Tensor<T> forward(const xt::xarray<std::int64_t>& input, const xt::xarray<std::int64_t>& offsets,
