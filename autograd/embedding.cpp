@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <memory>
+#include <stdexcept>
+#include <vector>
 
 #include "tapegrad/autograd/elementwise_kernels.hpp"
 #include "tapegrad/autograd/parallel.hpp"
@@ -94,69 +96,133 @@ Tensor<T> embedding(const Tensor<T>& weight, const xt::xarray<std::int64_t>& ids
 
 namespace {
 
-// embedding_bag_sum with member weights `scale` (the shape of ids) or, when null, weights of 1.
+const char* mode_name(EmbeddingBagMode mode) {
+  return mode == EmbeddingBagMode::Sum ? "sum" : mode == EmbeddingBagMode::Mean ? "mean" : "max";
+}
+
+// The bags of an embedding_bag call: bag b is ids [begin(b), end(b)) in flat order, either k
+// consecutive ids each (the fixed-length form) or the ranges torch's offsets give.
+struct Bags {
+  std::shared_ptr<const std::vector<std::size_t>> starts;  // count + 1 bounds; null for fixed-length bags
+  std::size_t k = 0, count = 0;
+  std::size_t begin(std::size_t b) const { return starts ? (*starts)[b] : b * k; }
+  std::size_t end(std::size_t b) const { return starts ? (*starts)[b + 1] : (b + 1) * k; }
+};
+
+// Every form of embedding_bag: out_shape is [..., dim] with bags.count rows. Member weights `scale`
+// (ids' shape; Sum only) or, when null, weights of 1. Forward and backward are loops over the bags'
+// members; mode Max keeps, per bag and column, the row that gave the maximum (-1 for an empty bag).
 template <typename T>
-Tensor<T> weighted_bag_sum(const Tensor<T>& weight, const xt::xarray<std::int64_t>& ids,
-                           std::optional<std::int64_t> padding_idx, std::shared_ptr<const xt::xarray<T>> scale) {
-  if (ids.dimension() == 0) throw ShapeError("embedding_bag_sum: ids must have at least one dimension (the bag)");
-  const std::int64_t pad = check_lookup("embedding_bag_sum", weight, ids, padding_idx);
+Tensor<T> bag_impl(const char* op, const Tensor<T>& weight, const xt::xarray<std::int64_t>& ids, Bags bags,
+                   Shape out_shape, EmbeddingBagMode mode, std::int64_t pad,
+                   std::shared_ptr<const xt::xarray<T>> scale) {
   if (scale && Shape(scale->shape().begin(), scale->shape().end()) != Shape(ids.shape().begin(), ids.shape().end())) {
-    throw ShapeError(fmt::format("embedding_bag_sum: per_sample_weights {} must have the shape of ids {}",
+    throw ShapeError(fmt::format("{}: per_sample_weights {} must have the shape of ids {}", op,
                                  format_shape(shape_of(*scale)), format_shape(shape_of(ids))));
   }
+  if (scale && mode != EmbeddingBagMode::Sum) {
+    throw std::invalid_argument(fmt::format(
+        "{}: per_sample_weights are only supported with mode Sum, as in torch, got mode {}", op, mode_name(mode)));
+  }
   const std::size_t vocab = weight.shape()[0], dim = weight.shape()[1];
-  const std::size_t bag = ids.shape().back(), bags = bag == 0 ? 0 : ids.size() / bag;
-  Shape out_shape(ids.shape().begin(), ids.shape().end() - 1);
-  out_shape.push_back(dim);
   xt::xarray<T> out = xt::zeros<T>(out_shape);
   const T* pw = weight.data().data();
   const std::int64_t* pi = ids.data();
   const T* ps = scale ? scale->data() : nullptr;
   T* po = out.data();
-  for (std::size_t b = 0; b < bags; ++b) {
-    T* row_out = po + b * dim;
-    for (std::size_t k = 0; k < bag; ++k) {
-      const std::size_t at = b * bag + k;
+  // Max: the row each output element came from, -1 where the bag has no member (its output stays 0).
+  std::shared_ptr<std::vector<std::int64_t>> arg;
+  if (mode == EmbeddingBagMode::Max) arg = std::make_shared<std::vector<std::int64_t>>(bags.count * dim, -1);
+  for (std::size_t b = 0; b < bags.count; ++b) {
+    T* __restrict row_out = po + b * dim;
+    std::size_t members = 0;
+    for (std::size_t at = bags.begin(b); at < bags.end(b); ++at) {
       if (pi[at] == pad) continue;
-      const T* row = pw + pi[at] * dim;
-      if (ps) {
+      const T* __restrict row = pw + pi[at] * dim;
+      if (mode == EmbeddingBagMode::Max) {
+        // torch 1.13's rule: the first member sets every column, a later one replaces a column only
+        // when strictly greater; so a tie keeps the earlier member's row, and NaN only when first.
+        std::int64_t* __restrict ar = arg->data() + b * dim;
+        for (std::size_t j = 0; j < dim; ++j) {
+          if (members == 0 || row[j] > row_out[j]) {
+            row_out[j] = row[j];
+            ar[j] = pi[at];
+          }
+        }
+      } else if (ps) {
         for (std::size_t j = 0; j < dim; ++j) row_out[j] += ps[at] * row[j];
       } else {
         for (std::size_t j = 0; j < dim; ++j) row_out[j] += row[j];
       }
+      ++members;
+    }
+    // The mean over the members that are not padding, torch's division of the sum; no member: zeros.
+    if (mode == EmbeddingBagMode::Mean && members > 1) {
+      const auto n = static_cast<T>(members);
+      for (std::size_t j = 0; j < dim; ++j) row_out[j] /= n;
     }
   }
 
   Tensor<T> result(std::move(out));
-  if (should_record(weight)) {
-    auto saved_ids = std::make_shared<const xt::xarray<std::int64_t>>(ids);
-    record(result, "embedding_bag_sum", {weight},
-           [saved_ids, saved_scale = std::move(scale), pad, vocab, dim, bag, bags](const xt::xarray<T>& g,
-                                                                                   GradInputs<T>& in) {
-             // Every member of a bag receives the bag's gradient times its weight; members equal to
-             // padding_idx none.
-             xt::xarray<T> dw = xt::zeros<T>({vocab, dim});
-             const std::int64_t* ids = saved_ids->data();
-             const T* ps = saved_scale ? saved_scale->data() : nullptr;
-             const T* pg = g.data();
-             T* pd = dw.data();
-             for (std::size_t b = 0; b < bags; ++b) {
-               const T* gr = pg + b * dim;
-               for (std::size_t k = 0; k < bag; ++k) {
-                 const std::size_t at = b * bag + k;
-                 if (ids[at] == pad) continue;
-                 T* row = pd + ids[at] * dim;
-                 if (ps) {
-                   for (std::size_t j = 0; j < dim; ++j) row[j] += ps[at] * gr[j];
-                 } else {
-                   for (std::size_t j = 0; j < dim; ++j) row[j] += gr[j];
-                 }
+  if (!should_record(weight)) return result;
+  auto saved_ids = std::make_shared<const xt::xarray<std::int64_t>>(ids);
+  record(result, op, {weight},
+         [saved_ids, saved_scale = std::move(scale), arg = std::move(arg), bags = std::move(bags), mode, pad, vocab,
+          dim](const xt::xarray<T>& g, GradInputs<T>& in) {
+           xt::xarray<T> dw = xt::zeros<T>({vocab, dim});
+           const T* pg = g.data();
+           T* pd = dw.data();
+           if (mode == EmbeddingBagMode::Max) {
+             // Each output element's gradient goes to the row it came from.
+             const std::int64_t* ar = arg->data();
+             for (std::size_t b = 0; b < bags.count; ++b)
+               for (std::size_t j = 0; j < dim; ++j)
+                 if (ar[b * dim + j] >= 0) pd[ar[b * dim + j] * dim + j] += pg[b * dim + j];
+             in.accumulate(0, std::move(dw));
+             return;
+           }
+           // Every member of a bag receives the bag's gradient times its weight (1 / members for a
+           // mean); members equal to padding_idx none.
+           const std::int64_t* ids = saved_ids->data();
+           const T* ps = saved_scale ? saved_scale->data() : nullptr;
+           for (std::size_t b = 0; b < bags.count; ++b) {
+             const T* __restrict gr = pg + b * dim;
+             T div = T(1);
+             if (mode == EmbeddingBagMode::Mean) {
+               std::size_t members = 0;
+               for (std::size_t at = bags.begin(b); at < bags.end(b); ++at) members += ids[at] != pad;
+               div = static_cast<T>(std::max<std::size_t>(members, 1));
+             }
+             for (std::size_t at = bags.begin(b); at < bags.end(b); ++at) {
+               if (ids[at] == pad) continue;
+               T* __restrict row = pd + ids[at] * dim;
+               if (ps) {
+                 for (std::size_t j = 0; j < dim; ++j) row[j] += ps[at] * gr[j];
+               } else if (mode == EmbeddingBagMode::Mean) {
+                 for (std::size_t j = 0; j < dim; ++j) row[j] += gr[j] / div;
+               } else {
+                 for (std::size_t j = 0; j < dim; ++j) row[j] += gr[j];
                }
              }
-             in.accumulate(0, std::move(dw));
-           });
-  }
+           }
+           in.accumulate(0, std::move(dw));
+         });
   return result;
+}
+
+// The fixed-length form: bag of each row of ids' last axis.
+template <typename T>
+Tensor<T> fixed_bags(const char* op, const Tensor<T>& weight, const xt::xarray<std::int64_t>& ids,
+                     EmbeddingBagMode mode, std::optional<std::int64_t> padding_idx,
+                     std::shared_ptr<const xt::xarray<T>> scale) {
+  if (ids.dimension() == 0) throw ShapeError(fmt::format("{}: ids must have at least one dimension (the bag)", op));
+  const std::int64_t pad = check_lookup(op, weight, ids, padding_idx);
+  Shape out_shape(ids.shape().begin(), ids.shape().end() - 1);
+  Bags bags;
+  bags.k = ids.shape().back();
+  bags.count = numel(out_shape);
+  out_shape.push_back(weight.shape()[1]);
+  return bag_impl<T>(op, weight, ids, std::move(bags), std::move(out_shape), mode, pad, std::move(scale));
 }
 
 }  // namespace
@@ -164,14 +230,75 @@ Tensor<T> weighted_bag_sum(const Tensor<T>& weight, const xt::xarray<std::int64_
 template <typename T>
 Tensor<T> embedding_bag_sum(const Tensor<T>& weight, const xt::xarray<std::int64_t>& ids,
                             std::optional<std::int64_t> padding_idx) {
-  return weighted_bag_sum<T>(weight, ids, padding_idx, nullptr);
+  return fixed_bags<T>("embedding_bag_sum", weight, ids, EmbeddingBagMode::Sum, padding_idx, nullptr);
 }
 
 template <typename T>
 Tensor<T> embedding_bag_sum(const Tensor<T>& weight, const xt::xarray<std::int64_t>& ids,
                             std::optional<std::int64_t> padding_idx, xt::xarray<T> per_sample_weights) {
-  return weighted_bag_sum<T>(weight, ids, padding_idx,
-                             std::make_shared<const xt::xarray<T>>(std::move(per_sample_weights)));
+  return fixed_bags<T>("embedding_bag_sum", weight, ids, EmbeddingBagMode::Sum, padding_idx,
+                       std::make_shared<const xt::xarray<T>>(std::move(per_sample_weights)));
+}
+
+template <typename T>
+Tensor<T> embedding_bag(const Tensor<T>& weight, const xt::xarray<std::int64_t>& ids, EmbeddingBagMode mode,
+                        std::optional<std::int64_t> padding_idx,
+                        std::optional<xt::xarray<detail::scalar_t<T>>> per_sample_weights) {
+  return fixed_bags<T>(
+      "embedding_bag", weight, ids, mode, padding_idx,
+      per_sample_weights ? std::make_shared<const xt::xarray<T>>(std::move(*per_sample_weights)) : nullptr);
+}
+
+template <typename T>
+Tensor<T> embedding_bag(const Tensor<T>& weight, const xt::xarray<std::int64_t>& input,
+                        const xt::xarray<std::int64_t>& offsets, EmbeddingBagMode mode,
+                        std::optional<std::int64_t> padding_idx, bool include_last_offset,
+                        std::optional<xt::xarray<detail::scalar_t<T>>> per_sample_weights) {
+  const char* op = "embedding_bag";
+  if (input.dimension() != 1) {
+    throw ShapeError(
+        fmt::format("{}: with offsets, input must be 1-D (a 2-D input holds one bag per row and takes no "
+                    "offsets), got {}",
+                    op, format_shape(shape_of(input))));
+  }
+  if (offsets.dimension() != 1)
+    throw ShapeError(fmt::format("{}: offsets must be 1-D, got {}", op, format_shape(shape_of(offsets))));
+  const std::int64_t pad = check_lookup(op, weight, input, padding_idx);
+  const std::size_t n = input.size(), given = offsets.size();
+  if (include_last_offset && given == 0)
+    throw ShapeError(fmt::format("{}: include_last_offset needs at least one offset (the end), got none", op));
+  const std::int64_t* po = offsets.data();
+  if (given > 0 && po[0] != 0) {
+    throw ShapeError(
+        fmt::format("{}: offsets[0] must be 0 (the first bag starts at the first id, as in torch), got {}", op, po[0]));
+  }
+  for (std::size_t b = 1; b < given; ++b) {
+    if (po[b] < po[b - 1]) {
+      throw ShapeError(fmt::format("{}: offsets must not decrease, got offsets[{}] = {} after offsets[{}] = {}", op, b,
+                                   po[b], b - 1, po[b - 1]));
+    }
+  }
+  if (given > 0 && po[given - 1] > static_cast<std::int64_t>(n)) {
+    throw ShapeError(fmt::format("{}: offsets[{}] = {} is beyond the input's {} ids", op, given - 1, po[given - 1], n));
+  }
+  // torch's forward ignores ids past the last offset but its backward then writes out of bounds
+  // (torch 1.13); the documented CSR form ends at the input's length, which is required here.
+  if (include_last_offset && po[given - 1] != static_cast<std::int64_t>(n)) {
+    throw ShapeError(
+        fmt::format("{}: with include_last_offset the last offset is the end of the last bag and must be "
+                    "the input's length {}, got {}",
+                    op, n, po[given - 1]));
+  }
+  Bags bags;
+  bags.count = include_last_offset ? given - 1 : given;
+  auto starts = std::make_shared<std::vector<std::size_t>>(bags.count + 1);
+  for (std::size_t b = 0; b < bags.count; ++b) (*starts)[b] = static_cast<std::size_t>(po[b]);
+  (*starts)[bags.count] = n;
+  bags.starts = std::move(starts);
+  Shape out_shape{bags.count, weight.shape()[1]};
+  return bag_impl<T>(
+      op, weight, input, std::move(bags), std::move(out_shape), mode, pad,
+      per_sample_weights ? std::make_shared<const xt::xarray<T>>(std::move(*per_sample_weights)) : nullptr);
 }
 
 template Tensor<float> embedding<float>(const Tensor<float>&, const xt::xarray<std::int64_t>&,
@@ -186,5 +313,14 @@ template Tensor<float> embedding_bag_sum<float>(const Tensor<float>&, const xt::
                                                 std::optional<std::int64_t>, xt::xarray<float>);
 template Tensor<double> embedding_bag_sum<double>(const Tensor<double>&, const xt::xarray<std::int64_t>&,
                                                   std::optional<std::int64_t>, xt::xarray<double>);
+#define TAPEGRAD_EMBEDDING_BAG(T)                                                                                     \
+  template Tensor<T> embedding_bag<T>(const Tensor<T>&, const xt::xarray<std::int64_t>&, EmbeddingBagMode,            \
+                                      std::optional<std::int64_t>, std::optional<xt::xarray<detail::scalar_t<T>>>);   \
+  template Tensor<T> embedding_bag<T>(const Tensor<T>&, const xt::xarray<std::int64_t>&,                              \
+                                      const xt::xarray<std::int64_t>&, EmbeddingBagMode, std::optional<std::int64_t>, \
+                                      bool, std::optional<xt::xarray<detail::scalar_t<T>>>);
+TAPEGRAD_EMBEDDING_BAG(float)
+TAPEGRAD_EMBEDDING_BAG(double)
+#undef TAPEGRAD_EMBEDDING_BAG
 
 }  // namespace tapegrad

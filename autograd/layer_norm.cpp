@@ -4,7 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
+#include <optional>
+#include <stdexcept>
 #include <vector>
 
 #include "tapegrad/autograd/parallel.hpp"
@@ -208,7 +211,116 @@ Tensor<T> layer_norm_impl(const char* op, const Tensor<T>& x, const Tensor<T>* r
     record(out, op, {x, weight, bias}, backward);
   return out;
 }
+// rms_norm: the forward of rows [begin, end), y = (x * rstd) * w with rstd = 1 / sqrt(mean(x^2) + eps)
+// (torch's order of the products); rstd of each row goes to st.
+template <typename T>
+void rms_forward_rows(std::size_t begin, std::size_t end, std::size_t d, const T* px, const T* pw, T eps, T* st,
+                      T* py) {
+  const T inv_d = T(1) / static_cast<T>(d);
+  for (std::size_t r = begin; r < end; ++r) {
+    const T* __restrict xr = px + r * d;
+    T* __restrict yr = py + r * d;
+    const T s = T(1) / std::sqrt(detail::lane_sum<T>(d, [&](std::size_t j) { return xr[j] * xr[j]; }) * inv_d + eps);
+    st[r] = s;
+    if (pw)
+      for (std::size_t j = 0; j < d; ++j) yr[j] = xr[j] * s * pw[j];
+    else
+      for (std::size_t j = 0; j < d; ++j) yr[j] = xr[j] * s;
+  }
+}
+
+// rms_norm: the backward of rows [begin, end). With gh = g * w and x_hat = x * rstd:
+// dx = rstd * (gh - x_hat * mean(gh * x_hat)) (docs/gradients.md), and each row's g * x_hat is added
+// into dw (when given). One pass per row for the sum (and dw), one to write dx.
+template <typename T, bool HasW, bool NeedW>
+void rms_backward_rows(std::size_t begin, std::size_t end, std::size_t d, const T* px, const T* pg, const T* pw,
+                       const T* st, T* pdx, T* __restrict dw) {
+  using detail::kLanes;
+  const T inv_d = T(1) / static_cast<T>(d);
+  for (std::size_t r = begin; r < end; ++r) {
+    const T* __restrict xr = px + r * d;
+    const T* __restrict gr = pg + r * d;
+    const T s = st[r];
+    const auto gh = [&](std::size_t j) { return HasW ? gr[j] * pw[j] : gr[j]; };
+    T acc[kLanes] = {};
+    const auto step = [&](std::size_t j, std::size_t lane) {
+      if (NeedW) dw[j] += gr[j] * (xr[j] * s);
+      acc[lane] += gh(j) * (xr[j] * s);
+    };
+    std::size_t j = 0;
+    for (; j + kLanes <= d; j += kLanes)
+      for (std::size_t k = 0; k < kLanes; ++k) step(j + k, k);
+    for (std::size_t k = 0; j + k < d; ++k) step(j + k, k);
+    if (!pdx) continue;
+    const T mean_gh_xhat = detail::lane_total(acc) * inv_d;
+    T* __restrict dr = pdx + r * d;
+    for (std::size_t i = 0; i < d; ++i) dr[i] = s * (gh(i) - xr[i] * s * mean_gh_xhat);
+  }
+}
+
 }  // namespace
+
+template <typename T>
+Tensor<T> rms_norm(const Tensor<T>& x, const Shape& normalized_shape, const Tensor<T>& weight,
+                   std::optional<double> eps) {
+  const char* op = "rms_norm";
+  const Shape& xs = x.shape();
+  check_input(op, xs, normalized_shape);
+  check_affine(op, "weight", weight, normalized_shape);
+  const T e = eps ? static_cast<T>(*eps) : std::numeric_limits<T>::epsilon();
+  if (!(e >= T(0))) throw std::invalid_argument(fmt::format("{}: eps must be >= 0, got {}", op, *eps));
+
+  const std::size_t d = numel(normalized_shape);
+  const std::size_t rows = d == 0 ? 0 : x.numel() / d;
+  const bool grad = should_record(x, weight);
+  auto rstd = std::make_shared<std::vector<T>>(rows);  // one value per row, all the backward keeps besides x, w
+  xt::xarray<T> y = xt::xarray<T>::from_shape(xs);
+  const T* px = x.data().data();
+  const T* pw = weight.defined() ? weight.data().data() : nullptr;
+  detail::parallel_for(rows, min_rows(d), [&](std::size_t begin, std::size_t end) {
+    rms_forward_rows(begin, end, d, px, pw, e, rstd->data(), y.data());
+  });
+  Tensor<T> out(std::move(y));
+  if (!grad) return out;
+  record(out, op, {x, weight},
+         [input = x.saved(), w_val = weight.defined() ? weight.saved() : nullptr, rstd, rows, d, normalized_shape](
+             const xt::xarray<T>& g, GradInputs<T>& in) {
+           const bool need_x = in.needs(0), need_w = in.needs(1);
+           xt::xarray<T> dx;
+           if (need_x) dx = xt::xarray<T>::from_shape(input->shape());
+           // dw in fixed blocks of rows summed in block order, as layer_norm's: the same for any thread count.
+           const std::size_t block = std::max<std::size_t>(min_rows(d), (rows + kMaxBlocks - 1) / kMaxBlocks);
+           const std::size_t blocks = (rows + block - 1) / block;
+           std::vector<T> partial(need_w ? blocks * d : 0, T(0));
+           const T* pw = w_val ? w_val->data() : nullptr;
+           detail::parallel_for(blocks, 1, [&](std::size_t b0, std::size_t b1) {
+             for (std::size_t blk = b0; blk < b1; ++blk) {
+               const std::size_t r0 = blk * block, r1 = std::min(rows, r0 + block);
+               T* dw = need_w ? partial.data() + blk * d : nullptr;
+               const auto run = [&](auto has_w, auto need) {
+                 rms_backward_rows<T, decltype(has_w)::value, decltype(need)::value>(
+                     r0, r1, d, input->data(), g.data(), pw, rstd->data(), need_x ? dx.data() : nullptr, dw);
+               };
+               using Yes = std::true_type;
+               using No = std::false_type;
+               if (pw)
+                 need_w ? run(Yes{}, Yes{}) : run(Yes{}, No{});
+               else
+                 run(No{}, No{});  // no weight: nothing to accumulate
+             }
+           });
+           if (need_x) in.accumulate(0, std::move(dx));
+           if (!need_w) return;
+           xt::xarray<T> dw = xt::zeros<T>(normalized_shape);
+           T* __restrict pdw = dw.data();
+           for (std::size_t blk = 0; blk < blocks; ++blk) {
+             const T* __restrict part = partial.data() + blk * d;
+             for (std::size_t j = 0; j < d; ++j) pdw[j] += part[j];
+           }
+           in.accumulate(1, std::move(dw));
+         });
+  return out;
+}
 
 template <typename T>
 Tensor<T> layer_norm(const Tensor<T>& x, const Shape& normalized_shape, const Tensor<T>& weight, const Tensor<T>& bias,
@@ -225,7 +337,8 @@ Tensor<T> add_layer_norm(const Tensor<T>& x, const Tensor<T>& residual, const Sh
 #define TAPEGRAD_LAYER_NORM(T)                                                                                  \
   template Tensor<T> layer_norm<T>(const Tensor<T>&, const Shape&, const Tensor<T>&, const Tensor<T>&, double); \
   template Tensor<T> add_layer_norm<T>(const Tensor<T>&, const Tensor<T>&, const Shape&, const Tensor<T>&,      \
-                                       const Tensor<T>&, double);
+                                       const Tensor<T>&, double);                                               \
+  template Tensor<T> rms_norm<T>(const Tensor<T>&, const Shape&, const Tensor<T>&, std::optional<double>);
 TAPEGRAD_LAYER_NORM(float)
 TAPEGRAD_LAYER_NORM(double)
 #undef TAPEGRAD_LAYER_NORM

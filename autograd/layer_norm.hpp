@@ -1,7 +1,9 @@
 /// @file
-/// Layer normalization over the trailing dims, with a fused backward; and fused with the residual add
-/// before it.
+/// Layer normalization over the trailing dims, with a fused backward; fused with the residual add
+/// before it; and RMS normalization (LLaMA's), its mean-free variant.
 #pragma once
+
+#include <optional>
 
 #include "tapegrad/autograd/tensor.hpp"
 
@@ -24,5 +26,14 @@ Tensor<T> layer_norm(const Tensor<T>& x, const Shape& normalized_shape, const Te
 template <typename T>
 Tensor<T> add_layer_norm(const Tensor<T>& x, const Tensor<T>& residual, const Shape& normalized_shape,
                          const Tensor<T>& weight = {}, const Tensor<T>& bias = {}, double eps = 1e-5);
+
+/// torch.nn.functional.rms_norm (torch 2.4): y = x * rsqrt(mean(x²) + eps) * weight over the last
+/// normalized_shape.size() dims, the normalization of LLaMA-style Transformers (no mean subtracted, no
+/// bias). eps unset is torch's default, std::numeric_limits<T>::epsilon() (torch.finfo(dtype).eps).
+/// Forward and backward are fused: the backward keeps x, weight and one 1/rms per row. Throws
+/// ShapeError as layer_norm does, and std::invalid_argument for a negative or NaN eps.
+template <typename T>
+Tensor<T> rms_norm(const Tensor<T>& x, const Shape& normalized_shape, const Tensor<T>& weight = {},
+                   std::optional<double> eps = std::nullopt);
 
 }  // namespace tapegrad

@@ -12,6 +12,7 @@
 #include "tapegrad/autograd/masking.hpp"
 #include "tapegrad/autograd/matmul.hpp"
 #include "tapegrad/autograd/reduce.hpp"
+#include "tapegrad/autograd/rotary.hpp"
 #include "tapegrad/autograd/shape_ops.hpp"
 #include "tapegrad/autograd/softmax.hpp"
 #include "tapegrad/autograd/tape.hpp"

@@ -250,6 +250,26 @@ std::vector<double> run_case(const std::string& name) {
       x.zero_grad(), r.zero_grad(), w.zero_grad(), b.zero_grad();
     });
   }
+  // The pieces of a LLaMA-style block: RMSNorm over d (affine, LLaMA's eps), and rotary embeddings on
+  // the queries [B, H, L, head_dim] of the default model's shapes.
+  if (name == "rms_norm") {
+    auto x = input({64, 256, 64}, 3, true), w = input({64}, 5, true);
+    auto g = xt::xarray<float>(input({64, 256, 64}, 4, false).data());
+    return measure([&] {
+      rms_norm(x, {64}, w, 1e-6).backward(g);
+      x.zero_grad(), w.zero_grad();
+    });
+  }
+  if (name == "rotary") {
+    auto x = input({64, 4, 256, 16}, 3, true);
+    auto g = xt::xarray<float>(input({64, 4, 256, 16}, 4, false).data());
+    auto [cos, sin] = rotary_tables<float>(16, 256);
+    const Tensor<float> c(std::move(cos)), s(std::move(sin));
+    return measure([&] {
+      rotary_embedding(x, c, s).backward(g);
+      x.zero_grad();
+    });
+  }
   if (name == "attention") {  // self-attention [B, L, d] with a key padding mask, dropout 0.1, training
     Generator gen(0);
     nn::MultiheadAttentionOptions o(64, 4);

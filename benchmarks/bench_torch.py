@@ -215,6 +215,27 @@ def run_case(name):
             x.grad = r.grad = w.grad = b.grad = None
 
         return measure(step)
+    # torch 1.13 has no RMSNorm and no rotary embedding: the composite formulas a user writes.
+    if name == "rms_norm":
+        x, w, g = tensor((64, 256, 64), 3, True), tensor((64,), 5, True), tensor((64, 256, 64), 4)
+
+        def step():
+            (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w).backward(g)
+            x.grad = w.grad = None
+
+        return measure(step)
+    if name == "rotary":
+        x, g = tensor((64, 4, 256, 16), 3, True), tensor((64, 4, 256, 16), 4)
+        inv_freq = 1.0 / (10000.0 ** (torch.arange(0, 16, 2, dtype=torch.float64) / 16))
+        freqs = torch.outer(torch.arange(256, dtype=torch.float64), inv_freq)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        cos, sin = emb.cos().float(), emb.sin().float()
+
+        def step():
+            (x * cos + torch.cat((-x[..., 8:], x[..., :8]), dim=-1) * sin).backward(g)
+            x.grad = None
+
+        return measure(step)
     if name == "attention":
         torch.manual_seed(0)
         mha = nn.MultiheadAttention(64, 4, dropout=0.1, batch_first=True).train()

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "tapegrad/autograd/elementwise.hpp"
 #include "tapegrad/autograd/embedding.hpp"
 
 namespace tapegrad::nn {
@@ -58,11 +57,12 @@ template class Embedding<double>;
 
 template <typename T>
 EmbeddingBag<T>::EmbeddingBag(std::size_t num, std::size_t dim, Generator& gen, EmbeddingBagMode mode,
-                              std::optional<std::int64_t> padding)
+                              std::optional<std::int64_t> padding, bool include_last_offset)
     : num_embeddings(num),
       embedding_dim(dim),
       mode(mode),
-      padding_idx(normalized_padding("EmbeddingBag", padding, num)) {
+      padding_idx(normalized_padding("EmbeddingBag", padding, num)),
+      include_last_offset(include_last_offset) {
   weight = this->register_parameter("weight", normal_table<T>(num, dim, gen, padding_idx));
 }
 
@@ -70,35 +70,41 @@ template <typename T>
 Tensor<T> EmbeddingBag<T>::forward(const xt::xarray<std::int64_t>& ids) const {
   if (ids.dimension() == 0)
     throw ShapeError("EmbeddingBag: ids must have at least one dim (the bag's), got a 0-d array");
-  Tensor<T> sum = embedding_bag_sum(weight, ids, padding_idx);
-  if (mode == EmbeddingBagMode::Sum) return sum;
-  // The mean over the bag's members that are not padding; a bag of padding only divides its zeros by 1.
-  Shape count_shape(ids.shape().begin(), ids.shape().end());
-  const std::size_t k = count_shape.back();
-  count_shape.back() = 1;
-  xt::xarray<T> count = xt::xarray<T>::from_shape(count_shape);
-  const std::int64_t* id = ids.data();
-  for (std::size_t bag = 0; bag < count.size(); ++bag) {
-    std::size_t members = 0;
-    for (std::size_t j = 0; j < k; ++j) members += !(padding_idx && id[bag * k + j] == *padding_idx);
-    count.data()[bag] = static_cast<T>(std::max<std::size_t>(members, 1));
-  }
-  return div(sum, Tensor<T>(std::move(count)));
+  return embedding_bag(weight, ids, mode, padding_idx);
 }
 
 template <typename T>
 Tensor<T> EmbeddingBag<T>::forward(const xt::xarray<std::int64_t>& ids, xt::xarray<T> per_sample_weights) const {
   if (mode != EmbeddingBagMode::Sum)
-    throw std::invalid_argument("EmbeddingBag: per_sample_weights are only supported with mode Sum, as in torch");
+    throw std::invalid_argument(fmt::format(
+        "EmbeddingBag: per_sample_weights are only supported with mode Sum, as in torch, got mode {}", mode_name()));
   if (ids.dimension() == 0)
     throw ShapeError("EmbeddingBag: ids must have at least one dim (the bag's), got a 0-d array");
-  return embedding_bag_sum(weight, ids, padding_idx, std::move(per_sample_weights));
+  return embedding_bag(weight, ids, mode, padding_idx, std::optional<xt::xarray<T>>(std::move(per_sample_weights)));
+}
+
+template <typename T>
+Tensor<T> EmbeddingBag<T>::forward(const xt::xarray<std::int64_t>& input,
+                                   const xt::xarray<std::int64_t>& offsets) const {
+  return embedding_bag(weight, input, offsets, mode, padding_idx, include_last_offset);
+}
+
+template <typename T>
+Tensor<T> EmbeddingBag<T>::forward(const xt::xarray<std::int64_t>& input, const xt::xarray<std::int64_t>& offsets,
+                                   xt::xarray<T> per_sample_weights) const {
+  return embedding_bag(weight, input, offsets, mode, padding_idx, include_last_offset,
+                       std::optional<xt::xarray<T>>(std::move(per_sample_weights)));
+}
+
+template <typename T>
+std::string EmbeddingBag<T>::mode_name() const {
+  return mode == EmbeddingBagMode::Sum ? "sum" : mode == EmbeddingBagMode::Mean ? "mean" : "max";
 }
 
 template <typename T>
 std::string EmbeddingBag<T>::extra_repr() const {
-  std::string s =
-      fmt::format("{}, {}, mode={}", num_embeddings, embedding_dim, mode == EmbeddingBagMode::Sum ? "sum" : "mean");
+  // As torch: include_last_offset is not shown.
+  std::string s = fmt::format("{}, {}, mode={}", num_embeddings, embedding_dim, mode_name());
   if (padding_idx) s += fmt::format(", padding_idx={}", *padding_idx);
   return s;
 }

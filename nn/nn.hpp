@@ -16,4 +16,5 @@
 #include "tapegrad/nn/module.hpp"
 #include "tapegrad/nn/negation_scope.hpp"
 #include "tapegrad/nn/positional_encoding.hpp"
+#include "tapegrad/nn/rms_norm.hpp"
 #include "tapegrad/nn/transformer.hpp"

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "tapegrad/autograd/elementwise.hpp"
+#include "tapegrad/autograd/rotary.hpp"
 #include "tapegrad/autograd/shape_ops.hpp"
 
 namespace tapegrad::nn {
@@ -80,9 +81,29 @@ std::string LearnedPositionalEmbedding<T>::extra_repr() const {
   return fmt::format("max_len={}, d_model={}, batch_first={}", max_len, d_model, batch_first ? "True" : "False");
 }
 
+template <typename T>
+RotaryEmbedding<T>::RotaryEmbedding(std::size_t head_dim, double base, std::size_t max_len)
+    : head_dim(head_dim), base(base), max_len(max_len) {
+  auto [c, s] = rotary_tables<T>(head_dim, max_len, base);
+  cos = this->register_buffer("cos", Tensor<T>(std::move(c)), /*persistent=*/false);
+  sin = this->register_buffer("sin", Tensor<T>(std::move(s)), /*persistent=*/false);
+}
+
+template <typename T>
+Tensor<T> RotaryEmbedding<T>::forward(const Tensor<T>& x, std::size_t offset) const {
+  return rotary_embedding(x, cos, sin, offset);
+}
+
+template <typename T>
+std::string RotaryEmbedding<T>::extra_repr() const {
+  return fmt::format("{}, base={}, max_len={}", head_dim, python_float(base), max_len);
+}
+
 template class SinusoidalPositionalEncoding<float>;
 template class SinusoidalPositionalEncoding<double>;
 template class LearnedPositionalEmbedding<float>;
 template class LearnedPositionalEmbedding<double>;
+template class RotaryEmbedding<float>;
+template class RotaryEmbedding<double>;
 
 }  // namespace tapegrad::nn

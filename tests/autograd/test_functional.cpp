@@ -1,8 +1,11 @@
-// Functional ops: softmax, losses, layer_norm, dropout, embedding, gather and index_select, masking and
-// tril / triu. Reference numbers come from torch 1.13 (float64) or are computed by hand in the test.
+// Functional ops: softmax, losses, layer_norm and rms_norm, dropout, embedding and embedding bags, rotary
+// embeddings, gather and index_select, masking and tril / triu. Reference numbers come from torch 1.13 (float64) or are
+// computed by hand in the test.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
+#include <xtensor/xmath.hpp>
+#include <xtensor/xview.hpp>
 
 #include "tapegrad/autograd/ops.hpp"
 #include "tapegrad/autograd/vector_math.hpp"
@@ -421,6 +424,75 @@ TEST_CASE("layer_norm errors name both shapes", "[layer_norm][errors]") {
                     Catch::Contains("bias") && Catch::Contains("[1, 3]") && Catch::Contains("[3]"));
 }
 
+// ---------------------------------------------------------------------------------------------- rms_norm
+
+TEST_CASE("rms_norm of [1, 2, 4] matches a hand computation, eps defaulting to the dtype's epsilon", "[rms_norm]") {
+  auto x = Tensor<double>::from_vector({1, 2, 4, -3, 0, 0}, {2, 3});
+  const double eps = std::numeric_limits<double>::epsilon();
+  const double s0 = 1 / std::sqrt(21.0 / 3 + eps), s1 = 1 / std::sqrt(9.0 / 3 + eps);
+  CHECK(allclose(rms_norm(x, {3}).data(), values({s0, 2 * s0, 4 * s0, -3 * s1, 0, 0}, {2, 3}), 1e-15, 0));
+  CHECK(rms_norm(x, {3}, {}, 0.5).data()(0, 2) == Approx(4 / std::sqrt(7.5)).epsilon(1e-14));
+  auto w = Tensor<double>::from_vector({0.5, 2, -1}, {3});
+  CHECK(rms_norm(x, {3}, w).data()(0, 1) == Approx(4 * s0).epsilon(1e-14));
+  // In float the default eps is float's: a zero row gives zeros, its gradient g * w / sqrt(eps).
+  auto zero = Tensor<float>::zeros({1, 4}, true);
+  auto y = rms_norm(zero, {4});
+  CHECK(y.data() == xt::xarray<float>(xt::zeros<float>({1, 4})));
+  y.backward(xt::xarray<float>{{1, 2, 3, 4}});
+  const float inv = 1 / std::sqrt(std::numeric_limits<float>::epsilon());
+  CHECK(allclose(zero.grad(), xt::xarray<float>{{inv, 2 * inv, 3 * inv, 4 * inv}}, 1e-6, 0));
+  CHECK(y.grad_fn_name() == "rms_norm");
+}
+
+TEST_CASE("rms_norm passes gradcheck with and without weight, over 1 and 2 trailing dims, at a zero row",
+          "[rms_norm][gradcheck]") {
+  CHECK_GRADCHECK([](const Inputs& in) { return rms_norm(in[0], {4}); }, (Inputs{rand_input({3, 4}, 141, -2, 2)}));
+  CHECK_GRADCHECK([](const Inputs& in) { return rms_norm(in[0], {5}, in[1], 1e-5); },
+                  (Inputs{rand_input({2, 3, 5}, 142, -2, 2), rand_input({5}, 143)}));
+  CHECK_GRADCHECK(
+      [](const Inputs& in) {
+        return rms_norm(in[0], {3, 4}, in[1], 1e-3);
+      },
+      (Inputs{rand_input({2, 3, 4}, 144, -2, 2), rand_input({3, 4}, 145)}));
+  // A row of zeros (eps keeps it finite and differentiable) beside ordinary rows.
+  Tensor<double> with_zero(values({0, 0, 0, 0.5, -1, 2}, {2, 3}), true);
+  CHECK_GRADCHECK([](const Inputs& in) { return rms_norm(in[0], {3}, in[1], 1e-2); },
+                  (Inputs{with_zero, rand_input({3}, 146)}));
+  // Only the weight requires grad.
+  auto x = Tensor<double>(rand_input({4, 3}, 147).data());
+  CHECK_GRADCHECK([x](const Inputs& in) { return rms_norm(x, {3}, in[0]); }, (Inputs{rand_input({3}, 148)}));
+}
+
+TEMPLATE_TEST_CASE("rms_norm: the same values and gradients at 1 and 2 threads", "[rms_norm]", float, double) {
+  using T = TestType;
+  Generator gen(149);
+  // 3000 rows of 64: many row blocks for the weight's gradient, and a ragged last one.
+  const auto run = [&](int threads) {
+    const int before = get_num_threads();
+    set_num_threads(threads);
+    Generator g(150);
+    auto x = Tensor<T>::normal({3000, 64}, T(0), T(2), g, true);
+    auto w = Tensor<T>::normal({64}, T(1), T(0.1), g, true);
+    auto y = rms_norm(x, {64}, w);
+    y.backward(Tensor<T>::normal({3000, 64}, T(0), T(1), g).data());
+    set_num_threads(before);
+    return std::vector<xt::xarray<T>>{y.data(), x.grad(), w.grad()};
+  };
+  const auto one = run(1), two = run(2);
+  for (std::size_t i = 0; i < one.size(); ++i) CHECK(one[i] == two[i]);
+}
+
+TEST_CASE("rms_norm errors name the shapes and eps", "[rms_norm][errors]") {
+  auto x = Tensor<double>::zeros({2, 3});
+  CHECK_THROWS_AS(rms_norm(x, {4}), ShapeError);
+  CHECK_THROWS_WITH(rms_norm(x, {4}),
+                    Catch::Contains("rms_norm") && Catch::Contains("[2, 3]") && Catch::Contains("[4]"));
+  CHECK_THROWS_WITH(rms_norm(x, {}), Catch::Contains("normalized_shape") && Catch::Contains("[2, 3]"));
+  CHECK_THROWS_WITH(rms_norm(x, {3}, Tensor<double>::ones({2, 3})),
+                    Catch::Contains("weight") && Catch::Contains("[2, 3]") && Catch::Contains("[3]"));
+  CHECK_THROWS_WITH(rms_norm(x, {3}, {}, -1e-5), Catch::Contains("eps") && Catch::Contains("-1e-05"));
+}
+
 // ---------------------------------------------------------------------------------------------- dropout
 
 TEST_CASE("dropout in eval or with p = 0 is the identity and draws nothing", "[dropout]") {
@@ -628,6 +700,181 @@ TEST_CASE("embedding_bag_sum with per_sample_weights: each member's row times it
                   (Inputs{rand_input({5, 3}, 78)}));
   CHECK_THROWS_WITH(embedding_bag_sum(w, ids({1, 2}, {1, 2}), 0, xt::xarray<double>({1.0, 2.0})),
                     Catch::Contains("per_sample_weights [2] must have the shape of ids [1, 2]"));
+}
+
+TEST_CASE("embedding_bag with offsets: bags of any length, empty ones zero, as torch 1.13", "[embedding]") {
+  // torch 1.13: F.embedding_bag(input, w, offsets, mode=..., padding_idx=0) with these rows; bags [1 2],
+  // [], [3 1 0], [4 4].
+  auto w = Tensor<double>::from_vector({9, 9, 1, -2, 3, 0.5, -1, 4, 2, 2}, {5, 2}, true);
+  const IndexArray input = ids({1, 2, 3, 1, 0, 4, 4}, {7});
+  const IndexArray offsets = ids({0, 2, 2, 5}, {4});
+  auto sum = embedding_bag(w, input, offsets, EmbeddingBagMode::Sum, 0);
+  CHECK(sum.data() == values({4, -1.5, 0, 0, 0, 2, 4, 4}, {4, 2}));
+  CHECK(sum.grad_fn_name() == "embedding_bag");
+  sum.backward(values({1, 2, 3, 4, 5, 6, 7, 8}, {4, 2}));
+  CHECK(w.grad() == values({0, 0, 6, 8, 1, 2, 5, 6, 14, 16}, {5, 2}));
+  w.zero_grad();
+  auto mean = embedding_bag(w, input, offsets, EmbeddingBagMode::Mean, 0);
+  CHECK(mean.data() == values({2, -0.75, 0, 0, 0, 1, 2, 2}, {4, 2}));
+  mean.backward(values({1, 2, 3, 4, 5, 6, 7, 8}, {4, 2}));
+  CHECK(w.grad() == values({0, 0, 3, 4, 0.5, 1, 2.5, 3, 7, 8}, {5, 2}));
+  // include_last_offset: the same bags, the last one ending at the input's length.
+  CHECK(embedding_bag(w, input, ids({0, 2, 2, 5, 7}, {5}), EmbeddingBagMode::Sum, 0, true).data() == sum.data());
+  // Bags of equal length are the fixed-length form.
+  const IndexArray fixed = ids({1, 2, 3, 1, 0, 4}, {3, 2});
+  for (auto mode : {EmbeddingBagMode::Sum, EmbeddingBagMode::Mean, EmbeddingBagMode::Max})
+    CHECK(embedding_bag(w, ids({1, 2, 3, 1, 0, 4}, {6}), ids({0, 2, 4}, {3}), mode).data() ==
+          embedding_bag(w, fixed, mode).data());
+  // No offsets: no bags.
+  CHECK(embedding_bag(w, input, ids({}, {0}), EmbeddingBagMode::Sum).shape() == Shape{0, 2});
+}
+
+TEST_CASE("embedding_bag mode max: each column's maximum, its gradient to the row it came from", "[embedding]") {
+  // Rows 1 and 2 are equal: in bag [1 2] every column ties and, as in torch 1.13, the earlier member (row 1)
+  // takes the gradient; bag [3 1 0] with padding_idx 0 takes column 0 from row 1, column 1 from row 3.
+  auto w = Tensor<double>::from_vector({9, 9, 1, -2, 1, -2, 0.5, 4, 2, 2}, {5, 2}, true);
+  auto y = embedding_bag(w, ids({1, 2, 3, 1, 0, 4, 4, 0}, {8}), ids({0, 2, 2, 5, 7}, {5}), EmbeddingBagMode::Max, 0);
+  CHECK(y.data() == values({1, -2, 0, 0, 1, 4, 2, 2, 0, 0}, {5, 2}));
+  y.backward(values({1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, {5, 2}));
+  // Row 4 twice in a bag gets the bag's gradient once; the empty bag and the bag of padding give none.
+  CHECK(w.grad() == values({0, 0, 6, 2, 0, 0, 0, 6, 7, 8}, {5, 2}));
+  // gradcheck where no column ties (ties are not differentiable).
+  const IndexArray input = ids({0, 2, 2, 4, 1, 0, 3, 3, 1}, {9});
+  const IndexArray offsets = ids({0, 3, 3, 5}, {4});
+  CHECK_GRADCHECK([&](const Inputs& in) { return embedding_bag(in[0], input, offsets, EmbeddingBagMode::Max, 1); },
+                  (Inputs{rand_input({5, 3}, 81)}));
+  CHECK_GRADCHECK([&](const Inputs& in) { return embedding_bag(in[0], input, offsets, EmbeddingBagMode::Mean, 0); },
+                  (Inputs{rand_input({5, 3}, 82)}));
+  CHECK_GRADCHECK(
+      [&](const Inputs& in) {
+        return embedding_bag(in[0], ids({0, 2, 4, 1}, {2, 2}), EmbeddingBagMode::Max);
+      },
+      (Inputs{rand_input({5, 3}, 83)}));
+  const xt::xarray<double> psw = rand_input({9}, 84).data();
+  CHECK_GRADCHECK(
+      [&](const Inputs& in) { return embedding_bag(in[0], input, offsets, EmbeddingBagMode::Sum, 0, false, psw); },
+      (Inputs{rand_input({5, 3}, 85)}));
+}
+
+TEST_CASE("embedding_bag errors name the offsets, the lengths and the mode", "[embedding][errors]") {
+  auto w = Tensor<double>::zeros({5, 2});
+  const IndexArray input = ids({1, 2, 3, 4}, {4});
+  const auto sum = EmbeddingBagMode::Sum;
+  CHECK_THROWS_WITH(embedding_bag(w, ids({1, 2, 3, 4}, {2, 2}), ids({0}, {1}), sum),
+                    Catch::Contains("input must be 1-D") && Catch::Contains("[2, 2]"));
+  CHECK_THROWS_WITH(embedding_bag(w, input, ids({0, 1}, {1, 2}), sum),
+                    Catch::Contains("offsets must be 1-D") && Catch::Contains("[1, 2]"));
+  CHECK_THROWS_WITH(embedding_bag(w, input, ids({1, 2}, {2}), sum),
+                    Catch::Contains("offsets[0] must be 0") && Catch::Contains("got 1"));
+  CHECK_THROWS_WITH(embedding_bag(w, input, ids({0, 3, 2}, {3}), sum),
+                    Catch::Contains("offsets[2] = 2 after offsets[1] = 3"));
+  CHECK_THROWS_WITH(embedding_bag(w, input, ids({0, 5}, {2}), sum),
+                    Catch::Contains("offsets[1] = 5") && Catch::Contains("4 ids"));
+  CHECK_THROWS_WITH(embedding_bag(w, input, ids({0, 2, 3}, {3}), sum, std::nullopt, true),
+                    Catch::Contains("include_last_offset") && Catch::Contains("length 4, got 3"));
+  CHECK_THROWS_WITH(embedding_bag(w, input, ids({}, {0}), sum, std::nullopt, true),
+                    Catch::Contains("include_last_offset") && Catch::Contains("got none"));
+  CHECK_THROWS_WITH(embedding_bag(w, ids({1, 7}, {2}), ids({0}, {1}), sum),
+                    Catch::Contains("id 7") && Catch::Contains("5 embeddings"));
+  CHECK_THROWS_WITH(embedding_bag(w, input, ids({0}, {1}), EmbeddingBagMode::Max, std::nullopt, false,
+                                  xt::xarray<double>(xt::ones<double>({4}))),
+                    Catch::Contains("mode Sum") && Catch::Contains("got mode max"));
+  CHECK_THROWS_WITH(
+      embedding_bag(w, input, ids({0}, {1}), sum, std::nullopt, false, xt::xarray<double>(xt::ones<double>({3}))),
+      Catch::Contains("per_sample_weights [3] must have the shape of ids [4]"));
+}
+
+// ------------------------------------------------------------------------------------- rotary embedding
+
+namespace {
+// The rows of x [B, H, L, D] rotated by the formula, with angles from rotary_tables' definition.
+xt::xarray<double> rotated_by_formula(const xt::xarray<double>& x, std::size_t offset, double base) {
+  xt::xarray<double> y = x;
+  const std::size_t rows = x.size() / x.shape()[3], length = x.shape()[2], d = x.shape()[3], h = d / 2;
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t j = 0; j < h; ++j) {
+      const double angle = static_cast<double>(offset + r % length) * std::pow(base, -2.0 * j / d);
+      const double a = x.data()[r * d + j], b = x.data()[r * d + j + h];
+      y.data()[r * d + j] = a * std::cos(angle) - b * std::sin(angle);
+      y.data()[r * d + j + h] = b * std::cos(angle) + a * std::sin(angle);
+    }
+  return y;
+}
+}  // namespace
+
+TEST_CASE("rotary_embedding rotates each pair (j, j + D/2) by position times base^(-2j/D)", "[rotary]") {
+  const auto [cos, sin] = rotary_tables<double>(8, 50, 100.0);
+  CHECK(cos.shape()[0] == 50);
+  CHECK(cos.shape()[1] == 4);
+  CHECK(cos(0, 3) == 1.0);
+  CHECK(sin(7, 0) == std::sin(7.0));
+  CHECK(sin(7, 2) == Approx(std::sin(7.0 / 10.0)).epsilon(1e-15));  // 100^(-4/8) = 1/10
+  const Tensor<double> c(cos), s(sin);
+  const auto x = rand_input({2, 3, 5, 8}, 90);
+  CHECK(allclose(rotary_embedding(x, c, s).data(), rotated_by_formula(x.data(), 0, 100.0), 1e-14, 1e-15));
+  CHECK(allclose(rotary_embedding(x, c, s, 40).data(), rotated_by_formula(x.data(), 40, 100.0), 1e-14, 1e-15));
+  // A rotation keeps each pair's length, so each row's norm.
+  const auto y = rotary_embedding(x, c, s, 13).data();
+  CHECK(
+      allclose(xt::xarray<double>(xt::sum(y * y, {3})), xt::xarray<double>(xt::sum(x.data() * x.data(), {3})), 1e-13));
+  // offset = the positions already cached: rotating the last rows alone equals the rows of the whole.
+  const auto whole = rotary_embedding(x, c, s).data();
+  const xt::xarray<double> tail = xt::view(x.data(), xt::all(), xt::all(), xt::range(3, 5), xt::all());
+  const xt::xarray<double> whole_tail = xt::view(whole, xt::all(), xt::all(), xt::range(3, 5), xt::all());
+  CHECK(rotary_embedding(Tensor<double>(tail), c, s, 3).data() == whole_tail);
+}
+
+TEST_CASE("rotary_embedding: the dot product of q at m and k at n depends on m - n only", "[rotary]") {
+  const auto [cos, sin] = rotary_tables<double>(16, 300);
+  const Tensor<double> c(cos), s(sin);
+  const auto q = rand_input({1, 1, 1, 16}, 91), k = rand_input({1, 1, 1, 16}, 92);
+  const auto dot = [&](std::size_t m, std::size_t n) {
+    return xt::sum(rotary_embedding(q, c, s, m).data() * rotary_embedding(k, c, s, n).data())();
+  };
+  for (std::size_t shift : {0, 1, 5, 100, 250}) {
+    INFO("m - n = 3 at n = " << shift);
+    CHECK(dot(3 + shift, shift) == Approx(dot(3, 0)).epsilon(1e-12));
+    INFO("m - n = -7 at n = " << 7 + shift);
+    CHECK(dot(shift, 7 + shift) == Approx(dot(0, 7)).epsilon(1e-12));
+  }
+  // ... and does depend on it.
+  CHECK(std::abs(dot(3, 0) - dot(4, 0)) > 1e-3);
+}
+
+TEST_CASE("rotary_embedding passes gradcheck, its backward the inverse rotation", "[rotary][gradcheck]") {
+  const auto [cos, sin] = rotary_tables<double>(6, 20, 10.0);
+  const Tensor<double> c(cos), s(sin);
+  CHECK_GRADCHECK([&](const Inputs& in) { return rotary_embedding(in[0], c, s); },
+                  (Inputs{rand_input({2, 2, 3, 6}, 93)}));
+  CHECK_GRADCHECK([&](const Inputs& in) { return rotary_embedding(in[0], c, s, 17); },
+                  (Inputs{rand_input({1, 3, 3, 6}, 94)}));
+  // Rotating the gradient back: the backward of a rotation by the angle is a rotation by minus the angle,
+  // so the gradient of sum(g * rope(x)) is the inverse rotation of g, which undoes rope.
+  auto x = rand_input({1, 2, 4, 6}, 95);
+  const auto g = rand_input({1, 2, 4, 6}, 96).data();
+  rotary_embedding(x, c, s, 5).backward(g);
+  CHECK(allclose(rotary_embedding(Tensor<double>(x.grad()), c, s, 5).data(), g, 1e-13, 1e-15));
+  NoGradGuard no_grad;
+  CHECK_FALSE(rotary_embedding(x, c, s).requires_grad());
+}
+
+TEST_CASE("rotary_embedding errors name the shapes and the positions", "[rotary][errors]") {
+  const auto [cos, sin] = rotary_tables<double>(8, 10);
+  const Tensor<double> c(cos), s(sin);
+  CHECK_THROWS_WITH(rotary_embedding(Tensor<double>::zeros({2, 5, 8}), c, s),
+                    Catch::Contains("[batch, heads, length, head_dim]") && Catch::Contains("[2, 5, 8]"));
+  CHECK_THROWS_WITH(rotary_embedding(Tensor<double>::zeros({1, 1, 2, 7}), c, s),
+                    Catch::Contains("head_dim must be even") && Catch::Contains("got 7"));
+  CHECK_THROWS_WITH(rotary_embedding(Tensor<double>::zeros({1, 1, 2, 6}), c, s),
+                    Catch::Contains("head_dim / 2 = 3") && Catch::Contains("cos [10, 4]"));
+  CHECK_THROWS_WITH(rotary_embedding(Tensor<double>::zeros({1, 1, 4, 8}), c, s, 7),
+                    Catch::Contains("positions 7 to 10") && Catch::Contains("10 positions"));
+  CHECK_THROWS_WITH(rotary_embedding(Tensor<double>::zeros({1, 1, 11, 8}), c, s),
+                    Catch::Contains("positions 0 to 10") && Catch::Contains("10 positions"));
+  CHECK_THROWS_WITH(rotary_embedding(Tensor<double>::zeros({1, 1, 2, 8}), Tensor<double>(cos, true), s),
+                    Catch::Contains("constants"));
+  CHECK_THROWS_WITH(rotary_tables<float>(7, 10), Catch::Contains("head_dim") && Catch::Contains("got 7"));
+  CHECK_THROWS_WITH(rotary_tables<float>(8, 10, 0.0), Catch::Contains("base") && Catch::Contains("got 0"));
 }
 
 // --------------------------------------------------------------------------------------------- indexing

@@ -172,6 +172,88 @@ TEST_CASE("layer_norm: the fused backward and its Jacobian", "[gradients]") {
   CHECK(worst <= 1e-12);
 }
 
+TEST_CASE("rms_norm: the fused backward and its Jacobian", "[gradients]") {
+  const std::size_t rows = 3, d = 8;
+  const double eps = 1e-5;
+  const auto x = rand_input({rows, d}, 121, -2.0, 2.0);
+  const auto w = rand_input({d}, 122);
+  const auto y = rms_norm(x, {d}, w, eps);
+  const auto g = random_array({rows, d}, 123);
+  y.backward(g);
+
+  xt::xarray<double> dx = xt::zeros<double>({rows, d}), x_hat = xt::zeros<double>({rows, d});
+  xt::xarray<double> dw = xt::zeros<double>({d});
+  std::vector<double> rstd(rows);
+  for (std::size_t r = 0; r < rows; ++r) {
+    double ms = 0;
+    for (std::size_t j = 0; j < d; ++j) ms += x.data()(r, j) * x.data()(r, j) / d;
+    rstd[r] = 1 / std::sqrt(ms + eps);
+    for (std::size_t j = 0; j < d; ++j) x_hat(r, j) = x.data()(r, j) * rstd[r];
+    // dx = rstd * (gh - x_hat * mean(gh * x_hat)) with gh = g * w.
+    double mean_gh_xhat = 0;
+    for (std::size_t j = 0; j < d; ++j) mean_gh_xhat += g(r, j) * w.data()(j) * x_hat(r, j) / d;
+    for (std::size_t j = 0; j < d; ++j) {
+      dx(r, j) = rstd[r] * (g(r, j) * w.data()(j) - x_hat(r, j) * mean_gh_xhat);
+      dw(j) += g(r, j) * x_hat(r, j);
+    }
+  }
+  CHECK(allclose(x.grad(), dx, 0.0, 1e-13));
+  CHECK(allclose(w.grad(), dw, 0.0, 1e-13));
+
+  // dy_i / dx_j = w_i * rstd * (delta_ij - x_hat_i x_hat_j / D) within a row, 0 across rows.
+  const auto jac =
+      jacobian([&](const Tensor<double>& v) { return rms_norm(v, {d}, Tensor<double>(w.data()), eps); }, x);
+  REQUIRE(jac.shape() == Shape{rows, d, rows, d});
+  double worst = 0;
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t s = 0; s < rows; ++s)
+      for (std::size_t i = 0; i < d; ++i)
+        for (std::size_t j = 0; j < d; ++j) {
+          const double expected =
+              r != s ? 0.0 : w.data()(i) * rstd[r] * ((i == j ? 1.0 : 0.0) - x_hat(r, i) * x_hat(r, j) / d);
+          worst = std::max(worst, std::abs(jac.data()(r, i, s, j) - expected));
+        }
+  CHECK(worst <= 1e-12);
+}
+
+TEST_CASE("rotary_embedding: the Jacobian is a rotation per pair, so the backward is the inverse rotation",
+          "[gradients]") {
+  const std::size_t length = 3, d = 6, h = d / 2, offset = 4;
+  const double base = 50.0;
+  const auto [cos, sin] = rotary_tables<double>(d, offset + length, base);
+  const Tensor<double> c(cos), s(sin);
+  const auto x = rand_input({1, 1, length, d}, 124);
+  const auto y = rotary_embedding(x, c, s, offset);
+  const auto g = random_array({1, 1, length, d}, 125);
+  y.backward(g);
+
+  // dx[j] = g[j] c + g[j + h] s, dx[j + h] = g[j + h] c - g[j] s: R(theta)^T g = R(-theta) g.
+  xt::xarray<double> dx = xt::zeros<double>(Shape{1, 1, length, d});
+  for (std::size_t l = 0; l < length; ++l)
+    for (std::size_t j = 0; j < h; ++j) {
+      const double theta = static_cast<double>(offset + l) * std::pow(base, -2.0 * j / d);
+      dx(0, 0, l, j) = g(0, 0, l, j) * std::cos(theta) + g(0, 0, l, j + h) * std::sin(theta);
+      dx(0, 0, l, j + h) = g(0, 0, l, j + h) * std::cos(theta) - g(0, 0, l, j) * std::sin(theta);
+    }
+  CHECK(allclose(x.grad(), dx, 0.0, 1e-14));
+
+  // Within a position, the 2x2 block of the pair (j, j + h) is [[c, -s], [s, c]]; everything else is 0.
+  const auto jac = jacobian([&](const Tensor<double>& v) { return rotary_embedding(v, c, s, offset); }, x);
+  double worst = 0;
+  for (std::size_t l = 0; l < length; ++l)
+    for (std::size_t m = 0; m < length; ++m)
+      for (std::size_t i = 0; i < d; ++i)
+        for (std::size_t j = 0; j < d; ++j) {
+          const double theta = static_cast<double>(offset + l) * std::pow(base, -2.0 * (i % h) / d);
+          double expected = 0;
+          if (l == m && i == j) expected = std::cos(theta);
+          if (l == m && i < h && j == i + h) expected = -std::sin(theta);
+          if (l == m && i >= h && j == i - h) expected = std::sin(theta);
+          worst = std::max(worst, std::abs(jac.data()(0, 0, l, i, 0, 0, m, j) - expected));
+        }
+  CHECK(worst <= 1e-15);
+}
+
 TEST_CASE("cross_entropy with label smoothing: loss -sum(q log p), gradient (p - q) / N", "[gradients]") {
   const std::size_t n = 5, classes = 4;
   const double smoothing = 0.1;

@@ -99,6 +99,10 @@ TEST_CASE("every nn module is callable and the call is its forward", "[nn][call]
   check_call(dropout, x);
   check_call(Embedding<double>(10, 4, gen), xt::xarray<std::int64_t>{{1, 2}, {3, 9}});
   check_call(EmbeddingBag<double>(10, 4, gen), xt::xarray<std::int64_t>{{1, 2}, {3, 9}});
+  check_call(EmbeddingBag<double>(10, 4, gen, EmbeddingBagMode::Max), xt::xarray<std::int64_t>{1, 2, 3, 9},
+             xt::xarray<std::int64_t>{0, 1});
+  check_call(RMSNorm<double>(4), x);
+  check_call(RotaryEmbedding<double>(4, 10000.0, 16), rand_input({2, 1, 3, 4}, 9), std::size_t{2});
   check_call(SinusoidalPositionalEncoding<double>(4, 16), x);
   check_call(LearnedPositionalEmbedding<double>(16, 4, gen), x);
 

@@ -469,6 +469,86 @@ TEST_CASE("EmbeddingBag: sums and means of bags as torch's, padding left out", "
                   with_params(bag, {rand_input({3, 3}, 2)}));
 }
 
+TEST_CASE("RMSNorm: weight of ones, torch 2.4's repr, eps None, state_dict round trip and gradcheck", "[nn]") {
+  RMSNorm<double> norm(Shape{2, 3});
+  CHECK(names_of(norm) == std::vector<std::string>{"weight"});
+  CHECK(norm.weight.data() == xt::ones<double>({2, 3}));
+  CHECK(norm.to_string() == "RMSNorm((2, 3), eps=None, elementwise_affine=True)");
+  CHECK(RMSNorm<float>(64).to_string() == "RMSNorm((64,), eps=None, elementwise_affine=True)");
+  CHECK(RMSNorm<float>(64, 1e-6).to_string() == "RMSNorm((64,), eps=1e-06, elementwise_affine=True)");
+  RMSNorm<double> plain(8, 1e-5, false);
+  CHECK(plain.num_parameters() == 0);
+  CHECK(plain.state_dict().empty());
+  CHECK(plain.to_string() == "RMSNorm((8,), eps=1e-05, elementwise_affine=False)");
+  // eps None is the dtype's epsilon, chosen at the forward.
+  const auto x = rand_input({4, 2, 3}, 2);
+  CHECK(norm(x).data() == rms_norm(x, {2, 3}, norm.weight, std::numeric_limits<double>::epsilon()).data());
+  Generator gen(1);
+  norm.weight.mutable_data() = TD::uniform({2, 3}, 0.5, 1.5, gen).data();
+  check_gradcheck([&](const std::vector<TD>& in) { return norm.forward(in.back()); }, with_params(norm, {x}));
+  // The state_dict is the weight alone, as torch's; it loads into another RMSNorm.
+  RMSNorm<double> other(Shape{2, 3});
+  other.load_state_dict(norm.state_dict());
+  CHECK(other(x).data() == norm(x).data());
+  CHECK_THROWS_WITH(norm(TD::zeros({2, 4})), Catch::Contains("[2, 4]") && Catch::Contains("[2, 3]"));
+}
+
+TEST_CASE("RotaryEmbedding: tables as non-persistent buffers, the op at an offset, errors", "[nn]") {
+  RotaryEmbedding<double> rope(8, 100.0, 32);
+  CHECK(rope.num_parameters() == 0);
+  CHECK(rope.state_dict().empty());  // nothing trained, nothing saved: the tables are rebuilt
+  std::vector<std::string> buffers;
+  for (const auto& [name, t] : rope.named_buffers()) buffers.push_back(name);
+  CHECK(buffers == std::vector<std::string>{"cos", "sin"});
+  CHECK(rope.cos.shape() == Shape{32, 4});
+  CHECK(rope.to_string() == "RotaryEmbedding(8, base=100.0, max_len=32)");
+  const auto [cos, sin] = rotary_tables<double>(8, 32, 100.0);
+  CHECK(rope.cos.data() == cos);
+  CHECK(rope.sin.data() == sin);
+  const auto x = rand_input({2, 2, 3, 8}, 4);
+  CHECK(rope(x, 5).data() == rotary_embedding(x, TD(cos), TD(sin), 5).data());
+  check_gradcheck([&](const std::vector<TD>& in) { return rope.forward(in.back(), 29); }, {x});
+  CHECK_THROWS_WITH(rope(x, 30), Catch::Contains("positions 30 to 32") && Catch::Contains("32 positions"));
+  CHECK_THROWS_WITH(rope(TD::zeros({2, 3, 8})), Catch::Contains("[2, 3, 8]"));
+  CHECK_THROWS_WITH(RotaryEmbedding<float>(7), Catch::Contains("head_dim") && Catch::Contains("got 7"));
+  CHECK_THROWS_WITH(RotaryEmbedding<float>(8, -1.0), Catch::Contains("base") && Catch::Contains("got -1"));
+  // In float the tables are rounded from double angles: far positions keep their accuracy.
+  RotaryEmbedding<float> far(64, 10000.0, 4096);
+  CHECK(far.sin.data()(4000, 0) == static_cast<float>(std::sin(4000.0)));
+}
+
+TEST_CASE("EmbeddingBag: the offsets form, include_last_offset and mode max, as torch's", "[nn][embedding]") {
+  Generator gen(3);
+  EmbeddingBag<double> bag(5, 2, gen, EmbeddingBagMode::Max, 0, /*include_last_offset=*/true);
+  CHECK(bag.to_string() == "EmbeddingBag(5, 2, mode=max, padding_idx=0)");  // torch leaves include_last_offset out
+  bag.weight.mutable_data() = xt::xarray<double>{{9, 9}, {1, -2}, {1, -2}, {0.5, 4}, {2, 2}};
+  const xt::xarray<std::int64_t> input = {1, 2, 3, 1, 0, 4, 4};
+  // torch 1.13: nn.EmbeddingBag(5, 2, mode='max', padding_idx=0, include_last_offset=True).
+  const auto y = bag(input, xt::xarray<std::int64_t>{0, 2, 2, 5, 7});
+  CHECK(y.data() == xt::xarray<double>{{1, -2}, {0, 0}, {1, 4}, {2, 2}});
+  y.backward(xt::xarray<double>{{1, 2}, {3, 4}, {5, 6}, {7, 8}});
+  CHECK(bag.weight.grad() == xt::xarray<double>{{0, 0}, {6, 2}, {0, 0}, {0, 6}, {7, 8}});
+  CHECK_THROWS_WITH(bag(input, xt::xarray<std::int64_t>{0, 2}), Catch::Contains("length 7, got 2"));
+  CHECK_THROWS_WITH(bag(input, xt::xarray<std::int64_t>{0, 7}, xt::xarray<double>(xt::ones<double>({7}))),
+                    Catch::Contains("mode Sum") && Catch::Contains("got mode max"));
+  // The fixed-length form in mode max too.
+  CHECK(bag(xt::xarray<std::int64_t>{{1, 3}, {0, 0}}).data() == xt::xarray<double>{{1, 4}, {0, 0}});
+
+  EmbeddingBag<double> sum(5, 2, gen, EmbeddingBagMode::Sum);
+  sum.load_state_dict(bag.state_dict());  // the state_dict is the weight alone, as torch's
+  CHECK(sum.weight.data() == bag.weight.data());
+  const xt::xarray<double> psw = {1, 2, 3, 4, 5, 6, 7};
+  CHECK(
+      sum(input, xt::xarray<std::int64_t>{0, 3}, psw).data() ==
+      embedding_bag(sum.weight, input, xt::xarray<std::int64_t>{0, 3}, EmbeddingBagMode::Sum, std::nullopt, false, psw)
+          .data());
+  check_gradcheck(
+      [&](const std::vector<TD>&) {
+        return sum.forward(input, xt::xarray<std::int64_t>{0, 1, 1, 4});
+      },
+      with_params(sum, {}));
+}
+
 TEST_CASE("positional encodings: the sinusoid table and learned rows", "[nn]") {
   SinusoidalPositionalEncoding<double> pe(5, 20);  // odd d_model: the last column is a sine
   const auto& t = pe.pe.data();

@@ -42,6 +42,10 @@ class Inputs : public testing::CaseInputs<T> {
   AttentionMask<T> mask(const std::string& name) const {
     return this->file_.template get<bool>(this->prefix_ + ".mask." + name);
   }
+  // An integer input (EmbeddingBag's ids and offsets).
+  xt::xarray<std::int64_t> ids(const std::string& name) const {
+    return this->file_.template get<std::int64_t>(this->prefix_ + ".ids." + name);
+  }
 };
 
 // The output and, for attention, the weights (undefined otherwise).
@@ -110,6 +114,14 @@ std::vector<std::pair<std::string, ModuleCase<T>>> cases() {
       return std::make_shared<DecoderLayer>(layer_options(batch_first, norm_first, activation), gen);
     };
   };
+  using Bag = EmbeddingBag<T>;
+  const auto single_input = [](const auto& m, const Inputs<T>& in) { return Outputs<T>{m.forward(in.in("x")), {}}; };
+  const auto bag = [](EmbeddingBagMode mode, std::int64_t padding_idx, bool include_last_offset) {
+    return [=](Generator& gen) { return std::make_shared<Bag>(10, 4, gen, mode, padding_idx, include_last_offset); };
+  };
+  const auto bag_offsets = [](const Bag& m, const Inputs<T>& in) {
+    return Outputs<T>{m.forward(in.ids("input"), in.ids("offsets")), {}};
+  };
   return {
       entry<T, Linear<T>>(
           "linear", [](Generator& gen) { return std::make_shared<Linear<T>>(4, 5, gen); },
@@ -153,6 +165,34 @@ std::vector<std::pair<std::string, ModuleCase<T>>> cases() {
                                                            std::make_shared<LayerNorm<T>>(8));
           },
           encode),
+      // more_cases() of the script: RMSNorm and rotary embeddings against torch's formulas, EmbeddingBag's
+      // offsets form and mode max against torch 1.13's module.
+      entry<T, RMSNorm<T>>(
+          "rms_norm_default_eps", [](Generator&) { return std::make_shared<RMSNorm<T>>(16); }, single_input),
+      entry<T, RMSNorm<T>>(
+          "rms_norm_2d_eps",
+          [](Generator&) {
+            return std::make_shared<RMSNorm<T>>(Shape{3, 5}, 1e-5);
+          },
+          single_input),
+      entry<T, RMSNorm<T>>(
+          "rms_norm_no_affine", [](Generator&) { return std::make_shared<RMSNorm<T>>(8, 1e-6, false); }, single_input),
+      entry<T, RotaryEmbedding<T>>(
+          "rotary", [](Generator&) { return std::make_shared<RotaryEmbedding<T>>(8); }, single_input),
+      entry<T, RotaryEmbedding<T>>(
+          "rotary_offset_base", [](Generator&) { return std::make_shared<RotaryEmbedding<T>>(16, 500.0); },
+          [](const RotaryEmbedding<T>& m, const Inputs<T>& in) {
+            return Outputs<T>{m.forward(in.in("x"), 1000), {}};
+          }),
+      entry<T, Bag>("embedding_bag_offsets_sum", bag(EmbeddingBagMode::Sum, 2, false), bag_offsets),
+      entry<T, Bag>("embedding_bag_offsets_mean_last", bag(EmbeddingBagMode::Mean, 2, true), bag_offsets),
+      entry<T, Bag>("embedding_bag_offsets_max", bag(EmbeddingBagMode::Max, 2, false), bag_offsets),
+      entry<T, Bag>(
+          "embedding_bag_2d_max",
+          [](Generator& gen) { return std::make_shared<Bag>(6, 3, gen, EmbeddingBagMode::Max, 0); },
+          [](const Bag& m, const Inputs<T>& in) {
+            return Outputs<T>{m.forward(in.ids("input")), {}};
+          }),
   };
 }
 
@@ -175,7 +215,8 @@ void check_against_torch(const std::string& name, const ModuleCase<T>& c) {
   io::safetensors::load_state_dict(fixture(), state, /*strict=*/true, prefix + ".model.");
 
   const Inputs<T> inputs(prefix);
-  REQUIRE_FALSE(inputs.inputs().empty());
+  // Every case has a float input or a parameter (EmbeddingBag's inputs are integers).
+  REQUIRE_FALSE((inputs.inputs().empty() && module->parameters().empty()));
   const auto [out, weights] = c.call(*module, inputs);
   expect_close(out.data(), prefix + ".out");
   const bool has_weights = fixture().contains(prefix + ".weights");

@@ -1,0 +1,32 @@
+#include "tapegrad/nn/rms_norm.hpp"
+
+#include "tapegrad/autograd/layer_norm.hpp"
+
+namespace tapegrad::nn {
+
+template <typename T>
+RMSNorm<T>::RMSNorm(Shape shape, std::optional<double> eps, bool affine)
+    : normalized_shape(std::move(shape)), eps(eps), elementwise_affine(affine) {
+  if (affine) weight = this->register_parameter("weight", Tensor<T>::ones(normalized_shape));
+}
+
+template <typename T>
+Tensor<T> RMSNorm<T>::forward(const Tensor<T>& x) const {
+  return rms_norm(x, normalized_shape, weight, eps);
+}
+
+template <typename T>
+std::string RMSNorm<T>::extra_repr() const {
+  // Python prints the shape as a tuple, (8,) or (4, 5), and an unset eps as None.
+  std::string shape = "(";
+  for (std::size_t i = 0; i < normalized_shape.size(); ++i)
+    shape += (i ? ", " : "") + std::to_string(normalized_shape[i]);
+  shape += normalized_shape.size() == 1 ? ",)" : ")";
+  return shape + ", eps=" + (eps ? python_float(*eps) : std::string("None")) +
+         ", elementwise_affine=" + (elementwise_affine ? "True" : "False");
+}
+
+template class RMSNorm<float>;
+template class RMSNorm<double>;
+
+}  // namespace tapegrad::nn
