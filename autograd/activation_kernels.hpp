@@ -82,7 +82,9 @@ inline float gelu_tanh_slope(float v) {
 template <typename T>
 T softplus_value(T v, T beta, T threshold) {
   const T bx = v * beta;
-  return bx > threshold ? v : fast_log1p(fast_exp(bx)) / beta;
+  // Both sides computed, then selected: a call under a condition keeps the loop from vectorizing.
+  const T smooth = fast_log1p(fast_exp(bx)) / beta;
+  return bx > threshold ? v : smooth;
 }
 template <typename T>
 T softplus_slope(T v, T beta, T threshold) {
