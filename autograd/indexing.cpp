@@ -270,6 +270,7 @@ Tensor<T> one_hot(const IndexArray& indices, std::int64_t num_classes) {
   }
   Shape shape = shape_of(indices);
   shape.push_back(static_cast<std::size_t>(num_classes));
+  numel(shape);  // refuses a shape whose element count overflows before anything is allocated
   xt::xarray<T> out = xt::zeros<T>(shape);
   const auto classes = static_cast<std::size_t>(num_classes);
   for (std::size_t i = 0; i < n; ++i) out.data()[i * classes + static_cast<std::size_t>(pi[i])] = T(1);

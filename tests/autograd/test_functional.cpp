@@ -858,7 +858,7 @@ TEST_CASE("masking errors name the shapes", "[masking][errors]") {
       Catch::Contains("where") && Catch::Contains("[2]") && Catch::Contains("[3]") && Catch::Contains("[4, 1]"));
 }
 
-TEST_CASE("topk and sort return values and int64 indices; ties come in position order", "[indexing]") {
+TEST_CASE("topk and sort return values and int64 indices, ties in position order", "[indexing]") {
   const double nan = std::nan("");
   auto x = Tensor<double>::from_vector({1, 3, 1, 3, 2, nan, 1}, {7}, true);
   const auto s = sort(x);
@@ -891,7 +891,7 @@ TEST_CASE("topk and sort return values and int64 indices; ties come in position 
   CHECK((sort(Tensor<double>::scalar(3)).indices == IndexArray(0)));
 }
 
-TEST_CASE("topk and sort pass gradcheck; their errors name k, the dim and its size", "[indexing][gradcheck]") {
+TEST_CASE("topk and sort pass gradcheck, and their errors name k, the dim and its size", "[indexing][gradcheck]") {
   CHECK_GRADCHECK([](const Inputs& in) { return topk(in[0], 2, 1).values; }, (Inputs{rand_input({3, 4}, 300)}));
   CHECK_GRADCHECK([](const Inputs& in) { return topk(in[0], 3, 0, false).values; },
                   (Inputs{rand_input({4, 2, 3}, 301)}));

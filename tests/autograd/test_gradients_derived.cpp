@@ -400,7 +400,7 @@ TEST_CASE("kl_div: dx = -t, dt = log t + 1 - x (NaN at t = 0), and the log_targe
     }
 }
 
-TEST_CASE("topk and sort: dx scatters g to the picked positions; ties go by position", "[gradients]") {
+TEST_CASE("topk and sort: dx scatters g to the picked positions, ties by position", "[gradients]") {
   // Ties at 3 (positions 1 and 3) and 1 (positions 0, 2, 6): the stable order decides who gets which g.
   auto x = Tensor<double>::from_vector({1, 3, 1, 3, 2, 0, 1}, {7}, true);
   const auto g = xt::xarray<double>({10, 20, 30});
