@@ -75,4 +75,36 @@ inline float gelu_tanh_slope(float v) {
 }
 ///@}
 
+/// softplus, log(1 + exp(beta x)) / beta, and x itself where beta x > threshold (torch's linear
+/// regime); its slope exp(beta x) / (1 + exp(beta x)), and 1 past the threshold. NaN fails the
+/// threshold test and propagates through exp.
+///@{
+template <typename T>
+T softplus_value(T v, T beta, T threshold) {
+  const T bx = v * beta;
+  // Both sides computed, then selected: a call under a condition keeps the loop from vectorizing.
+  const T smooth = fast_log1p(fast_exp(bx)) / beta;
+  return bx > threshold ? v : smooth;
+}
+template <typename T>
+T softplus_slope(T v, T beta, T threshold) {
+  const T bx = v * beta;
+  const T z = fast_exp(bx);
+  return bx > threshold ? T(1) : z / (z + 1);
+}
+///@}
+
+/// ELU: x where x > 0, alpha (exp(x) - 1) elsewhere (with expm1, as torch); its slope 1, or
+/// alpha exp(x) where x <= 0.
+///@{
+template <typename T>
+T elu_value(T v, T alpha) {
+  return v <= 0 ? alpha * fast_expm1(v) : v;
+}
+template <typename T>
+T elu_slope(T v, T alpha) {
+  return v <= 0 ? alpha * fast_exp(v) : T(1);
+}
+///@}
+
 }  // namespace tapegrad::detail

@@ -369,6 +369,29 @@ Tensor<T> leaky_relu(const Tensor<T>& x, detail::scalar_t<T> negative_slope) {
 }
 
 template <typename T>
+Tensor<T> softplus(const Tensor<T>& x, detail::scalar_t<T> beta, detail::scalar_t<T> threshold) {
+  // fast_exp and fast_log1p vectorize in float (std::exp and std::log1p do not); in double they are
+  // std::exp and std::log1p.
+  Tensor<T> out(map(x.data(), [beta, threshold](T v) { return detail::softplus_value(v, beta, threshold); }));
+  if (should_record(x))
+    record(out, "softplus", {x}, [x_val = x.saved(), beta, threshold](const xt::xarray<T>& g, GradInputs<T>& in) {
+      in.accumulate(
+          0, zip(g, *x_val, [beta, threshold](T gv, T v) { return gv * detail::softplus_slope(v, beta, threshold); }));
+    });
+  return out;
+}
+
+template <typename T>
+Tensor<T> elu(const Tensor<T>& x, detail::scalar_t<T> alpha) {
+  Tensor<T> out(map(x.data(), [alpha](T v) { return detail::elu_value(v, alpha); }));
+  if (should_record(x))
+    record(out, "elu", {x}, [x_val = x.saved(), alpha](const xt::xarray<T>& g, GradInputs<T>& in) {
+      in.accumulate(0, zip(g, *x_val, [alpha](T gv, T v) { return gv * detail::elu_slope(v, alpha); }));
+    });
+  return out;
+}
+
+template <typename T>
 Tensor<T> clamp(const Tensor<T>& x, std::optional<detail::scalar_t<T>> min, std::optional<detail::scalar_t<T>> max) {
   if (!min && !max) throw ShapeError("clamp: at least one of min and max must be given");
   // An absent bound is an infinite one: it changes no value and, bounds being inclusive, keeps every
@@ -418,6 +441,8 @@ Tensor<T> clamp(const Tensor<T>& x, std::optional<detail::scalar_t<T>> min, std:
   template Tensor<T> cos<T>(const Tensor<T>&);                             \
   template Tensor<T> silu<T>(const Tensor<T>&);                            \
   template Tensor<T> leaky_relu<T>(const Tensor<T>&, detail::scalar_t<T>); \
+  template Tensor<T> softplus<T>(const Tensor<T>&, T, T);                  \
+  template Tensor<T> elu<T>(const Tensor<T>&, T);                          \
   template Tensor<T> clamp<T>(const Tensor<T>&, std::optional<T>, std::optional<T>);
 TAPEGRAD_INSTANTIATE(float)
 TAPEGRAD_INSTANTIATE(double)

@@ -90,6 +90,15 @@ Tensor<T> silu(const Tensor<T>& x);
 template <typename T>
 Tensor<T> leaky_relu(const Tensor<T>& x, detail::scalar_t<T> negative_slope = 0.01);
 
+/// torch.nn.functional.softplus: log(1 + exp(beta x)) / beta, and x itself where beta x > threshold
+/// (torch's switch to the linear regime, which keeps exp from overflowing).
+template <typename T>
+Tensor<T> softplus(const Tensor<T>& x, detail::scalar_t<T> beta = 1, detail::scalar_t<T> threshold = 20);
+/// torch.nn.functional.elu: x where x > 0, alpha (exp(x) - 1) elsewhere; the slope at 0 is alpha, as
+/// torch's (its backward takes the exp branch for x <= 0).
+template <typename T>
+Tensor<T> elu(const Tensor<T>& x, detail::scalar_t<T> alpha = 1);
+
 /// torch.clamp: every element limited to [min, max]; an absent bound does not limit. Both absent
 /// throws ShapeError. min > max gives max everywhere, as torch. The gradient passes where
 /// min <= x <= max (bounds included), not where x is NaN (which stays NaN). A NaN bound makes every

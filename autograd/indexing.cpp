@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
@@ -154,9 +155,138 @@ Tensor<T> index_select(const Tensor<T>& x, std::int64_t dim, const IndexArray& i
   return out;
 }
 
+namespace {
+
+// An order on the elements of one slice as torch's sort sees them: NaN above every number, ties broken
+// by position, so the order is total and a partial sort gives a stable sort's first k.
+template <typename T>
+struct SliceOrder {
+  const T* x;
+  std::size_t inner;
+  bool descending;
+  bool operator()(std::int64_t a, std::int64_t b) const {
+    const T va = x[static_cast<std::size_t>(a) * inner], vb = x[static_cast<std::size_t>(b) * inner];
+    const bool na = std::isnan(va), nb = std::isnan(vb);
+    if (na != nb) return descending ? na : nb;  // the NaN is the larger
+    if (!na && va != vb) return descending ? va > vb : va < vb;
+    return a < b;
+  }
+};
+
+// The first k positions of every [o, :, i] slice in the order above, with their values; the gradient
+// goes back to the positions.
+template <typename T>
+ValuesIndices<T> ordered_along(const char* op, const Tensor<T>& x, std::int64_t k, std::int64_t dim, bool descending) {
+  const Shape& shape = x.shape();
+  const std::size_t rank = shape.size();
+  const std::size_t d = normalize_dim(op, dim, std::max<std::size_t>(rank, 1));
+  const std::size_t size = rank == 0 ? 1 : shape[d];
+  if (k < 0 || static_cast<std::size_t>(k) > size || (rank == 0 && k != 1)) {
+    throw ShapeError(fmt::format("{}: k {} is out of range for dim {} of size {} (expected {})", op, k, dim, size,
+                                 rank == 0 ? std::string("1 for a 0-d tensor") : fmt::format("0 to {}", size)));
+  }
+  const auto kk = static_cast<std::size_t>(k);
+  std::size_t outer = 1, inner = 1;
+  for (std::size_t j = 0; j < d && j < rank; ++j) outer *= shape[j];
+  for (std::size_t j = d + 1; j < rank; ++j) inner *= shape[j];
+  Shape out_shape = shape;
+  if (rank > 0) out_shape[d] = kk;
+  xt::xarray<T> values = xt::xarray<T>::from_shape(out_shape);
+  IndexArray indices = IndexArray::from_shape(out_shape);
+  const T* px = x.data().data();
+  T* pv = values.data();
+  std::int64_t* pi = indices.data();
+  detail::parallel_for(
+      outer * inner, std::max<std::size_t>(1, detail::kElementwiseGrain / std::max<std::size_t>(size, 1)),
+      [&](std::size_t begin, std::size_t end) {
+        std::vector<std::int64_t> order(size);
+        for (std::size_t s = begin; s < end; ++s) {
+          const std::size_t o = s / inner, i = s % inner;
+          const T* slice = px + o * size * inner + i;
+          for (std::size_t r = 0; r < size; ++r) order[r] = static_cast<std::int64_t>(r);
+          const SliceOrder<T> before{slice, inner, descending};
+          if (kk == size)
+            std::sort(order.begin(), order.end(), before);
+          else
+            std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(kk), order.end(), before);
+          for (std::size_t r = 0; r < kk; ++r) {
+            const std::size_t at = (o * kk + r) * inner + i;
+            pi[at] = order[r];
+            pv[at] = slice[static_cast<std::size_t>(order[r]) * inner];
+          }
+        }
+      });
+  Tensor<T> out(std::move(values));
+  if (should_record(x)) {
+    auto saved = std::make_shared<const IndexArray>(indices);
+    record(out, op, {x}, [saved, in_shape = shape, outer, size, inner, kk](const xt::xarray<T>& g, GradInputs<T>& in) {
+      // The positions of a slice are distinct: each gradient lands on its own element.
+      xt::xarray<T> dx = xt::zeros<T>(in_shape);
+      T* pd = dx.data();
+      const T* pg = g.data();
+      const std::int64_t* pi = saved->data();
+      for (std::size_t o = 0; o < outer; ++o)
+        for (std::size_t r = 0; r < kk; ++r)
+          for (std::size_t i = 0; i < inner; ++i) {
+            const std::size_t at = (o * kk + r) * inner + i;
+            pd[(o * size + static_cast<std::size_t>(pi[at])) * inner + i] = pg[at];
+          }
+      in.accumulate(0, std::move(dx));
+    });
+  }
+  return {std::move(out), std::move(indices)};
+}
+
+}  // namespace
+
+template <typename T>
+ValuesIndices<T> topk(const Tensor<T>& x, std::int64_t k, std::int64_t dim, bool largest, bool /*sorted*/) {
+  return ordered_along("topk", x, k, dim, largest);
+}
+
+template <typename T>
+ValuesIndices<T> sort(const Tensor<T>& x, std::int64_t dim, bool descending) {
+  const std::size_t d = normalize_dim("sort", dim, std::max<std::size_t>(x.dim(), 1));
+  const std::int64_t size = x.dim() == 0 ? 1 : static_cast<std::int64_t>(x.shape()[d]);
+  return ordered_along("sort", x, size, dim, descending);
+}
+
+template <typename T>
+Tensor<T> one_hot(const IndexArray& indices, std::int64_t num_classes) {
+  if (num_classes < -1) {
+    throw ShapeError(fmt::format("one_hot: num_classes must be -1 (inferred) or >= 0, got {}", num_classes));
+  }
+  const std::int64_t* pi = indices.data();
+  const std::size_t n = indices.size();
+  if (num_classes == -1) {
+    if (n == 0) throw ShapeError("one_hot: cannot infer num_classes from an empty indices; pass num_classes");
+    num_classes = *std::max_element(pi, pi + n) + 1;
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    if (pi[i] < 0 || pi[i] >= num_classes) {
+      throw ShapeError(fmt::format("one_hot: index {} at position {} is out of range for {} classes (expected 0 to {})",
+                                   pi[i], format_position(i, shape_of(indices)), num_classes, num_classes - 1));
+    }
+  }
+  Shape shape = shape_of(indices);
+  shape.push_back(static_cast<std::size_t>(num_classes));
+  numel(shape);  // refuses a shape whose element count overflows before anything is allocated
+  xt::xarray<T> out = xt::zeros<T>(shape);
+  const auto classes = static_cast<std::size_t>(num_classes);
+  for (std::size_t i = 0; i < n; ++i) out.data()[i * classes + static_cast<std::size_t>(pi[i])] = T(1);
+  return Tensor<T>(std::move(out));
+}
+
 template Tensor<float> gather<float>(const Tensor<float>&, std::int64_t, const IndexArray&);
 template Tensor<double> gather<double>(const Tensor<double>&, std::int64_t, const IndexArray&);
 template Tensor<float> index_select<float>(const Tensor<float>&, std::int64_t, const IndexArray&);
 template Tensor<double> index_select<double>(const Tensor<double>&, std::int64_t, const IndexArray&);
+
+template ValuesIndices<float> topk<float>(const Tensor<float>&, std::int64_t, std::int64_t, bool, bool);
+template ValuesIndices<double> topk<double>(const Tensor<double>&, std::int64_t, std::int64_t, bool, bool);
+template ValuesIndices<float> sort<float>(const Tensor<float>&, std::int64_t, bool);
+template ValuesIndices<double> sort<double>(const Tensor<double>&, std::int64_t, bool);
+template Tensor<float> one_hot<float>(const IndexArray&, std::int64_t);
+template Tensor<double> one_hot<double>(const IndexArray&, std::int64_t);
 
 }  // namespace tapegrad

@@ -1,6 +1,7 @@
 /// @file
 /// Picking elements by integer positions: gather and index_select, whose backward scatter-adds, so a
-/// position picked several times receives the sum of its gradients.
+/// position picked several times receives the sum of its gradients; topk and sort, which also return
+/// the positions they picked; one_hot, which turns positions into rows of 0 and 1.
 ///
 /// The positions are an IndexArray. As in torch, a position must lie in [0, size) of the dim it
 /// indexes: a negative or too large one throws ShapeError naming the value, where it sits in index,
@@ -24,5 +25,32 @@ Tensor<T> gather(const Tensor<T>& x, std::int64_t dim, const IndexArray& index);
 /// positions. A 0-d x takes exactly one position and gives a 0-d result.
 template <typename T>
 Tensor<T> index_select(const Tensor<T>& x, std::int64_t dim, const IndexArray& index);
+
+/// torch.topk: the k largest (smallest when !largest) elements along dim, in order, with their
+/// positions; k in [0, size of dim]. NaN counts as larger than every number, as in torch. Ties are
+/// ordered by position (the lower first), i.e. as a stable sort: torch 1.13 leaves the order of ties
+/// unspecified (it gives [6, 0, 2] for the 3 smallest of [1, 3, 1, 3, 2, nan, 1], this gives
+/// [0, 2, 6]), so a tie split by k may pick another of the tied positions than torch. `sorted` is
+/// accepted for torch's signature; the result is always sorted (torch leaves the order unspecified
+/// when it is false). A 0-d x takes k = 1 only (torch 1.13 also returns the element for k = 0).
+template <typename T>
+ValuesIndices<T> topk(const Tensor<T>& x, std::int64_t k, std::int64_t dim = -1, bool largest = true,
+                      bool sorted = true);
+
+/// torch.sort: the elements along dim in ascending (descending) order with their former positions.
+/// The sort is stable (tied elements keep their order), as torch's stable=True; torch 1.13's default
+/// stable=False gives the same order on CPU in every case we checked, but does not promise it. NaN
+/// sorts as the largest value (last ascending, first descending), as in torch.
+template <typename T>
+ValuesIndices<T> sort(const Tensor<T>& x, std::int64_t dim = -1, bool descending = false);
+
+/// torch.nn.functional.one_hot: indices' shape plus a last dim of num_classes, 1 at each index and 0
+/// elsewhere; num_classes = -1 means max(indices) + 1 (an empty indices then throws, as in torch). No
+/// gradient. Unlike torch's int64 result it is a Tensor<T> (float unless asked: one_hot<double>(...)),
+/// because every consumer here (a loss target, a mask to multiply, a matmul) takes Tensor<T>; an
+/// IndexArray would have to be converted first. Throws ShapeError for a negative index or one >=
+/// num_classes (naming it and its position), or num_classes < -1.
+template <typename T = float>
+Tensor<T> one_hot(const IndexArray& indices, std::int64_t num_classes = -1);
 
 }  // namespace tapegrad

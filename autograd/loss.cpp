@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "tapegrad/autograd/broadcast.hpp"
@@ -131,6 +133,38 @@ std::shared_ptr<const xt::xarray<T>> expand_weight(const char* op, const char* w
       broadcast_apply(op, w.data(), xt::xarray<T>(xt::zeros<T>(shape)), [](T a, T) { return a; }));
 }
 
+// Throws for BatchMean (kl_div's only, as in torch) and for a value outside the enum.
+void check_reduction(const char* op, Reduction reduction, bool batchmean_allowed = false) {
+  const int v = static_cast<int>(reduction);
+  const bool known = v >= static_cast<int>(Reduction::None) && v <= static_cast<int>(Reduction::BatchMean);
+  if (!known || (reduction == Reduction::BatchMean && !batchmean_allowed)) {
+    throw ShapeError(fmt::format(
+        "{}: reduction {} is not one of {}", op, known ? std::string("'batchmean'") : fmt::format("({})", v),
+        batchmean_allowed ? "None, Mean, Sum, BatchMean" : "None, Mean, Sum (BatchMean is kl_div's)"));
+  }
+}
+
+// The elementwise regression losses (smooth_l1, huber): loss(d) and its slope in d = input - target,
+// with mse_loss's broadcasting, reductions and gradients (the target's is the negative of the input's).
+template <typename T, typename Loss, typename Slope>
+Tensor<T> difference_loss(const char* op, const Tensor<T>& input, const Tensor<T>& target, Reduction reduction,
+                          Loss loss, Slope slope) {
+  check_reduction(op, reduction);
+  auto diff = std::make_shared<const xt::xarray<T>>(
+      broadcast_apply(op, input.data(), target.data(), [](T a, T b) { return a - b; }));
+  Tensor<T> out(reduce_elementwise(map(*diff, loss), reduction));
+  if (should_record(input, target))
+    record(
+        out, op, {input, target},
+        [diff, reduction, slope, sa = input.shape(), sb = target.shape()](const xt::xarray<T>& g, GradInputs<T>& in) {
+          xt::xarray<T> d = zip(elementwise_upstream(g, shape_of(*diff), reduction), *diff,
+                                [slope](T gv, T dv) { return gv * slope(dv); });
+          if (in.needs(1)) in.accumulate(1, unbroadcast(map(d, [](T v) { return -v; }), sb));
+          if (in.needs(0)) in.accumulate(0, unbroadcast(std::move(d), sa));
+        });
+  return out;
+}
+
 template <typename T>
 void check_same_shape(const char* op, const Tensor<T>& input, const Tensor<T>& target) {
   if (input.shape() != target.shape())
@@ -146,6 +180,7 @@ Tensor<T> cross_entropy(const Tensor<T>& input, const IndexArray& target, const 
   if (!(eps >= 0.0 && eps <= 1.0)) {
     throw ShapeError(fmt::format("cross_entropy: label_smoothing must lie in [0, 1], got {}", eps));
   }
+  check_reduction("cross_entropy", options.reduction);
   auto t = std::make_shared<Targets>(check_targets("cross_entropy", input.shape(), target, options.ignore_index));
   const std::size_t rows = t->rows, classes = t->classes;
   // One pass per row: the log-softmax shift and the loss. The backward recomputes the probabilities
@@ -222,6 +257,7 @@ Tensor<T> cross_entropy(const Tensor<T>& input, const IndexArray& target, const 
 
 template <typename T>
 Tensor<T> nll_loss(const Tensor<T>& input, const IndexArray& target, Reduction reduction, std::int64_t ignore_index) {
+  check_reduction("nll_loss", reduction);
   auto t = std::make_shared<Targets>(check_targets("nll_loss", input.shape(), target, ignore_index));
   std::vector<double> losses(t->rows, 0.0);
   const T* x = input.data().data();
@@ -240,6 +276,7 @@ Tensor<T> nll_loss(const Tensor<T>& input, const IndexArray& target, Reduction r
 
 template <typename T>
 Tensor<T> mse_loss(const Tensor<T>& input, const Tensor<T>& target, Reduction reduction) {
+  check_reduction("mse_loss", reduction);
   auto diff = std::make_shared<const xt::xarray<T>>(
       broadcast_apply("mse_loss", input.data(), target.data(), [](T a, T b) { return a - b; }));
   Tensor<T> out(reduce_elementwise(map(*diff, [](T d) { return d * d; }), reduction));
@@ -257,6 +294,7 @@ Tensor<T> mse_loss(const Tensor<T>& input, const Tensor<T>& target, Reduction re
 
 template <typename T>
 Tensor<T> l1_loss(const Tensor<T>& input, const Tensor<T>& target, Reduction reduction) {
+  check_reduction("l1_loss", reduction);
   auto diff = std::make_shared<const xt::xarray<T>>(
       broadcast_apply("l1_loss", input.data(), target.data(), [](T a, T b) { return a - b; }));
   Tensor<T> out(reduce_elementwise(map(*diff, [](T d) { return std::abs(d); }), reduction));
@@ -276,6 +314,7 @@ template <typename T>
 Tensor<T> binary_cross_entropy(const Tensor<T>& input, const Tensor<T>& target,
                                const BinaryCrossEntropyOptions<T>& options) {
   const char* op = "binary_cross_entropy";
+  check_reduction(op, options.reduction);
   check_same_shape(op, input, target);
   const auto weight = expand_weight(op, "weight", options.weight, input.shape());
   const std::size_t n = input.numel();
@@ -329,6 +368,7 @@ template <typename T>
 Tensor<T> binary_cross_entropy_with_logits(const Tensor<T>& input, const Tensor<T>& target,
                                            const BinaryCrossEntropyWithLogitsOptions<T>& options) {
   const char* op = "binary_cross_entropy_with_logits";
+  check_reduction(op, options.reduction);
   check_same_shape(op, input, target);
   const auto weight = expand_weight(op, "weight", options.weight, input.shape());
   const auto pos_weight = expand_weight(op, "pos_weight", options.pos_weight, input.shape());
@@ -379,6 +419,85 @@ Tensor<T> binary_cross_entropy_with_logits(const Tensor<T>& input, const Tensor<
   return out;
 }
 
+template <typename T>
+Tensor<T> smooth_l1_loss(const Tensor<T>& input, const Tensor<T>& target, Reduction reduction, double beta) {
+  if (!(beta >= 0)) throw ShapeError(fmt::format("smooth_l1_loss: beta must be >= 0, got {}", beta));
+  const T b = static_cast<T>(beta);
+  // torch's forms: 0.5 z^2 / beta inside, z - 0.5 beta outside (z = |d|); at beta = 0 nothing is inside.
+  return difference_loss(
+      "smooth_l1_loss", input, target, reduction,
+      [b](T d) {
+        const T z = std::abs(d);
+        return z < b ? T(0.5) * z * z / b : z - T(0.5) * b;
+      },
+      [b](T d) {
+        return d < -b ? T(-1) : d > b ? T(1) : b == T(0) ? T(0) : d / b;
+      });
+}
+
+template <typename T>
+Tensor<T> huber_loss(const Tensor<T>& input, const Tensor<T>& target, Reduction reduction, double delta) {
+  if (!(delta > 0)) throw ShapeError(fmt::format("huber_loss: delta must be > 0, got {}", delta));
+  const T h = static_cast<T>(delta);
+  return difference_loss(
+      "huber_loss", input, target, reduction,
+      [h](T d) {
+        const T z = std::abs(d);
+        return z < h ? T(0.5) * z * z : h * (z - T(0.5) * h);
+      },
+      [h](T d) { return d < -h  ? -h
+                        : d > h ? h
+                                : d; });
+}
+
+template <typename T>
+Tensor<T> kl_div(const Tensor<T>& input, const Tensor<T>& target, Reduction reduction, bool log_target) {
+  const char* op = "kl_div";
+  check_reduction(op, reduction, /*batchmean_allowed=*/true);
+  // torch 1.13's composite: xlogy(t, t) - t x, or exp(t) (t - x) for a log target.
+  xt::xarray<T> losses = broadcast_apply(op, input.data(), target.data(), [log_target](T x, T t) {
+    if (log_target) return std::exp(t) * (t - x);
+    return (t == T(0) ? T(0) : t * std::log(t)) - t * x;
+  });
+  const Shape shape = shape_of(losses);
+  // batchmean: the sum over input's size of dim 0 (a 0-d input: the sum), as torch.
+  const double batch = input.dim() == 0 ? 1.0 : static_cast<double>(input.shape()[0]);
+  xt::xarray<T> reduced;
+  if (reduction == Reduction::BatchMean) {
+    reduced = reduce_elementwise(std::move(losses), Reduction::Sum);
+    reduced() = static_cast<T>(static_cast<double>(reduced()) / batch);
+  } else {
+    reduced = reduce_elementwise(std::move(losses), reduction);
+  }
+  Tensor<T> out(std::move(reduced));
+  if (should_record(input, target))
+    record(out, op, {input, target},
+           [x_val = input.saved(), t_val = target.saved(), reduction, log_target, batch, shape, sa = input.shape(),
+            sb = target.shape()](const xt::xarray<T>& g, GradInputs<T>& in) {
+             xt::xarray<T> up;
+             if (reduction == Reduction::BatchMean) {
+               up = xt::xarray<T>::from_shape(shape);
+               std::fill(up.begin(), up.end(), static_cast<T>(g() / batch));
+             } else {
+               up = elementwise_upstream(g, shape, reduction);
+             }
+             if (in.needs(0)) {  // d/dx = -t, or -exp(t)
+               xt::xarray<T> slope = broadcast_apply("kl_div", *x_val, *t_val,
+                                                     [log_target](T, T t) { return log_target ? -std::exp(t) : -t; });
+               in.accumulate(0, unbroadcast(zip(up, slope, [](T u, T s) { return u * s; }), sa));
+             }
+             if (in.needs(1)) {
+               // d/dt = log(t) + 1 - x (xlogy's 0 / 0 = NaN at t = 0, as torch), or exp(t) (t - x + 1).
+               xt::xarray<T> slope = broadcast_apply("kl_div", *x_val, *t_val, [log_target](T x, T t) {
+                 if (log_target) return std::exp(t) * (t - x + 1);
+                 return (t == T(0) ? std::numeric_limits<T>::quiet_NaN() : std::log(t) + 1) - x;
+               });
+               in.accumulate(1, unbroadcast(zip(up, slope, [](T u, T s) { return u * s; }), sb));
+             }
+           });
+  return out;
+}
+
 template Tensor<float> cross_entropy<float>(const Tensor<float>&, const IndexArray&, const CrossEntropyOptions&);
 template Tensor<double> cross_entropy<double>(const Tensor<double>&, const IndexArray&, const CrossEntropyOptions&);
 template Tensor<float> nll_loss<float>(const Tensor<float>&, const IndexArray&, Reduction, std::int64_t);
@@ -395,5 +514,12 @@ template Tensor<float> binary_cross_entropy_with_logits<float>(const Tensor<floa
                                                                const BinaryCrossEntropyWithLogitsOptions<float>&);
 template Tensor<double> binary_cross_entropy_with_logits<double>(const Tensor<double>&, const Tensor<double>&,
                                                                  const BinaryCrossEntropyWithLogitsOptions<double>&);
+
+template Tensor<float> smooth_l1_loss<float>(const Tensor<float>&, const Tensor<float>&, Reduction, double);
+template Tensor<double> smooth_l1_loss<double>(const Tensor<double>&, const Tensor<double>&, Reduction, double);
+template Tensor<float> huber_loss<float>(const Tensor<float>&, const Tensor<float>&, Reduction, double);
+template Tensor<double> huber_loss<double>(const Tensor<double>&, const Tensor<double>&, Reduction, double);
+template Tensor<float> kl_div<float>(const Tensor<float>&, const Tensor<float>&, Reduction, bool);
+template Tensor<double> kl_div<double>(const Tensor<double>&, const Tensor<double>&, Reduction, bool);
 
 }  // namespace tapegrad

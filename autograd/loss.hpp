@@ -1,7 +1,7 @@
 /// @file
 /// Losses with torch.nn.functional's semantics: cross_entropy from logits and nll_loss for classes;
-/// mse_loss and l1_loss for regression; binary_cross_entropy and binary_cross_entropy_with_logits for
-/// binary (or multi-label) targets.
+/// mse_loss, l1_loss, smooth_l1_loss and huber_loss for regression; binary_cross_entropy and
+/// binary_cross_entropy_with_logits for binary (or multi-label) targets; kl_div between distributions.
 #pragma once
 
 #include <cstdint>
@@ -11,8 +11,10 @@
 
 namespace tapegrad {
 
-/// How a loss reduces over the batch (torch's reduction='none' | 'mean' | 'sum').
-enum class Reduction { None, Mean, Sum };
+/// How a loss reduces over the batch (torch's reduction='none' | 'mean' | 'sum' | 'batchmean').
+/// BatchMean (the sum divided by the size of dim 0) is kl_div's only, as in torch: every other loss
+/// throws ShapeError for it (and for a value outside the enum).
+enum class Reduction { None, Mean, Sum, BatchMean };
 
 /// torch.nn.functional.cross_entropy's keyword arguments.
 struct CrossEntropyOptions {
@@ -47,6 +49,34 @@ Tensor<T> mse_loss(const Tensor<T>& input, const Tensor<T>& target, Reduction re
 /// input == target is 0 (torch's sign(0)).
 template <typename T>
 Tensor<T> l1_loss(const Tensor<T>& input, const Tensor<T>& target, Reduction reduction = Reduction::Mean);
+
+/// torch.nn.functional.smooth_l1_loss: 0.5 d^2 / beta where |d| < beta, |d| - 0.5 beta elsewhere,
+/// d = input - target, with mse_loss's broadcasting and reductions. beta = 0 is l1_loss (as torch);
+/// a negative beta throws ShapeError. Deliberate difference: at beta = 0 and d = 0 the gradient is 0,
+/// as l1_loss's (torch 1.13's smooth_l1 backward gives -g there, from its `d <= -beta` branch, while its
+/// forward and its l1_loss treat that point as l1_loss does).
+template <typename T>
+Tensor<T> smooth_l1_loss(const Tensor<T>& input, const Tensor<T>& target, Reduction reduction = Reduction::Mean,
+                         double beta = 1.0);
+
+/// torch.nn.functional.huber_loss: 0.5 d^2 where |d| < delta, delta (|d| - 0.5 delta) elsewhere (smooth_l1_loss
+/// times delta, with beta = delta), with mse_loss's broadcasting and reductions. delta must be > 0 (ShapeError
+/// otherwise, as torch).
+template <typename T>
+Tensor<T> huber_loss(const Tensor<T>& input, const Tensor<T>& target, Reduction reduction = Reduction::Mean,
+                     double delta = 1.0);
+
+/// torch.nn.functional.kl_div: input holds log-probabilities, target probabilities (log-probabilities
+/// when log_target); pointwise target (log target - input), with 0 where target is 0 (torch's xlogy), or
+/// exp(target) (target - input) when log_target. Broadcasts as mse_loss. Reduction::Mean is the mean
+/// over every element (torch's default, which it warns is not the KL divergence); BatchMean divides the
+/// sum by input's size of dim 0 (by 1 for a 0-d input), the true KL divergence per sample. Both sides
+/// get torch's gradients: -target (-exp(target)) for the input; log(target) + 1 - input for the target,
+/// NaN where the target is 0 as in torch 1.13 (xlogy's 0 / 0), and exp(target) (target - input + 1)
+/// for a log target.
+template <typename T>
+Tensor<T> kl_div(const Tensor<T>& input, const Tensor<T>& target, Reduction reduction = Reduction::Mean,
+                 bool log_target = false);
 
 /// Options of binary_cross_entropy (torch's weight and reduction arguments).
 template <typename T>

@@ -11,6 +11,7 @@
 #include "tapegrad/autograd/loss.hpp"
 #include "tapegrad/autograd/masking.hpp"
 #include "tapegrad/autograd/matmul.hpp"
+#include "tapegrad/autograd/normalize.hpp"
 #include "tapegrad/autograd/reduce.hpp"
 #include "tapegrad/autograd/rotary.hpp"
 #include "tapegrad/autograd/shape_ops.hpp"

@@ -307,9 +307,12 @@ Tensor<T> mean(const Tensor<T>& x) {
   return sum_or_mean(x, "mean", {}, false, true);
 }
 
+namespace {
+// var (root false) and std (root true): one pass for the means, one for the squared deviations.
 template <typename T>
-Tensor<T> var(const Tensor<T>& x, const std::vector<std::int64_t>& dims, std::int64_t correction, bool keepdim) {
-  const ReducePlan p = make_plan("var", x.shape(), dims, keepdim);
+Tensor<T> variance(const char* op, const Tensor<T>& x, const std::vector<std::int64_t>& dims, std::int64_t correction,
+                   bool keepdim, bool root) {
+  const ReducePlan p = make_plan(op, x.shape(), dims, keepdim);
   xt::xarray<T> scratch;
   const T* px = arrange(x.data(), p, scratch);
   std::vector<double> means;
@@ -333,20 +336,39 @@ Tensor<T> var(const Tensor<T>& x, const std::vector<std::int64_t>& dims, std::in
         so[i] += dev * dev;
       }
   }
-  for (double& s : sq) s /= divisor;
+  for (double& s : sq) s = root ? std::sqrt(s / divisor) : s / divisor;
   Tensor<T> out(to_array<T>(sq, p.out_shape));
   if (should_record(x))
-    record(out, "var", {x},
-           [x_val = x.saved(), mean_val = to_array<T>(means, p.keep_shape), keep_shape = p.keep_shape, divisor](
-               const xt::xarray<T>& g, GradInputs<T>& in) {
-             // d var / dx = 2 (x - mean) / divisor; the mean's own dependence on x cancels out.
+    record(out, op, {x},
+           [op, x_val = x.saved(), mean_val = to_array<T>(means, p.keep_shape), keep_shape = p.keep_shape, divisor,
+            y = root ? out.saved() : nullptr](const xt::xarray<T>& g, GradInputs<T>& in) {
+             // d var / dx = 2 (x - mean) / divisor; the mean's own dependence on x cancels out. For std,
+             // d std / dx = (x - mean) / (divisor std), and 0 where std is 0 (torch masks g / (2 std)).
              xt::xarray<T> coef = with_keep_shape(g, keep_shape);
-             const T two_over = static_cast<T>(2.0 / divisor);
-             for (auto& c : coef) c *= two_over;
-             xt::xarray<T> dev = broadcast_apply("var", *x_val, mean_val, [](T a, T m) { return a - m; });
-             in.accumulate(0, broadcast_apply("var", dev, coef, [](T d, T c) { return d * c; }));
+             if (y) {
+               const T* py = y->data();
+               T* pc = coef.data();
+               for (std::size_t k = 0; k < coef.size(); ++k)
+                 pc[k] = py[k] == T(0) ? T(0) : pc[k] / (py[k] * static_cast<T>(divisor));
+             } else {
+               const T two_over = static_cast<T>(2.0 / divisor);
+               for (auto& c : coef) c *= two_over;
+             }
+             xt::xarray<T> dev = broadcast_apply(op, *x_val, mean_val, [](T a, T m) { return a - m; });
+             in.accumulate(0, broadcast_apply(op, dev, coef, [](T d, T c) { return d * c; }));
            });
   return out;
+}
+}  // namespace
+
+template <typename T>
+Tensor<T> var(const Tensor<T>& x, const std::vector<std::int64_t>& dims, std::int64_t correction, bool keepdim) {
+  return variance("var", x, dims, correction, keepdim, false);
+}
+
+template <typename T>
+Tensor<T> std(const Tensor<T>& x, const std::vector<std::int64_t>& dims, std::int64_t correction, bool keepdim) {
+  return variance("std", x, dims, correction, keepdim, true);
 }
 
 template <typename T>
@@ -430,12 +452,163 @@ xt::xarray<std::int64_t> argmin(const Tensor<T>& x, std::int64_t dim, bool keepd
   return arg_extreme<false>("argmin", x, dim, keepdim);
 }
 
+template <typename T>
+Tensor<T> cumsum(const Tensor<T>& x, std::int64_t dim) {
+  const Shape& shape = x.shape();
+  const std::size_t rank = shape.size();
+  const std::size_t d = normalize_dim("cumsum", dim, std::max<std::size_t>(rank, 1));
+  // x as [outer, count, inner] around dim (a 0-d tensor is one element).
+  std::size_t outer = 1, count = rank == 0 ? 1 : shape[d], inner = 1;
+  for (std::size_t k = 0; k < d && k < rank; ++k) outer *= shape[k];
+  for (std::size_t k = d + 1; k < rank; ++k) inner *= shape[k];
+  // Running sums in double along dim, one [count, inner] block at a time; forward (Reverse false) for
+  // the values, from the end (Reverse true) for the gradient.
+  const auto scan = [outer, count, inner](const T* in, T* out, bool reverse) {
+    std::vector<double> acc(inner);
+    for (std::size_t o = 0; o < outer; ++o) {
+      std::fill(acc.begin(), acc.end(), 0.0);
+      const T* io = in + o * count * inner;
+      T* oo = out + o * count * inner;
+      for (std::size_t step = 0; step < count; ++step) {
+        const std::size_t r = reverse ? count - 1 - step : step;
+        for (std::size_t i = 0; i < inner; ++i) {
+          acc[i] += io[r * inner + i];
+          oo[r * inner + i] = static_cast<T>(acc[i]);
+        }
+      }
+    }
+  };
+  xt::xarray<T> values = xt::xarray<T>::from_shape(shape);
+  scan(x.data().data(), values.data(), false);
+  Tensor<T> out(std::move(values));
+  if (should_record(x))
+    record(out, "cumsum", {x}, [scan](const xt::xarray<T>& g, GradInputs<T>& in) {
+      // out_j sums x_i for i <= j, so d loss / d x_i sums g_j for j >= i: the cumulative sum from the end.
+      xt::xarray<T> dx = xt::xarray<T>::from_shape(g.shape());
+      scan(g.data(), dx.data(), true);
+      in.accumulate(0, std::move(dx));
+    });
+  return out;
+}
+
+namespace {
+// The p-norm of n values v(0) .. v(n - 1) (read through a stride), in double; torch's special cases.
+template <typename T>
+double slice_norm(const T* x, std::size_t n, std::size_t stride, double p) {
+  double acc = 0;
+  if (p == 2) {
+    for (std::size_t r = 0; r < n; ++r) acc += static_cast<double>(x[r * stride]) * x[r * stride];
+    return std::sqrt(acc);
+  }
+  if (p == 1) {
+    for (std::size_t r = 0; r < n; ++r) acc += std::abs(static_cast<double>(x[r * stride]));
+    return acc;
+  }
+  if (std::isinf(p)) {
+    for (std::size_t r = 0; r < n; ++r) {
+      const double a = std::abs(static_cast<double>(x[r * stride]));
+      if (a > acc || std::isnan(a)) acc = a;
+      if (std::isnan(acc)) break;
+    }
+    return acc;
+  }
+  if (p == 0) {
+    for (std::size_t r = 0; r < n; ++r) acc += x[r * stride] != T(0) ? 1.0 : 0.0;
+    return acc;
+  }
+  for (std::size_t r = 0; r < n; ++r) acc += std::pow(std::abs(static_cast<double>(x[r * stride])), p);
+  return std::pow(acc, 1.0 / p);
+}
+}  // namespace
+
+template <typename T>
+Tensor<T> norm(const Tensor<T>& x, double p, const std::vector<std::int64_t>& dims, bool keepdim) {
+  if (!(p >= 0)) {
+    throw ShapeError(fmt::format("norm: p must be >= 0 (or inf), got {}", p));
+  }
+  const ReducePlan plan = make_plan("norm", x.shape(), dims, keepdim);
+  xt::xarray<T> scratch;
+  const T* px = arrange(x.data(), plan, scratch);
+  xt::xarray<T> values = xt::xarray<T>::from_shape(plan.out_shape);
+  T* pv = values.data();
+  const std::size_t count = plan.count, inner = plan.inner;
+  detail::parallel_for(
+      plan.outer, std::max<std::size_t>(1, detail::kElementwiseGrain / std::max<std::size_t>(1, count * inner)),
+      [&](std::size_t o0, std::size_t o1) {
+        for (std::size_t o = o0; o < o1; ++o)
+          for (std::size_t i = 0; i < inner; ++i)
+            pv[o * inner + i] = static_cast<T>(slice_norm(px + o * count * inner + i, count, inner, p));
+      });
+  Tensor<T> out(std::move(values));
+  if (should_record(x))
+    record(out, "norm", {x},
+           [x_val = x.saved(), y = out.saved(), keep_shape = plan.keep_shape, p, plan](const xt::xarray<T>& g,
+                                                                                       GradInputs<T>& in) {
+             // torch 1.13's norm_backward, case by case (docs/gradients.md, "norm"): every case is 0 over a
+             // slice whose norm is 0.
+             const xt::xarray<T> nk = with_keep_shape(*y, keep_shape);
+             const xt::xarray<T> gk = with_keep_shape(g, keep_shape);
+             const auto sgn = [](T v) { return v > 0 ? T(1) : v < 0 ? T(-1) : v == 0 ? T(0) : v; };
+             if (p == 0) {
+               in.accumulate(0, xt::xarray<T>(xt::zeros<T>(x_val->shape())));
+               return;
+             }
+             if (std::isinf(p)) {
+               // The arg-maxima of |x| (or NaNs) of each slice share g equally: g sgn(x) / count.
+               const xt::xarray<T> hit = broadcast_apply("norm", *x_val, nk, [](T v, T n) {
+                 const T a = std::abs(v);
+                 return a == n || std::isnan(a) ? T(1) : T(0);
+               });
+               xt::xarray<T> scratch2;
+               const T* ph = arrange(hit, plan, scratch2);
+               std::vector<double> ties;
+               sum_slices(ph, plan.outer, plan.count, plan.inner, ties);
+               const xt::xarray<T> share =
+                   broadcast_apply("norm", gk, to_array<T>(ties, keep_shape), [](T gv, T c) { return gv / c; });
+               const xt::xarray<T> sx = map(*x_val, sgn);
+               const xt::xarray<T> part = zip(sx, hit, [](T s, T h) { return s * h; });
+               in.accumulate(0, broadcast_apply("norm", part, share, [](T a, T b) { return a * b; }));
+               return;
+             }
+             if (p == 1) {
+               in.accumulate(0, broadcast_apply("norm", map(*x_val, sgn), gk, [](T s, T gv) { return s * gv; }));
+               return;
+             }
+             if (p == 2) {
+               // g x / norm, 0 where the norm is 0.
+               const xt::xarray<T> scale = zip(gk, nk, [](T gv, T n) { return n == T(0) ? T(0) : gv / n; });
+               in.accumulate(0, broadcast_apply("norm", *x_val, scale, [](T v, T s) { return v * s; }));
+               return;
+             }
+             const T pt = static_cast<T>(p);
+             if (p < 1) {
+               // sgn(x) |x|^(p-1) (0 at x = 0) times g norm^(1-p).
+               const xt::xarray<T> scale = zip(gk, nk, [pt](T gv, T n) { return gv * std::pow(n, 1 - pt); });
+               const xt::xarray<T> xs =
+                   map(*x_val, [pt, sgn](T v) { return v == T(0) ? T(0) : sgn(v) * std::pow(std::abs(v), pt - 1); });
+               in.accumulate(0, broadcast_apply("norm", xs, scale, [](T a, T b) { return a * b; }));
+               return;
+             }
+             // sgn(x) |x|^(p-1) times g / norm^(p-1), 0 where the norm is 0.
+             const xt::xarray<T> scale =
+                 zip(gk, nk, [pt](T gv, T n) { return n == T(0) ? T(0) : gv / std::pow(n, pt - 1); });
+             const xt::xarray<T> xs = map(*x_val, [pt, sgn](T v) {
+               return pt < 2 ? sgn(v) * std::pow(std::abs(v), pt - 1) : v * std::pow(std::abs(v), pt - 2);
+             });
+             in.accumulate(0, broadcast_apply("norm", xs, scale, [](T a, T b) { return a * b; }));
+           });
+  return out;
+}
+
 #define TAPEGRAD_INSTANTIATE(T)                                                                      \
   template Tensor<T> sum<T>(const Tensor<T>&);                                                       \
   template Tensor<T> mean<T>(const Tensor<T>&);                                                      \
   template Tensor<T> sum<T>(const Tensor<T>&, const std::vector<std::int64_t>&, bool);               \
   template Tensor<T> mean<T>(const Tensor<T>&, const std::vector<std::int64_t>&, bool);              \
   template Tensor<T> var<T>(const Tensor<T>&, const std::vector<std::int64_t>&, std::int64_t, bool); \
+  template Tensor<T> std<T>(const Tensor<T>&, const std::vector<std::int64_t>&, std::int64_t, bool); \
+  template Tensor<T> cumsum<T>(const Tensor<T>&, std::int64_t);                                      \
+  template Tensor<T> norm<T>(const Tensor<T>&, double, const std::vector<std::int64_t>&, bool);      \
   template Tensor<T> logsumexp<T>(const Tensor<T>&, const std::vector<std::int64_t>&, bool);         \
   template Tensor<T> max<T>(const Tensor<T>&, std::int64_t, bool);                                   \
   template Tensor<T> min<T>(const Tensor<T>&, std::int64_t, bool);                                   \

@@ -29,6 +29,12 @@ Tensor<T> mean(const Tensor<T>& x, const std::vector<std::int64_t>& dims, bool k
 template <typename T>
 Tensor<T> var(const Tensor<T>& x, const std::vector<std::int64_t>& dims, std::int64_t correction = 1,
               bool keepdim = false);
+/// torch.std: the square root of var() with the same arguments. Its gradient is 0 where the result is
+/// 0 (a constant slice), as torch 1.13 masks it, rather than 0 / 0. Call it tapegrad::std(x, ...) or
+/// x.std(...): after `using namespace tapegrad`, a bare std(...) is ambiguous with namespace std.
+template <typename T>
+Tensor<T> std(const Tensor<T>& x, const std::vector<std::int64_t>& dims, std::int64_t correction = 1,
+              bool keepdim = false);
 /// One dim given as an integer, as torch accepts (`sum(x, 1)`, `mean(x, -1, true)`, `var(x, 0)`).
 template <typename T, typename I, std::enable_if_t<detail::is_dim_v<I>, int> = 0>
 Tensor<T> sum(const Tensor<T>& x, I dim, bool keepdim = false) {
@@ -43,6 +49,11 @@ Tensor<T> mean(const Tensor<T>& x, I dim, bool keepdim = false) {
 template <typename T, typename I, std::enable_if_t<detail::is_dim_v<I>, int> = 0>
 Tensor<T> var(const Tensor<T>& x, I dim, std::int64_t correction = 1, bool keepdim = false) {
   return var(x, std::vector<std::int64_t>{static_cast<std::int64_t>(dim)}, correction, keepdim);
+}
+/// std() over one dim given as a single integer, like torch's x.std(1).
+template <typename T, typename I, std::enable_if_t<detail::is_dim_v<I>, int> = 0>
+Tensor<T> std(const Tensor<T>& x, I dim, std::int64_t correction = 1, bool keepdim = false) {
+  return std(x, std::vector<std::int64_t>{static_cast<std::int64_t>(dim)}, correction, keepdim);
 }
 /// torch.logsumexp: log(sum(exp(x))) over the listed dims, as sum's (an empty list means every dim,
 /// which torch 1.13 refuses with an internal shape error), computed around each slice's max so that
@@ -78,5 +89,24 @@ xt::xarray<std::int64_t> argmax(const Tensor<T>& x, std::int64_t dim, bool keepd
 /// The indices of the first minima along dim (torch.argmin; a NaN counts as the min; no gradient).
 template <typename T>
 xt::xarray<std::int64_t> argmin(const Tensor<T>& x, std::int64_t dim, bool keepdim = false);
+
+/// torch.cumsum: out[..., i, ...] = x[..., 0, ...] + ... + x[..., i, ...] along dim, accumulated in
+/// double (torch's CPU accumulator for float too); the gradient is the reversed cumulative sum of g.
+template <typename T>
+Tensor<T> cumsum(const Tensor<T>& x, std::int64_t dim);
+
+/// torch.linalg.vector_norm: (sum |x|^p)^(1/p) over the listed dims (an empty list means every
+/// dim); p = inf is max |x| and p = 0 counts the non-zero elements. The gradient follows torch 1.13's
+/// norm_backward: 0 over a slice whose norm is 0 for every p (p = 2 included, where x / norm would be
+/// 0 / 0); for p = inf it is shared equally among the tied maxima of |x|; for p = 0 it is 0.
+/// Deliberate difference: a negative or NaN p throws ShapeError (torch computes a "norm" for p < 0,
+/// which is not one, and -inf as min |x|).
+template <typename T>
+Tensor<T> norm(const Tensor<T>& x, double p = 2, const std::vector<std::int64_t>& dims = {}, bool keepdim = false);
+/// norm() over one dim given as a single integer, like torch.linalg.vector_norm(x, p, dim=1).
+template <typename T, typename I, std::enable_if_t<detail::is_dim_v<I>, int> = 0>
+Tensor<T> norm(const Tensor<T>& x, double p, I dim, bool keepdim = false) {
+  return norm(x, p, std::vector<std::int64_t>{static_cast<std::int64_t>(dim)}, keepdim);
+}
 
 }  // namespace tapegrad

@@ -412,6 +412,123 @@ Tensor<T> expand(const Tensor<T>& x, const Shape& shape) {
   return out;
 }
 
+namespace {
+// Copies the box of `extent` starting at src_start in src (of src_shape) to dst_start in dst (of
+// dst_shape), a contiguous run along the last dim at a time.
+template <typename T>
+void copy_box(const T* src, const Shape& src_shape, const Shape& src_start, T* dst, const Shape& dst_shape,
+              const Shape& dst_start, const Shape& extent) {
+  const std::size_t rank = extent.size();
+  if (rank == 0) {
+    *dst = *src;
+    return;
+  }
+  if (numel(extent) == 0) return;
+  const auto ss = contiguous_strides(src_shape), ds = contiguous_strides(dst_shape);
+  std::vector<std::size_t> at(rank, 0);
+  const std::size_t run = extent[rank - 1];
+  for (;;) {
+    std::size_t so = 0, dof = 0;
+    for (std::size_t d = 0; d < rank; ++d) {
+      so += (src_start[d] + at[d]) * ss[d];
+      dof += (dst_start[d] + at[d]) * ds[d];
+    }
+    std::copy_n(src + so, run, dst + dof);
+    std::size_t d = rank - 1;
+    for (;;) {  // odometer over every dim but the last
+      if (d == 0) return;
+      --d;
+      if (++at[d] < extent[d]) break;
+      at[d] = 0;
+    }
+  }
+}
+}  // namespace
+
+template <typename T>
+Tensor<T> pad(const Tensor<T>& x, const std::vector<std::int64_t>& pads, detail::scalar_t<T> value) {
+  const Shape& s = x.shape();
+  const std::size_t rank = s.size();
+  if (pads.size() % 2 != 0) {
+    throw ShapeError(fmt::format("pad: the number of pads must be even (a left and a right per dim), got {}: [{}]",
+                                 pads.size(), fmt::join(pads, ", ")));
+  }
+  if (pads.size() / 2 > rank) {
+    throw ShapeError(fmt::format("pad: {} pads cover {} dims but the input of shape {} has {}", pads.size(),
+                                 pads.size() / 2, format_shape(s), rank));
+  }
+  // Per dim: where x's kept part starts in x and in the output, and its extent.
+  Shape out_shape = s, src_start(rank, 0), dst_start(rank, 0), extent = s;
+  for (std::size_t j = 0; j < pads.size() / 2; ++j) {
+    const std::size_t d = rank - 1 - j;
+    const std::int64_t left = pads[2 * j], right = pads[2 * j + 1];
+    const std::int64_t size = static_cast<std::int64_t>(s[d]) + left + right;
+    if (size < 0) {
+      throw ShapeError(fmt::format("pad: pads ({}, {}) make dim {} of size {} negative ({}) in shape {}", left, right,
+                                   d, s[d], size, format_shape(s)));
+    }
+    out_shape[d] = static_cast<std::size_t>(size);
+    const std::int64_t begin = std::max<std::int64_t>(0, -left);
+    const std::int64_t end =
+        std::min<std::int64_t>(static_cast<std::int64_t>(s[d]), static_cast<std::int64_t>(s[d]) + right);
+    src_start[d] = static_cast<std::size_t>(begin);
+    dst_start[d] = static_cast<std::size_t>(std::max<std::int64_t>(0, left));
+    extent[d] = static_cast<std::size_t>(std::max<std::int64_t>(0, end - begin));
+  }
+  numel(out_shape);  // refuses a shape whose element count overflows
+  xt::xarray<T> values = xt::xarray<T>::from_shape(out_shape);
+  std::fill(values.begin(), values.end(), static_cast<T>(value));
+  copy_box(x.data().data(), s, src_start, values.data(), out_shape, dst_start, extent);
+  Tensor<T> out(std::move(values));
+  if (should_record(x))
+    record(out, "pad", {x}, [s, out_shape, src_start, dst_start, extent](const xt::xarray<T>& g, GradInputs<T>& in) {
+      // The same box read back out of g; cropped elements of x get 0.
+      xt::xarray<T> dx = xt::zeros<T>(s);
+      copy_box(g.data(), out_shape, dst_start, dx.data(), s, src_start, extent);
+      in.accumulate(0, std::move(dx));
+    });
+  return out;
+}
+
+template <typename T>
+Tensor<T> repeat(const Tensor<T>& x, const std::vector<std::int64_t>& repeats) {
+  const Shape& s = x.shape();
+  if (repeats.size() < s.size()) {
+    throw ShapeError(
+        fmt::format("repeat: {} repeats [{}] for an input of shape {} with {} dims (give at least one per dim)",
+                    repeats.size(), fmt::join(repeats, ", "), format_shape(s), s.size()));
+  }
+  const std::size_t rank = repeats.size(), lead = rank - s.size();
+  // Tiling along dim d is broadcasting a [1, size] pair of dims to [repeats, size]: x as
+  // [1, s0, 1, s1, ...] broadcast to [r0, s0, r1, s1, ...] is the result in row-major order.
+  Shape pairs_in, pairs_out, out_shape;
+  for (std::size_t d = 0; d < rank; ++d) {
+    if (repeats[d] < 0) {
+      throw ShapeError(fmt::format("repeat: repeats must be >= 0, got {} at position {} of [{}]", repeats[d], d,
+                                   fmt::join(repeats, ", ")));
+    }
+    const std::size_t size = d < lead ? 1 : s[d - lead], r = static_cast<std::size_t>(repeats[d]);
+    pairs_in.insert(pairs_in.end(), {1, size});
+    pairs_out.insert(pairs_out.end(), {r, size});
+    out_shape.push_back(r * size);
+  }
+  numel(pairs_out);  // refuses a shape whose element count overflows
+  xt::xarray<T> src = x.data();
+  src.reshape(pairs_in);
+  xt::xarray<T> values = broadcast_copy(src, pairs_out);
+  values.reshape(out_shape);
+  Tensor<T> out(std::move(values));
+  if (should_record(x))
+    record(out, "repeat", {x}, [s, pairs_in, pairs_out](const xt::xarray<T>& g, GradInputs<T>& in) {
+      xt::xarray<T> tiles = g;
+      tiles.reshape(pairs_out);
+      xt::xarray<T> dx = unbroadcast(std::move(tiles), pairs_in);  // the sum over the tiles
+      dx.reshape(s);
+      in.accumulate(0, std::move(dx));
+    });
+  return out;
+}
+
 #define TAPEGRAD_INSTANTIATE(T)                                                                               \
   template Tensor<T> transpose<T>(const Tensor<T>&, std::int64_t, std::int64_t);                              \
   template Tensor<T> permute<T>(const Tensor<T>&, const std::vector<std::int64_t>&);                          \
@@ -428,7 +545,9 @@ Tensor<T> expand(const Tensor<T>& x, const Shape& shape) {
   template std::vector<Tensor<T>> split<T>(const Tensor<T>&, std::int64_t, std::int64_t);                     \
   template std::vector<Tensor<T>> split<T>(const Tensor<T>&, const std::vector<std::int64_t>&, std::int64_t); \
   template std::vector<Tensor<T>> chunk<T>(const Tensor<T>&, std::int64_t, std::int64_t);                     \
-  template Tensor<T> expand<T>(const Tensor<T>&, const Shape&);
+  template Tensor<T> expand<T>(const Tensor<T>&, const Shape&);                                               \
+  template Tensor<T> pad<T>(const Tensor<T>&, const std::vector<std::int64_t>&, T);                           \
+  template Tensor<T> repeat<T>(const Tensor<T>&, const std::vector<std::int64_t>&);
 TAPEGRAD_INSTANTIATE(float)
 TAPEGRAD_INSTANTIATE(double)
 #undef TAPEGRAD_INSTANTIATE

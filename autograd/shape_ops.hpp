@@ -1,6 +1,6 @@
 /// @file
 /// Ops that move or regroup elements without arithmetic: transpose, permute, reshape, squeeze,
-/// narrow, cat, split, stack. Every result is a contiguous copy (values are always row-major) made by
+/// narrow, cat, split, stack, pad, repeat. Every result is a contiguous copy (values are always row-major) made by
 /// one node on the tape. Dims may be negative; as in torch, a 0-d tensor accepts dim 0 or -1 where an
 /// op keeps the rank (transpose, flatten, squeeze).
 #pragma once
@@ -68,5 +68,19 @@ std::vector<Tensor<T>> chunk(const Tensor<T>& x, std::int64_t chunks, std::int64
 /// summed back over the broadcast dims.
 template <typename T>
 Tensor<T> expand(const Tensor<T>& x, const Shape& shape);
+
+/// torch.nn.functional.pad in constant mode: pads = {left, right} for the last dim, then
+/// {top, bottom} for the one before, and so on backwards (at most two entries per dim); new elements
+/// are `value`. A negative pad crops instead, as in torch; a dim may end with size 0 but not below.
+/// The gradient is g's part where x landed (0 for cropped elements). Throws ShapeError for an odd
+/// number of pads, more than two per dim, or a dim cropped below 0.
+template <typename T>
+Tensor<T> pad(const Tensor<T>& x, const std::vector<std::int64_t>& pads, detail::scalar_t<T> value = 0);
+
+/// Tensor.repeat: x tiled repeats[d] times along each dim; repeats may be longer than x's rank (x
+/// gains leading dims of size 1 first), not shorter. The gradient sums the tiles. Throws ShapeError
+/// for too few or negative repeats.
+template <typename T>
+Tensor<T> repeat(const Tensor<T>& x, const std::vector<std::int64_t>& repeats);
 
 }  // namespace tapegrad

@@ -21,6 +21,8 @@ namespace tapegrad {
 
 template <typename T>
 struct Node;
+template <typename T>
+struct ValuesIndices;
 
 namespace detail {
 /// Keeps a scalar argument out of template deduction, so `x * 2.0` works for Tensor<float>.
@@ -179,6 +181,24 @@ class Tensor {
     return logsumexp(std::vector<std::int64_t>{static_cast<std::int64_t>(dim)}, keepdim);
   }
 
+  /// torch.std with `correction`, over the listed dims or one int dim.
+  Tensor std(const std::vector<std::int64_t>& dims, std::int64_t correction = 1, bool keepdim = false) const;
+  template <typename I, std::enable_if_t<detail::is_dim_v<I>, int> = 0>
+  Tensor std(I dim, std::int64_t correction = 1, bool keepdim = false) const {
+    return std(std::vector<std::int64_t>{static_cast<std::int64_t>(dim)}, correction, keepdim);
+  }
+  /// torch's x.norm(p, dim, keepdim): the vector p-norm over the listed dims (all when empty), or one
+  /// int dim.
+  Tensor norm(double p = 2, const std::vector<std::int64_t>& dims = {}, bool keepdim = false) const;
+  template <typename I, std::enable_if_t<detail::is_dim_v<I>, int> = 0>
+  Tensor norm(double p, I dim, bool keepdim = false) const {
+    return norm(p, std::vector<std::int64_t>{static_cast<std::int64_t>(dim)}, keepdim);
+  }
+  Tensor cumsum(std::int64_t dim) const;
+  /// torch's x.topk(k) and x.sort(): values and int64 indices (autograd/indexing.hpp).
+  ValuesIndices<T> topk(std::int64_t k, std::int64_t dim = -1, bool largest = true, bool sorted = true) const;
+  ValuesIndices<T> sort(std::int64_t dim = -1, bool descending = false) const;
+
   Tensor matmul(const Tensor& other) const;
   /// torch's t(): a 2-D tensor transposed; a 0-D or 1-D tensor as it is (the same handle); more
   /// dims throw ShapeError.
@@ -198,6 +218,13 @@ class Tensor {
     return view(std::vector<std::int64_t>{static_cast<std::int64_t>(sizes)...});
   }
   Tensor flatten(std::int64_t start_dim = 0, std::int64_t end_dim = -1) const;
+  /// x tiled along each dim (torch's x.repeat), also as a list of integers: `x.repeat(2, 1)`.
+  Tensor repeat(const std::vector<std::int64_t>& repeats) const;
+  template <typename... I, std::enable_if_t<(sizeof...(I) > 0) && (detail::is_dim_v<I> && ...), int> = 0>
+  Tensor repeat(I... repeats) const {
+    return repeat(std::vector<std::int64_t>{static_cast<std::int64_t>(repeats)...});
+  }
+
   Tensor squeeze() const;
   Tensor squeeze(std::int64_t dim) const;
   Tensor unsqueeze(std::int64_t dim) const;
@@ -238,6 +265,13 @@ class Tensor {
   };
   const Impl& impl() const;
   std::shared_ptr<Impl> impl_;
+};
+
+/// What topk and sort return, as torch's (values, indices) named tuple: `auto [v, i] = topk(x, 3);`.
+template <typename T>
+struct ValuesIndices {
+  Tensor<T> values;    ///< differentiable: the gradient goes back to the positions in indices
+  IndexArray indices;  ///< where each value sits along the dim, int64 as in torch
 };
 
 /// Prints the tensor as torch's repr does: `tensor([[1.0000, 2.0000]], dtype=float64,

@@ -54,6 +54,30 @@ Tensor<T> Tensor<T>::logsumexp(const std::vector<std::int64_t>& dims, bool keepd
   return tapegrad::logsumexp(*this, dims, keepdim);
 }
 template <typename T>
+Tensor<T> Tensor<T>::std(const std::vector<std::int64_t>& dims, std::int64_t correction, bool keepdim) const {
+  return tapegrad::std(*this, dims, correction, keepdim);
+}
+template <typename T>
+Tensor<T> Tensor<T>::norm(double p, const std::vector<std::int64_t>& dims, bool keepdim) const {
+  return tapegrad::norm(*this, p, dims, keepdim);
+}
+template <typename T>
+Tensor<T> Tensor<T>::cumsum(std::int64_t dim) const {
+  return tapegrad::cumsum(*this, dim);
+}
+template <typename T>
+ValuesIndices<T> Tensor<T>::topk(std::int64_t k, std::int64_t dim, bool largest, bool sorted) const {
+  return tapegrad::topk(*this, k, dim, largest, sorted);
+}
+template <typename T>
+ValuesIndices<T> Tensor<T>::sort(std::int64_t dim, bool descending) const {
+  return tapegrad::sort(*this, dim, descending);
+}
+template <typename T>
+Tensor<T> Tensor<T>::repeat(const std::vector<std::int64_t>& repeats) const {
+  return tapegrad::repeat(*this, repeats);
+}
+template <typename T>
 Tensor<T> Tensor<T>::matmul(const Tensor& other) const {
   return tapegrad::matmul(*this, other);
 }
@@ -198,6 +222,12 @@ Tensor<T> Tensor<T>::triu(std::int64_t diagonal) const {
   template Tensor<T> Tensor<T>::min() const;                                                     \
   template Tensor<T> Tensor<T>::min(std::int64_t, bool) const;                                   \
   template Tensor<T> Tensor<T>::logsumexp(const std::vector<std::int64_t>&, bool) const;         \
+  template Tensor<T> Tensor<T>::std(const std::vector<std::int64_t>&, std::int64_t, bool) const; \
+  template Tensor<T> Tensor<T>::norm(double, const std::vector<std::int64_t>&, bool) const;      \
+  template Tensor<T> Tensor<T>::cumsum(std::int64_t) const;                                      \
+  template ValuesIndices<T> Tensor<T>::topk(std::int64_t, std::int64_t, bool, bool) const;       \
+  template ValuesIndices<T> Tensor<T>::sort(std::int64_t, bool) const;                           \
+  template Tensor<T> Tensor<T>::repeat(const std::vector<std::int64_t>&) const;                  \
   template Tensor<T> Tensor<T>::matmul(const Tensor<T>&) const;                                  \
   template Tensor<T> Tensor<T>::t() const;                                                       \
   template Tensor<T> Tensor<T>::transpose(std::int64_t, std::int64_t) const;                     \

@@ -3,7 +3,8 @@
 /// that the compiler vectorizes them (std::exp, std::erfc and plain float reductions do not vectorize
 /// without -ffast-math).
 /// fast_exp(float) uses a range reduction and a degree-5 polynomial (within 2 ulp of std::exp);
-/// fast_exp(double) stays std::exp (gradchecks run in double and want the exact one).
+/// fast_exp(double) stays std::exp (gradchecks run in double and want the exact one); fast_expm1 and
+/// fast_log1p likewise.
 #pragma once
 
 #include <cmath>
@@ -44,6 +45,59 @@ inline float fast_exp(float x) {
 }
 
 inline double fast_exp(double x) { return std::exp(x); }
+
+/// exp(x) - 1 without the cancellation of fast_exp(x) - 1 near 0 (ELU's negative side, as torch's
+/// expm1): a degree-8 Taylor polynomial for |x| < ln(2) / 2 (truncation below 1e-9 relative),
+/// fast_exp(x) - 1 beyond, where the subtraction loses at most a factor 2.4 of relative accuracy.
+/// Branch-free, so loops over it vectorize; double stays std::expm1.
+inline float fast_expm1(float x) {
+  float p = 1.0f / 40320.0f;
+  p = p * x + 1.0f / 5040.0f;
+  p = p * x + 1.0f / 720.0f;
+  p = p * x + 1.0f / 120.0f;
+  p = p * x + 1.0f / 24.0f;
+  p = p * x + 1.0f / 6.0f;
+  p = p * x + 0.5f;
+  const float small = x + x * x * p;
+  const float large = fast_exp(x) - 1.0f;
+  return std::fabs(x) < 0.34657359f ? small : large;
+}
+
+inline double fast_expm1(double x) { return std::expm1(x); }
+
+/// log(1 + z) for float z >= -1 (softplus's log1p(exp(x))), branch-free so that loops over it
+/// vectorize (std::log1p does not); within a few ulp. u = 1 + z is split as m 2^k with m in
+/// [sqrt(1/2), sqrt(2)), log m = 2 atanh(s) with s = (m - 1) / (m + 1) as an odd series to s^9
+/// (|s| < 0.172), and the rounding of 1 + z is corrected by (z - (u - 1)) / u. inf gives inf, -1
+/// gives -inf, NaN stays NaN. double stays std::log1p.
+inline float fast_log1p(float z) {
+  const float u = 1.0f + z;
+  std::uint32_t bits;
+  std::memcpy(&bits, &u, sizeof bits);
+  // k = the exponent of u relative to a mantissa in [sqrt(1/2), sqrt(2)) (0x3f3504f3 is sqrt(1/2)).
+  const std::int32_t k = static_cast<std::int32_t>(bits - 0x3f3504f3u) >> 23;
+  const std::uint32_t mbits = bits - (static_cast<std::uint32_t>(k) << 23);
+  float m;
+  std::memcpy(&m, &mbits, sizeof m);
+  const float f = m - 1.0f;
+  const float s = f / (2.0f + f);
+  const float s2 = s * s;
+  float q = 2.0f / 9.0f;
+  q = q * s2 + 2.0f / 7.0f;
+  q = q * s2 + 2.0f / 5.0f;
+  q = q * s2 + 2.0f / 3.0f;
+  const float log_m = 2.0f * s + s * s2 * q;
+  const float kf = static_cast<float>(k);
+  const float c = (z - (u - 1.0f)) / u;
+  float y = kf * 0.693359375f + (log_m + (c + kf * -2.12194440e-4f));
+  y = u == HUGE_VALF ? HUGE_VALF : y;
+  y = u == 0.0f ? -HUGE_VALF : y;
+  y = u < 0.0f ? NAN : y;
+  y = z != z ? z : y;
+  return y;
+}
+
+inline double fast_log1p(double z) { return std::log1p(z); }
 
 /// erfc(z) for float z >= 0 (NaN propagates), and exp(-z^2) beside it (GELU's density needs it too),
 /// branch-free so that loops over it vectorize; within about 6 ulp (relative error below 4e-7 where

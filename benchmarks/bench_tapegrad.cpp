@@ -173,13 +173,17 @@ std::vector<double> run_case(const std::string& name) {
   }
   // The ops a model of one's own reaches for (activations, clamp, an elementwise minimum with a
   // broadcast bound), at the feed-forward's shape.
-  if (name == "silu" || name == "leaky_relu" || name == "clamp" || name == "minimum") {
+  if (name == "silu" || name == "leaky_relu" || name == "clamp" || name == "minimum" || name == "softplus" ||
+      name == "elu" || name == "cumsum") {
     auto x = input({64, 256, 128}, 3, true), bound = input({128}, 5, true);
     auto g = xt::xarray<float>(input({64, 256, 128}, 4, false).data());
     return measure([&] {
       auto y = name == "silu"         ? silu(x)
                : name == "leaky_relu" ? leaky_relu(x, 0.01f)
                : name == "clamp"      ? clamp(x, -0.5, 0.5)
+               : name == "softplus"   ? softplus(x)
+               : name == "elu"        ? elu(x)
+               : name == "cumsum"     ? cumsum(x, 1)  // along the sequence
                                       : minimum(x, bound);
       y.backward(g);
       x.zero_grad(), bound.zero_grad();
@@ -202,6 +206,35 @@ std::vector<double> run_case(const std::string& name) {
     auto g = xt::xarray<float>(input({4096, 1}, 4, false).data());
     return measure([&] {
       gather(x, 1, index).backward(g);
+      x.zero_grad();
+    });
+  }
+  // topk: the 5 largest logits of each row of a language model's [B * L, V]; kl_div: a distillation
+  // loss over the same shape (batchmean), the input log-probabilities differentiated.
+  if (name == "topk") {
+    auto x = input({4096, 2000}, 3, true);
+    auto g = xt::xarray<float>(input({4096, 5}, 4, false).data());
+    return measure([&] {
+      topk(x, 5).values.backward(g);
+      x.zero_grad();
+    });
+  }
+  if (name == "kl_div") {
+    auto x = input({4096, 2000}, 3, true);
+    auto t = TensorF((input({4096, 2000}, 5, false).data() + 1.0f) * 0.5f);  // in [0, 1)
+    return measure([&] {
+      kl_div(x, t, Reduction::BatchMean).backward();
+      x.zero_grad();
+    });
+  }
+  // pad: 16 positions of padding after each sequence of [B, L, d]; normalize: each token's d-vector to
+  // unit length (as for cosine-similarity retrieval).
+  if (name == "pad" || name == "normalize") {
+    auto x = input({64, 256, 64}, 3, true);
+    const bool padding = name == "pad";
+    auto g = xt::xarray<float>(input({64, padding ? 272u : 256u, 64}, 4, false).data());
+    return measure([&] {
+      (padding ? pad(x, {0, 0, 0, 16}) : normalize(x, 2, -1)).backward(g);
       x.zero_grad();
     });
   }

@@ -145,10 +145,12 @@ def run_case(name):
             x.grad = None
 
         return measure(step)
-    if name in ("silu", "leaky_relu", "clamp", "minimum"):
+    if name in ("silu", "leaky_relu", "clamp", "minimum", "softplus", "elu", "cumsum"):
         x, bound, g = tensor((64, 256, 128), 3, True), tensor((128,), 5, True), tensor((64, 256, 128), 4)
         f = {"silu": torch.nn.functional.silu, "leaky_relu": lambda t: torch.nn.functional.leaky_relu(t, 0.01),
-             "clamp": lambda t: torch.clamp(t, -0.5, 0.5), "minimum": lambda t: torch.minimum(t, bound)}[name]
+             "clamp": lambda t: torch.clamp(t, -0.5, 0.5), "minimum": lambda t: torch.minimum(t, bound),
+             "softplus": torch.nn.functional.softplus, "elu": torch.nn.functional.elu,
+             "cumsum": lambda t: torch.cumsum(t, 1)}[name]
 
         def step():
             f(x).backward(g)
@@ -169,6 +171,33 @@ def run_case(name):
 
         def step():
             torch.gather(x, 1, index).backward(g)
+            x.grad = None
+
+        return measure(step)
+    if name == "topk":
+        x, g = tensor((4096, 2000), 3, True), tensor((4096, 5), 4)
+
+        def step():
+            torch.topk(x, 5).values.backward(g)
+            x.grad = None
+
+        return measure(step)
+    if name == "kl_div":
+        x, t = tensor((4096, 2000), 3, True), (tensor((4096, 2000), 5) + 1.0) * 0.5
+
+        def step():
+            torch.nn.functional.kl_div(x, t, reduction="batchmean").backward()
+            x.grad = None
+
+        return measure(step)
+    if name in ("pad", "normalize"):
+        padding = name == "pad"
+        x, g = tensor((64, 256, 64), 3, True), tensor((64, 272 if padding else 256, 64), 4)
+        f = (lambda t: torch.nn.functional.pad(t, (0, 0, 0, 16))) if padding else \
+            (lambda t: torch.nn.functional.normalize(t, 2, -1))
+
+        def step():
+            f(x).backward(g)
             x.grad = None
 
         return measure(step)

@@ -1,5 +1,6 @@
 /// @file
-/// Loss modules (torch.nn.CrossEntropyLoss, NLLLoss, MSELoss, L1Loss, BCELoss, BCEWithLogitsLoss):
+/// Loss modules (torch.nn.CrossEntropyLoss, NLLLoss, MSELoss, L1Loss, SmoothL1Loss, HuberLoss,
+/// KLDivLoss, BCELoss, BCEWithLogitsLoss):
 /// the losses of autograd/loss.hpp with their options held by the module, called as `criterion(x, y)`.
 #pragma once
 
@@ -62,6 +63,50 @@ class L1Loss : public Module<T, L1Loss<T>> {
   std::string name() const override { return "L1Loss"; }
 
   Reduction reduction;
+};
+
+/// torch.nn.SmoothL1Loss: smooth_l1_loss(input, target) with the module's reduction and beta.
+template <typename T>
+class SmoothL1Loss : public Module<T, SmoothL1Loss<T>> {
+ public:
+  explicit SmoothL1Loss(Reduction reduction = Reduction::Mean, double beta = 1.0) : reduction(reduction), beta(beta) {}
+  Tensor<T> forward(const Tensor<T>& input, const Tensor<T>& target) const {
+    return smooth_l1_loss(input, target, reduction, beta);
+  }
+  std::string name() const override { return "SmoothL1Loss"; }
+
+  Reduction reduction;
+  double beta;
+};
+
+/// torch.nn.HuberLoss: huber_loss(input, target) with the module's reduction and delta.
+template <typename T>
+class HuberLoss : public Module<T, HuberLoss<T>> {
+ public:
+  explicit HuberLoss(Reduction reduction = Reduction::Mean, double delta = 1.0) : reduction(reduction), delta(delta) {}
+  Tensor<T> forward(const Tensor<T>& input, const Tensor<T>& target) const {
+    return huber_loss(input, target, reduction, delta);
+  }
+  std::string name() const override { return "HuberLoss"; }
+
+  Reduction reduction;
+  double delta;
+};
+
+/// torch.nn.KLDivLoss: kl_div(log_probabilities, target) with the module's reduction (Mean by default,
+/// as torch; BatchMean is the KL divergence per sample) and log_target.
+template <typename T>
+class KLDivLoss : public Module<T, KLDivLoss<T>> {
+ public:
+  explicit KLDivLoss(Reduction reduction = Reduction::Mean, bool log_target = false)
+      : reduction(reduction), log_target(log_target) {}
+  Tensor<T> forward(const Tensor<T>& input, const Tensor<T>& target) const {
+    return kl_div(input, target, reduction, log_target);
+  }
+  std::string name() const override { return "KLDivLoss"; }
+
+  Reduction reduction;
+  bool log_target;
 };
 
 /// torch.nn.BCELoss: binary_cross_entropy(probabilities, target). A defined weight is a buffer named

@@ -7,6 +7,7 @@
 
 #include "tapegrad/autograd/broadcast.hpp"
 #include "tapegrad/autograd/ops.hpp"
+#include "tapegrad/autograd/vector_math.hpp"
 #include "tests/helpers.hpp"
 
 using namespace tapegrad;
@@ -17,6 +18,7 @@ namespace {
 
 using BinaryOp = std::function<TensorD(const TensorD&, const TensorD&)>;
 using UnaryOp = std::function<TensorD(const TensorD&)>;
+using Inputs = std::vector<TensorD>;
 
 struct ShapePair {
   Shape a, b;
@@ -722,4 +724,75 @@ TEST_CASE("broadcasting errors name the op and both shapes", "[elementwise]") {
   CHECK_THROWS_WITH(maximum(a, b), "maximum: shapes [2, 3] and [4] cannot be broadcast (dim 1: 3 vs 4)");
   CHECK_THROWS_WITH(TensorF::zeros({2, 1, 5}) + TensorF::zeros({3, 4}),
                     "add: shapes [2, 1, 5] and [3, 4] cannot be broadcast (dim 2: 5 vs 4)");
+}
+
+TEST_CASE("softplus and elu: values, torch's threshold and slope at 0, gradcheck", "[elementwise]") {
+  auto x = TensorD::from_vector({-2, 0, 1, 20, 20.5, -1e-4}, {6}, true);
+  const auto s = softplus(x);
+  CHECK(s.data()(0) == Approx(std::log1p(std::exp(-2.0))).epsilon(1e-15));
+  CHECK(s.data()(3) == Approx(std::log1p(std::exp(20.0))).epsilon(1e-15));  // at the threshold: still log1p
+  CHECK(s.data()(4) == 20.5);                                               // past it: x itself
+  CHECK(softplus(x, 2, 5).data()(2) == Approx(std::log1p(std::exp(2.0)) / 2).epsilon(1e-15));
+  s.backward(xt::xarray<double>(xt::ones<double>({6})));
+  CHECK(x.grad()(1) == 0.5);
+  CHECK(x.grad()(4) == 1.0);
+  CHECK(s.grad_fn_name() == "softplus");
+  auto e = TensorD::from_vector({-1, 0, 2, -1e-8}, {4}, true);
+  const auto y = elu(e, 0.5);
+  CHECK(y.data()(0) == Approx(0.5 * std::expm1(-1.0)).epsilon(1e-15));
+  CHECK(y.data()(2) == 2.0);
+  CHECK(y.data()(3) == Approx(0.5 * -1e-8).epsilon(1e-7));  // expm1, not exp - 1
+  y.backward(xt::xarray<double>(xt::ones<double>({4})));
+  CHECK(e.grad()(1) == 0.5);  // x <= 0 takes alpha exp(x), as torch
+  CHECK(e.grad()(2) == 1.0);
+  const double nan = std::nan("");
+  CHECK(std::isnan(softplus(TensorD::from_vector({nan}, {1})).data()(0)));
+  CHECK(std::isnan(elu(TensorD::from_vector({nan}, {1})).data()(0)));
+  CHECK_GRADCHECK([](const Inputs& in) { return softplus(in[0]); }, (Inputs{rand_input({3, 4}, 400, -5, 5)}));
+  CHECK_GRADCHECK([](const Inputs& in) { return softplus(in[0], 0.5, 1.0); }, (Inputs{rand_input({3, 4}, 401, -5, 5)}));
+  CHECK_GRADCHECK([](const Inputs& in) { return elu(in[0]); }, (Inputs{rand_input({3, 4}, 402, -3, 3)}));
+  CHECK_GRADCHECK([](const Inputs& in) { return elu(in[0], 1.7); }, (Inputs{rand_input({3, 4}, 403, -3, 3)}));
+}
+
+TEST_CASE("fast_log1p and fast_expm1 in float stay within a few ulp of std::log1p and std::expm1", "[elementwise]") {
+  // log1p at floats spaced by a ratio of 1.0001 from 1e-30 to 3e38 and in steps of 1e-4 over (-1, 0);
+  // expm1 in steps of 0.0137 over [-100, 88) and at ratios of 1.01 toward 0 from both sides.
+  double worst_log = 0, worst_exp = 0;
+  const auto ulps = [](float got, float want) {
+    return std::abs(static_cast<double>(got) - want) / (std::nextafter(std::abs(want), HUGE_VALF) - std::abs(want));
+  };
+  for (float z = 0; z < 3e38f; z = std::nextafter(z, HUGE_VALF) * 1.0001f + 1e-30f)
+    worst_log = std::max(worst_log, ulps(detail::fast_log1p(z), std::log1p(z)));
+  for (float z = -0.999f; z < 0; z += 1e-4f)
+    worst_log = std::max(worst_log, ulps(detail::fast_log1p(z), std::log1p(z)));
+  for (float v = -100; v < 88; v += 0.0137f) {  // fast_exp saturates to inf from 88, short of float's 88.7
+    const float want = std::expm1(v);
+    if (want == -1.0f || std::isinf(want)) continue;
+    worst_exp = std::max(worst_exp, ulps(detail::fast_expm1(v), want));
+  }
+  for (float v = 1e-30f; v < 1; v *= 1.01f) {
+    worst_exp = std::max(worst_exp, ulps(detail::fast_expm1(-v), std::expm1(-v)));
+    worst_exp = std::max(worst_exp, ulps(detail::fast_expm1(v), std::expm1(v)));
+  }
+  CHECK(worst_log <= 4);
+  CHECK(worst_exp <= 4);
+  CHECK(detail::fast_log1p(HUGE_VALF) == HUGE_VALF);
+  CHECK(detail::fast_log1p(-1.0f) == -HUGE_VALF);
+  CHECK(std::isnan(detail::fast_log1p(-2.0f)));
+  CHECK(std::isnan(detail::fast_log1p(std::nanf(""))));
+  CHECK(detail::fast_log1p(0.0f) == 0.0f);
+  CHECK(detail::fast_expm1(0.0f) == 0.0f);
+  CHECK(detail::fast_expm1(-HUGE_VALF) == -1.0f);
+  INFO("log1p " << worst_log << " ulp, expm1 " << worst_exp << " ulp");
+}
+
+TEST_CASE("softplus and elu in float (the fast paths) agree with double", "[elementwise]") {
+  const auto xd = rand_input({64, 33}, 404, -30, 30);
+  Tensor<float> xf(xt::cast<float>(xd.data()), true);
+  const auto check = [&](const Tensor<float>& yf, const TensorD& yd) {
+    CHECK(allclose(xt::xarray<double>(xt::cast<double>(yf.data())), yd.data(), 2e-6, 1e-30));
+  };
+  check(softplus(xf), softplus(TensorD(xt::cast<double>(xf.data()))));
+  check(softplus(xf, 3, 10), softplus(TensorD(xt::cast<double>(xf.data())), 3, 10));
+  check(elu(xf, 0.3), elu(TensorD(xt::cast<double>(xf.data())), 0.3));
 }

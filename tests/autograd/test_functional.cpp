@@ -1,9 +1,10 @@
 // Functional ops: softmax, losses, layer_norm and rms_norm, dropout, embedding and embedding bags, rotary
-// embeddings, gather and index_select, masking and tril / triu. Reference numbers come from torch 1.13 (float64) or are
-// computed by hand in the test.
+// embeddings, gather and index_select, topk, sort, one_hot, normalize, cosine_similarity, masking and tril / triu.
+// Reference numbers come from torch 1.13 (float64) or are computed by hand in the test.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <xtensor/xmath.hpp>
 #include <xtensor/xview.hpp>
 
@@ -1100,4 +1101,114 @@ TEST_CASE("masking errors name the shapes", "[masking][errors]") {
   CHECK_THROWS_WITH(
       tapegrad::where(mask({true, false}, {2}), x, Tensor<double>::zeros({4, 1})),
       Catch::Contains("where") && Catch::Contains("[2]") && Catch::Contains("[3]") && Catch::Contains("[4, 1]"));
+}
+
+TEST_CASE("topk and sort return values and int64 indices, ties in position order", "[indexing]") {
+  const double nan = std::nan("");
+  auto x = Tensor<double>::from_vector({1, 3, 1, 3, 2, nan, 1}, {7}, true);
+  const auto s = sort(x);
+  CHECK((s.indices == IndexArray{0, 2, 6, 4, 1, 3, 5}));  // torch.sort(stable=True): NaN last
+  CHECK(std::isnan(s.values.data()(6)));
+  const auto d = sort(x, 0, true);
+  CHECK((d.indices == IndexArray{5, 1, 3, 4, 0, 2, 6}));  // NaN first, ties still by position
+  // topk orders ties like the stable sort: the 3 smallest are positions [0, 2, 6] (torch 1.13 gives
+  // [6, 0, 2]: its partial sort's order, which it does not specify).
+  const auto small = topk(x, 3, -1, false);
+  CHECK((small.indices == IndexArray{0, 2, 6}));
+  const auto big = x.topk(3);
+  CHECK((big.indices == IndexArray{5, 1, 3}));
+  for (std::int64_t k = 0; k <= 7; ++k) {  // topk(k) is the first k of the stable sort, both ways
+    INFO("k " << k);
+    CHECK((topk(x, k).indices == IndexArray(xt::view(d.indices, xt::range(0, k)))));
+    CHECK((topk(x, k, 0, false).indices == IndexArray(xt::view(s.indices, xt::range(0, k)))));
+  }
+  // The gradient goes back to the picked positions.
+  auto [values, indices] = topk(x, 2, 0, false);
+  values.backward(xt::xarray<double>({10.0, 20.0}));
+  CHECK(x.grad()(0) == 10.0);
+  CHECK(x.grad()(2) == 20.0);
+  CHECK(x.grad()(6) == 0.0);
+  CHECK(values.grad_fn_name() == "topk");
+  // Along a middle dim, and 0-d.
+  auto m = Tensor<double>::from_vector({1, 5, 4, 2, 3, 6}, {1, 3, 2});
+  CHECK((topk(m, 1, 1).indices == IndexArray{{{1, 2}}}));
+  CHECK(sort(m, 1).values.data() == xt::xarray<double>({{{1, 2}, {3, 5}, {4, 6}}}));
+  CHECK((sort(Tensor<double>::scalar(3)).indices == IndexArray(0)));
+}
+
+TEST_CASE("topk and sort pass gradcheck, and their errors name k, the dim and its size", "[indexing][gradcheck]") {
+  CHECK_GRADCHECK([](const Inputs& in) { return topk(in[0], 2, 1).values; }, (Inputs{rand_input({3, 4}, 300)}));
+  CHECK_GRADCHECK([](const Inputs& in) { return topk(in[0], 3, 0, false).values; },
+                  (Inputs{rand_input({4, 2, 3}, 301)}));
+  CHECK_GRADCHECK([](const Inputs& in) { return sort(in[0], 1, true).values; }, (Inputs{rand_input({2, 5}, 302)}));
+  const auto x = Tensor<double>::zeros({2, 3});
+  CHECK_THROWS_WITH(topk(x, 4), Catch::Contains("topk") && Catch::Contains("k 4") && Catch::Contains("dim -1") &&
+                                    Catch::Contains("size 3") && Catch::Contains("0 to 3"));
+  CHECK_THROWS_WITH(topk(x, -1, 0), Catch::Contains("topk") && Catch::Contains("k -1") && Catch::Contains("size 2"));
+  CHECK_THROWS_WITH(topk(x, 1, 2), Catch::Contains("topk") && Catch::Contains("dim 2"));
+  CHECK_THROWS_WITH(topk(Tensor<double>::scalar(1), 0), Catch::Contains("topk") && Catch::Contains("0-d"));
+  CHECK_THROWS_WITH(sort(x, -3), Catch::Contains("sort") && Catch::Contains("dim -3"));
+}
+
+TEST_CASE("one_hot: 0/1 rows of num_classes, inferred from the max when -1", "[indexing]") {
+  const auto h = one_hot(IndexArray{0, 2, 1});
+  static_assert(std::is_same_v<decltype(h), const Tensor<float>>);
+  CHECK(h.data() == xt::xarray<float>({{1, 0, 0}, {0, 0, 1}, {0, 1, 0}}));
+  CHECK_FALSE(h.requires_grad());
+  const auto h2 = one_hot<double>(IndexArray{{1}, {3}}, 5);
+  CHECK(h2.shape() == Shape{2, 1, 5});
+  CHECK(h2.data()(1, 0, 3) == 1.0);
+  CHECK(h2.data()(1, 0, 2) == 0.0);
+  CHECK(one_hot(IndexArray(xt::zeros<std::int64_t>({0})), 3).shape() == Shape{0, 3});
+  CHECK(one_hot(IndexArray(2), 4).data() == xt::xarray<float>({0, 0, 1, 0}));
+  CHECK_THROWS_WITH(one_hot(IndexArray{0, -1}),
+                    Catch::Contains("one_hot") && Catch::Contains("index -1 at position [1]"));
+  CHECK_THROWS_WITH(one_hot(IndexArray{0, 3}, 2), Catch::Contains("one_hot") && Catch::Contains("index 3") &&
+                                                      Catch::Contains("2 classes") && Catch::Contains("0 to 1"));
+  CHECK_THROWS_WITH(one_hot(IndexArray(xt::zeros<std::int64_t>({0}))),
+                    Catch::Contains("one_hot") && Catch::Contains("empty"));
+  CHECK_THROWS_WITH(one_hot(IndexArray{0}, -2), Catch::Contains("one_hot") && Catch::Contains("-2"));
+}
+
+TEST_CASE("normalize divides by max(norm, eps), with torch's gradient at a zero row", "[normalize]") {
+  auto x = Tensor<double>::from_vector({3, 4, 0, 0}, {2, 2}, true);
+  const auto y = normalize(x);
+  CHECK(y.data() == xt::xarray<double>({{0.6, 0.8}, {0, 0}}));
+  y.backward(xt::xarray<double>({{1, 1}, {1, 1}}));
+  // torch: 1 / eps = 1e12 at the zero row (the norm's own gradient is 0 there; docs/gradients.md).
+  CHECK(x.grad()(1, 0) == Approx(1e12).epsilon(1e-12));
+  CHECK(x.grad()(1, 1) == Approx(1e12).epsilon(1e-12));
+  CHECK_GRADCHECK([](const Inputs& in) { return normalize(in[0]); }, (Inputs{rand_input({3, 4}, 303)}));
+  CHECK_GRADCHECK([](const Inputs& in) { return normalize(in[0], 1, 0); }, (Inputs{rand_input({3, 4}, 304)}));
+  CHECK_GRADCHECK([](const Inputs& in) { return normalize(in[0], 3, -1); }, (Inputs{rand_input({2, 2, 3}, 305)}));
+  CHECK_THROWS_WITH(normalize(Tensor<double>::zeros({3})), Catch::Contains("normalize") && Catch::Contains("dim 1"));
+  CHECK_THROWS_WITH(normalize(x, -2, 1), Catch::Contains("normalize") && Catch::Contains("-2"));
+}
+
+TEST_CASE("cosine_similarity: torch 1.13's clamped squared norms, values and gradients", "[normalize]") {
+  const auto a = Tensor<double>::from_vector({1, 0, 0, 0, 0, 0}, {2, 3}, true);
+  const auto b = Tensor<double>::from_vector({1, 1, 0, 1, 1, 1}, {2, 3}, true);
+  const auto c = cosine_similarity(a, b);
+  CHECK(c.data()(0) == Approx(1 / std::sqrt(2.0)).epsilon(1e-15));
+  CHECK(c.data()(1) == 0.0);
+  c.backward(xt::xarray<double>({1.0, 1.0}));
+  // At the zero row: g x2 / (eps |x2|) = 1 / (1e-8 sqrt 3) each, as torch (docs/gradients.md).
+  CHECK(a.grad()(1, 0) == Approx(1 / (1e-8 * std::sqrt(3.0))).epsilon(1e-12));
+  CHECK(b.grad()(1, 2) == 0.0);
+  // Below eps the clamp is not differentiated: g (x2 - w12 x1 / max(|x1|^2, eps^2)) / sqrt(...).
+  auto tiny = Tensor<double>::from_vector({1e-9, 0}, {1, 2}, true);
+  auto other = Tensor<double>::from_vector({1, 1}, {1, 2});
+  cosine_similarity(tiny, other, 1, 1e-8).backward(xt::xarray<double>({1.0}));
+  const double denom = 1 / std::sqrt(1e-16 * 2), w12 = 1e-9;
+  CHECK(tiny.grad()(0, 0) == Approx(denom * (1 - w12 * 1e-9 / 1e-16)).epsilon(1e-12));
+  CHECK(tiny.grad()(0, 1) == Approx(denom).epsilon(1e-12));
+  CHECK_GRADCHECK([](const Inputs& in) { return cosine_similarity(in[0], in[1]); },
+                  (Inputs{rand_input({3, 4}, 306), rand_input({3, 4}, 307)}));
+  CHECK_GRADCHECK([](const Inputs& in) { return cosine_similarity(in[0], in[1], -1); },
+                  (Inputs{rand_input({2, 1, 3}, 308), rand_input({4, 3}, 309)}));
+  CHECK_GRADCHECK([](const Inputs& in) { return cosine_similarity(in[0], in[1], 0); },
+                  (Inputs{rand_input({3, 2}, 310), rand_input({3, 1}, 311)}));
+  CHECK_THROWS_WITH(cosine_similarity(a, Tensor<double>::zeros({4})),
+                    Catch::Contains("cosine_similarity") && Catch::Contains("[2, 3]") && Catch::Contains("[4]"));
+  CHECK_THROWS_WITH(cosine_similarity(a, b, 2), Catch::Contains("cosine_similarity") && Catch::Contains("dim 2"));
 }

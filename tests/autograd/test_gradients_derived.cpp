@@ -2,6 +2,7 @@
 // framework's backward and, where the formula is a Jacobian, with jacobian(). All in double.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <limits>
 
 #include "tapegrad/autograd/jacobian.hpp"
 #include "tapegrad/autograd/ops.hpp"
@@ -359,4 +360,138 @@ TEST_CASE("gather: the Jacobian is one-hot rows, so dx scatter-adds g over repea
       for (std::size_t s = 0; s < 3; ++s)
         for (std::size_t t = 0; t < 4; ++t)
           CHECK(jac.data()(i, j, s, t) == (s == i && t == static_cast<std::size_t>(index(i, j)) ? 1.0 : 0.0));
+}
+
+TEST_CASE("norm: dx = g sgn(x) |x|^(p-1) / norm^(p-1), 0 at a zero slice, p = inf ties share g", "[gradients]") {
+  const auto x = rand_input({3, 4}, 40);
+  const auto g = random_array({3}, 41);
+  for (double p : {1.0, 1.5, 2.0, 3.0, 0.5}) {
+    INFO("p " << p);
+    const auto y = norm(x, p, {1});
+    xt::xarray<double> derived = xt::zeros<double>({3, 4});
+    for (std::size_t i = 0; i < 3; ++i)
+      for (std::size_t j = 0; j < 4; ++j) {
+        const double v = x.data()(i, j), s = v > 0 ? 1.0 : -1.0;
+        derived(i, j) = g(i) * s * std::pow(std::abs(v), p - 1) / std::pow(y.data()(i), p - 1);
+      }
+    CHECK(allclose(backward_grad(x, y, g), derived, 1e-12, 1e-14));
+    const auto jac = jacobian([&](const Tensor<double>& v) { return norm(v, p, {1}); }, x);
+    CHECK(allclose(vjp(jac, g, {3, 4}), derived, 1e-12, 1e-14));
+  }
+  // A zero slice: 0 for every p (torch 1.13's choice: the smallest subgradient, and no 0 / 0).
+  auto z = Tensor<double>::from_vector({0, 0, 0, 1, -2, 0}, {2, 3}, true);
+  for (double p : {1.0, 2.0, 3.0, 0.5, std::numeric_limits<double>::infinity()}) {
+    INFO("p " << p);
+    const xt::xarray<double> dz = backward_grad(z, norm(z, p, {1}), xt::xarray<double>({5.0, 1.0}));
+    CHECK(dz(0, 0) == 0.0);
+    CHECK(dz(0, 2) == 0.0);
+    CHECK(dz(1, 2) == 0.0);  // a zero element of a non-zero slice: 0 also for p < 1 (|0|^(p-1) = inf)
+  }
+  // p = inf: |x| = 2 twice; each tied maximum gets g / 2 with its sign.
+  auto t = Tensor<double>::from_vector({2, 1, -2}, {3}, true);
+  CHECK((backward_grad(t, norm(t, std::numeric_limits<double>::infinity()), xt::xarray<double>(3.0)) ==
+         xt::xarray<double>({1.5, 0, -1.5})));
+}
+
+TEST_CASE("std: dx = g (x - mean) / (divisor std), and 0 at a constant slice", "[gradients]") {
+  auto x = Tensor<double>::from_vector({1, 2, 4, 3, 3, 3}, {2, 3}, true);
+  const auto g = xt::xarray<double>({2.0, 7.0});
+  const auto y = tapegrad::std(x, 1);
+  const double mean = 7.0 / 3, sd = y.data()(0);
+  const xt::xarray<double> dx = backward_grad(x, y, g);
+  for (std::size_t j = 0; j < 3; ++j) {
+    CHECK(dx(0, j) == Approx(2.0 * (x.data()(0, j) - mean) / (2 * sd)).epsilon(1e-13));
+    CHECK(dx(1, j) == 0.0);
+  }
+}
+
+TEST_CASE("normalize: dx = (g - y (g . y)) / norm above eps, g / eps below", "[gradients]") {
+  const auto x = rand_input({2, 5}, 42);
+  const auto g = random_array({2, 5}, 43);
+  const auto y = normalize(x);
+  xt::xarray<double> derived = xt::zeros<double>({2, 5});
+  for (std::size_t i = 0; i < 2; ++i) {
+    double n = 0, gy = 0;
+    for (std::size_t j = 0; j < 5; ++j) n += x.data()(i, j) * x.data()(i, j);
+    n = std::sqrt(n);
+    for (std::size_t j = 0; j < 5; ++j) gy += g(i, j) * y.data()(i, j);
+    for (std::size_t j = 0; j < 5; ++j) derived(i, j) = (g(i, j) - y.data()(i, j) * gy) / n;
+  }
+  CHECK(allclose(backward_grad(x, y, g), derived, 1e-12, 1e-14));
+  // Below eps the denominator is the constant eps: dx = g / eps, at a zero row too.
+  auto small = Tensor<double>::from_vector({1e-3, 0, 0, 0}, {2, 2}, true);
+  const xt::xarray<double> ds = backward_grad(small, normalize(small, 2, 1, 0.1), xt::xarray<double>({{1, 2}, {3, 4}}));
+  CHECK(allclose(ds, xt::xarray<double>({{10, 20}, {30, 40}}), 1e-14));
+}
+
+TEST_CASE("cosine_similarity: dx1 = g (x2 - w12 x1 / s1) / sqrt(s1 s2) with the clamped squared norms", "[gradients]") {
+  // Row 0 ordinary, row 1 below eps (1e-9), row 2 zero: the same formula throughout, as torch.
+  auto x1 = Tensor<double>::from_vector({0.3, -1.2, 0.5, 1e-9, -2e-9, 0, 0, 0, 0}, {3, 3}, true);
+  auto x2 = Tensor<double>::from_vector({1.1, 0.4, -0.7, 0.2, 0.9, -0.3, 1, 2, 2}, {3, 3}, true);
+  const auto g = xt::xarray<double>({0.7, -1.3, 2.0});
+  const double eps2 = 1e-16;
+  xt::xarray<double> d1 = xt::zeros<double>({3, 3}), d2 = xt::zeros<double>({3, 3});
+  xt::xarray<double> value = xt::zeros<double>({3});
+  for (std::size_t i = 0; i < 3; ++i) {
+    double w12 = 0, s1 = 0, s2 = 0;
+    for (std::size_t j = 0; j < 3; ++j) {
+      const double a = x1.data()(i, j), b = x2.data()(i, j);
+      w12 += a * b;
+      s1 += a * a;
+      s2 += b * b;
+    }
+    s1 = std::max(s1, eps2);
+    s2 = std::max(s2, eps2);
+    const double denom = 1 / std::sqrt(s1 * s2);
+    value(i) = w12 * denom;
+    for (std::size_t j = 0; j < 3; ++j) {
+      d1(i, j) = g(i) * denom * (x2.data()(i, j) - w12 * x1.data()(i, j) / s1);
+      d2(i, j) = g(i) * denom * (x1.data()(i, j) - w12 * x2.data()(i, j) / s2);
+    }
+  }
+  const auto y = cosine_similarity(x1, x2);
+  CHECK(allclose(y.data(), value, 1e-14, 1e-15));
+  y.backward(g);
+  CHECK(allclose(x1.grad(), d1, 1e-12));
+  CHECK(allclose(x2.grad(), d2, 1e-12, 1e-14));
+}
+
+TEST_CASE("kl_div: dx = -t, dt = log t + 1 - x (NaN at t = 0), and the log_target forms", "[gradients]") {
+  auto x = Tensor<double>::from_vector({-1.2, -0.4, -2.0, -0.9}, {2, 2}, true);
+  auto t = Tensor<double>::from_vector({0.2, 0.8, 0.0, 1.0}, {2, 2}, true);
+  const auto g = xt::xarray<double>({{1.5, -0.5}, {2.0, 0.25}});
+  kl_div(x, t, Reduction::None).backward(g);
+  for (std::size_t i = 0; i < 2; ++i)
+    for (std::size_t j = 0; j < 2; ++j) {
+      const double tv = t.data()(i, j), xv = x.data()(i, j);
+      CHECK(x.grad()(i, j) == Approx(-g(i, j) * tv).margin(1e-15));
+      if (tv == 0)
+        CHECK(std::isnan(t.grad()(i, j)));
+      else
+        CHECK(t.grad()(i, j) == Approx(g(i, j) * (std::log(tv) + 1 - xv)).epsilon(1e-14));
+    }
+  // log_target: l = exp(t) (t - x), dx = -exp(t), dt = exp(t) (t - x + 1); batchmean divides by N = 2.
+  auto lx = Tensor<double>::from_vector({-1.2, -0.4, -2.0, -0.9}, {2, 2}, true);
+  auto lt = Tensor<double>::from_vector({-1.0, -0.5, -3.0, -0.1}, {2, 2}, true);
+  kl_div(lx, lt, Reduction::BatchMean, true).backward();
+  for (std::size_t i = 0; i < 2; ++i)
+    for (std::size_t j = 0; j < 2; ++j) {
+      const double tv = lt.data()(i, j), xv = lx.data()(i, j);
+      CHECK(lx.grad()(i, j) == Approx(-std::exp(tv) / 2).epsilon(1e-14));
+      CHECK(lt.grad()(i, j) == Approx(std::exp(tv) * (tv - xv + 1) / 2).epsilon(1e-14));
+    }
+}
+
+TEST_CASE("topk and sort: dx scatters g to the picked positions, ties by position", "[gradients]") {
+  // Ties at 3 (positions 1 and 3) and 1 (positions 0, 2, 6): the stable order decides who gets which g.
+  auto x = Tensor<double>::from_vector({1, 3, 1, 3, 2, 0, 1}, {7}, true);
+  const auto g = xt::xarray<double>({10, 20, 30});
+  const auto top = topk(x, 3);  // 3 (pos 1), 3 (pos 3), 2 (pos 4)
+  CHECK((backward_grad(x, top.values, g) == xt::xarray<double>({0, 10, 0, 20, 30, 0, 0})));
+  const auto low = topk(x, 2, 0, false);  // 0 (pos 5), then the first of the tied 1s (pos 0)
+  CHECK((backward_grad(x, low.values, xt::xarray<double>({10, 20})) == xt::xarray<double>({20, 0, 0, 0, 0, 10, 0})));
+  const auto s = sort(x);
+  const auto gs = random_array({7}, 44);
+  const xt::xarray<double> ds = backward_grad(x, s.values, gs);
+  for (std::size_t r = 0; r < 7; ++r) CHECK(ds(static_cast<std::size_t>(s.indices(r))) == gs(r));
 }

@@ -1,14 +1,19 @@
-// mse_loss, l1_loss, binary_cross_entropy and binary_cross_entropy_with_logits: gradcheck in double for
-// every reduction (input and target both differentiable), hand-computed values, numerical stability at
-// the edges, and errors. Parity with torch's values is in test_parity_ops.cpp.
+// mse_loss, l1_loss, smooth_l1_loss, huber_loss, kl_div, binary_cross_entropy and
+// binary_cross_entropy_with_logits: gradcheck in double for every reduction (input and target both
+// differentiable), hand-computed values, numerical stability at the edges, and errors. Parity with
+// torch's values is in test_parity_ops.cpp.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <functional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "tapegrad/autograd/ops.hpp"
 #include "tests/helpers.hpp"
 
 using namespace tapegrad;
+using tapegrad::testing::allclose;
 using tapegrad::testing::rand_input;
 using TD = Tensor<double>;
 using Inputs = std::vector<TD>;
@@ -166,4 +171,101 @@ TEST_CASE("binary_cross_entropy_with_logits equals BCE of the sigmoid and stays 
   bad.pos_weight = TD::ones({3});
   CHECK_THROWS_WITH(binary_cross_entropy_with_logits(TD::zeros({2}), TD::zeros({2}), bad),
                     Catch::Contains("binary_cross_entropy_with_logits") && Catch::Contains("[3]"));
+}
+
+TEST_CASE("smooth_l1_loss and huber_loss: gradcheck for each reduction, values at beta and delta",
+          "[loss][gradcheck]") {
+  for (Reduction r : kReductions) {
+    INFO("reduction " << static_cast<int>(r));
+    for (double beta : {1.0, 0.3, 0.0}) {
+      CHECK_GRADCHECK([=](const Inputs& in) { return smooth_l1_loss(in[0], in[1], r, beta); },
+                      (Inputs{rand_input({3, 4}, 20, -2, 2), rand_input({3, 4}, 21)}));
+    }
+    CHECK_GRADCHECK([=](const Inputs& in) { return huber_loss(in[0], in[1], r, 0.7); },
+                    (Inputs{rand_input({2, 3, 4}, 22, -2, 2), rand_input({3, 1}, 23)}));
+  }
+  const TD x = TD::from_vector({0, 0.5, 3, -3}, {4}, true), t = TD::zeros({4});
+  CHECK(smooth_l1_loss(x, t, Reduction::None, 0.5).data() == xt::xarray<double>({0, 0.25, 2.75, 2.75}));
+  CHECK(huber_loss(x, t, Reduction::None, 0.5).data() == xt::xarray<double>({0, 0.125, 1.375, 1.375}));
+  // Huber is smooth_l1 times delta (torch's identity).
+  const TD y = rand_input({5}, 24, -3, 3);
+  CHECK(allclose(huber_loss(y, TD::zeros({5}), Reduction::Sum, 2.0).data(),
+                 (smooth_l1_loss(y, TD::zeros({5}), Reduction::Sum, 2.0) * 2.0).data(), 1e-15));
+  // Deliberate difference: at beta = 0 and d = 0 the gradient is l1_loss's 0 (torch 1.13 gives -g).
+  auto z = TD::from_vector({1, 2}, {2}, true);
+  smooth_l1_loss(z, TD::from_vector({1, 1}, {2}), Reduction::Sum, 0.0).backward();
+  CHECK(z.grad() == xt::xarray<double>({0, 1}));
+  CHECK_THROWS_WITH(smooth_l1_loss(x, t, Reduction::Mean, -1.0),
+                    Catch::Contains("smooth_l1_loss") && Catch::Contains("beta must be >= 0") && Catch::Contains("-1"));
+  CHECK_THROWS_WITH(huber_loss(x, t, Reduction::Mean, 0.0),
+                    Catch::Contains("huber_loss") && Catch::Contains("delta must be > 0") && Catch::Contains("0"));
+  CHECK_THROWS_WITH(huber_loss(x, TD::zeros({3}), Reduction::Mean),
+                    Catch::Contains("huber_loss") && Catch::Contains("[4]") && Catch::Contains("[3]"));
+}
+
+TEST_CASE("kl_div: torch's pointwise terms, batchmean, log_target and gradients", "[loss][gradcheck]") {
+  const TD logp = log_softmax(rand_input({3, 4}, 25), 1);
+  const TD q = softmax(rand_input({3, 4}, 26), 1);
+  // batchmean is the sum over the batch size; mean is over every element (torch's default).
+  const double total = kl_div(logp, q, Reduction::Sum).item();
+  CHECK(kl_div(logp, q, Reduction::BatchMean).item() == Approx(total / 3).epsilon(1e-15));
+  CHECK(kl_div(logp, q).item() == Approx(total / 12).epsilon(1e-15));
+  CHECK(allclose(kl_div(logp, log(q), Reduction::None, true).data(), kl_div(logp, q, Reduction::None).data(), 1e-14));
+  CHECK(kl_div(TD::scalar(-1.0), TD::scalar(0.5), Reduction::BatchMean).item() ==
+        Approx(0.5 * (std::log(0.5) + 1)).epsilon(1e-15));  // a 0-d input: the sum, as torch
+  for (Reduction r : {Reduction::None, Reduction::Mean, Reduction::Sum, Reduction::BatchMean}) {
+    INFO("reduction " << static_cast<int>(r));
+    CHECK_GRADCHECK([=](const Inputs& in) { return kl_div(in[0], in[1], r); },
+                    (Inputs{rand_input({3, 4}, 27), rand_input({3, 4}, 28, 0.1, 1.0)}));
+    CHECK_GRADCHECK([=](const Inputs& in) { return kl_div(in[0], in[1], r, true); },
+                    (Inputs{rand_input({2, 3, 4}, 29), rand_input({3, 4}, 30, -3, 0)}));
+  }
+  // A zero target: its term is 0 (xlogy), the input's gradient -0, the target's NaN (torch 1.13).
+  auto x = TD::from_vector({-1, -2}, {2}, true), t = TD::from_vector({0, 0.3}, {2}, true);
+  const TD l = kl_div(x, t, Reduction::Sum);
+  CHECK(l.item() == Approx(0.3 * (std::log(0.3) + 2)).epsilon(1e-15));
+  l.backward();
+  CHECK(x.grad()(0) == 0.0);
+  CHECK(std::isnan(t.grad()(0)));
+  CHECK(t.grad()(1) == Approx(std::log(0.3) + 1 + 2).epsilon(1e-15));
+}
+
+TEST_CASE("every loss refuses a reduction it does not take, naming it", "[loss][errors]") {
+  const TD x = softmax(rand_input({2, 3}, 31), 1), y = softmax(rand_input({2, 3}, 32), 1);
+  const IndexArray target = {0, 2};
+  const auto bad = static_cast<Reduction>(7);
+  // The message of the ShapeError f throws ("" if none).
+  const auto error_of = [](const std::function<void()>& f) -> std::string {
+    try {
+      f();
+    } catch (const ShapeError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  for (Reduction r : {Reduction::BatchMean, bad}) {
+    const std::string named = r == Reduction::BatchMean ? "reduction 'batchmean'" : "reduction (7)";
+    INFO(named);
+    CrossEntropyOptions ce;
+    ce.reduction = r;
+    BinaryCrossEntropyOptions<double> bce;
+    bce.reduction = r;
+    BinaryCrossEntropyWithLogitsOptions<double> bcel;
+    bcel.reduction = r;
+    const std::pair<const char*, std::function<void()>> calls[] = {
+        {"cross_entropy:", [&] { cross_entropy(x, target, ce); }},
+        {"nll_loss:", [&] { nll_loss(x, target, r); }},
+        {"mse_loss:", [&] { mse_loss(x, y, r); }},
+        {"l1_loss:", [&] { l1_loss(x, y, r); }},
+        {"smooth_l1_loss:", [&] { smooth_l1_loss(x, y, r); }},
+        {"huber_loss:", [&] { huber_loss(x, y, r); }},
+        {"binary_cross_entropy:", [&] { binary_cross_entropy(x, y, bce); }},
+        {"binary_cross_entropy_with_logits:", [&] { binary_cross_entropy_with_logits(x, y, bcel); }},
+    };
+    for (const auto& [op, call] : calls) {
+      CHECK_THAT(error_of(call), Catch::StartsWith(op) && Catch::Contains(named));
+    }
+  }
+  CHECK_THROWS_WITH(kl_div(x, y, bad), Catch::Contains("kl_div") && Catch::Contains("(7)"));
+  CHECK_THROWS_WITH(kl_div(x, TD::zeros({4})), Catch::Contains("kl_div") && Catch::Contains("[2, 3]"));
 }

@@ -39,6 +39,8 @@ class Args : public testing::CaseInputs<T> {
   BoolArray mask(const std::string& name) const {
     return this->file_.template get<bool>(this->prefix_ + ".arg." + name);
   }
+  /// torch's int64 indices beside the values of topk and sort.
+  IndexArray torch_indices() const { return this->file_.template get<std::int64_t>(this->prefix_ + ".indices"); }
   /// A float argument that gets no gradient (a loss weight, a constant target).
   Tensor<T> constant(const std::string& name) const {
     return Tensor<T>(this->file_.template get<T>(this->prefix_ + ".arg." + name));
@@ -87,6 +89,41 @@ std::vector<std::pair<std::string, Op<T>>> cases() {
       return binary_cross_entropy_with_logits(a.in("x"), a.in("target"), o);
     };
   };
+  // topk and sort: the indices must equal torch's; the values go on to the output's comparison.
+  const auto picked = [](const Args<T>& a, const ValuesIndices<T>& r) {
+    const IndexArray want = a.torch_indices();
+    INFO("indices differ from torch's");
+    CHECK(r.indices == want);
+    return r.values;
+  };
+  const auto top = [picked](std::int64_t k, std::int64_t dim = -1, bool largest = true) {
+    return [=](const Args<T>& a) { return picked(a, topk(a.in("x"), k, dim, largest)); };
+  };
+  const auto sorted = [picked](std::int64_t dim, bool descending) {
+    return [=](const Args<T>& a) { return picked(a, sort(a.in("x"), dim, descending)); };
+  };
+  const auto vnorm = [](double p, std::vector<std::int64_t> dims, bool keepdim = false) {
+    return [=](const Args<T>& a) { return norm(a.in("x"), p, dims, keepdim); };
+  };
+  const auto padded = [](std::vector<std::int64_t> pads, double value = 0) {
+    return [=](const Args<T>& a) { return pad(a.in("x"), pads, value); };
+  };
+  const auto repeated = [](std::vector<std::int64_t> repeats) {
+    return [=](const Args<T>& a) { return repeat(a.in("x"), repeats); };
+  };
+  const auto cos_sim = [](std::int64_t dim = 1, double eps = 1e-8) {
+    return [=](const Args<T>& a) { return cosine_similarity(a.in("x1"), a.in("x2"), dim, eps); };
+  };
+  const auto smooth_l1 = [](Reduction reduction, double beta = 1.0) {
+    return [=](const Args<T>& a) { return smooth_l1_loss(a.in("x"), a.in("target"), reduction, beta); };
+  };
+  const auto huber = [](Reduction reduction, double delta = 1.0) {
+    return [=](const Args<T>& a) { return huber_loss(a.in("x"), a.in("target"), reduction, delta); };
+  };
+  const auto kl = [](Reduction reduction, bool log_target = false) {
+    return [=](const Args<T>& a) { return kl_div(a.in("x"), a.in("target"), reduction, log_target); };
+  };
+  constexpr double inf = std::numeric_limits<double>::infinity();
   return {
       {"matmul_2d", mm},
       {"matmul_batched_broadcast", mm},
@@ -225,6 +262,74 @@ std::vector<std::pair<std::string, Op<T>>> cases() {
       {"triu", [](const Args<T>& a) { return triu(a.in("x")); }},
       {"triu_diag2_batched", [](const Args<T>& a) { return triu(a.in("x"), 2); }},
       {"triu_diag_neg1_batched_tall", [](const Args<T>& a) { return triu(a.in("x"), -1); }},
+      {"cumsum_dim1", [](const Args<T>& a) { return cumsum(a.in("x"), 1); }},
+      {"cumsum_dim_neg1_zeros", [](const Args<T>& a) { return cumsum(a.in("x"), -1); }},
+      {"cumsum_dim0", [](const Args<T>& a) { return cumsum(a.in("x"), 0); }},
+      {"cumsum_0d", [](const Args<T>& a) { return cumsum(a.in("x"), 0); }},
+      {"softplus", [](const Args<T>& a) { return softplus(a.in("x")); }},
+      {"softplus_beta2_threshold5", [](const Args<T>& a) { return softplus(a.in("x"), 2, 5); }},
+      {"softplus_beta05", [](const Args<T>& a) { return softplus(a.in("x"), 0.5); }},
+      {"elu", [](const Args<T>& a) { return elu(a.in("x")); }},
+      {"elu_alpha05_zeros", [](const Args<T>& a) { return elu(a.in("x"), 0.5); }},
+      {"std_dim1", [](const Args<T>& a) { return tapegrad::std(a.in("x"), 1); }},
+      {"std_dims02_biased_keepdim",
+       [](const Args<T>& a) {
+         return tapegrad::std(a.in("x"), {0, 2}, 0, true);
+       }},
+      {"std_all", [](const Args<T>& a) { return tapegrad::std(a.in("x"), std::vector<std::int64_t>{}); }},
+      {"std_constant_row", [](const Args<T>& a) { return a.in("x").std(-1); }},
+      {"norm_all", [](const Args<T>& a) { return norm(a.in("x")); }},
+      {"norm_p2_dim1_zero_row", vnorm(2, {1})},
+      {"norm_p1_dim_neg1_zeros", vnorm(1, {-1})},
+      {"norm_inf_ties_zero_row", vnorm(inf, {1}, true)},
+      {"norm_p3_dim0_zero_col", vnorm(3, {0})},
+      {"norm_p05_zeros", vnorm(0.5, {0})},
+      {"norm_p15_zero_row", vnorm(1.5, {1})},
+      {"norm_p0_count", vnorm(0, {0})},
+      {"norm_p2_dims02", vnorm(2, {0, 2})},
+      {"topk_k2_last", top(2)},
+      {"topk_smallest_dim0", top(3, 0, false)},
+      {"topk_k_eq_size", top(6)},
+      {"topk_ties_not_picked", top(3)},
+      {"topk_k0", top(0)},
+      {"topk_nan", top(2)},
+      {"sort_last", sorted(-1, false)},
+      {"sort_descending_dim0", sorted(0, true)},
+      {"sort_ties", sorted(-1, false)},
+      {"sort_ties_descending", sorted(-1, true)},
+      {"sort_nan_descending", sorted(1, true)},
+      {"pad_last", padded({1, 2})},
+      {"pad_2d_value", padded({1, 0, 2, 1}, 0.5)},
+      {"pad_negative_crop", padded({-1, 2, 0, -1})},
+      {"pad_no_pads", padded({})},
+      {"pad_crop_to_zero", padded({0, -3})},
+      {"pad_3d_all", padded({1, 1, 0, 2, 1, 0}, -1.5)},
+      {"repeat_lead_dims", repeated({2, 1, 2})},
+      {"repeat_ones", repeated({1, 1})},
+      {"repeat_zero", repeated({2, 0})},
+      {"repeat_3d", [](const Args<T>& a) { return a.in("x").repeat(1, 4, 2); }},
+      {"normalize_zero_row", [](const Args<T>& a) { return normalize(a.in("x")); }},
+      {"normalize_p1_dim0", [](const Args<T>& a) { return normalize(a.in("x"), 1, 0); }},
+      {"normalize_eps_clamped", [](const Args<T>& a) { return normalize(a.in("x"), 2, 1, 0.1); }},
+      {"normalize_inf_dim_neg1", [=](const Args<T>& a) { return normalize(a.in("x"), inf, -1); }},
+      {"cosine_similarity", cos_sim()},
+      {"cosine_similarity_tiny_zero_rows", cos_sim()},
+      {"cosine_similarity_broadcast_neg1", cos_sim(-1)},
+      {"cosine_similarity_dim0_eps", cos_sim(0, 0.5)},
+      {"smooth_l1_loss_mean", smooth_l1(Reduction::Mean)},
+      {"smooth_l1_loss_beta05_none", smooth_l1(Reduction::None, 0.5)},
+      {"smooth_l1_loss_beta0_sum", smooth_l1(Reduction::Sum, 0.0)},
+      {"smooth_l1_loss_broadcast_mean", smooth_l1(Reduction::Mean)},
+      {"huber_loss_mean", huber(Reduction::Mean)},
+      {"huber_loss_delta2_none", huber(Reduction::None, 2.0)},
+      {"huber_loss_delta05_sum", huber(Reduction::Sum, 0.5)},
+      {"kl_div_mean", kl(Reduction::Mean)},
+      {"kl_div_batchmean", kl(Reduction::BatchMean)},
+      {"kl_div_sum", kl(Reduction::Sum)},
+      {"kl_div_log_target_batchmean", kl(Reduction::BatchMean, true)},
+      {"kl_div_log_target_none", kl(Reduction::None, true)},
+      {"kl_div_broadcast_batchmean", kl(Reduction::BatchMean)},
+      {"kl_div_target_zeros_none", kl(Reduction::None)},
   };
 }
 

@@ -1,5 +1,5 @@
-// Shape ops (transpose ... expand) and reductions (sum, mean, var, logsumexp, max, min, argmax,
-// argmin): values, gradients, ties and error messages.
+// Shape ops (transpose ... expand, pad, repeat) and reductions (sum, mean, var, std, norm, cumsum,
+// logsumexp, max, min, argmax, argmin): values, gradients, ties and error messages.
 #include <fmt/format.h>
 
 #include <catch2/catch.hpp>
@@ -650,4 +650,131 @@ TEST_CASE("reduction errors name the op and the values", "[reduce][errors]") {
                  Contains("min") && Contains("dim 1 of size 0") && Contains("[2, 0]"));
   CHECK_OP_ERROR(argmin(x, 2), Contains("argmin") && Contains("dim 2"));
   CHECK_OP_ERROR(argmin(Tensor<double>::zeros({0, 2}), 0), Contains("argmin") && Contains("size 0"));
+}
+
+// ---------------------------------------------------------------------------------------------------
+// cumsum, std, norm, pad, repeat
+
+TEST_CASE("cumsum runs along the dim, and its gradient is the reversed cumulative sum", "[reduce]") {
+  auto x = iota({2, 3}, true);
+  const auto y = cumsum(x, 1);
+  CHECK(y.data() == values({0, 1, 3, 3, 7, 12}, {2, 3}));
+  CHECK(cumsum(x, -2).data() == values({0, 1, 2, 3, 5, 7}, {2, 3}));
+  CHECK(y.grad_fn_name() == "cumsum");
+  y.backward(values({1, 2, 3, 4, 5, 6}, {2, 3}));
+  CHECK(x.grad() == values({6, 5, 3, 15, 11, 6}, {2, 3}));
+  CHECK(cumsum(Tensor<double>::scalar(2.5), -1).item() == 2.5);  // a 0-d tensor takes dim 0 or -1
+  CHECK(cumsum(Tensor<double>::zeros({0, 3}), 1).shape() == Shape{0, 3});
+  CHECK_GRADCHECK([](const Inputs& in) { return cumsum(in[0], 1); }, (Inputs{rand_input({2, 4, 3}, 200)}));
+  CHECK_GRADCHECK([](const Inputs& in) { return cumsum(in[0], 0); }, (Inputs{rand_input({5}, 201)}));
+}
+
+TEST_CASE("std is the square root of var, with a zero gradient at a constant slice", "[reduce]") {
+  const auto x = rand_input({3, 4}, 202);
+  for (std::int64_t correction : {0, 1}) {
+    CHECK(allclose(tapegrad::std(x, {1}, correction).data(), sqrt(var(x, {1}, correction)).data(), 1e-14));
+    CHECK(allclose(x.std(0, correction, true).data(), sqrt(var(x, {0}, correction, true)).data(), 1e-14));
+    CHECK_GRADCHECK([=](const Inputs& in) { return tapegrad::std(in[0], {0}, correction); }, (Inputs{x}));
+    CHECK_GRADCHECK([=](const Inputs& in) { return tapegrad::std(in[0], {}, correction, true); }, (Inputs{x}));
+  }
+  // torch 1.13 masks g / (2 std) where std is 0: the constant row gets 0, not NaN (docs/gradients.md).
+  auto c = Tensor<double>::from_vector({2, 2, 2, 1, 2, 4}, {2, 3}, true);
+  const auto s = tapegrad::std(c, 1);
+  CHECK(s.data()(0) == 0.0);
+  s.backward(values({1, 1}, {2}));
+  for (std::size_t j = 0; j < 3; ++j) CHECK(c.grad()(0, j) == 0.0);
+  CHECK(std::isfinite(c.grad()(1, 0)));
+  CHECK(s.grad_fn_name() == "std");
+}
+
+TEST_CASE("norm: p = 2, 1, inf, 0 and general p, over dims, as torch.linalg.vector_norm", "[reduce]") {
+  const auto x = Tensor<double>::from_vector({3, -4, 0, 1, -2, 2}, {2, 3});
+  CHECK(norm(x).item() == Approx(std::sqrt(34.0)).epsilon(1e-15));
+  CHECK(norm(x, 2, 1).data() == values({5, 3}, {2}));
+  CHECK(norm(x, 1, {1}).data() == values({7, 5}, {2}));
+  CHECK(norm(x, std::numeric_limits<double>::infinity(), {0}, true).data() == values({3, 4, 2}, {1, 3}));
+  CHECK(norm(x, 0, {1}).data() == values({2, 3}, {2}));
+  CHECK(norm(x, 3, {1}).data()(0) == Approx(std::cbrt(91.0)).epsilon(1e-14));
+  CHECK(x.norm(1).item() == 12);
+  for (double p : {2.0, 1.0, 3.0, 0.5, 1.5, std::numeric_limits<double>::infinity()}) {
+    INFO("p " << p);
+    // Random inputs have no zeros and no ties: the norm is smooth there for every p.
+    CHECK_GRADCHECK([=](const Inputs& in) { return norm(in[0], p, {1}); }, (Inputs{rand_input({3, 4}, 203)}));
+    CHECK_GRADCHECK(
+        [=](const Inputs& in) {
+          return norm(in[0], p, {0, 2}, true);
+        },
+        (Inputs{rand_input({2, 3, 2}, 204)}));
+  }
+}
+
+TEST_CASE("norm's gradient at a slice of zeros is 0 for every p, and p = inf shares ties", "[reduce]") {
+  // torch 1.13: vector_norm(zeros(3), p).backward() gives zeros for p = 2, 1, inf, 3 and 0.5 (and
+  // p = 2's x / norm would be 0 / 0); see docs/gradients.md, "norm".
+  for (double p : {2.0, 1.0, 3.0, 0.5, 1.5, 0.0, std::numeric_limits<double>::infinity()}) {
+    INFO("p " << p);
+    auto z = Tensor<double>::zeros({2, 3}, true);
+    norm(z, p, {1}).backward(values({1, 1}, {2}));
+    CHECK(z.grad() == xt::xarray<double>(xt::zeros<double>({2, 3})));
+  }
+  // p = inf: the maxima of |x| share the gradient equally, with x's sign ([0.5, -0.5, 0] as torch).
+  auto t = Tensor<double>::from_vector({2, -2, 1}, {3}, true);
+  norm(t, std::numeric_limits<double>::infinity()).backward();
+  CHECK(t.grad() == values({0.5, -0.5, 0}, {3}));
+  // p < 1: a zero element of a non-zero slice gets 0 (not 0 * inf), as torch.
+  auto h = Tensor<double>::from_vector({1, -2, 0}, {3}, true);
+  norm(h, 0.5).backward();
+  CHECK(h.grad()(2) == 0.0);
+  CHECK(h.grad()(0) == Approx(2.414213562373095).epsilon(1e-14));
+}
+
+TEST_CASE("pad adds value around the last dims and crops with negative pads, as F.pad", "[shape]") {
+  auto x = iota({2, 3}, true);
+  const auto y = pad(x, {1, 2}, -1.0);
+  CHECK(y.data() == values({-1, 0, 1, 2, -1, -1, -1, 3, 4, 5, -1, -1}, {2, 6}));
+  CHECK(y.grad_fn_name() == "pad");
+  CHECK(pad(x, {0, 0, 1, 0}).data() == values({0, 0, 0, 0, 1, 2, 3, 4, 5}, {3, 3}));
+  const auto crop = pad(x, {-1, 1, 0, -1});
+  CHECK(crop.data() == values({1, 2, 0}, {1, 3}));
+  crop.backward(values({7, 8, 9}, {1, 3}));
+  CHECK(x.grad() == values({0, 7, 8, 0, 0, 0}, {2, 3}));
+  CHECK(pad(x, {0, -3}).shape() == Shape{2, 0});
+  CHECK(pad(x, {}).data() == x.data());
+  CHECK(pad(Tensor<double>::scalar(3), {}).item() == 3);
+  CHECK_GRADCHECK([](const Inputs& in) { return pad(in[0], {1, -1, 2, 0}, 0.5); }, (Inputs{rand_input({3, 4}, 205)}));
+  CHECK_GRADCHECK(
+      [](const Inputs& in) {
+        return pad(in[0], {0, 1, -1, 1, 1, 1});
+      },
+      (Inputs{rand_input({2, 3, 2}, 206)}));
+}
+
+TEST_CASE("repeat tiles along each dim and sums the tiles' gradients, as Tensor.repeat", "[shape]") {
+  auto x = iota({2, 2}, true);
+  const auto y = repeat(x, {1, 2});
+  CHECK(y.data() == values({0, 1, 0, 1, 2, 3, 2, 3}, {2, 4}));
+  CHECK(x.repeat(2, 1, 1).shape() == Shape{2, 2, 2});
+  CHECK(x.repeat(0, 1).shape() == Shape{0, 2});
+  CHECK(repeat(Tensor<double>::scalar(2), {2, 3}).data() == values({2, 2, 2, 2, 2, 2}, {2, 3}));
+  CHECK(y.grad_fn_name() == "repeat");
+  y.backward(values({1, 2, 3, 4, 5, 6, 7, 8}, {2, 4}));
+  CHECK(x.grad() == values({4, 6, 12, 14}, {2, 2}));
+  CHECK_GRADCHECK([](const Inputs& in) { return repeat(in[0], {2, 1, 3}); }, (Inputs{rand_input({2, 2}, 207)}));
+}
+
+TEST_CASE("cumsum, std, norm, pad and repeat errors name the op and the values", "[reduce][shape][errors]") {
+  auto x = iota({2, 3});
+  CHECK_OP_ERROR(cumsum(x, 2), Contains("cumsum") && Contains("dim 2") && Contains("rank 2"));
+  CHECK_OP_ERROR(cumsum(Tensor<double>::scalar(1), 1), Contains("cumsum") && Contains("dim 1"));
+  CHECK_OP_ERROR(tapegrad::std(x, {0, 0}), Contains("std") && Contains("dim 0 appears more than once"));
+  CHECK_OP_ERROR(tapegrad::std(x, -3), Contains("std") && Contains("dim -3"));
+  CHECK_OP_ERROR(norm(x, -1.0), Contains("norm") && Contains("p must be >= 0") && Contains("-1"));
+  CHECK_OP_ERROR(norm(x, std::nan(""), {1}), Contains("norm") && Contains("nan"));
+  CHECK_OP_ERROR(norm(x, 2, {3}), Contains("norm") && Contains("dim 3"));
+  CHECK_OP_ERROR(pad(x, {1}), Contains("pad") && Contains("even") && Contains("[1]"));
+  CHECK_OP_ERROR(pad(x, {1, 1, 1, 1, 1, 1}), Contains("pad") && Contains("6 pads cover 3 dims") && Contains("[2, 3]"));
+  CHECK_OP_ERROR(pad(x, {0, -4}),
+                 Contains("pad") && Contains("(0, -4)") && Contains("dim 1 of size 3") && Contains("negative (-1)"));
+  CHECK_OP_ERROR(repeat(x, {2}), Contains("repeat") && Contains("[2]") && Contains("[2, 3]"));
+  CHECK_OP_ERROR(repeat(x, {1, -2}), Contains("repeat") && Contains(">= 0") && Contains("-2 at position 1"));
 }

@@ -171,3 +171,21 @@ TEST_CASE("method chains read like torch and pass gradcheck", "[tensor][methods]
   CHECK(x.t().to_vector() == std::vector<float>{1, 3, 2, 4});
   CHECK(x.pow(2).sum(0).to_vector() == std::vector<float>{10, 20});
 }
+
+TEST_CASE("std, norm, cumsum, topk, sort and repeat methods equal their free functions", "[tensor][methods]") {
+  check_same([](const TD& x) { return x.std(1); }, [](const TD& x) { return tapegrad::std(x, {1}); }, {3, 4});
+  check_same([](const TD& x) { return x.std({0}, 0, true); },
+             [](const TD& x) { return tapegrad::std(x, {0}, 0, true); }, {3, 4});
+  check_same([](const TD& x) { return x.norm(); }, [](const TD& x) { return norm(x); }, {3, 4});
+  check_same([](const TD& x) { return x.norm(1, -1, true); }, [](const TD& x) { return norm(x, 1, {-1}, true); },
+             {3, 4});
+  check_same([](const TD& x) { return x.cumsum(0); }, [](const TD& x) { return cumsum(x, 0); }, {3, 4});
+  check_same([](const TD& x) { return x.topk(2).values; }, [](const TD& x) { return topk(x, 2).values; }, {3, 4});
+  check_same([](const TD& x) { return x.sort(0, true).values; }, [](const TD& x) { return sort(x, 0, true).values; },
+             {3, 4});
+  check_same([](const TD& x) { return x.repeat(2, 1); }, [](const TD& x) { return repeat(x, {2, 1}); }, {3, 4});
+  const TD x = rand_input({3, 4}, 9);
+  CHECK((x.topk(3, 0, false).indices == topk(x, 3, 0, false).indices));
+  CHECK((x.sort().indices == sort(x).indices));
+  CHECK_THROWS_WITH(x.topk(5), Catch::Contains("topk") && Catch::Contains("k 5"));
+}

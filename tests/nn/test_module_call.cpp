@@ -93,6 +93,13 @@ TEST_CASE("every nn module is callable and the call is its forward", "[nn][call]
   check_call(Identity<double>(), x);
   check_call(MSELoss<double>(), x, rand_input({2, 3, 4}, 7));
   check_call(L1Loss<double>(), x, x * 0.5);
+  check_call(SmoothL1Loss<double>(), x, x * 0.5);
+  check_call(HuberLoss<double>(), x, x * 0.5);
+  check_call(KLDivLoss<double>(), log_softmax(x, -1), softmax(x * 2.0, -1));
+  check_call(Softplus<double>(), x);
+  check_call(ELU<double>(), x);
+  check_call(Flatten<double>(), x);
+  check_call(CosineSimilarity<double>(), x, x * 0.5);
   check_call(CrossEntropyLoss<double>(), rand_input({3, 5}, 8), IndexArray{4, 0, 2});
   Dropout<double> dropout(0.5, std::make_shared<Generator>(5));
   dropout.eval();

@@ -330,6 +330,44 @@ TEST_CASE("loss modules are the functional losses with their options", "[nn][los
   CHECK(x.grad() == x2.grad());
 }
 
+TEST_CASE("Softplus, ELU, Flatten, CosineSimilarity and the new losses: the ops as modules, printed like torch",
+          "[nn][loss]") {
+  const auto x = rand_input({2, 3, 4}, 40, -3, 3);
+  CHECK(Softplus<double>().to_string() == "Softplus(beta=1, threshold=20)");
+  CHECK(Softplus<double>(0.5, 10).to_string() == "Softplus(beta=0.5, threshold=10)");
+  CHECK(Softplus<double>(2, 5)(x).data() == softplus(x, 2, 5).data());
+  CHECK(ELU<double>().to_string() == "ELU(alpha=1.0)");
+  CHECK(ELU<double>(0.5).to_string() == "ELU(alpha=0.5)");
+  CHECK(ELU<double>(0.5)(x).data() == elu(x, 0.5).data());
+  CHECK(Flatten<double>().to_string() == "Flatten(start_dim=1, end_dim=-1)");
+  CHECK(Flatten<double>(0, 2).to_string() == "Flatten(start_dim=0, end_dim=2)");
+  CHECK(Flatten<double>()(x).shape() == Shape{2, 12});
+  CHECK(Flatten<double>(0, 1)(x).shape() == Shape{6, 4});
+  const auto y = rand_input({2, 3, 4}, 41);
+  CHECK(CosineSimilarity<double>().to_string() == "CosineSimilarity()");
+  CHECK(CosineSimilarity<double>(-1, 1e-6)(x, y).data() == cosine_similarity(x, y, -1, 1e-6).data());
+  CHECK(SmoothL1Loss<double>().to_string() == "SmoothL1Loss()");
+  CHECK(SmoothL1Loss<double>(Reduction::Sum, 0.5)(x, y).item() == smooth_l1_loss(x, y, Reduction::Sum, 0.5).item());
+  CHECK(HuberLoss<double>().to_string() == "HuberLoss()");
+  CHECK(HuberLoss<double>(Reduction::None, 2)(x, y).data() == huber_loss(x, y, Reduction::None, 2).data());
+  const auto logp = log_softmax(x, -1), q = softmax(y, -1);
+  CHECK(KLDivLoss<double>().to_string() == "KLDivLoss()");
+  CHECK(KLDivLoss<double>(Reduction::BatchMean)(logp, q).item() == kl_div(logp, q, Reduction::BatchMean).item());
+  CHECK(KLDivLoss<double>(Reduction::Sum, true)(logp, log(q)).item() ==
+        kl_div(logp, log(q), Reduction::Sum, true).item());
+  Generator gen(0);
+  Sequential<double> seq(std::make_shared<Flatten<double>>(), std::make_shared<Linear<double>>(12, 5, gen),
+                         std::make_shared<ELU<double>>(), std::make_shared<Softplus<double>>());
+  CHECK(seq.to_string() ==
+        "Sequential(\n"
+        "  (0): Flatten(start_dim=1, end_dim=-1)\n"
+        "  (1): Linear(in_features=12, out_features=5, bias=True)\n"
+        "  (2): ELU(alpha=1.0)\n"
+        "  (3): Softplus(beta=1, threshold=20)\n"
+        ")");
+  check_gradcheck([&](const std::vector<TD>& in) { return seq.forward(in.back()); }, with_params(seq, {x}));
+}
+
 namespace {
 // Mean and standard deviation of a tensor's values, in double.
 std::pair<double, double> moments(const xt::xarray<double>& v) {
