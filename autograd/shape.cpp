@@ -8,6 +8,10 @@ namespace tapegrad {
 
 std::string format_shape(const Shape& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
 
+std::string python_tuple(const Shape& shape) {
+  return fmt::format("({}{})", fmt::join(shape, ", "), shape.size() == 1 ? "," : "");
+}
+
 std::string format_position(std::size_t flat, const Shape& shape) {
   Shape index(shape.size());
   for (std::size_t d = shape.size(); d-- > 0;) {

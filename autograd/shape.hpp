@@ -22,6 +22,8 @@ class ShapeError : public std::invalid_argument {
 
 /// "[2, 3]" (and "[]" for a scalar).
 std::string format_shape(const Shape& shape);
+/// The shape as Python's repr() writes a tuple: "(8,)", "(4, 5)", "()"; for torch-style printing.
+std::string python_tuple(const Shape& shape);
 
 /// "[1, 2]": the multi-index of row-major position `flat` in `shape`, for error messages that say where
 /// a bad value sits.

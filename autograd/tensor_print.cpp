@@ -184,12 +184,6 @@ std::string add_suffixes(const std::string& text, const std::vector<std::string>
 template <typename T>
 constexpr bool is_default_dtype = std::is_same_v<T, float>;
 
-std::string python_tuple(const Shape& shape) {
-  std::string out = "(";
-  for (std::size_t i = 0; i < shape.size(); ++i) out += (i > 0 ? ", " : "") + std::to_string(shape[i]);
-  return out + (shape.size() == 1 ? ",)" : ")");
-}
-
 }  // namespace
 
 template <typename T>

@@ -25,12 +25,8 @@ Tensor<T> LayerNorm<T>::forward(const Tensor<T>& x, const Tensor<T>& residual) c
 
 template <typename T>
 std::string LayerNorm<T>::extra_repr() const {
-  // Python prints the shape as a tuple: (8,) or (4, 5).
-  std::string shape = "(";
-  for (std::size_t i = 0; i < normalized_shape.size(); ++i)
-    shape += (i ? ", " : "") + std::to_string(normalized_shape[i]);
-  shape += normalized_shape.size() == 1 ? ",)" : ")";
-  return shape + ", eps=" + python_float(eps) + ", elementwise_affine=" + (elementwise_affine ? "True" : "False");
+  return python_tuple(normalized_shape) + ", eps=" + python_float(eps) +
+         ", elementwise_affine=" + (elementwise_affine ? "True" : "False");
 }
 
 template class LayerNorm<float>;

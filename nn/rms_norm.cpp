@@ -17,12 +17,7 @@ Tensor<T> RMSNorm<T>::forward(const Tensor<T>& x) const {
 
 template <typename T>
 std::string RMSNorm<T>::extra_repr() const {
-  // Python prints the shape as a tuple, (8,) or (4, 5), and an unset eps as None.
-  std::string shape = "(";
-  for (std::size_t i = 0; i < normalized_shape.size(); ++i)
-    shape += (i ? ", " : "") + std::to_string(normalized_shape[i]);
-  shape += normalized_shape.size() == 1 ? ",)" : ")";
-  return shape + ", eps=" + (eps ? python_float(*eps) : std::string("None")) +
+  return python_tuple(normalized_shape) + ", eps=" + (eps ? python_float(*eps) : std::string("None")) +
          ", elementwise_affine=" + (elementwise_affine ? "True" : "False");
 }
 

@@ -247,3 +247,11 @@ TEST_CASE("the compiler keeps the values of a constant vector (GCC 12 with AVX-5
   CHECK(v == std::vector<std::int64_t>{1, 1, 1, 1, 1, 0, 0, 0});
   CHECK(std::count(v.begin(), v.end(), 0) == 3);
 }
+
+TEST_CASE("format_shape and python_tuple write shapes as messages and Python's repr do", "[tensor]") {
+  CHECK(format_shape({}) == "[]");
+  CHECK(format_shape({2, 3}) == "[2, 3]");
+  CHECK(python_tuple({}) == "()");
+  CHECK(python_tuple({8}) == "(8,)");
+  CHECK(python_tuple({4, 5}) == "(4, 5)");
+}
