@@ -64,6 +64,9 @@ Tensor<T> LlamaAttention<T>::forward(const Tensor<T>& x, const nn::RotaryEmbeddi
   // RoPE rotates [B, H, n, D]; the cache and the attention op take the heads side by side, [B, n, H * D]
   // (as MultiheadAttention's), so that one KVCache type serves GPT and Llama.
   const auto rotated = [&](const Tensor<T>& t) {
+    // One new position (decoding a token): [B, 1, H, D] and [B, H, 1, D] are the same memory, so no
+    // permute copies on the path that runs once per token and layer.
+    if (n == 1) return reshape(rope.forward(reshape(t, {batch, heads, 1, d}), past), {batch, 1, heads * d});
     const Tensor<T> split = permute(reshape(t, {batch, n, heads, d}), {0, 2, 1, 3});
     return reshape(permute(rope.forward(split, past), {0, 2, 1, 3}), {batch, n, heads * d});
   };

@@ -93,11 +93,16 @@ std::vector<std::string> tiny(const fs::path& out, const std::string& objective 
           out.string()};
 }
 
+// objective "llama": the causal objective with --arch llama (--hidden 24).
 lm::Config tiny_config(const fs::path& out, const std::string& objective) {
   lm::Config c;
   c.data = kFixture.string();
   c.no_download = true;
-  c.objective = objective;
+  c.objective = objective == "llama" ? "causal" : objective;
+  if (objective == "llama") {
+    c.arch = "llama";
+    c.hidden = 24;
+  }
   c.vocab_size = 60;
   c.context = 48;
   c.layers = 1;
@@ -280,7 +285,7 @@ TEST_CASE("train_lm generate: same seed same text, the cache changes nothing, th
 }
 
 TEST_CASE("train_lm --resume after an interruption ends exactly where an uninterrupted run does", "[lm]") {
-  const std::string objective = GENERATE(std::string("causal"), std::string("masked"));
+  const std::string objective = GENERATE(std::string("causal"), std::string("masked"), std::string("llama"));
   INFO("objective " << objective);
   TempDir whole, parts;
   std::ostringstream out, log;
