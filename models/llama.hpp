@@ -93,7 +93,7 @@ class LlamaDecoderLayer : public nn::Module<T, LlamaDecoderLayer<T>> {
   std::shared_ptr<nn::Dropout<T>> dropout;
 };
 
-/// Layout (state_dict names: those of Hugging Face's LlamaForCausalLM without its `model.` prefix):
+/// Layout (state_dict names: Hugging Face's LlamaForCausalLM's, less their leading "model"):
 /// embed_tokens.weight [vocab_size, d_model];
 /// layers.N.self_attn.{q,k,v,o}_proj.weight [d_model, d_model];
 /// layers.N.mlp.{gate,up}_proj.weight [hidden, d_model], layers.N.mlp.down_proj.weight [d_model, hidden];
