@@ -95,10 +95,10 @@ std::int64_t sample_token(const T* logits, std::size_t vocab_size, const Samplin
 }
 
 template <typename T>
-std::vector<std::int64_t> generate(const GPT<T>& model, const std::vector<std::int64_t>& prompt,
+std::vector<std::int64_t> generate(const CausalLM<T>& model, const std::vector<std::int64_t>& prompt,
                                    const GenerateOptions& options, const std::function<void(std::int64_t)>& on_token) {
   options.sampling.validate();
-  const std::size_t context = model.options.max_len;
+  const std::size_t context = model.max_len();
   if (prompt.empty()) throw std::invalid_argument("generate: the prompt has no tokens");
   if (prompt.size() + options.max_new_tokens > context) {
     throw std::invalid_argument(
@@ -107,9 +107,9 @@ std::vector<std::int64_t> generate(const GPT<T>& model, const std::vector<std::i
   }
   NoGradGuard no_grad;
   Generator gen(options.seed);
-  const std::size_t vocab = model.options.vocab_size;
+  const std::size_t vocab = model.vocab_size();
   std::vector<std::int64_t> sequence = prompt, generated;
-  typename GPT<T>::Cache cache;
+  typename CausalLM<T>::Cache cache;
   const auto as_ids = [](const std::int64_t* first, std::size_t n) {
     xt::xarray<std::int64_t> ids = xt::xarray<std::int64_t>::from_shape({std::size_t{1}, n});
     std::copy(first, first + n, ids.data());
@@ -138,9 +138,9 @@ template std::vector<std::int64_t> allowed_tokens<float>(const float*, std::size
 template std::vector<std::int64_t> allowed_tokens<double>(const double*, std::size_t, const SamplingOptions&);
 template std::int64_t sample_token<float>(const float*, std::size_t, const SamplingOptions&, Generator&);
 template std::int64_t sample_token<double>(const double*, std::size_t, const SamplingOptions&, Generator&);
-template std::vector<std::int64_t> generate<float>(const GPT<float>&, const std::vector<std::int64_t>&,
+template std::vector<std::int64_t> generate<float>(const CausalLM<float>&, const std::vector<std::int64_t>&,
                                                    const GenerateOptions&, const std::function<void(std::int64_t)>&);
-template std::vector<std::int64_t> generate<double>(const GPT<double>&, const std::vector<std::int64_t>&,
+template std::vector<std::int64_t> generate<double>(const CausalLM<double>&, const std::vector<std::int64_t>&,
                                                     const GenerateOptions&, const std::function<void(std::int64_t)>&);
 
 }  // namespace tapegrad::models

@@ -1,6 +1,7 @@
 /// @file
-/// Sampling text from a GPT: greedy decoding, temperature, top-k and top-p (nucleus) sampling, seeded
-/// so that the same seed gives the same tokens, with or without the key/value cache.
+/// Sampling text from a causal language model (GPT, Llama, any CausalLM): greedy decoding, temperature,
+/// top-k and top-p (nucleus) sampling, seeded so that the same seed gives the same tokens, with or
+/// without the key/value cache.
 #pragma once
 
 #include <cstdint>
@@ -9,7 +10,7 @@
 #include <vector>
 
 #include "tapegrad/autograd/generator.hpp"
-#include "tapegrad/models/gpt.hpp"
+#include "tapegrad/models/causal_lm.hpp"
 
 namespace tapegrad::models {
 
@@ -47,12 +48,12 @@ struct GenerateOptions {
   std::optional<std::int64_t> stop_token;  ///< generation ends after emitting it
 };
 
-/// Continues `prompt` (at least one id; prompt.size() + max_new_tokens <= model.options.max_len) and
-/// returns the new ids only, calling on_token with each as soon as it is chosen. Runs without recording,
-/// in the model's current mode (call eval() first). Throws std::invalid_argument for an empty or too
-/// long prompt, or bad sampling options.
+/// Continues `prompt` (at least one id; prompt.size() + max_new_tokens <= model.max_len()) and returns
+/// the new ids only, calling on_token with each as soon as it is chosen. Runs without recording, in the
+/// model's current mode (call eval() first). Throws std::invalid_argument for an empty or too long
+/// prompt, or bad sampling options. Takes any CausalLM (GPT, Llama): one decoding loop for every model.
 template <typename T>
-std::vector<std::int64_t> generate(const GPT<T>& model, const std::vector<std::int64_t>& prompt,
+std::vector<std::int64_t> generate(const CausalLM<T>& model, const std::vector<std::int64_t>& prompt,
                                    const GenerateOptions& options,
                                    const std::function<void(std::int64_t)>& on_token = {});
 

@@ -5,9 +5,7 @@
 #include <stdexcept>
 
 #include "tapegrad/autograd/elementwise.hpp"
-#include "tapegrad/autograd/embedding.hpp"
 #include "tapegrad/autograd/matmul.hpp"
-#include "tapegrad/autograd/shape_ops.hpp"
 
 namespace tapegrad::models {
 
@@ -68,18 +66,6 @@ GPT<T>::GPT(const GPTOptions& o, Generator& gen) : options(o) {
 }
 
 template <typename T>
-void GPT<T>::check_ids(const char* op, const xt::xarray<std::int64_t>& ids, std::size_t offset) const {
-  if (ids.dimension() != 2 || ids.shape(1) == 0) {
-    throw ShapeError(
-        fmt::format("GPT.{}: ids must be [batch, length] with length >= 1, got {}", op, format_shape(shape_of(ids))));
-  }
-  if (offset + ids.shape(1) > options.max_len) {
-    throw ShapeError(fmt::format("GPT.{}: positions {}..{} exceed the context of max_len = {} positions", op, offset,
-                                 offset + ids.shape(1) - 1, options.max_len));
-  }
-}
-
-template <typename T>
 Tensor<T> GPT<T>::embed(const xt::xarray<std::int64_t>& ids, std::size_t offset) const {
   const Tensor<T> x = scaled_lookup(*embedding, ids);
   return dropout->forward(sinusoidal ? sinusoidal->forward(x, offset) : learned->forward(x, offset));
@@ -92,28 +78,20 @@ Tensor<T> GPT<T>::project(const Tensor<T>& hidden) const {
 
 template <typename T>
 Tensor<T> GPT<T>::forward(const xt::xarray<std::int64_t>& ids) const {
-  check_ids("forward", ids, 0);
+  this->check_ids("GPT", "forward", ids, 0);
   return project(encoder->forward(embed(ids, 0), {}, {}, /*is_causal=*/true));
 }
 
 template <typename T>
 Tensor<T> GPT<T>::forward_rows(const xt::xarray<std::int64_t>& ids, const xt::xarray<std::int64_t>& rows) const {
-  check_ids("forward_rows", ids, 0);
-  const Tensor<T> hidden = encoder->forward(embed(ids, 0), {}, {}, /*is_causal=*/true);
-  // Selecting rows of the [B * L, d_model] hidden states is a lookup, with the lookup's gradient.
-  const Tensor<T> flat = reshape(hidden, {-1, static_cast<std::int64_t>(options.d_model)});
-  return project(tapegrad::embedding(flat, rows));
+  this->check_ids("GPT", "forward_rows", ids, 0);
+  return project(this->gather_rows(encoder->forward(embed(ids, 0), {}, {}, /*is_causal=*/true), rows));
 }
 
 template <typename T>
 Tensor<T> GPT<T>::advance(const char* op, const xt::xarray<std::int64_t>& ids, Cache& cache) const {
-  const std::size_t past = cache.length();
-  check_ids(op, ids, past);
-  if (past > 0 && cache.layers.front().key.size(0) != ids.shape(0)) {
-    throw ShapeError(fmt::format("GPT.{}: ids have batch {} but the cache holds batch {}", op, ids.shape(0),
-                                 cache.layers.front().key.size(0)));
-  }
-  return encoder->forward_incremental(embed(ids, past), cache.layers);
+  this->check_cache("GPT", op, ids, cache);
+  return encoder->forward_incremental(embed(ids, cache.length()), cache.layers);
 }
 
 template <typename T>
@@ -123,12 +101,7 @@ Tensor<T> GPT<T>::forward_incremental(const xt::xarray<std::int64_t>& ids, Cache
 
 template <typename T>
 Tensor<T> GPT<T>::next_token_logits(const xt::xarray<std::int64_t>& ids, Cache& cache) const {
-  const Tensor<T> hidden = advance("next_token_logits", ids, cache);
-  const std::size_t batch = ids.shape(0), n = ids.shape(1);
-  xt::xarray<std::int64_t> last = xt::xarray<std::int64_t>::from_shape({batch});
-  for (std::size_t b = 0; b < batch; ++b) last(b) = static_cast<std::int64_t>(b * n + n - 1);
-  const Tensor<T> flat = reshape(hidden, {-1, static_cast<std::int64_t>(options.d_model)});
-  return project(tapegrad::embedding(flat, last));
+  return project(this->last_positions(advance("next_token_logits", ids, cache)));
 }
 
 template class GPT<float>;

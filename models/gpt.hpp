@@ -10,6 +10,7 @@
 #include <vector>
 #include <xtensor/xarray.hpp>
 
+#include "tapegrad/models/causal_lm.hpp"
 #include "tapegrad/models/embedding.hpp"
 #include "tapegrad/nn/dropout.hpp"
 #include "tapegrad/nn/positional_encoding.hpp"
@@ -44,31 +45,30 @@ struct GPTOptions {
 /// Every block runs its self-attention with is_causal: position t sees positions 0..t only, so no
 /// output depends on a later token and no [L, L] mask is built. Embeddings as in scaled_normal_embedding.
 template <typename T>
-class GPT : public nn::Module<T, GPT<T>> {
+class GPT : public nn::Module<T, GPT<T>>, public CausalLM<T> {
  public:
   GPT(const GPTOptions& options, Generator& gen);
 
+  std::size_t max_len() const override { return options.max_len; }
+  std::size_t vocab_size() const override { return options.vocab_size; }
+
   /// ids [B, L] (1 <= L <= max_len) -> logits [B, L, vocab_size]; row t predicts token t + 1. Padding
   /// after a sequence's tokens needs no mask: under the causal mask no real position sees it.
-  Tensor<T> forward(const xt::xarray<std::int64_t>& ids) const;
+  Tensor<T> forward(const xt::xarray<std::int64_t>& ids) const override;
   /// The logits of chosen positions only: ids [B, L], rows = flat positions b * L + t -> [rows, vocab_size],
   /// equal to those rows of forward(ids). A language model's loss needs no logits at padding, and the
   /// [B * L, vocab_size] logits are the largest tensor of a training step (and of its memory traffic).
-  Tensor<T> forward_rows(const xt::xarray<std::int64_t>& ids, const xt::xarray<std::int64_t>& rows) const;
+  Tensor<T> forward_rows(const xt::xarray<std::int64_t>& ids, const xt::xarray<std::int64_t>& rows) const override;
 
   /// The cached state of every layer for incremental decoding (see forward_incremental).
-  struct Cache {
-    std::vector<nn::KVCache<T>> layers;
-    /// The number of positions already processed.
-    std::size_t length() const { return layers.empty() ? 0 : layers.front().length(); }
-  };
+  using Cache = DecoderCache<T>;
   /// ids [B, n]: the tokens at positions cache.length() .. cache.length() + n - 1 -> their logits
   /// [B, n, vocab_size], equal to forward() of the whole sequence at those rows (in eval mode, up to
   /// rounding); appends their keys and values to cache. Throws ShapeError past max_len.
-  Tensor<T> forward_incremental(const xt::xarray<std::int64_t>& ids, Cache& cache) const;
+  Tensor<T> forward_incremental(const xt::xarray<std::int64_t>& ids, Cache& cache) const override;
   /// The same, projecting only the last of the n positions: the logits [B, vocab_size] of the token that
   /// follows, which is all that decoding reads (a prompt's other positions need no [vocab_size] row).
-  Tensor<T> next_token_logits(const xt::xarray<std::int64_t>& ids, Cache& cache) const;
+  Tensor<T> next_token_logits(const xt::xarray<std::int64_t>& ids, Cache& cache) const override;
 
   std::string name() const override { return "GPT"; }
   /// The generator all dropout masks are drawn from (saved in training checkpoints).
@@ -83,7 +83,6 @@ class GPT : public nn::Module<T, GPT<T>> {
   Tensor<T> output_bias;  ///< [vocab_size]
 
  private:
-  void check_ids(const char* op, const xt::xarray<std::int64_t>& ids, std::size_t offset) const;
   /// The hidden states [B, n, d_model] of ids appended to cache (checked as op).
   Tensor<T> advance(const char* op, const xt::xarray<std::int64_t>& ids, Cache& cache) const;
   Tensor<T> embed(const xt::xarray<std::int64_t>& ids, std::size_t offset) const;

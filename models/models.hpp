@@ -1,13 +1,16 @@
 /// @file
 /// The models layer: the Transformer classifier, the encoder-decoder Transformer with greedy and beam
-/// search, and the language models (GPT with sampling and a KV cache, the masked-token encoder, bigram baselines)
+/// search, and the language models (GPT and Llama with sampling and a KV cache, the masked-token encoder, bigram
+/// baselines)
 /// (namespace tapegrad::models).
 #pragma once
 
+#include "tapegrad/models/causal_lm.hpp"
 #include "tapegrad/models/classifier.hpp"
 #include "tapegrad/models/embedding.hpp"
 #include "tapegrad/models/generate.hpp"
 #include "tapegrad/models/gpt.hpp"
+#include "tapegrad/models/llama.hpp"
 #include "tapegrad/models/masked_lm.hpp"
 #include "tapegrad/models/ngram.hpp"
 #include "tapegrad/models/seq2seq_search.hpp"

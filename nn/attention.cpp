@@ -192,6 +192,24 @@ std::pair<Tensor<T>, Tensor<T>> MultiheadAttention<T>::forward(const Tensor<T>& 
 }
 
 template <typename T>
+Tensor<T> cached_causal_attention(const Tensor<T>& query, const Tensor<T>& key, const Tensor<T>& value,
+                                  std::size_t num_heads, KVCache<T>& cache) {
+  const std::size_t n = query.size(1), past = cache.length();
+  cache.key = past ? cat<T>({cache.key, key}, 1) : key;
+  cache.value = past ? cat<T>({cache.value, value}, 1) : value;
+  // Query i is position past + i. With an empty cache that is the usual top-left causal mask; a single
+  // new query sees every key; only several queries after a prefix need the shifted mask [n, past + n].
+  AttentionMasks<T> masks;
+  if (past > 0 && n > 1) {
+    auto shifted = std::make_shared<BoolArray>(BoolArray::from_shape({n, past + n}));
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t j = 0; j < past + n; ++j) (*shifted)(i, j) = j > past + i;
+    masks.attn_mask = shifted;
+  }
+  return multi_head_attention(query, cache.key, cache.value, num_heads, masks, 0.0, /*is_causal=*/past == 0).first;
+}
+
+template <typename T>
 Tensor<T> MultiheadAttention<T>::forward_incremental(const Tensor<T>& x, KVCache<T>& cache) const {
   const char* op = "MultiheadAttention.forward_incremental";
   if (!in_proj_weight.defined()) {
@@ -203,28 +221,19 @@ Tensor<T> MultiheadAttention<T>::forward_incremental(const Tensor<T>& x, KVCache
                                  embed_dim, format_shape(x.shape())));
   }
   const Tensor<T> xb = batch_first ? x : transpose(x, 0, 1);
-  const std::size_t B = xb.size(0), n = xb.size(1), past = cache.length();
+  const std::size_t B = xb.size(0), past = cache.length();
   if (past > 0 && cache.key.size(0) != B) {
     throw ShapeError(fmt::format("{}: x has batch {} but the cache holds batch {}", op, B, cache.key.size(0)));
   }
   const auto qkv = chunk(linear(xb, in_proj_weight, in_proj_bias), 3, -1);
-  cache.key = past ? cat<T>({cache.key, qkv[1]}, 1) : qkv[1];
-  cache.value = past ? cat<T>({cache.value, qkv[2]}, 1) : qkv[2];
-  // Query i is position past + i. With an empty cache that is the usual top-left causal mask; a single
-  // new query sees every key; only several queries after a prefix need the shifted mask [n, past + n].
-  AttentionMasks<T> masks;
-  if (past > 0 && n > 1) {
-    auto shifted = std::make_shared<BoolArray>(BoolArray::from_shape({n, past + n}));
-    for (std::size_t i = 0; i < n; ++i)
-      for (std::size_t j = 0; j < past + n; ++j) (*shifted)(i, j) = j > past + i;
-    masks.attn_mask = shifted;
-  }
-  const Tensor<T> heads =
-      multi_head_attention(qkv[0], cache.key, cache.value, num_heads, masks, 0.0, /*is_causal=*/past == 0).first;
-  const Tensor<T> out = out_proj->forward(heads);
+  const Tensor<T> out = out_proj->forward(cached_causal_attention(qkv[0], qkv[1], qkv[2], num_heads, cache));
   return batch_first ? out : transpose(out, 0, 1);
 }
 
+template Tensor<float> cached_causal_attention<float>(const Tensor<float>&, const Tensor<float>&, const Tensor<float>&,
+                                                      std::size_t, KVCache<float>&);
+template Tensor<double> cached_causal_attention<double>(const Tensor<double>&, const Tensor<double>&,
+                                                        const Tensor<double>&, std::size_t, KVCache<double>&);
 template Tensor<float> generate_square_subsequent_mask<float>(std::size_t);
 template Tensor<double> generate_square_subsequent_mask<double>(std::size_t);
 template class MultiheadAttention<float>;

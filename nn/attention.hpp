@@ -61,6 +61,14 @@ struct KVCache {
   void clear() { key = value = Tensor<T>(); }
 };
 
+/// One step of incremental decoding's self-attention, shared by MultiheadAttention::forward_incremental
+/// and models::Llama: appends key and value [B, n, E] to cache, then attends query [B, n, E] (positions
+/// S .. S + n - 1 after the cache's S earlier ones) causally over every cached position, num_heads heads
+/// side by side -> [B, n, E]. No attention dropout. The caller checks that the shapes fit the cache.
+template <typename T>
+Tensor<T> cached_causal_attention(const Tensor<T>& query, const Tensor<T>& key, const Tensor<T>& value,
+                                  std::size_t num_heads, KVCache<T>& cache);
+
 /// torch.nn.MultiheadAttention's constructor arguments besides embed_dim and num_heads.
 struct MultiheadAttentionOptions {
   MultiheadAttentionOptions(std::size_t embed_dim, std::size_t num_heads)

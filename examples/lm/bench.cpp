@@ -29,7 +29,7 @@ struct Timing {
 
 // Generates greedily and times each new token's arrival: the first one carries the prompt's cost, the
 // others one token each.
-Timing time_generation(const tapegrad::models::GPT<float>& model, const std::vector<std::int64_t>& prompt,
+Timing time_generation(const tapegrad::models::CausalLM<float>& model, const std::vector<std::int64_t>& prompt,
                        std::size_t new_tokens, bool use_cache) {
   tapegrad::models::GenerateOptions options;
   options.sampling.temperature = 0.0;
@@ -72,8 +72,8 @@ int bench_command(const BenchArgs& a, std::ostream& out, std::ostream& err) {
     throw tt::UsageError(fmt::format("--run {} was trained with --objective {}: only a causal run generates text",
                                      a.run, run.config.objective));
   }
-  const auto& model = run.model->gpt();
-  const std::size_t max_len = model.options.max_len, vocab = model.options.vocab_size;
+  const auto& model = run.model->causal_lm();
+  const std::size_t max_len = model.max_len(), vocab = model.vocab_size();
   for (std::int64_t c : a.contexts) {
     if (c <= a.new_tokens || static_cast<std::size_t>(c) > max_len) {
       throw tt::UsageError(

@@ -4,6 +4,8 @@
 
 #include <CLI/CLI.hpp>
 #include <filesystem>
+#include <optional>
+#include <utility>
 
 #include "examples/common/command_line.hpp"
 #include "examples/common/settings.hpp"
@@ -44,10 +46,14 @@ void add_training_flags(CLI::App& app, Config& c) {
   auto* model = group("Model (the masked objective defaults to train_imdb's classifier)");
   model->add_option("--objective", c.objective, "causal (GPT) | masked (BERT-style, for train_imdb --init-from)")
       ->capture_default_str();
+  model->add_option("--arch", c.arch, "the causal model: gpt | llama (RMSNorm, rotary positions, SwiGLU)")
+      ->capture_default_str();
   model->add_option("--layers", c.layers, "Transformer layers (masked: 1)")->capture_default_str();
   model->add_option("--d-model", c.d_model, "embedding width (masked: 64)")->capture_default_str();
   model->add_option("--heads", c.heads, "attention heads (must divide --d-model)")->capture_default_str();
   model->add_option("--ff", c.ff, "feed-forward width (masked: 128)")->capture_default_str();
+  model->add_option("--hidden", c.hidden, "--arch llama's SwiGLU width (the default matches GPT's parameters)")
+      ->capture_default_str();
   model->add_option("--dropout", c.dropout, "dropout probability (masked: 0.1)")->capture_default_str();
   model->add_option("--attn-dropout", c.attn_dropout, "attention-weight dropout probability (masked: 0.1)")
       ->capture_default_str();
@@ -84,6 +90,21 @@ bool given(const CLI::App& app, const std::string& flag) {
   return option != nullptr && option->count() > 0;
 }
 
+// A flag given on the command line that the chosen model does not have: refused rather than ignored.
+std::optional<std::string> inapplicable_flag(const CLI::App& app, const Config& config) {
+  if (config.arch == "llama") {
+    for (const auto& [flag, why] :
+         {std::pair{"--ff", "its SwiGLU width is --hidden"}, std::pair{"--activation", "its feed-forward is SwiGLU"},
+          std::pair{"--pos", "it rotates queries and keys (RoPE)"}, std::pair{"--norm", "it is pre-norm (RMSNorm)"},
+          std::pair{"--attn-dropout", "it has no dropout on the attention weights"}}) {
+      if (given(app, flag)) return fmt::format("{} does not apply to --arch llama: {}", flag, why);
+    }
+  } else if (given(app, "--hidden")) {
+    return fmt::format("--hidden is --arch llama's SwiGLU width; --arch {} has --ff", config.arch);
+  }
+  return std::nullopt;
+}
+
 // --resume: the saved config.json supplies every setting not given on the command line.
 Config with_saved_settings(const CLI::App& app, const Config& config) {
   const tt::RunDirectory run(config.out, {kVocabFile});
@@ -111,6 +132,7 @@ int train_command(const CLI::App& app, Config config, std::ostream& out, std::os
     apply_masked_defaults(config, [&](const char* flag) { return given(app, flag); });
   }
   if (const auto problem = validate(config)) throw tt::UsageError(*problem);
+  if (const auto problem = inapplicable_flag(app, config)) throw tt::UsageError(*problem);
   if (!config.data.empty() && !fs::exists(config.data)) {
     throw tt::UsageError(fmt::format("--data {} does not exist", config.data));
   }
@@ -168,8 +190,8 @@ int evaluate_command(const EvaluateArgs& a, std::ostream& out, std::ostream& err
 int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& out, std::ostream& err, bool interactive,
             const Parallel& parallel) {
   CLI::App app(
-      "Trains a Transformer language model on the text of the IMDb training reviews: a GPT (causal) or a\n"
-      "masked-token encoder that starts train_imdb's classifier (--init-from).\n"
+      "Trains a Transformer language model on the text of the IMDb training reviews: a GPT or a Llama (causal,\n"
+      "--arch) or a masked-token encoder that starts train_imdb's classifier (--init-from).\n"
       "With no subcommand it trains; `generate`, `evaluate`, `bench` and `report` use a finished run.",
       kProgram);
   app.require_subcommand(0, 1);

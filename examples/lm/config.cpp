@@ -37,10 +37,10 @@ void apply_masked_defaults(Config& c, const std::function<bool(const char* flag)
 
 std::optional<std::string> validate(const Config& c) {
   const std::pair<const char*, std::int64_t> positive[] = {
-      {"--vocab-size", c.vocab_size}, {"--context", c.context},    {"--layers", c.layers},
-      {"--d-model", c.d_model},       {"--heads", c.heads},        {"--ff", c.ff},
-      {"--batch-size", c.batch_size}, {"--steps", c.steps},        {"--eval-every", c.eval_every},
-      {"--threads", c.threads},       {"--log-every", c.log_every}};
+      {"--vocab-size", c.vocab_size}, {"--context", c.context},       {"--layers", c.layers},
+      {"--d-model", c.d_model},       {"--heads", c.heads},           {"--ff", c.ff},
+      {"--hidden", c.hidden},         {"--batch-size", c.batch_size}, {"--steps", c.steps},
+      {"--eval-every", c.eval_every}, {"--threads", c.threads},       {"--log-every", c.log_every}};
   for (const auto& [flag, value] : positive) {
     if (value <= 0) return fmt::format("{} {} must be positive", flag, value);
   }
@@ -52,6 +52,7 @@ std::optional<std::string> validate(const Config& c) {
       {"--d-model", c.d_model, lim::kWidth},
       {"--heads", c.heads, lim::kHeads},
       {"--ff", c.ff, lim::kWidth},
+      {"--hidden", c.hidden, lim::kWidth},
       {"--batch-size", c.batch_size, lim::kBatchSize},
       {"--steps", c.steps, lim::kSteps},
       {"--eval-every", c.eval_every, lim::kSteps},
@@ -94,13 +95,22 @@ std::optional<std::string> validate(const Config& c) {
     std::initializer_list<const char*> choices;
   };
   const Choice choices[] = {
-      {"--objective", c.objective, {"causal", "masked"}},
-      {"--activation", c.activation, {"relu", "gelu"}},
-      {"--norm", c.norm, {"pre", "post"}},
+      {"--objective", c.objective, {"causal", "masked"}}, {"--arch", c.arch, {"gpt", "llama"}},
+      {"--activation", c.activation, {"relu", "gelu"}},   {"--norm", c.norm, {"pre", "post"}},
       {"--pos", c.pos, {"learned", "sinusoidal"}},
   };
   for (const auto& choice : choices) {
     if (auto problem = examples::choice_problem(choice.flag, choice.value, choice.choices)) return problem;
+  }
+  if (c.arch == "llama" && c.objective != "causal") {
+    return fmt::format(
+        "--arch llama --objective {}: llama is a causal model; the masked objective trains train_imdb's encoder "
+        "(--arch gpt)",
+        c.objective);
+  }
+  if (c.arch == "llama" && (c.d_model / c.heads) % 2 != 0) {
+    return fmt::format("--arch llama: the head size --d-model {} / --heads {} = {} must be even (rotary embeddings)",
+                       c.d_model, c.heads, c.d_model / c.heads);
   }
   if (c.objective == "causal" && c.norm != "pre") {
     return fmt::format("--norm {}: the causal model (GPT) is pre-LN only", c.norm);
@@ -116,10 +126,12 @@ nlohmann::json to_json(const Config& c) {
       {"valid-fraction", c.valid_fraction},
       {"valid-reviews", c.valid_reviews},
       {"objective", c.objective},
+      {"arch", c.arch},
       {"layers", c.layers},
       {"d-model", c.d_model},
       {"heads", c.heads},
       {"ff", c.ff},
+      {"hidden", c.hidden},
       {"dropout", c.dropout},
       {"attn-dropout", c.attn_dropout},
       {"activation", c.activation},
@@ -146,10 +158,12 @@ Config config_from_json(const nlohmann::json& json) {
   examples::read_setting(json, "valid-fraction", c.valid_fraction);
   examples::read_setting(json, "valid-reviews", c.valid_reviews);
   examples::read_setting(json, "objective", c.objective);
+  examples::read_setting(json, "arch", c.arch);
   examples::read_setting(json, "layers", c.layers);
   examples::read_setting(json, "d-model", c.d_model);
   examples::read_setting(json, "heads", c.heads);
   examples::read_setting(json, "ff", c.ff);
+  examples::read_setting(json, "hidden", c.hidden);
   examples::read_setting(json, "dropout", c.dropout);
   examples::read_setting(json, "attn-dropout", c.attn_dropout);
   examples::read_setting(json, "activation", c.activation);
@@ -180,6 +194,20 @@ tapegrad::models::GPTOptions gpt_options(const Config& c, std::size_t vocab_size
   o.activation = c.activation == "relu" ? tapegrad::nn::Activation::ReLU : tapegrad::nn::Activation::GELU;
   o.positional =
       c.pos == "sinusoidal" ? tapegrad::models::PositionalKind::Sinusoidal : tapegrad::models::PositionalKind::Learned;
+  o.padding_idx = tapegrad::datasets::Vocabulary::pad_id;
+  return o;
+}
+
+tapegrad::models::LlamaOptions llama_options(const Config& c, std::size_t vocab_size) {
+  tapegrad::models::LlamaOptions o;
+  o.vocab_size = vocab_size;
+  o.max_len = static_cast<std::size_t>(c.context);
+  o.d_model = static_cast<std::size_t>(c.d_model);
+  o.nhead = static_cast<std::size_t>(c.heads);
+  o.num_layers = static_cast<std::size_t>(c.layers);
+  o.hidden = static_cast<std::size_t>(c.hidden);
+  o.dropout = c.dropout;
+  o.tie_embeddings = true;
   o.padding_idx = tapegrad::datasets::Vocabulary::pad_id;
   return o;
 }

@@ -10,6 +10,7 @@
 
 #include "tapegrad/models/classifier.hpp"
 #include "tapegrad/models/gpt.hpp"
+#include "tapegrad/models/llama.hpp"
 
 namespace lm {
 
@@ -27,10 +28,16 @@ struct Config {
 
   // Model.
   std::string objective = "causal";  // causal (GPT) | masked (BERT-style encoder for train_imdb --init-from)
+  // The causal model: gpt (models::GPT) | llama (models::Llama: RMSNorm, RoPE, SwiGLU). An old
+  // config.json without the key reads as gpt.
+  std::string arch = "gpt";
   std::int64_t layers = 2;
   std::int64_t d_model = 128;
   std::int64_t heads = 4;
-  std::int64_t ff = 512;
+  std::int64_t ff = 512;  // GPT's (and the masked encoder's) feed-forward width
+  // Llama's SwiGLU width: LLaMA's rule (8/3 d_model rounded up to a multiple of 8) at d_model 128, which
+  // gives 651,904 parameters at the other defaults, within 0.5% of the GPT default's 654,800.
+  std::int64_t hidden = 344;
   double dropout = 0.0;  // the default run sees each training review about once: nothing to regularize
   double attn_dropout = 0.0;
   std::string activation = "gelu";  // relu | gelu
@@ -71,6 +78,9 @@ Config config_from_json(const nlohmann::json& json);
 
 // The models the settings describe over a vocabulary of vocab_size tokens.
 tapegrad::models::GPTOptions gpt_options(const Config& config, std::size_t vocab_size);
+// --arch llama: tied embeddings (as GPT's, so that the parameter counts compare), no attention-weight
+// dropout (LLaMA has none); --dropout on every branch's output.
+tapegrad::models::LlamaOptions llama_options(const Config& config, std::size_t vocab_size);
 // For the masked objective: the options of the classifier whose encoder it trains (mean pooling, 2
 // classes: train_imdb's defaults; they do not shape the encoder).
 tapegrad::models::TransformerClassifierOptions encoder_options(const Config& config, std::size_t vocab_size);

@@ -71,8 +71,9 @@ int generate_command(const GenerateArgs& a, std::istream& in, std::ostream& out,
   for (std::size_t i = 0; i < prompt.size(); ++i) out << (i ? " " : "") << run.vocab.token(prompt[i]);
   out << " |" << std::flush;
   const tt::Stopwatch clock;
-  const auto generated = tapegrad::models::generate<float>(
-      run.model->gpt(), prompt, options, [&](std::int64_t id) { out << ' ' << run.vocab.token(id) << std::flush; });
+  const auto generated =
+      tapegrad::models::generate<float>(run.model->causal_lm(), prompt, options,
+                                        [&](std::int64_t id) { out << ' ' << run.vocab.token(id) << std::flush; });
   const double seconds = clock.seconds();
   out << std::endl;
   err << fmt::format(

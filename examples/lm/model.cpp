@@ -55,8 +55,12 @@ xt::xarray<T> take(const xt::xarray<T>& a, const std::vector<std::size_t>& rows)
 
 LanguageModel::LanguageModel(const Config& config, const ds::Vocabulary& vocab) : config_(config) {
   tapegrad::Generator gen(static_cast<std::uint64_t>(config.seed));
-  if (config.objective == "causal") {
+  if (config.objective == "causal" && config.arch == "llama") {
+    llama_ = std::make_unique<tapegrad::models::Llama<float>>(llama_options(config, vocab.size()), gen);
+    causal_ = llama_.get();
+  } else if (config.objective == "causal") {
     gpt_ = std::make_unique<tapegrad::models::GPT<float>>(gpt_options(config, vocab.size()), gen);
+    causal_ = gpt_.get();
   } else {
     mask_id_ = vocab.mask_id();
     masked_ =
@@ -66,18 +70,26 @@ LanguageModel::LanguageModel(const Config& config, const ds::Vocabulary& vocab) 
 
 tapegrad::nn::Module<float>& LanguageModel::module() {
   if (gpt_) return *gpt_;
+  if (llama_) return *llama_;
   return *masked_;
 }
 
+const tapegrad::models::CausalLM<float>& LanguageModel::causal_lm() const {
+  if (!causal_) throw std::logic_error("this run's model is the masked objective's encoder, not a causal model");
+  return *causal_;
+}
+
 const tapegrad::models::GPT<float>& LanguageModel::gpt() const {
-  if (!gpt_) throw std::logic_error("this run's model is the masked objective's encoder, not a GPT");
+  if (!gpt_)
+    throw std::logic_error(
+        fmt::format("this run's model is {}, not a GPT", llama_ ? "a Llama" : "the masked objective's encoder"));
   return *gpt_;
 }
 
 LanguageModel::Loss LanguageModel::loss(const ds::Batch& batch, std::uint64_t draw,
                                         const std::vector<std::size_t>& rows) const {
   Loss out;
-  if (gpt_) {
+  if (causal_) {
     constexpr std::int64_t kIgnored = -100;
     const ds::NextTokenBatch next = ds::next_token_batch(rows.empty() ? batch : ds::take_rows(batch, rows), kIgnored);
     // Logits only where a target is (not at padding): the same loss, without the largest tensor's waste.
@@ -89,7 +101,7 @@ LanguageModel::Loss LanguageModel::loss(const ds::Batch& batch, std::uint64_t dr
     }
     const xt::xarray<std::int64_t> row_ids = xt::adapt(rows, {rows.size()});
     const xt::xarray<std::int64_t> targets = xt::adapt(kept, {kept.size()});
-    const Tensor<float> flat = gpt_->forward_rows(next.inputs, row_ids);
+    const Tensor<float> flat = causal_->forward_rows(next.inputs, row_ids);
     out.loss = tapegrad::cross_entropy(flat, targets);
     out.count = next.count;
     out.correct = count_correct(flat, targets);

@@ -1,5 +1,5 @@
-// The model of a language-model run, causal (GPT) or masked (the classifier's encoder with BERT's
-// head), its loss on a batch, its validation, and a finished run read back from its folder.
+// The model of a language-model run, causal (GPT or Llama, --arch) or masked (the classifier's encoder
+// with BERT's head), its loss on a batch, its validation, and a finished run read back from its folder.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +11,9 @@
 #include "tapegrad/datasets/text/batching.hpp"
 #include "tapegrad/datasets/text/encode.hpp"
 #include "tapegrad/datasets/text/vocab.hpp"
+#include "tapegrad/models/causal_lm.hpp"
 #include "tapegrad/models/gpt.hpp"
+#include "tapegrad/models/llama.hpp"
 #include "tapegrad/models/masked_lm.hpp"
 #include "tapegrad/train/run_directory.hpp"
 
@@ -26,8 +28,10 @@ class LanguageModel {
   LanguageModel(const Config& config, const tapegrad::datasets::Vocabulary& vocab);
 
   tapegrad::nn::Module<float>& module();
-  bool causal() const { return gpt_ != nullptr; }
-  const tapegrad::models::GPT<float>& gpt() const;  // throws std::logic_error for the masked objective
+  bool causal() const { return causal_ != nullptr; }
+  // The causal model, GPT or Llama; throws std::logic_error for the masked objective.
+  const tapegrad::models::CausalLM<float>& causal_lm() const;
+  const tapegrad::models::GPT<float>& gpt() const;  // throws std::logic_error unless --arch gpt, causal
 
   struct Loss {
     tapegrad::Tensor<float> loss;  // mean negative log-likelihood over the targets
@@ -44,6 +48,8 @@ class LanguageModel {
   Config config_;
   std::int64_t mask_id_ = -1;
   std::unique_ptr<tapegrad::models::GPT<float>> gpt_;
+  std::unique_ptr<tapegrad::models::Llama<float>> llama_;
+  const tapegrad::models::CausalLM<float>* causal_ = nullptr;  // gpt_ or llama_
   std::unique_ptr<tapegrad::models::TransformerMaskedLM<float>> masked_;
 };
 

@@ -105,7 +105,7 @@ std::string report_html(const fs::path& run_dir) {
   }
   const std::string body = fmt::format(
       R"(<h1>train_lm run: {run}</h1>
-<p>{objective} objective; loss is the mean negative log-likelihood per target token (nats), perplexity its exp.</p>
+<p>{objective} objective{model}; loss is the mean negative log-likelihood per target token (nats), perplexity its exp.</p>
 {baselines}{timing}
 <div class="charts">{loss_chart}{ppl_chart}</div>
 <h2>Validations</h2>
@@ -114,6 +114,10 @@ std::string report_html(const fs::path& run_dir) {
 <script type="application/json" id="report-data">{data}</script>)",
       fmt::arg("run", examples::html::escape(run_dir.string())),
       fmt::arg("objective", examples::html::escape(config.value("objective", std::string("causal")))),
+      // A run folder from before --arch has no "arch": a GPT.
+      fmt::arg("model", config.value("objective", std::string("causal")) == "causal"
+                            ? fmt::format(" ({})", examples::html::escape(config.value("arch", std::string("gpt"))))
+                            : std::string()),
       fmt::arg("baselines", baselines), fmt::arg("timing", timing),
       fmt::arg("loss_chart", line_chart("loss-chart", "step", "loss", {train_loss, valid_loss})),
       fmt::arg("ppl_chart", line_chart("ppl-chart", "step", "perplexity", ppl_series)), fmt::arg("rows", rows),

@@ -191,8 +191,8 @@ std::vector<std::string> at_the_ends(const std::vector<Piece>& pieces, bool inte
 }
 
 // The other settings a value at the end of its range needs, as the table's "also" column says: the
-// heads must divide d_model, the embedding and positional tables must fit in half the memory, and
-// train_lm's warmup must be shorter than its steps.
+// heads must divide d_model, the embedding and positional tables must fit in half the memory,
+// train_lm's warmup must be shorter than its steps, and its --hidden is --arch llama's.
 std::vector<std::string> companions(const std::string& program, const std::string& flag, const std::string& value) {
   const std::string heads = program == "train_translate" ? "--nhead" : "--heads";
   const std::string length = program == "train_lm" ? "--context" : "--max-len";
@@ -205,6 +205,7 @@ std::vector<std::string> companions(const std::string& program, const std::strin
   if (flag == "--vocab-size" || flag == length || flag == "--ngram-buckets") return {"--d-model", "1", heads, "1"};
   if (program == "train_lm" && flag == "--warmup") args = {"--steps", "1000000000"};
   if (program == "train_lm" && flag == "--steps") args = {"--warmup", "0"};
+  if (program == "train_lm" && flag == "--hidden") args = {"--arch", "llama"};
   if (flag == "--crop-min") args = {"--crop-max", "1000000"};
   if (flag == "--crop-max") args = {"--crop-min", "1"};
   if (!args.empty() || flag == "--ff") args.insert(args.end(), small_tables.begin(), small_tables.end());

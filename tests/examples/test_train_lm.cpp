@@ -1,9 +1,11 @@
 // The language-model program (examples/lm): a tiny causal run on the fixture with its files, report and
 // baselines; generate (same seed, same text; with and without the cache); evaluate recomputing the
 // saved perplexity; --resume after an interruption; the causal property on the trained model; a masked
-// run whose encoder train_imdb --init-from loads exactly.
+// run whose encoder train_imdb --init-from loads exactly; --arch llama end to end, its refused
+// combinations, and an old run folder without "arch" read as gpt.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
@@ -91,11 +93,16 @@ std::vector<std::string> tiny(const fs::path& out, const std::string& objective 
           out.string()};
 }
 
+// objective "llama": the causal objective with --arch llama (--hidden 24).
 lm::Config tiny_config(const fs::path& out, const std::string& objective) {
   lm::Config c;
   c.data = kFixture.string();
   c.no_download = true;
-  c.objective = objective;
+  c.objective = objective == "llama" ? "causal" : objective;
+  if (objective == "llama") {
+    c.arch = "llama";
+    c.hidden = 24;
+  }
   c.vocab_size = 60;
   c.context = 48;
   c.layers = 1;
@@ -278,7 +285,7 @@ TEST_CASE("train_lm generate: same seed same text, the cache changes nothing, th
 }
 
 TEST_CASE("train_lm --resume after an interruption ends exactly where an uninterrupted run does", "[lm]") {
-  const std::string objective = GENERATE(std::string("causal"), std::string("masked"));
+  const std::string objective = GENERATE(std::string("causal"), std::string("masked"), std::string("llama"));
   INFO("objective " << objective);
   TempDir whole, parts;
   std::ostringstream out, log;
@@ -438,4 +445,110 @@ TEST_CASE("train_imdb --init-from loads a masked run's embedding and encoder exa
     CHECK_THAT(e.what(), Catch::Contains("does not fit this classifier") && Catch::Contains("embedding.weight is [") &&
                              Catch::Contains(", 16] in the file but [") && Catch::Contains(", 32] in the classifier"));
   }
+}
+
+namespace {
+
+// tiny() with Llama's width flag for GPT's: --arch llama refuses --ff.
+std::vector<std::string> tiny_llama(const fs::path& out) {
+  std::vector<std::string> args = tiny(out);
+  const auto ff = std::find(args.begin(), args.end(), "--ff");
+  args.erase(ff, ff + 2);
+  args.insert(args.end(), {"--arch", "llama", "--hidden", "24"});
+  return args;
+}
+
+}  // namespace
+
+TEST_CASE("train_lm --arch llama: train, evaluate, generate with and without the cache, bench, report", "[lm]") {
+  TempDir tmp;
+  const fs::path run = tmp.path / "run";
+  const CliResult r = run_lm(tiny_llama(run));
+  INFO(r.err << r.out);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.err + r.out, Catch::Contains("model: Llama (causal objective)"));
+  const nlohmann::json config = nlohmann::json::parse(read_bytes(run / "config.json"));
+  CHECK(config["arch"] == "llama");
+  CHECK(config["hidden"] == 24);
+  CHECK_THAT(read_bytes(run / "report.html"), Catch::Contains("causal objective (llama)"));
+  const nlohmann::json final_line = tapegrad::train::read_metrics(run / "metrics.jsonl").back();
+  REQUIRE(final_line.value("final", false));
+  const double final_ppl = final_line["final_valid_ppl"].get<double>();
+
+  const CliResult e = run_lm({"evaluate", "--run", run.string(), "--threads", "1"});
+  INFO(e.err);
+  REQUIRE(e.code == 0);
+  CHECK_THAT(e.out, Catch::Contains(fmt::format("perplexity {:.2f}", final_ppl)));
+  CHECK_THAT(e.out, Catch::Contains("Kneser-Ney bigram"));
+
+  const auto generate = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"generate", "--run", run.string(), "--max-new-tokens", "12", "--threads", "1"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const CliResult g = run_lm(args, "the movie was");
+    INFO(g.err);
+    REQUIRE(g.code == 0);
+    return g.out;
+  };
+  const std::string sampled = generate({"--seed", "3", "--temperature", "1.0"});
+  CHECK(sampled.find(" |") != std::string::npos);
+  CHECK(generate({"--seed", "3", "--temperature", "1.0", "--no-cache"}) == sampled);
+  CHECK(generate({"--temperature", "0"}) == generate({"--temperature", "0", "--no-cache"}));
+
+  const CliResult b = run_lm(
+      {"bench", "--run", run.string(), "--contexts", "8,48", "--new-tokens", "4", "--repeats", "1", "--threads", "1"});
+  INFO(b.err);
+  REQUIRE(b.code == 0);
+  std::istringstream table(b.out);
+  std::string line;
+  std::getline(table, line);  // the header
+  std::size_t rows = 0;
+  for (; std::getline(table, line); ++rows) CHECK(line.substr(line.size() - 3) == "yes");
+  CHECK(rows == 2);
+
+  const lm::LoadedRun loaded = lm::load_run(run);
+  CHECK(loaded.model->module().name() == "Llama");
+  CHECK(loaded.model->causal_lm().max_len() == 48);
+  CHECK_THROWS_WITH(loaded.model->gpt(), "this run's model is a Llama, not a GPT");
+}
+
+TEST_CASE("train_lm: a run folder from before --arch reads as gpt", "[lm]") {
+  // A gpt run's config.json without the keys --arch added is an old run's: the same settings, a GPT.
+  // (The file itself cannot be edited: model.safetensors records its checksum.)
+  TempDir tmp;
+  const fs::path run = tmp.path / "run";
+  REQUIRE(run_lm(tiny(run)).code == 0);
+  const nlohmann::json saved = nlohmann::json::parse(read_bytes(run / "config.json"));
+  CHECK(saved["arch"] == "gpt");
+  nlohmann::json old = saved;
+  old.erase("arch");
+  old.erase("hidden");
+  const lm::Config config = lm::config_from_json(old);
+  CHECK(config.arch == "gpt");
+  CHECK(lm::to_json(config) == saved);
+  const lm::LanguageModel model(config, lm::load_run(run).vocab);
+  CHECK(model.causal());
+  CHECK(model.gpt().max_len() == 48);
+}
+
+TEST_CASE("train_lm --arch: bad combinations are one line naming the flags, exit code 2", "[lm]") {
+  TempDir tmp;
+  const auto error = [&](std::vector<std::string> args) {
+    args.insert(args.end(), {"--out", (tmp.path / "x").string()});
+    const CliResult r = run_lm(args);
+    CHECK(r.code == 2);
+    return last_line(r.err);
+  };
+  CHECK(error({"--arch", "t5"}) == "train_lm: --arch t5 is not one of gpt|llama");
+  CHECK(error({"--arch", "llama", "--objective", "masked"}) ==
+        "train_lm: --arch llama --objective masked: llama is a causal model; the masked objective trains "
+        "train_imdb's encoder (--arch gpt)");
+  CHECK(error({"--arch", "llama", "--pos", "learned"}) ==
+        "train_lm: --pos does not apply to --arch llama: it rotates queries and keys (RoPE)");
+  CHECK(error({"--arch", "llama", "--ff", "256"}) ==
+        "train_lm: --ff does not apply to --arch llama: its SwiGLU "
+        "width is --hidden");
+  CHECK(error({"--hidden", "256"}) == "train_lm: --hidden is --arch llama's SwiGLU width; --arch gpt has --ff");
+  CHECK(error({"--arch", "llama", "--hidden", "0"}) == "train_lm: --hidden 0 must be positive");
+  CHECK(error({"--arch", "llama", "--d-model", "12", "--heads", "4"}) ==
+        "train_lm: --arch llama: the head size --d-model 12 / --heads 4 = 3 must be even (rotary embeddings)");
 }

@@ -1,0 +1,176 @@
+#include "tapegrad/models/llama.hpp"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+#include "tapegrad/autograd/elementwise.hpp"
+#include "tapegrad/autograd/matmul.hpp"
+#include "tapegrad/autograd/shape_ops.hpp"
+#include "tapegrad/models/embedding.hpp"
+
+namespace tapegrad::models {
+
+void LlamaOptions::validate() const {
+  const auto positive = [](const char* field, std::size_t v) {
+    if (v == 0) throw std::invalid_argument(fmt::format("Llama: {} must be positive, got 0", field));
+  };
+  positive("vocab_size", vocab_size);
+  positive("max_len", max_len);
+  positive("d_model", d_model);
+  positive("nhead", nhead);
+  positive("num_layers", num_layers);
+  positive("hidden", hidden);
+  if (d_model % nhead != 0) {
+    throw std::invalid_argument(fmt::format("Llama: d_model ({}) must be divisible by nhead ({})", d_model, nhead));
+  }
+  if ((d_model / nhead) % 2 != 0) {
+    throw std::invalid_argument(
+        fmt::format("Llama: the head size d_model / nhead = {} / {} = {} must be even for rotary embeddings", d_model,
+                    nhead, d_model / nhead));
+  }
+  if (!(rope_base > 0.0))
+    throw std::invalid_argument(fmt::format("Llama: rope_base must be positive, got {}", rope_base));
+  if (!(rms_norm_eps > 0.0)) {
+    throw std::invalid_argument(fmt::format("Llama: rms_norm_eps must be positive, got {}", rms_norm_eps));
+  }
+  if (!(dropout >= 0.0 && dropout < 1.0)) {
+    throw std::invalid_argument(fmt::format("Llama: dropout must be in [0, 1), got {}", dropout));
+  }
+  if (padding_idx < 0 || static_cast<std::size_t>(padding_idx) >= vocab_size) {
+    throw std::invalid_argument(
+        fmt::format("Llama: padding_idx {} is outside the vocabulary of {} tokens", padding_idx, vocab_size));
+  }
+}
+
+template <typename T>
+LlamaAttention<T>::LlamaAttention(std::size_t d_model, std::size_t heads, Generator& gen)
+    : nhead(heads), head_dim(d_model / heads) {
+  const auto projection = [&](const char* name) {
+    return this->register_module(name, std::make_shared<nn::Linear<T>>(d_model, d_model, gen, /*bias=*/false));
+  };
+  q_proj = projection("q_proj");
+  k_proj = projection("k_proj");
+  v_proj = projection("v_proj");
+  o_proj = projection("o_proj");
+}
+
+template <typename T>
+Tensor<T> LlamaAttention<T>::forward(const Tensor<T>& x, const nn::RotaryEmbedding<T>& rope,
+                                     nn::KVCache<T>& cache) const {
+  const auto batch = static_cast<std::int64_t>(x.size(0)), n = static_cast<std::int64_t>(x.size(1));
+  const auto heads = static_cast<std::int64_t>(nhead), d = static_cast<std::int64_t>(head_dim);
+  const std::size_t past = cache.length();
+  // RoPE rotates [B, H, n, D]; the cache and the attention op take the heads side by side, [B, n, H * D]
+  // (as MultiheadAttention's), so that one KVCache type serves GPT and Llama.
+  const auto rotated = [&](const Tensor<T>& t) {
+    // One new position (decoding a token): [B, 1, H, D] and [B, H, 1, D] are the same memory, so no
+    // permute copies on the path that runs once per token and layer.
+    if (n == 1) return reshape(rope.forward(reshape(t, {batch, heads, 1, d}), past), {batch, 1, heads * d});
+    const Tensor<T> split = permute(reshape(t, {batch, n, heads, d}), {0, 2, 1, 3});
+    return reshape(permute(rope.forward(split, past), {0, 2, 1, 3}), {batch, n, heads * d});
+  };
+  return o_proj->forward(nn::cached_causal_attention(rotated(q_proj->forward(x)), rotated(k_proj->forward(x)),
+                                                     v_proj->forward(x), nhead, cache));
+}
+
+template <typename T>
+LlamaMLP<T>::LlamaMLP(std::size_t d_model, std::size_t hidden, Generator& gen) {
+  gate_proj = this->register_module("gate_proj", std::make_shared<nn::Linear<T>>(d_model, hidden, gen, false));
+  up_proj = this->register_module("up_proj", std::make_shared<nn::Linear<T>>(d_model, hidden, gen, false));
+  down_proj = this->register_module("down_proj", std::make_shared<nn::Linear<T>>(hidden, d_model, gen, false));
+}
+
+template <typename T>
+Tensor<T> LlamaMLP<T>::forward(const Tensor<T>& x) const {
+  return down_proj->forward(silu(gate_proj->forward(x)) * up_proj->forward(x));
+}
+
+template <typename T>
+LlamaDecoderLayer<T>::LlamaDecoderLayer(const LlamaOptions& o, Generator& gen, std::shared_ptr<Generator> dropout_gen) {
+  self_attn = this->register_module("self_attn", std::make_shared<LlamaAttention<T>>(o.d_model, o.nhead, gen));
+  mlp = this->register_module("mlp", std::make_shared<LlamaMLP<T>>(o.d_model, o.hidden, gen));
+  input_layernorm =
+      this->register_module("input_layernorm", std::make_shared<nn::RMSNorm<T>>(o.d_model, o.rms_norm_eps));
+  post_attention_layernorm =
+      this->register_module("post_attention_layernorm", std::make_shared<nn::RMSNorm<T>>(o.d_model, o.rms_norm_eps));
+  dropout = this->register_module("dropout", std::make_shared<nn::Dropout<T>>(o.dropout, std::move(dropout_gen)));
+}
+
+template <typename T>
+Tensor<T> LlamaDecoderLayer<T>::forward(const Tensor<T>& x, const nn::RotaryEmbedding<T>& rope,
+                                        nn::KVCache<T>& cache) const {
+  const Tensor<T> h = x + dropout->forward(self_attn->forward(input_layernorm->forward(x), rope, cache));
+  return h + dropout->forward(mlp->forward(post_attention_layernorm->forward(h)));
+}
+
+template <typename T>
+Llama<T>::Llama(const LlamaOptions& o, Generator& gen) : options(o) {
+  o.validate();
+  dropout_gen_ = std::make_shared<Generator>(gen.next_u64());
+  this->register_generator("dropout_generator", dropout_gen_);
+  embed_tokens =
+      this->register_module("embed_tokens", scaled_normal_embedding<T>(o.vocab_size, o.d_model, o.padding_idx, gen));
+  layers = this->register_module("layers", std::make_shared<nn::ModuleList<T>>());
+  for (std::size_t i = 0; i < o.num_layers; ++i) {
+    typed_layers_.push_back(std::make_shared<LlamaDecoderLayer<T>>(o, gen, dropout_gen_));
+    layers->push_back(typed_layers_.back());
+  }
+  norm = this->register_module("norm", std::make_shared<nn::RMSNorm<T>>(o.d_model, o.rms_norm_eps));
+  if (!o.tie_embeddings) {
+    lm_head = this->register_module("lm_head", std::make_shared<nn::Linear<T>>(o.d_model, o.vocab_size, gen, false));
+  }
+  rotary_emb = this->register_module(
+      "rotary_emb", std::make_shared<nn::RotaryEmbedding<T>>(o.d_model / o.nhead, o.rope_base, o.max_len));
+}
+
+template <typename T>
+Tensor<T> Llama<T>::advance(const char* op, const xt::xarray<std::int64_t>& ids, DecoderCache<T>& cache) const {
+  this->check_cache("Llama", op, ids, cache);
+  if (cache.layers.empty()) cache.layers.resize(typed_layers_.size());
+  if (cache.layers.size() != typed_layers_.size()) {
+    throw std::invalid_argument(fmt::format("Llama.{}: the cache holds {} layers, the model has {}", op,
+                                            cache.layers.size(), typed_layers_.size()));
+  }
+  Tensor<T> x = embed_tokens->forward(ids);
+  for (std::size_t i = 0; i < typed_layers_.size(); ++i) x = typed_layers_[i]->forward(x, *rotary_emb, cache.layers[i]);
+  return norm->forward(x);
+}
+
+template <typename T>
+Tensor<T> Llama<T>::project(const Tensor<T>& hidden) const {
+  return lm_head ? lm_head->forward(hidden) : linear(hidden, embed_tokens->weight);
+}
+
+template <typename T>
+Tensor<T> Llama<T>::forward(const xt::xarray<std::int64_t>& ids) const {
+  DecoderCache<T> scratch;  // the keys and values of this call only
+  return project(advance("forward", ids, scratch));
+}
+
+template <typename T>
+Tensor<T> Llama<T>::forward_rows(const xt::xarray<std::int64_t>& ids, const xt::xarray<std::int64_t>& rows) const {
+  DecoderCache<T> scratch;
+  return project(this->gather_rows(advance("forward_rows", ids, scratch), rows));
+}
+
+template <typename T>
+Tensor<T> Llama<T>::forward_incremental(const xt::xarray<std::int64_t>& ids, DecoderCache<T>& cache) const {
+  return project(advance("forward_incremental", ids, cache));
+}
+
+template <typename T>
+Tensor<T> Llama<T>::next_token_logits(const xt::xarray<std::int64_t>& ids, DecoderCache<T>& cache) const {
+  return project(this->last_positions(advance("next_token_logits", ids, cache)));
+}
+
+template class LlamaAttention<float>;
+template class LlamaAttention<double>;
+template class LlamaMLP<float>;
+template class LlamaMLP<double>;
+template class LlamaDecoderLayer<float>;
+template class LlamaDecoderLayer<double>;
+template class Llama<float>;
+template class Llama<double>;
+
+}  // namespace tapegrad::models

@@ -1,0 +1,302 @@
+// models::Llama: gradients, the causal property, the KV cache (and RoPE's offset) against full
+// recomputation, generate() through the CausalLM interface, state_dict names and round trip, errors.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <set>
+#include <xtensor/xview.hpp>
+
+#include "tapegrad/autograd/ops.hpp"
+#include "tapegrad/io/safetensors.hpp"
+#include "tapegrad/models/generate.hpp"
+#include "tapegrad/models/gpt.hpp"
+#include "tapegrad/models/llama.hpp"
+#include "tapegrad/optim/adam.hpp"
+#include "tests/helpers.hpp"
+
+using namespace tapegrad;
+using namespace tapegrad::models;
+
+namespace {
+
+LlamaOptions tiny(bool tied = true) {
+  LlamaOptions o;
+  o.vocab_size = 13;
+  o.max_len = 40;
+  o.d_model = 16;
+  o.nhead = 4;
+  o.num_layers = 2;
+  o.hidden = 24;
+  o.tie_embeddings = tied;
+  return o;
+}
+
+xt::xarray<std::int64_t> random_ids(std::size_t rows, std::size_t length, std::size_t vocab, std::uint64_t seed) {
+  Generator gen(seed);
+  xt::xarray<std::int64_t> ids = xt::xarray<std::int64_t>::from_shape({rows, length});
+  for (auto& id : ids) id = static_cast<std::int64_t>(1 + gen.randint(vocab - 1));
+  return ids;
+}
+
+}  // namespace
+
+TEST_CASE("Llama: gradcheck of a 2-layer model, tied and untied", "[llama]") {
+  for (bool tied : {true, false}) {
+    INFO("tied " << tied);
+    LlamaOptions o = tiny(tied);
+    o.vocab_size = 7;
+    o.max_len = 6;
+    o.d_model = 8;
+    o.nhead = 2;
+    o.hidden = 6;
+    Generator gen(9);
+    Llama<double> model(o, gen);
+    const xt::xarray<std::int64_t> ids = {{3, 5, 1, 6, 2}, {4, 6, 2, 3, 3}};
+    auto f = [&](const std::vector<Tensor<double>>&) { return model.forward(ids); };
+    CHECK_GRADCHECK(f, model.parameters());
+  }
+}
+
+TEST_CASE("Llama: changing token t changes no output before t, bit for bit", "[llama]") {
+  Generator gen(1);
+  const LlamaOptions o = tiny();
+  Llama<float> model(o, gen);
+  model.eval();
+  const xt::xarray<std::int64_t> ids = random_ids(2, 9, o.vocab_size, 2);
+  const xt::xarray<float> before = model.forward(ids).data();
+  for (std::size_t changed = 0; changed < ids.shape(1); ++changed) {
+    xt::xarray<std::int64_t> other = ids;
+    for (std::size_t b = 0; b < 2; ++b) other(b, changed) = ids(b, changed) % 12 + 1;
+    const xt::xarray<float> after = model.forward(other).data();
+    for (std::size_t b = 0; b < 2; ++b) {
+      for (std::size_t t = 0; t < ids.shape(1); ++t) {
+        bool same = true;
+        for (std::size_t v = 0; v < o.vocab_size; ++v) same = same && before(b, t, v) == after(b, t, v);
+        INFO("changed position " << changed << ", row " << b << ", output position " << t);
+        CHECK(same == (t < changed));
+      }
+    }
+  }
+}
+
+TEMPLATE_TEST_CASE("Llama: the KV cache gives the logits of full recomputation, a prompt fed in pieces", "[llama]",
+                   float, double) {
+  for (bool tied : {true, false}) {
+    INFO("tied " << tied);
+    Generator gen(4);
+    LlamaOptions o = tiny(tied);
+    o.d_model = 32;
+    o.hidden = 64;
+    Llama<TestType> model(o, gen);
+    model.eval();
+    NoGradGuard no_grad;
+    const xt::xarray<std::int64_t> ids = random_ids(2, 30, o.vocab_size, 5);
+    const Tensor<TestType> full = model.forward(ids);
+    // A prompt of 6 tokens in one call, then 3 at once (the shifted causal mask, RoPE at offset 6), then
+    // one by one; next_token_logits on a second cache fed the same pieces gives each piece's last row.
+    typename Llama<TestType>::Cache cache, next_cache;
+    double worst = 0.0;
+    std::size_t at = 0;
+    std::vector<std::size_t> chunks = {6, 3};
+    chunks.resize(chunks.size() + ids.shape(1) - 9, 1);
+    for (std::size_t n : chunks) {
+      const xt::xarray<std::int64_t> chunk = xt::view(ids, xt::all(), xt::range(at, at + n));
+      const Tensor<TestType> step = model.forward_incremental(chunk, cache);
+      const Tensor<TestType> next = model.next_token_logits(chunk, next_cache);
+      REQUIRE(step.shape() == Shape{2, n, o.vocab_size});
+      REQUIRE(next.shape() == Shape{2, o.vocab_size});
+      for (std::size_t b = 0; b < 2; ++b) {
+        for (std::size_t v = 0; v < o.vocab_size; ++v) {
+          for (std::size_t i = 0; i < n; ++i)
+            worst = std::max(worst, std::abs(double(step.data()(b, i, v)) - double(full.data()(b, at + i, v))));
+          worst = std::max(worst, std::abs(double(next.data()(b, v)) - double(full.data()(b, at + n - 1, v))));
+        }
+      }
+      at += n;
+      CHECK(cache.length() == at);
+      CHECK(next_cache.length() == at);
+    }
+    INFO("largest difference " << worst);
+    CHECK(worst <= 1e-5);
+  }
+}
+
+TEST_CASE("Llama: forward_rows gives forward's rows", "[llama]") {
+  Generator gen(3);
+  const LlamaOptions o = tiny();
+  Llama<double> model(o, gen);
+  model.eval();
+  const xt::xarray<std::int64_t> ids = random_ids(2, 5, o.vocab_size, 4);
+  const xt::xarray<std::int64_t> rows = {0, 3, 7, 9};
+  const Tensor<double> all = model.forward(ids);
+  const Tensor<double> some = model.forward_rows(ids, rows);
+  REQUIRE(some.shape() == Shape{4, o.vocab_size});
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    const auto r = static_cast<std::size_t>(rows(k));
+    for (std::size_t v = 0; v < o.vocab_size; ++v) CHECK(some.data()(k, v) == all.data()(r / 5, r % 5, v));
+  }
+}
+
+TEST_CASE("generate: a Llama chooses the same tokens with the cache and without, greedy and sampled", "[llama]") {
+  Generator gen(6);
+  const LlamaOptions o = tiny();
+  Llama<float> model(o, gen);
+  model.eval();
+  const std::vector<std::int64_t> prompt = {3, 7, 2, 9};
+  for (double temperature : {0.0, 1.0}) {
+    INFO("temperature " << temperature);
+    GenerateOptions g;
+    g.sampling.temperature = temperature;
+    g.max_new_tokens = 30;
+    g.seed = 17;
+    const auto cached = generate(model, prompt, g);
+    g.use_cache = false;
+    const auto recomputed = generate(model, prompt, g);
+    CHECK(cached.size() == 30);
+    CHECK(cached == recomputed);
+  }
+  // Greedy: each token is the argmax of forward's last row over the sequence so far.
+  GenerateOptions g;
+  g.sampling.temperature = 0.0;
+  g.max_new_tokens = 8;
+  const auto greedy = generate(model, prompt, g);
+  std::vector<std::int64_t> sequence = prompt;
+  NoGradGuard no_grad;
+  for (std::int64_t token : greedy) {
+    xt::xarray<std::int64_t> ids = xt::xarray<std::int64_t>::from_shape({std::size_t{1}, sequence.size()});
+    std::copy(sequence.begin(), sequence.end(), ids.data());
+    const xt::xarray<float> logits = model.forward(ids).data();
+    const auto last = xt::eval(xt::view(logits, 0, sequence.size() - 1, xt::all()));
+    CHECK(static_cast<std::int64_t>(std::max_element(last.begin(), last.end()) - last.begin()) == token);
+    sequence.push_back(token);
+  }
+  // The interface generate() decodes through: the same tokens via a CausalLM reference.
+  const CausalLM<float>& as_interface = model;
+  CHECK(generate(as_interface, prompt, g) == greedy);
+}
+
+TEST_CASE("Llama: state_dict names are Hugging Face's, parameters counted, and a round trip", "[llama]") {
+  Generator gen(2);
+  for (bool tied : {true, false}) {
+    INFO("tied " << tied);
+    const LlamaOptions o = tiny(tied);
+    Llama<float> model(o, gen);
+    const auto state = model.state_dict();
+    std::set<std::string> names;
+    for (const auto& [name, tensor] : state) names.insert(name);
+    std::set<std::string> expected = {"embed_tokens.weight", "norm.weight"};
+    for (const char* layer : {"layers.0.", "layers.1."}) {
+      for (const char* part : {"self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight",
+                               "self_attn.o_proj.weight", "mlp.gate_proj.weight", "mlp.up_proj.weight",
+                               "mlp.down_proj.weight", "input_layernorm.weight", "post_attention_layernorm.weight"})
+        expected.insert(std::string(layer) + part);
+    }
+    if (!tied) expected.insert("lm_head.weight");
+    CHECK(names == expected);  // no bias anywhere, no rotary table (non-persistent buffers)
+    CHECK(state.at("layers.1.mlp.gate_proj.weight").shape() == Shape{24, 16});
+    CHECK(state.at("layers.1.mlp.down_proj.weight").shape() == Shape{16, 24});
+    const std::size_t d = o.d_model, v = o.vocab_size, h = o.hidden;
+    CHECK(model.num_parameters() == v * d + d + 2 * (4 * d * d + 3 * d * h + 2 * d) + (tied ? 0 : v * d));
+
+    // Saved and loaded into a model drawn from another seed: the same logits, bit for bit.
+    testing::TempDir tmp;
+    io::safetensors::save_state_dict(tmp.file("llama.safetensors"), state);
+    Generator other_gen(77);
+    Llama<float> other(o, other_gen);
+    auto target = other.state_dict();
+    io::safetensors::load_state_dict(tmp.file("llama.safetensors"), target);
+    model.eval();
+    other.eval();
+    const xt::xarray<std::int64_t> ids = random_ids(1, 7, o.vocab_size, 3);
+    CHECK(bool(model.forward(ids).data() == other.forward(ids).data()));
+  }
+  // The train_lm default: 2 layers, d_model 128, 2,000 tokens, hidden 344 -> within 0.5% of GPT's 654,800.
+  LlamaOptions standard;
+  standard.vocab_size = 2000;
+  Llama<float> llama(standard, gen);
+  CHECK(llama.num_parameters() == 651904);
+  GPTOptions gpt_options;
+  gpt_options.vocab_size = 2000;
+  gpt_options.positional = PositionalKind::Sinusoidal;
+  GPT<float> gpt(gpt_options, gen);
+  CHECK(gpt.num_parameters() == 654800);
+}
+
+TEST_CASE("Llama: a tiny language model's loss falls", "[llama]") {
+  const std::vector<std::int64_t> pattern = {1, 2, 3, 1, 4, 5, 2, 3, 6, 1, 5, 4};
+  const std::size_t rows = 8, length = 16;
+  xt::xarray<std::int64_t> ids = xt::xarray<std::int64_t>::from_shape({rows, length + 1});
+  for (std::size_t b = 0; b < rows; ++b)
+    for (std::size_t t = 0; t <= length; ++t) ids(b, t) = pattern[(b + t) % pattern.size()];
+  const xt::xarray<std::int64_t> input = xt::view(ids, xt::all(), xt::range(0, length));
+  const xt::xarray<std::int64_t> target = xt::flatten(xt::eval(xt::view(ids, xt::all(), xt::range(1, length + 1))));
+  LlamaOptions o = tiny();
+  o.vocab_size = 7;
+  o.max_len = length;
+  Generator gen(0);
+  Llama<float> model(o, gen);
+  optim::AdamOptions adam;
+  adam.lr = 1e-2;
+  optim::Adam<float> opt(model.parameters(), adam);
+  const auto loss_now = [&] {
+    return cross_entropy(reshape(model.forward(input), {-1, std::int64_t(o.vocab_size)}), target);
+  };
+  const float first = loss_now().item();
+  for (int step = 0; step < 60; ++step) {
+    opt.zero_grad();
+    Tensor<float> loss = loss_now();
+    loss.backward();
+    opt.step();
+  }
+  const float last = loss_now().item();
+  INFO("loss " << first << " -> " << last);
+  CHECK(first > 1.5f);
+  CHECK(last < 0.5f);
+}
+
+TEST_CASE("Llama: errors name the problem and the values", "[llama]") {
+  Generator gen(2);
+  LlamaOptions bad = tiny();
+  bad.nhead = 3;
+  CHECK_THROWS_WITH(Llama<float>(bad, gen), "Llama: d_model (16) must be divisible by nhead (3)");
+  bad = tiny();
+  bad.nhead = 16;
+  CHECK_THROWS_WITH(Llama<float>(bad, gen),
+                    "Llama: the head size d_model / nhead = 16 / 16 = 1 must be even for rotary embeddings");
+  bad = tiny();
+  bad.hidden = 0;
+  CHECK_THROWS_WITH(Llama<float>(bad, gen), "Llama: hidden must be positive, got 0");
+  bad = tiny();
+  bad.dropout = 1.0;
+  CHECK_THROWS_WITH(Llama<float>(bad, gen), "Llama: dropout must be in [0, 1), got 1");
+  bad = tiny();
+  bad.rope_base = 0.0;
+  CHECK_THROWS_WITH(Llama<float>(bad, gen), "Llama: rope_base must be positive, got 0");
+  bad = tiny();
+  bad.padding_idx = 13;
+  CHECK_THROWS_WITH(Llama<float>(bad, gen), "Llama: padding_idx 13 is outside the vocabulary of 13 tokens");
+
+  Llama<float> model(tiny(), gen);
+  model.eval();
+  CHECK_THROWS_WITH(model.forward(random_ids(1, 41, 13, 0)),
+                    "Llama.forward: positions 0..40 exceed the context of max_len = 40 positions");
+  CHECK_THROWS_WITH(model.forward(xt::xarray<std::int64_t>::from_shape({2, 0})),
+                    "Llama.forward: ids must be [batch, length] with length >= 1, got [2, 0]");
+  xt::xarray<std::int64_t> out_of_range = {{1, 2, 13}};
+  CHECK_THROWS_WITH(model.forward(out_of_range), Catch::Contains("id 13") && Catch::Contains("13 embeddings"));
+  Llama<float>::Cache cache;
+  model.forward_incremental(random_ids(1, 39, 13, 0), cache);
+  CHECK_THROWS_WITH(model.next_token_logits(random_ids(1, 2, 13, 0), cache),
+                    "Llama.next_token_logits: positions 39..40 exceed the context of max_len = 40 positions");
+  CHECK_THROWS_WITH(model.forward_incremental(random_ids(2, 1, 13, 0), cache),
+                    "Llama.forward_incremental: ids have batch 2 but the cache holds batch 1");
+  LlamaOptions three = tiny();
+  three.num_layers = 3;
+  Llama<float> deeper(three, gen);
+  CHECK_THROWS_WITH(deeper.forward_incremental(random_ids(1, 1, 13, 0), cache),
+                    "Llama.forward_incremental: the cache holds 2 layers, the model has 3");
+  GenerateOptions g;
+  g.max_new_tokens = 38;
+  CHECK_THROWS_WITH(generate(model, {1, 2, 3}, g),
+                    "generate: the prompt's 3 tokens plus 38 new ones exceed the model's context of 40 positions");
+}
