@@ -1136,6 +1136,34 @@ TEST_CASE("topk and sort return values and int64 indices, ties in position order
   CHECK((sort(Tensor<double>::scalar(3)).indices == IndexArray(0)));
 }
 
+TEST_CASE("topk of few among many (its one-pass selection) equals the stable sort's first k", "[indexing]") {
+  // Sizes where k * 16 <= size take the selection path; values drawn from 8 levels give many ties, and
+  // NaN and infinities sit among them. Along the last and a middle dim, largest and smallest.
+  const double nan = std::nan(""), inf = std::numeric_limits<double>::infinity();
+  Generator gen(11);
+  const std::vector<std::pair<Shape, std::int64_t>> cases = {{{3, 200}, 1}, {{2, 97, 3}, 1}, {{1, 1000}, -1}};
+  for (const auto& [shape, dim] : cases) {
+    xt::xarray<double> v = xt::floor(Tensor<double>::uniform(shape, 0.0, 8.0, gen).data());
+    v.data()[5] = nan;
+    v.data()[17] = inf;
+    v.data()[40] = -inf;
+    v.data()[v.size() - 1] = nan;
+    const Tensor<double> x(v);
+    for (const bool largest : {true, false})
+      for (const std::int64_t k : {1, 2, 5, 6}) {
+        INFO("shape " << format_shape(shape) << " dim " << dim << " largest " << largest << " k " << k);
+        const auto sorted = sort(x, dim, largest);
+        const auto top = topk(x, k, dim, largest);
+        const auto d = static_cast<std::size_t>(dim < 0 ? static_cast<std::int64_t>(shape.size()) + dim : dim);
+        xt::xstrided_slice_vector first(shape.size(), xt::all());
+        first[d] = xt::range(0, k);
+        CHECK((top.indices == IndexArray(xt::strided_view(sorted.indices, first))));
+        const xt::xarray<double> expected = xt::strided_view(sorted.values.data(), first);
+        CHECK(xt::all(xt::equal(top.values.data(), expected) || (xt::isnan(top.values.data()) && xt::isnan(expected))));
+      }
+  }
+}
+
 TEST_CASE("topk and sort pass gradcheck, and their errors name k, the dim and its size", "[indexing][gradcheck]") {
   CHECK_GRADCHECK([](const Inputs& in) { return topk(in[0], 2, 1).values; }, (Inputs{rand_input({3, 4}, 300)}));
   CHECK_GRADCHECK([](const Inputs& in) { return topk(in[0], 3, 0, false).values; },
