@@ -176,6 +176,8 @@ struct SliceOrder {
 // Below size / kSelectRatio, topk selects in one pass with insertion into a sorted buffer of k rather
 // than a partial sort (a heap of k over every position): about 2x faster at k 5 of 2,000.
 constexpr std::size_t kSelectRatio = 16;
+/// Elements of a contiguous slice the selection tests at once before looking at them one by one.
+constexpr std::size_t kSelectChunk = 32;
 
 // The first k positions of every [o, :, i] slice in the order above, with their values; the gradient
 // goes back to the positions.
@@ -212,13 +214,35 @@ ValuesIndices<T> ordered_along(const char* op, const Tensor<T>& x, std::int64_t 
             // Few of many (topk's usual case): one pass keeps the best kk so far in order; an element
             // that does not beat the last of them, which is almost every element, costs one comparison.
             // Positions arrive in increasing order, so a tie never displaces an earlier position.
+            // The rejection compares values only: once kk are held, a later element enters only when
+            // strictly better than the last held one (ties keep the earlier position), a NaN counting
+            // as the largest value.
             std::size_t held = 0;
+            T last = T(0);  // the value of order[kk - 1] once held == kk
             for (std::size_t r = 0; r < size; ++r) {
+              if (held == kk && inner == 1 && r % kSelectChunk == 0 && r + kSelectChunk <= size) {
+                // A whole chunk at once, in a loop that vectorizes: skip it when no element can beat the
+                // last held one. The test has no false negatives (a NaN on either side passes it), so the
+                // element-wise test below still decides.
+                int may_enter = 0;
+                for (std::size_t j = r; j < r + kSelectChunk; ++j)
+                  may_enter |= descending ? !(slice[j] <= last) : !(slice[j] >= last);
+                if (!may_enter) {
+                  r += kSelectChunk - 1;
+                  continue;
+                }
+              }
+              if (held == kk) {
+                const T v = slice[r * inner];
+                const bool better = descending ? (v > last || (std::isnan(v) && !std::isnan(last)))
+                                               : (v < last || (std::isnan(last) && !std::isnan(v)));
+                if (!better) continue;
+              }
               const auto candidate = static_cast<std::int64_t>(r);
-              if (held == kk && !before(candidate, order[kk - 1])) continue;
               std::size_t at = held < kk ? held++ : kk - 1;
               for (; at > 0 && before(candidate, order[at - 1]); --at) order[at] = order[at - 1];
               order[at] = candidate;
+              if (held == kk) last = slice[static_cast<std::size_t>(order[kk - 1]) * inner];
             }
           } else {
             for (std::size_t r = 0; r < size; ++r) order[r] = static_cast<std::int64_t>(r);
