@@ -1,4 +1,4 @@
-// Shared test helpers: random tensors, a gradcheck assertion that prints the failing element, a
+// Shared test helpers: random tensors and token ids, a gradcheck assertion that prints the failing element, a
 // temporary folder removed at the end of the test, and the pid of a process that is gone.
 #pragma once
 
@@ -50,6 +50,15 @@ inline pid_t exited_pid() {
 inline Tensor<double> rand_input(const Shape& shape, std::uint64_t seed, double low = -1.0, double high = 1.0) {
   Generator gen(seed);
   return Tensor<double>::uniform(shape, low, high, gen, /*requires_grad=*/true);
+}
+
+// Token ids [rows, length] drawn from 1 .. vocab - 1 (0 is left for padding), seeded.
+inline xt::xarray<std::int64_t> random_ids(std::size_t rows, std::size_t length, std::size_t vocab,
+                                           std::uint64_t seed) {
+  Generator gen(seed);
+  xt::xarray<std::int64_t> ids = xt::xarray<std::int64_t>::from_shape({rows, length});
+  for (auto& id : ids) id = static_cast<std::int64_t>(1 + gen.randint(vocab - 1));
+  return ids;
 }
 
 // True when every element of a and b agrees within atol + rtol * |b|, with the same shape.

@@ -19,6 +19,7 @@
 
 using namespace tapegrad;
 using namespace tapegrad::models;
+using tapegrad::testing::random_ids;
 
 namespace {
 
@@ -32,13 +33,6 @@ GPTOptions tiny(PositionalKind positional = PositionalKind::Learned) {
   o.dim_feedforward = 12;
   o.positional = positional;
   return o;
-}
-
-xt::xarray<std::int64_t> random_ids(std::size_t rows, std::size_t length, std::size_t vocab, std::uint64_t seed) {
-  Generator gen(seed);
-  xt::xarray<std::int64_t> ids = xt::xarray<std::int64_t>::from_shape({rows, length});
-  for (auto& id : ids) id = static_cast<std::int64_t>(1 + gen.randint(vocab - 1));
-  return ids;
 }
 
 // Row t of logits [1, L, V].

@@ -16,6 +16,7 @@
 
 using namespace tapegrad;
 using namespace tapegrad::models;
+using tapegrad::testing::random_ids;
 
 namespace {
 
@@ -29,13 +30,6 @@ LlamaOptions tiny(bool tied = true) {
   o.hidden = 24;
   o.tie_embeddings = tied;
   return o;
-}
-
-xt::xarray<std::int64_t> random_ids(std::size_t rows, std::size_t length, std::size_t vocab, std::uint64_t seed) {
-  Generator gen(seed);
-  xt::xarray<std::int64_t> ids = xt::xarray<std::int64_t>::from_shape({rows, length});
-  for (auto& id : ids) id = static_cast<std::int64_t>(1 + gen.randint(vocab - 1));
-  return ids;
 }
 
 }  // namespace
