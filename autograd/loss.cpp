@@ -144,24 +144,23 @@ void check_reduction(const char* op, Reduction reduction, bool batchmean_allowed
   }
 }
 
-// The elementwise regression losses (smooth_l1, huber): loss(d) and its slope in d = input - target,
-// with mse_loss's broadcasting, reductions and gradients (the target's is the negative of the input's).
-template <typename T, typename Loss, typename Slope>
+// The elementwise regression losses (mse, l1, smooth_l1, huber): loss(d) of d = input - target, with
+// broadcasting and reductions; grad(g, d) is the input's gradient element given the upstream g, and the
+// target's is its negative.
+template <typename T, typename Loss, typename Grad>
 Tensor<T> difference_loss(const char* op, const Tensor<T>& input, const Tensor<T>& target, Reduction reduction,
-                          Loss loss, Slope slope) {
+                          Loss loss, Grad grad) {
   check_reduction(op, reduction);
   auto diff = std::make_shared<const xt::xarray<T>>(
       broadcast_apply(op, input.data(), target.data(), [](T a, T b) { return a - b; }));
   Tensor<T> out(reduce_elementwise(map(*diff, loss), reduction));
   if (should_record(input, target))
-    record(
-        out, op, {input, target},
-        [diff, reduction, slope, sa = input.shape(), sb = target.shape()](const xt::xarray<T>& g, GradInputs<T>& in) {
-          xt::xarray<T> d = zip(elementwise_upstream(g, shape_of(*diff), reduction), *diff,
-                                [slope](T gv, T dv) { return gv * slope(dv); });
-          if (in.needs(1)) in.accumulate(1, unbroadcast(map(d, [](T v) { return -v; }), sb));
-          if (in.needs(0)) in.accumulate(0, unbroadcast(std::move(d), sa));
-        });
+    record(out, op, {input, target},
+           [diff, reduction, grad, sa = input.shape(), sb = target.shape()](const xt::xarray<T>& g, GradInputs<T>& in) {
+             xt::xarray<T> d = zip(elementwise_upstream(g, shape_of(*diff), reduction), *diff, grad);
+             if (in.needs(1)) in.accumulate(1, unbroadcast(map(d, [](T v) { return -v; }), sb));
+             if (in.needs(0)) in.accumulate(0, unbroadcast(std::move(d), sa));
+           });
   return out;
 }
 
@@ -276,38 +275,18 @@ Tensor<T> nll_loss(const Tensor<T>& input, const IndexArray& target, Reduction r
 
 template <typename T>
 Tensor<T> mse_loss(const Tensor<T>& input, const Tensor<T>& target, Reduction reduction) {
-  check_reduction("mse_loss", reduction);
-  auto diff = std::make_shared<const xt::xarray<T>>(
-      broadcast_apply("mse_loss", input.data(), target.data(), [](T a, T b) { return a - b; }));
-  Tensor<T> out(reduce_elementwise(map(*diff, [](T d) { return d * d; }), reduction));
-  if (should_record(input, target))
-    record(out, "mse_loss", {input, target},
-           [diff, reduction, sa = input.shape(), sb = target.shape()](const xt::xarray<T>& g, GradInputs<T>& in) {
-             // d/d input (x - y)^2 = 2 (x - y), and the negative of it for the target.
-             xt::xarray<T> d = zip(elementwise_upstream(g, shape_of(*diff), reduction), *diff,
-                                   [](T gv, T dv) { return T(2) * dv * gv; });
-             if (in.needs(1)) in.accumulate(1, unbroadcast(map(d, [](T v) { return -v; }), sb));
-             if (in.needs(0)) in.accumulate(0, unbroadcast(std::move(d), sa));
-           });
-  return out;
+  // d/d input (x - y)^2 = 2 (x - y), and the negative of it for the target.
+  return difference_loss(
+      "mse_loss", input, target, reduction, [](T d) { return d * d; }, [](T gv, T dv) { return T(2) * dv * gv; });
 }
 
 template <typename T>
 Tensor<T> l1_loss(const Tensor<T>& input, const Tensor<T>& target, Reduction reduction) {
-  check_reduction("l1_loss", reduction);
-  auto diff = std::make_shared<const xt::xarray<T>>(
-      broadcast_apply("l1_loss", input.data(), target.data(), [](T a, T b) { return a - b; }));
-  Tensor<T> out(reduce_elementwise(map(*diff, [](T d) { return std::abs(d); }), reduction));
-  if (should_record(input, target))
-    record(out, "l1_loss", {input, target},
-           [diff, reduction, sa = input.shape(), sb = target.shape()](const xt::xarray<T>& g, GradInputs<T>& in) {
-             xt::xarray<T> d = zip(elementwise_upstream(g, shape_of(*diff), reduction), *diff, [](T gv, T dv) {
-               return dv > 0 ? gv : dv < 0 ? -gv : T(0);
-             });
-             if (in.needs(1)) in.accumulate(1, unbroadcast(map(d, [](T v) { return -v; }), sb));
-             if (in.needs(0)) in.accumulate(0, unbroadcast(std::move(d), sa));
-           });
-  return out;
+  return difference_loss(
+      "l1_loss", input, target, reduction, [](T d) { return std::abs(d); },
+      [](T gv, T dv) { return dv > 0   ? gv
+                              : dv < 0 ? -gv
+                                       : T(0); });
 }
 
 template <typename T>
@@ -430,8 +409,8 @@ Tensor<T> smooth_l1_loss(const Tensor<T>& input, const Tensor<T>& target, Reduct
         const T z = std::abs(d);
         return z < b ? T(0.5) * z * z / b : z - T(0.5) * b;
       },
-      [b](T d) {
-        return d < -b ? T(-1) : d > b ? T(1) : b == T(0) ? T(0) : d / b;
+      [b](T gv, T d) {
+        return gv * (d < -b ? T(-1) : d > b ? T(1) : b == T(0) ? T(0) : d / b);
       });
 }
 
@@ -445,9 +424,9 @@ Tensor<T> huber_loss(const Tensor<T>& input, const Tensor<T>& target, Reduction 
         const T z = std::abs(d);
         return z < h ? T(0.5) * z * z : h * (z - T(0.5) * h);
       },
-      [h](T d) { return d < -h  ? -h
-                        : d > h ? h
-                                : d; });
+      [h](T gv, T d) {
+        return gv * (d < -h ? -h : d > h ? h : d);
+      });
 }
 
 template <typename T>
