@@ -414,34 +414,18 @@ Tensor<T> expand(const Tensor<T>& x, const Shape& shape) {
 
 namespace {
 // Copies the box of `extent` starting at src_start in src (of src_shape) to dst_start in dst (of
-// dst_shape), a contiguous run along the last dim at a time.
+// dst_shape): strided_copy from the two corners, with each array's own strides.
 template <typename T>
 void copy_box(const T* src, const Shape& src_shape, const Shape& src_start, T* dst, const Shape& dst_shape,
               const Shape& dst_start, const Shape& extent) {
-  const std::size_t rank = extent.size();
-  if (rank == 0) {
-    *dst = *src;
-    return;
-  }
-  if (numel(extent) == 0) return;
+  if (numel(extent) == 0) return;  // the corners may lie past an array's end
   const auto ss = contiguous_strides(src_shape), ds = contiguous_strides(dst_shape);
-  std::vector<std::size_t> at(rank, 0);
-  const std::size_t run = extent[rank - 1];
-  for (;;) {
-    std::size_t so = 0, dof = 0;
-    for (std::size_t d = 0; d < rank; ++d) {
-      so += (src_start[d] + at[d]) * ss[d];
-      dof += (dst_start[d] + at[d]) * ds[d];
-    }
-    std::copy_n(src + so, run, dst + dof);
-    std::size_t d = rank - 1;
-    for (;;) {  // odometer over every dim but the last
-      if (d == 0) return;
-      --d;
-      if (++at[d] < extent[d]) break;
-      at[d] = 0;
-    }
+  std::size_t so = 0, dof = 0;
+  for (std::size_t d = 0; d < extent.size(); ++d) {
+    so += src_start[d] * ss[d];
+    dof += dst_start[d] * ds[d];
   }
+  strided_copy(extent, src + so, ss, dst + dof, ds);
 }
 }  // namespace
 
@@ -513,9 +497,7 @@ Tensor<T> repeat(const Tensor<T>& x, const std::vector<std::int64_t>& repeats) {
     out_shape.push_back(r * size);
   }
   numel(pairs_out);  // refuses a shape whose element count overflows
-  xt::xarray<T> src = x.data();
-  src.reshape(pairs_in);
-  xt::xarray<T> values = broadcast_copy(src, pairs_out);
+  xt::xarray<T> values = gather_strided(pairs_out, x.data().data(), broadcast_strides(pairs_in, pairs_out.size()));
   values.reshape(out_shape);
   Tensor<T> out(std::move(values));
   if (should_record(x))
