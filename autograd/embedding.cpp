@@ -94,10 +94,16 @@ Tensor<T> embedding(const Tensor<T>& weight, const xt::xarray<std::int64_t>& ids
   return result;
 }
 
-namespace {
-
 const char* mode_name(EmbeddingBagMode mode) {
   return mode == EmbeddingBagMode::Sum ? "sum" : mode == EmbeddingBagMode::Mean ? "mean" : "max";
+}
+
+namespace {
+
+// The optional per-sample weights as bag_impl takes them: shared, or null for weights of 1.
+template <typename T>
+std::shared_ptr<const xt::xarray<T>> shared_weights(std::optional<xt::xarray<T>> weights) {
+  return weights ? std::make_shared<const xt::xarray<T>>(std::move(*weights)) : nullptr;
 }
 
 // The bags of an embedding_bag call: bag b is ids [begin(b), end(b)) in flat order, either k
@@ -244,9 +250,8 @@ template <typename T>
 Tensor<T> embedding_bag(const Tensor<T>& weight, const xt::xarray<std::int64_t>& ids, EmbeddingBagMode mode,
                         std::optional<std::int64_t> padding_idx,
                         std::optional<xt::xarray<detail::scalar_t<T>>> per_sample_weights) {
-  return fixed_bags<T>(
-      "embedding_bag", weight, ids, mode, padding_idx,
-      per_sample_weights ? std::make_shared<const xt::xarray<T>>(std::move(*per_sample_weights)) : nullptr);
+  return fixed_bags<T>("embedding_bag", weight, ids, mode, padding_idx,
+                       shared_weights<T>(std::move(per_sample_weights)));
 }
 
 template <typename T>
@@ -296,9 +301,8 @@ Tensor<T> embedding_bag(const Tensor<T>& weight, const xt::xarray<std::int64_t>&
   (*starts)[bags.count] = n;
   bags.starts = std::move(starts);
   Shape out_shape{bags.count, weight.shape()[1]};
-  return bag_impl<T>(
-      op, weight, input, std::move(bags), std::move(out_shape), mode, pad,
-      per_sample_weights ? std::make_shared<const xt::xarray<T>>(std::move(*per_sample_weights)) : nullptr);
+  return bag_impl<T>(op, weight, input, std::move(bags), std::move(out_shape), mode, pad,
+                     shared_weights<T>(std::move(per_sample_weights)));
 }
 
 template Tensor<float> embedding<float>(const Tensor<float>&, const xt::xarray<std::int64_t>&,

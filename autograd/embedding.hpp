@@ -23,6 +23,9 @@ Tensor<T> embedding(const Tensor<T>& weight, const xt::xarray<std::int64_t>& ids
 /// How embedding_bag reduces a bag's rows (torch's mode='sum' | 'mean' | 'max').
 enum class EmbeddingBagMode { Sum, Mean, Max };
 
+/// torch's name of a mode, as its mode argument and repr write it: "sum", "mean" or "max".
+const char* mode_name(EmbeddingBagMode mode);
+
 /// torch.nn.functional.embedding_bag with mode="sum" where each bag is the last axis of ids:
 /// weight [num_embeddings, dim], ids [..., K] -> [..., dim], the sum of the K rows of each bag. Ids
 /// equal to padding_idx add nothing, not even their row's value (as in torch), and their row gets no

@@ -76,8 +76,9 @@ Tensor<T> EmbeddingBag<T>::forward(const xt::xarray<std::int64_t>& ids) const {
 template <typename T>
 Tensor<T> EmbeddingBag<T>::forward(const xt::xarray<std::int64_t>& ids, xt::xarray<T> per_sample_weights) const {
   if (mode != EmbeddingBagMode::Sum)
-    throw std::invalid_argument(fmt::format(
-        "EmbeddingBag: per_sample_weights are only supported with mode Sum, as in torch, got mode {}", mode_name()));
+    throw std::invalid_argument(
+        fmt::format("EmbeddingBag: per_sample_weights are only supported with mode Sum, as in torch, got mode {}",
+                    mode_name(mode)));
   if (ids.dimension() == 0)
     throw ShapeError("EmbeddingBag: ids must have at least one dim (the bag's), got a 0-d array");
   return embedding_bag(weight, ids, mode, padding_idx, std::optional<xt::xarray<T>>(std::move(per_sample_weights)));
@@ -97,14 +98,9 @@ Tensor<T> EmbeddingBag<T>::forward(const xt::xarray<std::int64_t>& input, const 
 }
 
 template <typename T>
-std::string EmbeddingBag<T>::mode_name() const {
-  return mode == EmbeddingBagMode::Sum ? "sum" : mode == EmbeddingBagMode::Mean ? "mean" : "max";
-}
-
-template <typename T>
 std::string EmbeddingBag<T>::extra_repr() const {
   // As torch: include_last_offset is not shown.
-  std::string s = fmt::format("{}, {}, mode={}", num_embeddings, embedding_dim, mode_name());
+  std::string s = fmt::format("{}, {}, mode={}", num_embeddings, embedding_dim, mode_name(mode));
   if (padding_idx) s += fmt::format(", padding_idx={}", *padding_idx);
   return s;
 }

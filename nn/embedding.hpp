@@ -72,8 +72,6 @@ class EmbeddingBag : public Module<T, EmbeddingBag<T>> {
 
   std::string name() const override { return "EmbeddingBag"; }
   std::string extra_repr() const override;
-  /// torch's name of the mode: "sum", "mean" or "max".
-  std::string mode_name() const;
 
   std::size_t num_embeddings, embedding_dim;
   EmbeddingBagMode mode;
