@@ -113,10 +113,8 @@ Tensor<T> index_select(const Tensor<T>& x, std::int64_t dim, const IndexArray& i
   }
   check_positions("index_select", index, dim, xs[d]);
   // x as [outer, size, inner] around dim, the result as [outer, m, inner].
-  std::size_t outer = 1, inner = 1;
-  for (std::size_t k = 0; k < d; ++k) outer *= xs[k];
-  for (std::size_t k = d + 1; k < xs.size(); ++k) inner *= xs[k];
-  const std::size_t size = xs[d];
+  const AroundDim split = around_dim(xs, d);
+  const std::size_t outer = split.outer, size = split.size, inner = split.inner;
   Shape out_shape = x.shape();
   if (!out_shape.empty()) out_shape[d] = m;
   xt::xarray<T> values = xt::xarray<T>::from_shape(out_shape);
@@ -186,15 +184,13 @@ ValuesIndices<T> ordered_along(const char* op, const Tensor<T>& x, std::int64_t 
   const Shape& shape = x.shape();
   const std::size_t rank = shape.size();
   const std::size_t d = normalize_dim(op, dim, std::max<std::size_t>(rank, 1));
-  const std::size_t size = rank == 0 ? 1 : shape[d];
+  const AroundDim split = around_dim(shape, d);
+  const std::size_t outer = split.outer, size = split.size, inner = split.inner;
   if (k < 0 || static_cast<std::size_t>(k) > size || (rank == 0 && k != 1)) {
     throw ShapeError(fmt::format("{}: k {} is out of range for dim {} of size {} (expected {})", op, k, dim, size,
                                  rank == 0 ? std::string("1 for a 0-d tensor") : fmt::format("0 to {}", size)));
   }
   const auto kk = static_cast<std::size_t>(k);
-  std::size_t outer = 1, inner = 1;
-  for (std::size_t j = 0; j < d && j < rank; ++j) outer *= shape[j];
-  for (std::size_t j = d + 1; j < rank; ++j) inner *= shape[j];
   Shape out_shape = shape;
   if (rank > 0) out_shape[d] = kk;
   xt::xarray<T> values = xt::xarray<T>::from_shape(out_shape);
@@ -261,25 +257,35 @@ ValuesIndices<T> ordered_along(const char* op, const Tensor<T>& x, std::int64_t 
   Tensor<T> out(std::move(values));
   if (should_record(x)) {
     auto saved = std::make_shared<const IndexArray>(indices);
-    record(out, op, {x}, [saved, in_shape = shape, outer, size, inner, kk](const xt::xarray<T>& g, GradInputs<T>& in) {
-      // The positions of a slice are distinct: each gradient lands on its own element.
-      xt::xarray<T> dx = xt::zeros<T>(in_shape);
-      T* pd = dx.data();
-      const T* pg = g.data();
-      const std::int64_t* pi = saved->data();
-      for (std::size_t o = 0; o < outer; ++o)
-        for (std::size_t r = 0; r < kk; ++r)
-          for (std::size_t i = 0; i < inner; ++i) {
-            const std::size_t at = (o * kk + r) * inner + i;
-            pd[(o * size + static_cast<std::size_t>(pi[at])) * inner + i] = pg[at];
-          }
-      in.accumulate(0, std::move(dx));
+    record(out, op, {x}, [saved, in_shape = shape, split, kk](const xt::xarray<T>& g, GradInputs<T>& in) {
+      in.accumulate(0, detail::scatter_picked(g, saved->data(), in_shape, split, kk));
     });
   }
   return {std::move(out), std::move(indices)};
 }
 
 }  // namespace
+
+namespace detail {
+template <typename T>
+xt::xarray<T> scatter_picked(const xt::xarray<T>& g, const std::int64_t* positions, const Shape& in_shape,
+                             AroundDim split, std::size_t picks) {
+  xt::xarray<T> dx = xt::zeros<T>(in_shape);
+  T* pd = dx.data();
+  const T* pg = g.data();
+  for (std::size_t o = 0; o < split.outer; ++o)
+    for (std::size_t r = 0; r < picks; ++r)
+      for (std::size_t i = 0; i < split.inner; ++i) {
+        const std::size_t at = (o * picks + r) * split.inner + i;
+        pd[(o * split.size + static_cast<std::size_t>(positions[at])) * split.inner + i] = pg[at];
+      }
+  return dx;
+}
+template xt::xarray<float> scatter_picked<float>(const xt::xarray<float>&, const std::int64_t*, const Shape&, AroundDim,
+                                                 std::size_t);
+template xt::xarray<double> scatter_picked<double>(const xt::xarray<double>&, const std::int64_t*, const Shape&,
+                                                   AroundDim, std::size_t);
+}  // namespace detail
 
 template <typename T>
 ValuesIndices<T> topk(const Tensor<T>& x, std::int64_t k, std::int64_t dim, bool largest, bool /*sorted*/) {

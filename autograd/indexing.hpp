@@ -53,4 +53,13 @@ ValuesIndices<T> sort(const Tensor<T>& x, std::int64_t dim = -1, bool descending
 template <typename T = float>
 Tensor<T> one_hot(const IndexArray& indices, std::int64_t num_classes = -1);
 
+namespace detail {
+/// The backward of picking `picks` positions along a dim (topk, sort, max and min along a dim): g, laid
+/// out [outer, picks, inner], written into zeros of in_shape ([outer, split.size, inner]) at the
+/// positions, laid out like g. The positions of one slice are distinct, so each lands on its own element.
+template <typename T>
+xt::xarray<T> scatter_picked(const xt::xarray<T>& g, const std::int64_t* positions, const Shape& in_shape,
+                             AroundDim split, std::size_t picks);
+}  // namespace detail
+
 }  // namespace tapegrad

@@ -33,10 +33,8 @@ Tensor<T> cosine_similarity(const Tensor<T>& x1, const Tensor<T>& x2, std::int64
   // Broadcasting through expand, whose backward sums each gradient back to its operand's shape.
   const Tensor<T> a = x1.shape() == shape ? x1 : expand(x1, shape);
   const Tensor<T> b = x2.shape() == shape ? x2 : expand(x2, shape);
-  std::size_t outer = 1, inner = 1;
-  const std::size_t count = shape[d];
-  for (std::size_t k = 0; k < d; ++k) outer *= shape[k];
-  for (std::size_t k = d + 1; k < rank; ++k) inner *= shape[k];
+  const AroundDim split = around_dim(shape, d);
+  const std::size_t outer = split.outer, count = split.size, inner = split.inner;
   Shape out_shape(shape.begin(), shape.begin() + static_cast<std::ptrdiff_t>(d));
   out_shape.insert(out_shape.end(), shape.begin() + static_cast<std::ptrdiff_t>(d) + 1, shape.end());
   // Per slice, in double: w12 = sum x1 x2, the clamped squared norms s1 and s2, and 1 / sqrt(s1 s2).

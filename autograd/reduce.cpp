@@ -8,6 +8,7 @@
 
 #include "tapegrad/autograd/broadcast.hpp"
 #include "tapegrad/autograd/elementwise_kernels.hpp"
+#include "tapegrad/autograd/indexing.hpp"
 #include "tapegrad/autograd/parallel.hpp"
 #include "tapegrad/autograd/strided_copy.hpp"
 #include "tapegrad/autograd/tape.hpp"
@@ -260,17 +261,9 @@ Tensor<T> extreme_along(const char* op, const Tensor<T>& x, std::int64_t dim, bo
   Tensor<T> out(std::move(values));
   if (should_record(x))
     record(out, op, {x},
-           [idx = std::move(idx), in_shape = p.in_shape, outer = p.outer, count = p.count, inner = p.inner](
+           [idx = std::move(idx), in_shape = p.in_shape, split = AroundDim{p.outer, p.count, p.inner}](
                const xt::xarray<T>& g, GradInputs<T>& in) {
-             xt::xarray<T> dx = xt::zeros<T>(in_shape);
-             T* pd = dx.data();
-             const T* pg = g.data();
-             for (std::size_t o = 0; o < outer; ++o)
-               for (std::size_t i = 0; i < inner; ++i) {
-                 const std::size_t k = o * inner + i;
-                 pd[(o * count + static_cast<std::size_t>(idx[k])) * inner + i] = pg[k];
-               }
-             in.accumulate(0, std::move(dx));
+             in.accumulate(0, detail::scatter_picked(g, idx.data(), in_shape, split, 1));
            });
   return out;
 }
@@ -458,9 +451,8 @@ Tensor<T> cumsum(const Tensor<T>& x, std::int64_t dim) {
   const std::size_t rank = shape.size();
   const std::size_t d = normalize_dim("cumsum", dim, std::max<std::size_t>(rank, 1));
   // x as [outer, count, inner] around dim (a 0-d tensor is one element).
-  std::size_t outer = 1, count = rank == 0 ? 1 : shape[d], inner = 1;
-  for (std::size_t k = 0; k < d && k < rank; ++k) outer *= shape[k];
-  for (std::size_t k = d + 1; k < rank; ++k) inner *= shape[k];
+  const AroundDim split = around_dim(shape, d);
+  const std::size_t outer = split.outer, count = split.size, inner = split.inner;
   // Running sums in double along dim, one [count, inner] block at a time; forward (Reverse false) for
   // the values, from the end (Reverse true) for the gradient.
   const auto scan = [outer, count, inner](const T* in, T* out, bool reverse) {

@@ -12,6 +12,15 @@ std::string python_tuple(const Shape& shape) {
   return fmt::format("({}{})", fmt::join(shape, ", "), shape.size() == 1 ? "," : "");
 }
 
+AroundDim around_dim(const Shape& shape, std::size_t d) {
+  AroundDim a;
+  if (shape.empty()) return a;
+  for (std::size_t k = 0; k < d; ++k) a.outer *= shape[k];
+  a.size = shape[d];
+  for (std::size_t k = d + 1; k < shape.size(); ++k) a.inner *= shape[k];
+  return a;
+}
+
 std::string format_position(std::size_t flat, const Shape& shape) {
   Shape index(shape.size());
   for (std::size_t d = shape.size(); d-- > 0;) {

@@ -29,6 +29,15 @@ std::string python_tuple(const Shape& shape);
 /// a bad value sits.
 std::string format_position(std::size_t flat, const Shape& shape);
 
+/// A shape seen as [outer, size, inner] around one dim, as the kernels that work along a dim walk it.
+struct AroundDim {
+  std::size_t outer = 1;  ///< the product of the dims before the dim
+  std::size_t size = 1;   ///< the dim's size
+  std::size_t inner = 1;  ///< the product of the dims after it
+};
+/// `shape` as [outer, size, inner] around dim d (d < shape.size()); a 0-d shape is one element, [1, 1, 1].
+AroundDim around_dim(const Shape& shape, std::size_t d);
+
 /// The number of elements of a shape (1 for []); throws ShapeError when it overflows std::size_t.
 std::size_t numel(const Shape& shape);
 
