@@ -16,9 +16,13 @@
 #include "tapegrad/models/masked_lm.hpp"
 #include "tapegrad/optim/adam.hpp"
 #include "tests/helpers.hpp"
+#include "tests/models/causal_lm_checks.hpp"
 
 using namespace tapegrad;
 using namespace tapegrad::models;
+using tapegrad::testing::check_causal_bit_for_bit;
+using tapegrad::testing::check_forward_rows;
+using tapegrad::testing::check_generate_with_and_without_cache;
 using tapegrad::testing::random_ids;
 
 namespace {
@@ -54,21 +58,7 @@ TEST_CASE("GPT: changing token t changes no output before t, bit for bit", "[gpt
     o.nhead = 4;
     GPT<float> model(o, gen);
     model.eval();
-    const xt::xarray<std::int64_t> ids = random_ids(2, 9, o.vocab_size, 2);
-    const xt::xarray<float> before = model.forward(ids).data();
-    for (std::size_t changed = 0; changed < ids.shape(1); ++changed) {
-      xt::xarray<std::int64_t> other = ids;
-      for (std::size_t b = 0; b < 2; ++b) other(b, changed) = ids(b, changed) % 12 + 1;
-      const xt::xarray<float> after = model.forward(other).data();
-      for (std::size_t b = 0; b < 2; ++b) {
-        for (std::size_t t = 0; t < ids.shape(1); ++t) {
-          bool same = true;
-          for (std::size_t v = 0; v < o.vocab_size; ++v) same = same && before(b, t, v) == after(b, t, v);
-          INFO("changed position " << changed << ", row " << b << ", output position " << t);
-          CHECK(same == (t < changed));
-        }
-      }
-    }
+    check_causal_bit_for_bit(model);
   }
 }
 
@@ -168,19 +158,7 @@ TEST_CASE("generate: the cache and full recomputation choose the same tokens, gr
   o.nhead = 4;
   GPT<float> model(o, gen);
   model.eval();
-  const std::vector<std::int64_t> prompt = {3, 7, 2, 9};
-  for (double temperature : {0.0, 1.0}) {
-    GenerateOptions g;
-    g.sampling.temperature = temperature;
-    g.max_new_tokens = 30;
-    g.seed = 17;
-    g.use_cache = true;
-    const auto cached = generate(model, prompt, g);
-    g.use_cache = false;
-    const auto recomputed = generate(model, prompt, g);
-    CHECK(cached.size() == 30);
-    CHECK(cached == recomputed);
-  }
+  check_generate_with_and_without_cache(model);
 }
 
 TEST_CASE("generate: the same seed gives the same sample, other seeds other samples", "[gpt]") {
@@ -493,15 +471,11 @@ TEST_CASE("GPT: forward_rows gives forward's rows and their gradient", "[gpt]") 
   const GPTOptions o = tiny();
   GPT<double> model(o, gen);
   model.eval();
+  check_forward_rows(model);
   const xt::xarray<std::int64_t> ids = random_ids(2, 5, o.vocab_size, 4);
   const xt::xarray<std::int64_t> rows = {0, 3, 7, 9};  // (0, 0), (0, 3), (1, 2), (1, 4)
   const Tensor<double> all = model.forward(ids);
   const Tensor<double> some = model.forward_rows(ids, rows);
-  REQUIRE(some.shape() == Shape{4, o.vocab_size});
-  for (std::size_t k = 0; k < rows.size(); ++k) {
-    const auto r = static_cast<std::size_t>(rows(k));
-    for (std::size_t v = 0; v < o.vocab_size; ++v) CHECK(some.data()(k, v) == all.data()(r / 5, r % 5, v));
-  }
   // The gradient reaches the parameters as through forward: the same loss, the same gradients.
   const xt::xarray<std::int64_t> targets = {1, 2, 3, 4};
   cross_entropy(some, targets).backward();

@@ -13,9 +13,13 @@
 #include "tapegrad/models/llama.hpp"
 #include "tapegrad/optim/adam.hpp"
 #include "tests/helpers.hpp"
+#include "tests/models/causal_lm_checks.hpp"
 
 using namespace tapegrad;
 using namespace tapegrad::models;
+using tapegrad::testing::check_causal_bit_for_bit;
+using tapegrad::testing::check_forward_rows;
+using tapegrad::testing::check_generate_with_and_without_cache;
 using tapegrad::testing::random_ids;
 
 namespace {
@@ -56,21 +60,7 @@ TEST_CASE("Llama: changing token t changes no output before t, bit for bit", "[l
   const LlamaOptions o = tiny();
   Llama<float> model(o, gen);
   model.eval();
-  const xt::xarray<std::int64_t> ids = random_ids(2, 9, o.vocab_size, 2);
-  const xt::xarray<float> before = model.forward(ids).data();
-  for (std::size_t changed = 0; changed < ids.shape(1); ++changed) {
-    xt::xarray<std::int64_t> other = ids;
-    for (std::size_t b = 0; b < 2; ++b) other(b, changed) = ids(b, changed) % 12 + 1;
-    const xt::xarray<float> after = model.forward(other).data();
-    for (std::size_t b = 0; b < 2; ++b) {
-      for (std::size_t t = 0; t < ids.shape(1); ++t) {
-        bool same = true;
-        for (std::size_t v = 0; v < o.vocab_size; ++v) same = same && before(b, t, v) == after(b, t, v);
-        INFO("changed position " << changed << ", row " << b << ", output position " << t);
-        CHECK(same == (t < changed));
-      }
-    }
-  }
+  check_causal_bit_for_bit(model);
 }
 
 TEMPLATE_TEST_CASE("Llama: the KV cache gives the logits of full recomputation, a prompt fed in pieces", "[llama]",
@@ -120,15 +110,7 @@ TEST_CASE("Llama: forward_rows gives forward's rows", "[llama]") {
   const LlamaOptions o = tiny();
   Llama<double> model(o, gen);
   model.eval();
-  const xt::xarray<std::int64_t> ids = random_ids(2, 5, o.vocab_size, 4);
-  const xt::xarray<std::int64_t> rows = {0, 3, 7, 9};
-  const Tensor<double> all = model.forward(ids);
-  const Tensor<double> some = model.forward_rows(ids, rows);
-  REQUIRE(some.shape() == Shape{4, o.vocab_size});
-  for (std::size_t k = 0; k < rows.size(); ++k) {
-    const auto r = static_cast<std::size_t>(rows(k));
-    for (std::size_t v = 0; v < o.vocab_size; ++v) CHECK(some.data()(k, v) == all.data()(r / 5, r % 5, v));
-  }
+  check_forward_rows(model);
 }
 
 TEST_CASE("generate: a Llama chooses the same tokens with the cache and without, greedy and sampled", "[llama]") {
@@ -136,19 +118,8 @@ TEST_CASE("generate: a Llama chooses the same tokens with the cache and without,
   const LlamaOptions o = tiny();
   Llama<float> model(o, gen);
   model.eval();
+  check_generate_with_and_without_cache(model);
   const std::vector<std::int64_t> prompt = {3, 7, 2, 9};
-  for (double temperature : {0.0, 1.0}) {
-    INFO("temperature " << temperature);
-    GenerateOptions g;
-    g.sampling.temperature = temperature;
-    g.max_new_tokens = 30;
-    g.seed = 17;
-    const auto cached = generate(model, prompt, g);
-    g.use_cache = false;
-    const auto recomputed = generate(model, prompt, g);
-    CHECK(cached.size() == 30);
-    CHECK(cached == recomputed);
-  }
   // Greedy: each token is the argmax of forward's last row over the sequence so far.
   GenerateOptions g;
   g.sampling.temperature = 0.0;
