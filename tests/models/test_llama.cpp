@@ -20,6 +20,9 @@ using namespace tapegrad::models;
 using tapegrad::testing::check_causal_bit_for_bit;
 using tapegrad::testing::check_forward_rows;
 using tapegrad::testing::check_generate_with_and_without_cache;
+using tapegrad::testing::check_learns_pattern;
+using tapegrad::testing::kPatternLength;
+using tapegrad::testing::kPatternVocab;
 using tapegrad::testing::random_ids;
 
 namespace {
@@ -188,35 +191,12 @@ TEST_CASE("Llama: state_dict names are Hugging Face's, parameters counted, and a
 }
 
 TEST_CASE("Llama: a tiny language model's loss falls", "[llama]") {
-  const std::vector<std::int64_t> pattern = {1, 2, 3, 1, 4, 5, 2, 3, 6, 1, 5, 4};
-  const std::size_t rows = 8, length = 16;
-  xt::xarray<std::int64_t> ids = xt::xarray<std::int64_t>::from_shape({rows, length + 1});
-  for (std::size_t b = 0; b < rows; ++b)
-    for (std::size_t t = 0; t <= length; ++t) ids(b, t) = pattern[(b + t) % pattern.size()];
-  const xt::xarray<std::int64_t> input = xt::view(ids, xt::all(), xt::range(0, length));
-  const xt::xarray<std::int64_t> target = xt::flatten(xt::eval(xt::view(ids, xt::all(), xt::range(1, length + 1))));
   LlamaOptions o = tiny();
-  o.vocab_size = 7;
-  o.max_len = length;
+  o.vocab_size = kPatternVocab;
+  o.max_len = kPatternLength;
   Generator gen(0);
   Llama<float> model(o, gen);
-  optim::AdamOptions adam;
-  adam.lr = 1e-2;
-  optim::Adam<float> opt(model.parameters(), adam);
-  const auto loss_now = [&] {
-    return cross_entropy(reshape(model.forward(input), {-1, std::int64_t(o.vocab_size)}), target);
-  };
-  const float first = loss_now().item();
-  for (int step = 0; step < 60; ++step) {
-    opt.zero_grad();
-    Tensor<float> loss = loss_now();
-    loss.backward();
-    opt.step();
-  }
-  const float last = loss_now().item();
-  INFO("loss " << first << " -> " << last);
-  CHECK(first > 1.5f);
-  CHECK(last < 0.5f);
+  check_learns_pattern(model);
 }
 
 TEST_CASE("Llama: errors name the problem and the values", "[llama]") {
