@@ -52,6 +52,17 @@ CliResult run_lm(std::vector<std::string> args, const std::string& input = "") {
   return {code, out.str(), err.str()};
 }
 
+// `train_lm generate` of 12 new tokens after "the movie was" on a finished run, with extra flags; it must
+// succeed.
+CliResult generate_after_prompt(const fs::path& run, std::vector<std::string> extra) {
+  std::vector<std::string> args = {"generate", "--run", run.string(), "--max-new-tokens", "12", "--threads", "1"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  CliResult g = run_lm(args, "the movie was");
+  INFO(g.err);
+  REQUIRE(g.code == 0);
+  return g;
+}
+
 // A tiny run on the 12-review fixture (one review of each class held out).
 std::vector<std::string> tiny(const fs::path& out, const std::string& objective = "causal") {
   return {"--data",
@@ -218,11 +229,7 @@ TEST_CASE("train_lm generate: same seed same text, the cache changes nothing, th
   const fs::path run = tmp.path / "run";
   REQUIRE(run_lm(tiny(run)).code == 0);
   const auto generate = [&](std::vector<std::string> extra) {
-    std::vector<std::string> args = {"generate", "--run", run.string(), "--max-new-tokens", "12", "--threads", "1"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    const CliResult g = run_lm(args, "the movie was");
-    INFO(g.err);
-    REQUIRE(g.code == 0);
+    const CliResult g = generate_after_prompt(run, std::move(extra));
     CHECK_THAT(g.err, Catch::Contains("tokens/s"));
     return g.out;
   };
@@ -482,12 +489,7 @@ TEST_CASE("train_lm --arch llama: train, evaluate, generate with and without the
   CHECK_THAT(e.out, Catch::Contains("Kneser-Ney bigram"));
 
   const auto generate = [&](std::vector<std::string> extra) {
-    std::vector<std::string> args = {"generate", "--run", run.string(), "--max-new-tokens", "12", "--threads", "1"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    const CliResult g = run_lm(args, "the movie was");
-    INFO(g.err);
-    REQUIRE(g.code == 0);
-    return g.out;
+    return generate_after_prompt(run, std::move(extra)).out;
   };
   const std::string sampled = generate({"--seed", "3", "--temperature", "1.0"});
   CHECK(sampled.find(" |") != std::string::npos);
