@@ -25,7 +25,7 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/tapegradConfigVersion.cma
 install(FILES ${PROJECT_BINARY_DIR}/tapegradConfig.cmake ${PROJECT_BINARY_DIR}/tapegradConfigVersion.cmake
         DESTINATION ${TAPEGRAD_CMAKE_DIR})
 
-# pkg-config. The libraries are static, so Libs lists every layer from the top down, then OpenBLAS
+# pkg-config. The libraries are static, so Libs lists every layer from the top down, then OpenBLAS and oneDNN
 # (as -lopenblas: its own .pc would put OpenBLAS's cblas.h on the include path, where it clashes with
 # xtensor-blas's) and the thread library; Requires (not Requires.private, which plain --libs leaves
 # out) brings fmt, libarchive and libcurl. No -std flag: it would override a user's newer standard
@@ -37,6 +37,9 @@ foreach(layer datasets models train optim nn io autograd)
   endif()
   string(APPEND TAPEGRAD_PC_LIBS " -ltapegrad_${layer}")
 endforeach()
+if(TAPEGRAD_ONEDNN)
+  set(TAPEGRAD_PC_DNNL " -ldnnl")
+endif()
 # distributed/ is left out: it needs MPI's compiler flags, which CMake's MPI::MPI_CXX carries and a .pc
 # file cannot (link it with find_package).
 set(pc_layers ${TAPEGRAD_LAYERS})

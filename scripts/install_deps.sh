@@ -4,7 +4,7 @@ set -euo pipefail
 
 packages=(
   cmake g++ make ccache pkg-config
-  libxtensor-dev libxtensor-blas-dev libopenblas-dev libopenblas0-pthread
+  libxtensor-dev libxtensor-blas-dev libopenblas-dev libopenblas0-pthread libdnnl-dev
   libfmt-dev catch2 libcli11-dev nlohmann-json3-dev libarchive-dev libcurl4-openssl-dev
   python3 chromium
   libopenmpi-dev openmpi-bin iproute2
