@@ -56,6 +56,8 @@ struct Plan {
   std::vector<std::size_t> key_end;
   // Per batch: whether the key padding changes any score before key_end (else it is skipped there).
   std::vector<char> padding_inside;
+  // bfloat16 products under autocast (autograd/autocast.hpp), decided at the forward, kept for backward.
+  blas::Precision precision = blas::Precision::Float32;
 };
 
 // key_end of the Plan: one past the last key that key_padding_mask / key_padding_bias leave visible.
@@ -129,7 +131,7 @@ void score_block(const Plan<T>& p, const PairMasks<T>& m, const T* qp, const T* 
                  std::size_t j0, std::size_t bj, T* s, std::size_t lds) {
   const Dims& d = p.d;
   const std::size_t qld = p.q.layout.ld, kld = p.k.layout.ld;
-  blas::gemm<T>(false, true, bi, bj, d.D, p.scale, qp + i0 * qld, qld, kp + j0 * kld, kld, T(0), s, lds);
+  blas::gemm<T>(false, true, bi, bj, d.D, p.scale, qp + i0 * qld, qld, kp + j0 * kld, kld, T(0), s, lds, p.precision);
   const T inf = std::numeric_limits<T>::infinity();
   for (std::size_t r = 0; r < bi; ++r) {
     T* __restrict row = s + r * lds;
@@ -247,7 +249,8 @@ void flash_forward(const Plan<T>& p, const std::vector<const T*>& in, T* out, T*
           mx[r] = m_new;
         }
         if (p.dropout) drop_block(p, bh, i0, bi, j0, bj, s, ld);
-        blas::gemm<T>(false, false, bi, d.Dv, bj, T(1), s, ld, vp + j0 * p.v.layout.ld, p.v.layout.ld, T(1), acc, d.Dv);
+        blas::gemm<T>(false, false, bi, d.Dv, bj, T(1), s, ld, vp + j0 * p.v.layout.ld, p.v.layout.ld, T(1), acc, d.Dv,
+                      p.precision);
       }
       for (std::size_t r = 0; r < bi; ++r) {
         const bool dead = mx[r] == -inf;
@@ -352,9 +355,9 @@ void flash_backward(const Plan<T>& p, const std::vector<const T*>& in, const T* 
           wp = w;
         }
         const T* gi = gp + i0 * gld;
-        if (grads.dv) blas::gemm<T>(true, false, bj, d.Dv, bi, T(1), wp, ld, gi, gld, T(1), dv, d.Dv);
+        if (grads.dv) blas::gemm<T>(true, false, bj, d.Dv, bi, T(1), wp, ld, gi, gld, T(1), dv, d.Dv, p.precision);
         if (!grads.dq && !grads.dk) continue;
-        blas::gemm<T>(false, true, bi, bj, d.Dv, T(1), gi, gld, vp + j0 * vld, vld, T(0), dp, ld);
+        blas::gemm<T>(false, true, bi, bj, d.Dv, T(1), gi, gld, vp + j0 * vld, vld, T(0), dp, ld, p.precision);
         for (std::size_t r = 0; r < bi; ++r) {  // dS = P * (dropout(dP) - delta)
           T* __restrict dr = dp + r * ld;
           const T* __restrict pr = s + r * ld;
@@ -366,8 +369,10 @@ void flash_backward(const Plan<T>& p, const std::vector<const T*>& in, const T* 
             for (std::size_t c = 0; c < bj; ++c) dr[c] = pr[c] * (dr[c] - dl);
         }
         if (grads.dq)
-          blas::gemm<T>(false, false, bi, d.D, bj, T(1), dp, ld, kp + j0 * kld, kld, T(1), dq + i0 * d.D, d.D);
-        if (grads.dk) blas::gemm<T>(true, false, bj, d.D, bi, p.scale, dp, ld, qp + i0 * qld, qld, T(1), dk, d.D);
+          blas::gemm<T>(false, false, bi, d.D, bj, T(1), dp, ld, kp + j0 * kld, kld, T(1), dq + i0 * d.D, d.D,
+                        p.precision);
+        if (grads.dk)
+          blas::gemm<T>(true, false, bj, d.D, bi, p.scale, dp, ld, qp + i0 * qld, qld, T(1), dk, d.D, p.precision);
       }
       if (grads.dk) scaled_rows_out(dk, bj, d.D, T(1), false, grads.dk + p.k.layout.at(b, h) + j0 * kld, kld);
       if (grads.dv) scaled_rows_out(dv, bj, d.Dv, T(1), false, grads.dv + p.v.layout.at(b, h) + j0 * vld, vld);
@@ -412,8 +417,10 @@ void weights_backward(const Plan<T>& p, const std::vector<const T*>& in, const T
         const T dot = detail::lane_sum<T>(d.S, [&](std::size_t c) { return dr[c] * pr[c]; });
         for (std::size_t c = 0; c < d.S; ++c) dr[c] = pr[c] * (dr[c] - dot);
       }
-      if (grads.dq) blas::gemm<T>(false, false, bi, d.D, d.S, T(1), dp, d.S, kp, kld, T(1), dq + i0 * d.D, d.D);
-      if (grads.dk) blas::gemm<T>(true, false, d.S, d.D, bi, p.scale, dp, d.S, qp + i0 * qld, qld, T(1), dk, d.D);
+      if (grads.dq)
+        blas::gemm<T>(false, false, bi, d.D, d.S, T(1), dp, d.S, kp, kld, T(1), dq + i0 * d.D, d.D, p.precision);
+      if (grads.dk)
+        blas::gemm<T>(true, false, d.S, d.D, bi, p.scale, dp, d.S, qp + i0 * qld, qld, T(1), dk, d.D, p.precision);
     }
     if (grads.dq) scaled_rows_out(dq, d.L, d.D, p.scale, true, grads.dq + p.q.layout.at(b, h), qld);
     if (grads.dk) scaled_rows_out(dk, d.S, d.D, T(1), true, grads.dk + p.k.layout.at(b, h), kld);
@@ -475,6 +482,7 @@ std::pair<Tensor<T>, Tensor<T>> attention(const char* op, const std::vector<Tens
                out_layout, visible_key_end(masks, d.B, d.S),
                {}};
   plan.padding_inside = padding_before(masks, plan.key_end, d.S);
+  plan.precision = blas::autocast_precision<T>();
 
   std::vector<const T*> bases;
   for (const auto& x : inputs) bases.push_back(x.data().data());

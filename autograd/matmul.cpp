@@ -118,53 +118,56 @@ Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b) {
   xt::xarray<T> out = xt::xarray<T>::from_shape(out_shape);
 
   const std::size_t m = plan.m, k = plan.k, n = plan.n;
+  const blas::Precision precision = blas::autocast_precision<T>();
   // A batch of a against one shared b folds into a single GEMM of (batch * m) rows.
   const std::size_t batch_count = numel(plan.batch);
   const bool folded = all_zero(plan.b_strides) && batch_count > 0 && numel(pa) == batch_count * m * k;
   if (folded) {
     blas::gemm<T>(false, false, batch_count * m, n, k, T(1), a.data().data(), k, b.data().data(), n, T(0), out.data(),
-                  n);
+                  n, precision);
   } else {
     for_each_batch_parallel(plan, true, [&](std::size_t ia, std::size_t ib, std::size_t io) {
       blas::gemm<T>(false, false, m, n, k, T(1), a.data().data() + ia, k, b.data().data() + ib, n, T(0),
-                    out.data() + io, n);
+                    out.data() + io, n, precision);
     });
   }
 
   Tensor<T> result(std::move(out));
   if (should_record(a, b)) {
-    record(
-        result, "matmul", {a, b},
-        [a_val = a.saved(), b_val = b.saved(), plan, folded, sa, sb](const xt::xarray<T>& g, GradInputs<T>& in) {
-          const std::size_t m = plan.m, k = plan.k, n = plan.n;
-          const T* pg = g.data();
-          if (in.needs(0)) {  // dA = g @ B^T, summed over the batch dims a was broadcast along
-            xt::xarray<T> da = xt::zeros<T>(sa);
-            if (folded) {
-              blas::gemm<T>(false, true, numel(plan.batch) * m, k, n, T(1), pg, n, b_val->data(), n, T(0), da.data(),
-                            k);
-            } else {
-              const bool own_blocks = numel(sa) == numel(plan.batch) * m * k;  // a not broadcast
-              for_each_batch_parallel(plan, own_blocks, [&](std::size_t ia, std::size_t ib, std::size_t io) {
-                blas::gemm<T>(false, true, m, k, n, T(1), pg + io, n, b_val->data() + ib, n, T(1), da.data() + ia, k);
-              });
-            }
-            in.accumulate(0, std::move(da));
-          }
-          if (in.needs(1)) {  // dB = A^T @ g, summed likewise
-            xt::xarray<T> db = xt::zeros<T>(sb);
-            if (folded) {
-              blas::gemm<T>(true, false, k, n, numel(plan.batch) * m, T(1), a_val->data(), k, pg, n, T(0), db.data(),
-                            n);
-            } else {
-              const bool own_blocks = numel(sb) == numel(plan.batch) * k * n;  // b not broadcast
-              for_each_batch_parallel(plan, own_blocks, [&](std::size_t ia, std::size_t ib, std::size_t io) {
-                blas::gemm<T>(true, false, k, n, m, T(1), a_val->data() + ia, k, pg + io, n, T(1), db.data() + ib, n);
-              });
-            }
-            in.accumulate(1, std::move(db));
-          }
-        });
+    record(result, "matmul", {a, b},
+           [a_val = a.saved(), b_val = b.saved(), plan, folded, sa, sb, precision](const xt::xarray<T>& g,
+                                                                                   GradInputs<T>& in) {
+             const std::size_t m = plan.m, k = plan.k, n = plan.n;
+             const T* pg = g.data();
+             if (in.needs(0)) {  // dA = g @ B^T, summed over the batch dims a was broadcast along
+               xt::xarray<T> da = xt::zeros<T>(sa);
+               if (folded) {
+                 blas::gemm<T>(false, true, numel(plan.batch) * m, k, n, T(1), pg, n, b_val->data(), n, T(0), da.data(),
+                               k, precision);
+               } else {
+                 const bool own_blocks = numel(sa) == numel(plan.batch) * m * k;  // a not broadcast
+                 for_each_batch_parallel(plan, own_blocks, [&](std::size_t ia, std::size_t ib, std::size_t io) {
+                   blas::gemm<T>(false, true, m, k, n, T(1), pg + io, n, b_val->data() + ib, n, T(1), da.data() + ia, k,
+                                 precision);
+                 });
+               }
+               in.accumulate(0, std::move(da));
+             }
+             if (in.needs(1)) {  // dB = A^T @ g, summed likewise
+               xt::xarray<T> db = xt::zeros<T>(sb);
+               if (folded) {
+                 blas::gemm<T>(true, false, k, n, numel(plan.batch) * m, T(1), a_val->data(), k, pg, n, T(0), db.data(),
+                               n, precision);
+               } else {
+                 const bool own_blocks = numel(sb) == numel(plan.batch) * k * n;  // b not broadcast
+                 for_each_batch_parallel(plan, own_blocks, [&](std::size_t ia, std::size_t ib, std::size_t io) {
+                   blas::gemm<T>(true, false, k, n, m, T(1), a_val->data() + ia, k, pg + io, n, T(1), db.data() + ib, n,
+                                 precision);
+                 });
+               }
+               in.accumulate(1, std::move(db));
+             }
+           });
   }
   return result;
 }
@@ -226,11 +229,29 @@ Tensor<T> linear_impl(const char* op, const Tensor<T>& x, const Tensor<T>& weigh
     for (std::size_t done = 1; done < r1 - r0; done *= 2)
       std::copy(first, first + std::min(done, r1 - r0 - done) * out_features, first + done * out_features);
   };
+  // Under autocast the product reads bfloat16 copies of x and the weight, made once here and kept for
+  // the backward in place of the float values (half the memory of the saved input).
+  const blas::Precision precision = blas::autocast_precision<T>();
+  std::shared_ptr<const std::vector<bfloat16>> x_half, w_half;
+  if constexpr (std::is_same_v<T, float>) {
+    if (precision == blas::Precision::BFloat16) {
+      x_half = std::make_shared<std::vector<bfloat16>>(
+          blas::to_bfloat16_matrix(x.data().data(), rows, in_features, in_features));
+      w_half = std::make_shared<std::vector<bfloat16>>(
+          blas::to_bfloat16_matrix(weight.data().data(), out_features, in_features, in_features));
+    }
+  }
+  const blas::Operand<T> x_op = x_half ? blas::Operand<T>(x_half->data()) : blas::Operand<T>(x.data().data());
+  const blas::Operand<T> w_op = w_half ? blas::Operand<T>(w_half->data()) : blas::Operand<T>(weight.data().data());
   // C = x W^T on rows [r0, r1) of z, added onto the bias (beta = 1) when there is one.
   const auto product = [&](std::size_t r0, std::size_t r1, T* z) {
-    blas::gemm<T>(false, true, r1 - r0, out_features, in_features, T(1), x.data().data() + r0 * in_features,
-                  in_features, weight.data().data(), in_features, pb ? T(1) : T(0), z + r0 * out_features,
-                  out_features);
+    blas::Operand<T> rows_op = x_op;
+    if (rows_op.bf16)
+      rows_op.bf16 += r0 * in_features;
+    else
+      rows_op.values += r0 * in_features;
+    blas::gemm<T>(false, true, r1 - r0, out_features, in_features, T(1), rows_op, in_features, w_op, in_features,
+                  pb ? T(1) : T(0), z + r0 * out_features, out_features, precision);
   };
   if (!activation) {
     detail::parallel_for(rows,
@@ -268,8 +289,11 @@ Tensor<T> linear_impl(const char* op, const Tensor<T>& x, const Tensor<T>& weigh
   // What the activation's backward reads: ReLU its output, GELU its input.
   std::shared_ptr<const xt::xarray<T>> act_val;
   if (activation) act_val = gelu ? std::shared_ptr<const xt::xarray<T>>(pre) : result.saved();
+  // The values the backward's products read: the bfloat16 copies under autocast, else x and the weight.
+  std::shared_ptr<const xt::xarray<T>> x_val, w_val;
+  if (!x_half) x_val = x.saved(), w_val = weight.saved();
   record(result, op, {x, weight, bias},
-         [x_val = x.saved(), w_val = weight.saved(), act_val, gelu, sx, rows, in_features, out_features](
+         [x_val, w_val, x_half, w_half, precision, act_val, gelu, sx, rows, in_features, out_features](
              const xt::xarray<T>& g, GradInputs<T>& in) {
            const T* pg = g.data();
            xt::xarray<T> dz;  // the gradient before the activation
@@ -292,14 +316,16 @@ Tensor<T> linear_impl(const char* op, const Tensor<T>& x, const Tensor<T>& weigh
            }
            if (in.needs(0)) {  // dx = dz W
              xt::xarray<T> dx = xt::xarray<T>::from_shape(sx);
-             blas::gemm<T>(false, false, rows, in_features, out_features, T(1), pg, out_features, w_val->data(),
-                           in_features, T(0), dx.data(), in_features);
+             const blas::Operand<T> w = w_half ? blas::Operand<T>(w_half->data()) : blas::Operand<T>(w_val->data());
+             blas::gemm<T>(false, false, rows, in_features, out_features, T(1), pg, out_features, w, in_features, T(0),
+                           dx.data(), in_features, precision);
              in.accumulate(0, std::move(dx));
            }
            if (in.needs(1)) {  // dW = dz^T x
              xt::xarray<T> dw = xt::xarray<T>::from_shape({out_features, in_features});
-             blas::gemm<T>(true, false, out_features, in_features, rows, T(1), pg, out_features, x_val->data(),
-                           in_features, T(0), dw.data(), in_features);
+             const blas::Operand<T> xs = x_half ? blas::Operand<T>(x_half->data()) : blas::Operand<T>(x_val->data());
+             blas::gemm<T>(true, false, out_features, in_features, rows, T(1), pg, out_features, xs, in_features, T(0),
+                           dw.data(), in_features, precision);
              in.accumulate(1, std::move(dw));
            }
            if (in.needs(2)) in.accumulate(2, std::move(db));
