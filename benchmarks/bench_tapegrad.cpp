@@ -1,8 +1,12 @@
 // tapegrad's side of the benchmarks against PyTorch: runs ONE case per process (so the process's
 // peak RSS belongs to that case) and prints one JSON line; benchmarks/run.sh drives it.
 //
-//   bench_tapegrad <case> <threads>
+//   bench_tapegrad <case> <threads> [fp32|bf16]
+//   bench_tapegrad --machine
 //
+// bf16 runs the case's products under tapegrad::autocast (the optimizer outside it), as torch's side
+// runs under torch.autocast("cpu", dtype=torch.bfloat16); gemm_2048 in bf16 multiplies bfloat16
+// operands (the kernel's ceiling). --machine prints the machine line as JSON.
 // The cases, their shapes and their inputs mirror benchmarks/bench_torch.py exactly.
 #include <cblas.h>
 #include <sys/resource.h>
@@ -15,7 +19,9 @@
 #include <string>
 #include <vector>
 
+#include "tapegrad/autograd/autocast.hpp"
 #include "tapegrad/autograd/blas.hpp"
+#include "tapegrad/autograd/machine.hpp"
 #include "tapegrad/autograd/ops.hpp"
 #include "tapegrad/models/classifier.hpp"
 #include "tapegrad/nn/attention.hpp"
@@ -120,10 +126,18 @@ models::TransformerClassifierOptions classifier_options(const ModelConfig& c) {
   return o;
 }
 
-std::vector<double> run_case(const std::string& name) {
+std::vector<double> run_case(const std::string& name, bool bf16) {
   if (name == "gemm_2048") {
     auto a = pattern(2048 * 2048, 1), b = pattern(2048 * 2048, 2);
     std::vector<float> c(2048 * 2048);
+    if (bf16) {
+      const auto a16 = blas::to_bfloat16_matrix(a.data(), 2048, 2048, 2048);
+      const auto b16 = blas::to_bfloat16_matrix(b.data(), 2048, 2048, 2048);
+      return measure([&] {
+        blas::gemm<float>(false, false, 2048, 2048, 2048, 1.f, a16.data(), 2048, b16.data(), 2048, 0.f, c.data(), 2048,
+                          blas::Precision::BFloat16);
+      });
+    }
     return measure([&] {
       blas::gemm<float>(false, false, 2048, 2048, 2048, 1.f, a.data(), 2048, b.data(), 2048, 0.f, c.data(), 2048);
     });
@@ -355,6 +369,7 @@ std::vector<double> run_case(const std::string& name) {
       model.eval();
       return measure([&] {
         NoGradGuard guard;
+        autocast cast(bf16);
         auto logits = model.forward(ids, pad);
       });
     }
@@ -364,8 +379,11 @@ std::vector<double> run_case(const std::string& name) {
     return measure(
         [&] {
           opt.zero_grad();
-          auto loss = cross_entropy(model.forward(ids, pad), target);
-          loss.backward();
+          {
+            autocast cast(bf16);
+            auto loss = cross_entropy(model.forward(ids, pad), target);
+            loss.backward();
+          }
           optim::clip_grad_norm_(params, 1.0);
           opt.step();
         },
@@ -377,21 +395,42 @@ std::vector<double> run_case(const std::string& name) {
 
 }  // namespace
 
+// The machine line as a JSON string value.
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: bench_tapegrad <case> <threads>\n");
+  if (argc == 2 && std::string(argv[1]) == "--machine") {
+    std::printf("{\"machine\": %s, \"native_bf16\": %s}\n", json_string(machine_line()).c_str(),
+                has_native_bfloat16() ? "true" : "false");
+    return 0;
+  }
+  const std::string precision = argc == 4 ? argv[3] : "fp32";
+  if ((argc != 3 && argc != 4) || (precision != "fp32" && precision != "bf16")) {
+    std::fprintf(stderr, "usage: bench_tapegrad <case> <threads> [fp32|bf16]\n       bench_tapegrad --machine\n");
     return 2;
   }
   const std::string name = argv[1];
   const int threads = std::stoi(argv[2]);
   set_num_threads(threads);
   const long base = peak_rss_kb();
-  const auto t = run_case(name);
+  autocast cast(precision == "bf16");  // the cases other than the models' and gemm_2048 run inside it whole
+  const auto t = run_case(name, precision == "bf16");
   std::string times;
   for (double v : t) times += (times.empty() ? "" : ", ") + std::to_string(v);
   std::printf(
-      "{\"side\": \"tapegrad\", \"case\": \"%s\", \"threads\": %d, \"times_ms\": [%s], \"rss_base_kb\": %ld, "
-      "\"rss_peak_kb\": %ld, \"user_ms\": %.3f, \"sys_ms\": %.3f}\n",
-      name.c_str(), threads, times.c_str(), base, peak_rss_kb(), g_user_per_call, g_sys_per_call);
+      "{\"side\": \"tapegrad\", \"case\": \"%s\", \"threads\": %d, \"precision\": \"%s\", \"times_ms\": [%s], "
+      "\"rss_base_kb\": %ld, \"rss_peak_kb\": %ld, \"user_ms\": %.3f, \"sys_ms\": %.3f}\n",
+      name.c_str(), threads, precision.c_str(), times.c_str(), base, peak_rss_kb(), g_user_per_call, g_sys_per_call);
   return 0;
 }

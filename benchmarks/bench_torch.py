@@ -1,6 +1,9 @@
 """PyTorch's side of the benchmarks (benchmarks/run.sh): one case per process, one JSON line out.
 
-    /usr/bin/python3 benchmarks/bench_torch.py <case> <threads>
+    /usr/bin/python3 benchmarks/bench_torch.py <case> <threads> [fp32|bf16]
+
+bf16 runs the case under torch.autocast("cpu", dtype=torch.bfloat16) (the models: forward and backward,
+the optimizer outside); gemm_2048 in bf16 multiplies bfloat16 tensors.
 
 Shapes, inputs and timing rules mirror benchmarks/bench_tapegrad.cpp.
 """
@@ -104,9 +107,11 @@ class Classifier(nn.Module):
         return self.classifier((x * keep).sum(1) / keep.sum(1))
 
 
-def run_case(name):
+def run_case(name, bf16):
     if name == "gemm_2048":
         a, b = tensor((2048, 2048), 1), tensor((2048, 2048), 2)
+        if bf16:
+            a, b = a.bfloat16(), b.bfloat16()
         return measure(lambda: torch.mm(a, b))
     if name in ("matmul_qkv", "matmul_ff1", "matmul_ff2"):
         k = 128 if name == "matmul_ff2" else 64
@@ -301,7 +306,7 @@ def run_case(name):
             model.eval()
 
             def evaluate():
-                with torch.no_grad():
+                with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
                     model(ids, pad)
 
             return measure(evaluate)
@@ -310,8 +315,9 @@ def run_case(name):
 
         def step():
             opt.zero_grad(set_to_none=True)
-            loss = torch.nn.functional.cross_entropy(model(ids, pad), target)
-            loss.backward()
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                loss = torch.nn.functional.cross_entropy(model(ids, pad), target)
+                loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
 
@@ -322,10 +328,16 @@ def run_case(name):
 
 def main():
     name, threads = sys.argv[1], int(sys.argv[2])
+    precision = sys.argv[3] if len(sys.argv) > 3 else "fp32"
+    if precision not in ("fp32", "bf16"):
+        raise SystemExit(f"bench_torch.py: precision must be fp32 or bf16, got {precision!r}")
     torch.set_num_threads(threads)
     base = peak_rss_kb()
-    times = run_case(name)
-    print(json.dumps(dict(side="torch", case=name, threads=threads, times_ms=times, rss_base_kb=base,
+    bf16 = precision == "bf16"
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):  # the other cases run inside it whole
+        times = run_case(name, bf16)
+    print(json.dumps(dict(side="torch", case=name, threads=threads, precision=precision, times_ms=times,
+                          rss_base_kb=base,
                           rss_peak_kb=peak_rss_kb(), **CPU)))
 
 

@@ -1,6 +1,7 @@
 """Turns benchmarks/run.sh's JSON lines into the markdown table of docs/performance.md.
 
-    python3 benchmarks/report.py results.jsonl docs/performance.md <section> <command> <load before> <load after>
+    python3 benchmarks/report.py results.jsonl docs/performance.md <section> <command> <load before> <load after> \\
+        [machine.json]
 
 The table replaces whatever lies between <!-- BEGIN bench:<section> --> and <!-- END bench:<section> -->
 (appended at the end when the markers are missing). FLOP counts are analytic, the same for both sides.
@@ -27,7 +28,7 @@ LN_N = 64 * 256 * 64
 FF_N = 64 * 256 * 128
 # case: (description, FLOPs per call, formula)
 CASES = {
-    "gemm_2048": ("sgemm 2048^3 (the ceiling)", 2 * 2048**3, "2 n^3"),
+    "gemm_2048": ("gemm 2048^3 (the ceiling)", 2 * 2048**3, "2 n^3"),
     "matmul_qkv": ("matmul [16384,64]@[64,192] (qkv projection)", 2 * 16384 * 64 * 192, "2 m n k"),
     "matmul_ff1": ("matmul [16384,64]@[64,128] (linear1)", 2 * 16384 * 64 * 128, "2 m n k"),
     "matmul_ff2": ("matmul [16384,128]@[128,64] (linear2)", 2 * 16384 * 128 * 64, "2 m n k"),
@@ -99,63 +100,86 @@ def fmt_ms(t):
 
 def main():
     results_path, doc_path, section, command, load_before, load_after = sys.argv[1:7]
+    machine_line = json.load(open(sys.argv[7]))["machine"] if len(sys.argv) > 7 else None
     rows = {}
     for line in open(results_path):
         r = json.loads(line)
-        rows[(r["case"], r["threads"], r["side"])] = r
+        rows[(r["case"], r["threads"], r["side"], r.get("precision", "fp32"))] = r
     order = [c for c in CASES if any(k[0] == c for k in rows)]
     threads = sorted({k[1] for k in rows}, reverse=True)
     out = [f"<!-- BEGIN bench:{section} -->",
            f"Command: `{command}`  ",
            f"Date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC  ",
-           f"Machine: {machine()}  ",
-           f"Load average (1, 5, 15 min) before: {load_before}; after: {load_after}  ",
-           "Times in ms: median [min - max] over the repetitions after two warmup calls (one when a call takes over a second); ratio = tapegrad median / "
-           "torch median (< 1: tapegrad faster). GFLOP/s from the analytic FLOP count below and the median. "
-           "Peak RSS: the process's ru_maxrss (each case runs in its own process), in MiB; the number in "
-           "parentheses is the growth over the RSS before the case started (torch's import alone is ~230 MiB). "
-           "% of ceiling: GFLOP/s over the faster side's sgemm 2048^3 GFLOP/s at that thread count in this run. "
-           "CPU per call: user + system ms of the whole process per timed repetition (system time is mostly "
-           "page faults). The machine may be shared: compare the two sides within one run (they run "
-           "interleaved, case by case), not absolute numbers across runs.",
-           ""]
+           f"Machine: {machine()}  "]
+    if machine_line:
+        out += [f"Kernels (`bench_tapegrad --machine`): {'; '.join(machine_line.splitlines())}  "]
+    out += [f"Load average (1, 5, 15 min) before: {load_before}; after: {load_after}  ",
+            "Times in ms: median [min - max] over the repetitions after two warmup calls (one when a call takes over a second); ratio = tapegrad median / "
+            "torch median (< 1: tapegrad faster). bf16 rows: tapegrad under tapegrad::autocast, torch under "
+            "torch.autocast(\"cpu\", dtype=torch.bfloat16); gemm_2048 in bf16 multiplies bfloat16 operands. "
+            "GFLOP/s from the analytic FLOP count below and the median, with its share of this run's two ceilings "
+            "(the faster side's gemm 2048^3 in fp32, then in bf16, at that thread count). "
+            "Peak RSS: the process's ru_maxrss (each case runs in its own process), in MiB; the number in "
+            "parentheses is the growth over the RSS before the case started (torch's import alone is ~230 MiB). "
+            "CPU per call: user + system ms of the whole process per timed repetition (system time is mostly "
+            "page faults). The machine may be shared: compare the two sides within one run (they run "
+            "interleaved, case by case), not absolute numbers across runs.",
+            ""]
     for t in threads:
-        ceiling = 0.0
-        for side in ("tapegrad", "torch"):
-            g = rows.get(("gemm_2048", t, side))
-            if g:
-                ceiling = max(ceiling, CASES["gemm_2048"][1] / statistics.median(g["times_ms"]) / 1e6)
-        out += [f"**{t} thread(s)**" + (f" (sgemm ceiling in this run: {ceiling:.1f} GFLOP/s)" if ceiling else ""),
+        ceilings = {}
+        for precision in ("fp32", "bf16"):
+            for side in ("tapegrad", "torch"):
+                g = rows.get(("gemm_2048", t, side, precision))
+                if g:
+                    gf = CASES["gemm_2048"][1] / statistics.median(g["times_ms"]) / 1e6
+                    ceilings[precision] = max(ceilings.get(precision, 0.0), gf)
+        named = ", ".join(f"{p} {v:.1f} GFLOP/s" for p, v in ceilings.items())
+        out += [f"**{t} thread(s)**" + (f" (gemm 2048^3 ceilings in this run: {named})" if named else ""),
                 "",
-                "| case | tapegrad ms | torch ms | ratio | tapegrad GFLOP/s (% of ceiling) | torch GFLOP/s (% of ceiling) "
-                "| tapegrad CPU per call, user + sys ms | torch CPU per call, user + sys ms | tapegrad peak RSS | "
-                "torch peak RSS |",
-                "|---|---|---|---|---|---|---|---|---|---|"]
+                "| case | precision | tapegrad ms | torch ms | ratio | tapegrad GFLOP/s (% of fp32 / bf16 ceiling) | "
+                "torch GFLOP/s (% of fp32 / bf16 ceiling) | tapegrad CPU per call, user + sys ms | "
+                "torch CPU per call, user + sys ms | tapegrad peak RSS | torch peak RSS |",
+                "|---|---|---|---|---|---|---|---|---|---|---|"]
         for c in order:
-            a, b = rows.get((c, t, "tapegrad")), rows.get((c, t, "torch"))
-            if not a or not b:
-                continue
-            desc, flops, _ = CASES[c]
-            ma, mb = statistics.median(a["times_ms"]), statistics.median(b["times_ms"])
+            for precision in ("fp32", "bf16"):
+                a, b = rows.get((c, t, "tapegrad", precision)), rows.get((c, t, "torch", precision))
+                if not a or not b:
+                    continue
+                desc, flops, _ = CASES[c]
+                ma, mb = statistics.median(a["times_ms"]), statistics.median(b["times_ms"])
 
-            def cell(r, m):
-                return f"{fmt_ms(m)} [{fmt_ms(min(r['times_ms']))} - {fmt_ms(max(r['times_ms']))}] (n={len(r['times_ms'])})"
+                def cell(r, m):
+                    return f"{fmt_ms(m)} [{fmt_ms(min(r['times_ms']))} - {fmt_ms(max(r['times_ms']))}] (n={len(r['times_ms'])})"
 
-            def rss(r):
-                return f"{r['rss_peak_kb'] / 1024:.0f} (+{(r['rss_peak_kb'] - r['rss_base_kb']) / 1024:.0f})"
+                def rss(r):
+                    return f"{r['rss_peak_kb'] / 1024:.0f} (+{(r['rss_peak_kb'] - r['rss_base_kb']) / 1024:.0f})"
 
-            def gflops(m):
-                g = flops / m / 1e6
-                return f"{g:.1f}" + (f" ({100 * g / ceiling:.0f}%)" if ceiling else "")
+                def gflops(m):
+                    g = flops / m / 1e6
+                    shares = " / ".join(f"{100 * g / ceilings[p]:.0f}%" for p in ("fp32", "bf16") if p in ceilings)
+                    return f"{g:.1f}" + (f" ({shares})" if shares else "")
 
-            def cpu(r):
-                if "user_ms" not in r:
-                    return "-"
-                return f"{fmt_ms(r['user_ms'])} + {fmt_ms(r['sys_ms'])}"
+                def cpu(r):
+                    if "user_ms" not in r:
+                        return "-"
+                    return f"{fmt_ms(r['user_ms'])} + {fmt_ms(r['sys_ms'])}"
 
-            out.append(f"| {desc} | {cell(a, ma)} | {cell(b, mb)} | {ma / mb:.2f} | {gflops(ma)} | {gflops(mb)} | "
-                       f"{cpu(a)} | {cpu(b)} | {rss(a)} | {rss(b)} |")
+                out.append(f"| {desc} | {precision} | {cell(a, ma)} | {cell(b, mb)} | {ma / mb:.2f} | {gflops(ma)} | "
+                           f"{gflops(mb)} | {cpu(a)} | {cpu(b)} | {rss(a)} | {rss(b)} |")
         out.append("")
+        pairs = []
+        for c in order:
+            r = {(side, p): rows.get((c, t, side, p)) for side in ("tapegrad", "torch") for p in ("fp32", "bf16")}
+            if all(r.values()):
+                m = {k: statistics.median(v["times_ms"]) for k, v in r.items()}
+                pairs.append(f"| {CASES[c][0]} | {m['tapegrad', 'bf16'] / m['tapegrad', 'fp32']:.2f} | "
+                             f"{m['torch', 'bf16'] / m['torch', 'fp32']:.2f} | "
+                             f"{m['tapegrad', 'bf16'] / m['torch', 'bf16']:.2f} | "
+                             f"{m['tapegrad', 'bf16'] / m['torch', 'fp32']:.2f} |")
+        if pairs:
+            out += [f"bf16 against fp32 at {t} thread(s) (ratios of medians; < 1: the first is faster):", "",
+                    "| case | tapegrad bf16 / tapegrad fp32 | torch autocast / torch fp32 | tapegrad bf16 / torch autocast "
+                    "| tapegrad bf16 / torch fp32 |", "|---|---|---|---|---|"] + pairs + [""]
     out += ["FLOP formulas (B batch, L length, E d_model, F feed-forward, V vocabulary, N elements): " +
             "; ".join(f"{c}: {CASES[c][2]}" for c in order) + ".", f"<!-- END bench:{section} -->"]
     block = "\n".join(out)

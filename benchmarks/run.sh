@@ -5,7 +5,10 @@
 #
 #   bash benchmarks/run.sh [section] [case ...]
 #
-# THREADS="2" bash benchmarks/run.sh ... runs one thread count only (default: "2 1").
+# THREADS="2" bash benchmarks/run.sh ... runs one thread count only (default: "2 1"). The ceilings
+# (gemm_2048), the fused layers and the models' cases run in fp32 and in bf16 (tapegrad::autocast against
+# torch.autocast("cpu", dtype=torch.bfloat16)), the four runs of a case interleaved; PRECISIONS="fp32"
+# leaves bf16 out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 section=${1:-current}
@@ -26,6 +29,9 @@ cmake --build build-bench -j2 --target bench_tapegrad >/dev/null
 
 out=build-bench/benchmarks/results.jsonl
 : >"$out"
+machine=build-bench/benchmarks/machine.json
+build-bench/benchmarks/bench_tapegrad --machine >"$machine"
+python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["machine"])' "$machine" >&2
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "load average before: $load_before (the two sides run interleaved: compare them within this run)" >&2
 for threads in ${THREADS:-2 1}; do
@@ -35,13 +41,17 @@ for threads in ${THREADS:-2 1}; do
     case "$c" in train_large | train_default_1k | train_default_4k) if [ "$threads" = 1 ]; then continue; fi ;; esac
     # Both sides get the same thread count for OpenBLAS, OpenMP and torch's intra-op pool.
     export OPENBLAS_NUM_THREADS=$threads OMP_NUM_THREADS=$threads
-    build-bench/benchmarks/bench_tapegrad "$c" "$threads" >>"$out"
-    /usr/bin/python3 -W ignore benchmarks/bench_torch.py "$c" "$threads" >>"$out"
-    echo "done: $c at $threads thread(s), load $(cut -d' ' -f1 /proc/loadavg)" >&2
+    precisions=fp32
+    case "$c" in gemm_2048 | linear_relu | attention | train_* | eval_default) precisions=${PRECISIONS:-fp32 bf16} ;; esac
+    for precision in $precisions; do
+      build-bench/benchmarks/bench_tapegrad "$c" "$threads" "$precision" >>"$out"
+      /usr/bin/python3 -W ignore benchmarks/bench_torch.py "$c" "$threads" "$precision" >>"$out"
+      echo "done: $c at $threads thread(s) in $precision, load $(cut -d' ' -f1 /proc/loadavg)" >&2
+    done
   done
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 prefix=""
 if [ -n "${THREADS:-}" ]; then prefix="THREADS=\"$THREADS\" "; fi
 python3 benchmarks/report.py "$out" docs/performance.md "$section" "${prefix}bash benchmarks/run.sh $section ${cases[*]}" \
-  "$load_before" "$load_after"
+  "$load_before" "$load_after" "$machine"
