@@ -92,6 +92,34 @@ const T* operand_ptr(const std::vector<const T*>& bases, const Operand& o, std::
   return bases[o.input] + o.layout.at(b, h);
 }
 
+// One (batch, head) pair's view of an operand, rows ld apart. Under autocast it is a dense bfloat16 copy
+// made once for the pair (or the block), which all of its block products read: converted inside each
+// block product instead, every key block was converted once per query block (a third of a bfloat16
+// training step). Without autocast, the float values in place.
+template <typename T>
+struct PairView {
+  blas::Operand<T> data;
+  std::size_t ld;
+  blas::Operand<T> row(std::size_t i) const { return data + i * ld; }
+};
+
+// Which of a thread's bfloat16 copies a view uses: the copies of one pair must not overwrite each other.
+enum class Copy { q, k, v, grad, block };
+
+template <typename T>
+PairView<T> pair_view(const Plan<T>& p, const T* x, std::size_t rows, std::size_t cols, std::size_t ld, Copy copy) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (p.precision == blas::Precision::BFloat16) {
+      thread_local std::vector<bfloat16> copies[5];
+      std::vector<bfloat16>& c = copies[static_cast<int>(copy)];
+      c.resize(rows * cols);
+      for (std::size_t r = 0; r < rows; ++r) to_bfloat16(x + r * ld, c.data() + r * cols, cols);
+      return {blas::Operand<T>(c.data()), cols};
+    }
+  }
+  return {blas::Operand<T>(x), ld};
+}
+
 // Raw views of the masks for one (batch, head) pair.
 template <typename T>
 struct PairMasks {
@@ -127,11 +155,10 @@ std::size_t padded(std::size_t n) { return (n + kPad - 1) / kPad * kPad; }
 // added (attn_mask first, then key padding, as torch adds them), bool masks and causality -> -inf;
 // columns bj..lds are -inf. The queries are read in place (the scale is the product's alpha).
 template <typename T>
-void score_block(const Plan<T>& p, const PairMasks<T>& m, const T* qp, const T* kp, std::size_t i0, std::size_t bi,
-                 std::size_t j0, std::size_t bj, T* s, std::size_t lds) {
+void score_block(const Plan<T>& p, const PairMasks<T>& m, const PairView<T>& q, const PairView<T>& k, std::size_t i0,
+                 std::size_t bi, std::size_t j0, std::size_t bj, T* s, std::size_t lds) {
   const Dims& d = p.d;
-  const std::size_t qld = p.q.layout.ld, kld = p.k.layout.ld;
-  blas::gemm<T>(false, true, bi, bj, d.D, p.scale, qp + i0 * qld, qld, kp + j0 * kld, kld, T(0), s, lds, p.precision);
+  blas::gemm<T>(false, true, bi, bj, d.D, p.scale, q.row(i0), q.ld, k.row(j0), k.ld, T(0), s, lds, p.precision);
   const T inf = std::numeric_limits<T>::infinity();
   for (std::size_t r = 0; r < bi; ++r) {
     T* __restrict row = s + r * lds;
@@ -212,9 +239,9 @@ void flash_forward(const Plan<T>& p, const std::vector<const T*>& in, T* out, T*
     T* mx = acc + kBlockQ * d.Dv;
     T* sum = mx + kBlockQ;
     const std::size_t bh = b * d.H + h;
-    const T* qp = operand_ptr(in, p.q, b, h);
-    const T* kp = operand_ptr(in, p.k, b, h);
-    const T* vp = operand_ptr(in, p.v, b, h);
+    const PairView<T> q = pair_view(p, operand_ptr(in, p.q, b, h), d.L, d.D, p.q.layout.ld, Copy::q);
+    const PairView<T> k = pair_view(p, operand_ptr(in, p.k, b, h), p.key_end[b], d.D, p.k.layout.ld, Copy::k);
+    const PairView<T> v = pair_view(p, operand_ptr(in, p.v, b, h), p.key_end[b], d.Dv, p.v.layout.ld, Copy::v);
     const PairMasks<T> m = pair_masks(p, b, h, true);
     T* op = out + p.out.at(b, h);
     for (std::size_t i0 = 0; i0 < d.L; i0 += kBlockQ) {
@@ -226,7 +253,7 @@ void flash_forward(const Plan<T>& p, const std::vector<const T*>& in, T* out, T*
       const std::size_t j_end = std::min(p.key_end[b], p.causal ? std::min(d.S, i0 + bi) : d.S);
       for (std::size_t j0 = 0; j0 < j_end; j0 += kBlockK) {
         const std::size_t bj = std::min(kBlockK, j_end - j0), ld = padded(bj);
-        score_block(p, m, qp, kp, i0, bi, j0, bj, s, ld);
+        score_block(p, m, q, k, i0, bi, j0, bj, s, ld);
         for (std::size_t r = 0; r < bi; ++r) {
           T* __restrict row = s + r * ld;
           const T m_new = std::max(mx[r], detail::row_max(row, ld));
@@ -249,8 +276,7 @@ void flash_forward(const Plan<T>& p, const std::vector<const T*>& in, T* out, T*
           mx[r] = m_new;
         }
         if (p.dropout) drop_block(p, bh, i0, bi, j0, bj, s, ld);
-        blas::gemm<T>(false, false, bi, d.Dv, bj, T(1), s, ld, vp + j0 * p.v.layout.ld, p.v.layout.ld, T(1), acc, d.Dv,
-                      p.precision);
+        blas::gemm<T>(false, false, bi, d.Dv, bj, T(1), s, ld, v.row(j0), v.ld, T(1), acc, d.Dv, p.precision);
       }
       for (std::size_t r = 0; r < bi; ++r) {
         const bool dead = mx[r] == -inf;
@@ -267,13 +293,13 @@ void weights_forward(const Plan<T>& p, const std::vector<const T*>& in, const T*
   const Dims& d = p.d;
   for_each_pair<T>(d, 0, [&](std::size_t b, std::size_t h, T*) {
     const std::size_t bh = b * d.H + h;
-    const T* qp = operand_ptr(in, p.q, b, h);
-    const T* kp = operand_ptr(in, p.k, b, h);
+    const PairView<T> q = pair_view(p, operand_ptr(in, p.q, b, h), d.L, d.D, p.q.layout.ld, Copy::q);
+    const PairView<T> k = pair_view(p, operand_ptr(in, p.k, b, h), d.S, d.D, p.k.layout.ld, Copy::k);
     const PairMasks<T> m = pair_masks(p, b, h, false);
     for (std::size_t i0 = 0; i0 < d.L; i0 += kBlockQ) {
       const std::size_t bi = std::min(kBlockQ, d.L - i0);
       T* s = w + (bh * d.L + i0) * d.S;
-      score_block(p, m, qp, kp, i0, bi, 0, d.S, s, d.S);
+      score_block(p, m, q, k, i0, bi, 0, d.S, s, d.S);
       for (std::size_t r = 0; r < bi; ++r) {
         const T l = lse[bh * d.L + i0 + r];
         T* __restrict row = s + r * d.S;
@@ -315,12 +341,13 @@ void flash_backward(const Plan<T>& p, const std::vector<const T*>& in, const T* 
     T* dk = keep + block;        // [kBlockK, D]
     T* dv = dk + kBlockK * d.D;  // [kBlockK, Dv]
     const std::size_t bh = b * d.H + h;
-    const T* qp = operand_ptr(in, p.q, b, h);
-    const T* kp = operand_ptr(in, p.k, b, h);
-    const T* vp = operand_ptr(in, p.v, b, h);
+    const std::size_t gld = p.out.ld, qld = p.q.layout.ld, kld = p.k.layout.ld, vld = p.v.layout.ld;
+    const PairView<T> q = pair_view(p, operand_ptr(in, p.q, b, h), d.L, d.D, qld, Copy::q);
+    const PairView<T> k = pair_view(p, operand_ptr(in, p.k, b, h), p.key_end[b], d.D, kld, Copy::k);
+    const PairView<T> v = pair_view(p, operand_ptr(in, p.v, b, h), p.key_end[b], d.Dv, vld, Copy::v);
     const T* op = out + p.out.at(b, h);
     const T* gp = g + p.out.at(b, h);
-    const std::size_t gld = p.out.ld, qld = p.q.layout.ld, kld = p.k.layout.ld, vld = p.v.layout.ld;
+    const PairView<T> gv = pair_view(p, gp, d.L, d.Dv, gld, Copy::grad);
     const PairMasks<T> m = pair_masks(p, b, h, true);
     std::fill(dq, dq + d.L * d.D, T(0));
     for (std::size_t i = 0; i < d.L; ++i) {
@@ -337,7 +364,7 @@ void flash_backward(const Plan<T>& p, const std::vector<const T*>& in, const T* 
       for (std::size_t i0 = 0; i0 < d.L; i0 += kBlockQ) {
         const std::size_t bi = std::min(kBlockQ, d.L - i0);
         if (p.causal && i0 + bi <= j0) continue;  // every query of the block is before every key
-        score_block(p, m, qp, kp, i0, bi, j0, bj, s, ld);
+        score_block(p, m, q, k, i0, bi, j0, bj, s, ld);
         for (std::size_t r = 0; r < bi; ++r) {
           const T l = lse[bh * d.L + i0 + r];
           T* __restrict row = s + r * ld;
@@ -354,10 +381,10 @@ void flash_backward(const Plan<T>& p, const std::vector<const T*>& in, const T* 
           }
           wp = w;
         }
-        const T* gi = gp + i0 * gld;
-        if (grads.dv) blas::gemm<T>(true, false, bj, d.Dv, bi, T(1), wp, ld, gi, gld, T(1), dv, d.Dv, p.precision);
+        if (grads.dv)
+          blas::gemm<T>(true, false, bj, d.Dv, bi, T(1), wp, ld, gv.row(i0), gv.ld, T(1), dv, d.Dv, p.precision);
         if (!grads.dq && !grads.dk) continue;
-        blas::gemm<T>(false, true, bi, bj, d.Dv, T(1), gi, gld, vp + j0 * vld, vld, T(0), dp, ld, p.precision);
+        blas::gemm<T>(false, true, bi, bj, d.Dv, T(1), gv.row(i0), gv.ld, v.row(j0), v.ld, T(0), dp, ld, p.precision);
         for (std::size_t r = 0; r < bi; ++r) {  // dS = P * (dropout(dP) - delta)
           T* __restrict dr = dp + r * ld;
           const T* __restrict pr = s + r * ld;
@@ -368,11 +395,12 @@ void flash_backward(const Plan<T>& p, const std::vector<const T*>& in, const T* 
           else
             for (std::size_t c = 0; c < bj; ++c) dr[c] = pr[c] * (dr[c] - dl);
         }
+        const PairView<T> ds = pair_view(p, static_cast<const T*>(dp), bi, bj, ld, Copy::block);  // read twice
         if (grads.dq)
-          blas::gemm<T>(false, false, bi, d.D, bj, T(1), dp, ld, kp + j0 * kld, kld, T(1), dq + i0 * d.D, d.D,
+          blas::gemm<T>(false, false, bi, d.D, bj, T(1), ds.data, ds.ld, k.row(j0), k.ld, T(1), dq + i0 * d.D, d.D,
                         p.precision);
         if (grads.dk)
-          blas::gemm<T>(true, false, bj, d.D, bi, p.scale, dp, ld, qp + i0 * qld, qld, T(1), dk, d.D, p.precision);
+          blas::gemm<T>(true, false, bj, d.D, bi, p.scale, ds.data, ds.ld, q.row(i0), q.ld, T(1), dk, d.D, p.precision);
       }
       if (grads.dk) scaled_rows_out(dk, bj, d.D, T(1), false, grads.dk + p.k.layout.at(b, h) + j0 * kld, kld);
       if (grads.dv) scaled_rows_out(dv, bj, d.Dv, T(1), false, grads.dv + p.v.layout.at(b, h) + j0 * vld, vld);
@@ -398,15 +426,15 @@ void weights_backward(const Plan<T>& p, const std::vector<const T*>& in, const T
     T* s = dk + d.S * d.D;
     T* dp = s + kBlockQ * d.S;
     const std::size_t bh = b * d.H + h;
-    const T* qp = operand_ptr(in, p.q, b, h);
-    const T* kp = operand_ptr(in, p.k, b, h);
     const std::size_t qld = p.q.layout.ld, kld = p.k.layout.ld;
+    const PairView<T> q = pair_view(p, operand_ptr(in, p.q, b, h), d.L, d.D, qld, Copy::q);
+    const PairView<T> k = pair_view(p, operand_ptr(in, p.k, b, h), d.S, d.D, kld, Copy::k);
     const PairMasks<T> m = pair_masks(p, b, h, false);
     std::fill(dq, dq + d.L * d.D, T(0));
     std::fill(dk, dk + d.S * d.D, T(0));
     for (std::size_t i0 = 0; i0 < d.L; i0 += kBlockQ) {
       const std::size_t bi = std::min(kBlockQ, d.L - i0);
-      score_block(p, m, qp, kp, i0, bi, 0, d.S, s, d.S);
+      score_block(p, m, q, k, i0, bi, 0, d.S, s, d.S);
       std::copy(gw + (bh * d.L + i0) * d.S, gw + (bh * d.L + i0 + bi) * d.S, dp);
       if (p.dropout) drop_block(p, bh, i0, bi, 0, d.S, dp, d.S);
       for (std::size_t r = 0; r < bi; ++r) {
@@ -417,10 +445,12 @@ void weights_backward(const Plan<T>& p, const std::vector<const T*>& in, const T
         const T dot = detail::lane_sum<T>(d.S, [&](std::size_t c) { return dr[c] * pr[c]; });
         for (std::size_t c = 0; c < d.S; ++c) dr[c] = pr[c] * (dr[c] - dot);
       }
+      const PairView<T> ds = pair_view(p, static_cast<const T*>(dp), bi, d.S, d.S, Copy::block);  // read twice
       if (grads.dq)
-        blas::gemm<T>(false, false, bi, d.D, d.S, T(1), dp, d.S, kp, kld, T(1), dq + i0 * d.D, d.D, p.precision);
+        blas::gemm<T>(false, false, bi, d.D, d.S, T(1), ds.data, ds.ld, k.data, k.ld, T(1), dq + i0 * d.D, d.D,
+                      p.precision);
       if (grads.dk)
-        blas::gemm<T>(true, false, d.S, d.D, bi, p.scale, dp, d.S, qp + i0 * qld, qld, T(1), dk, d.D, p.precision);
+        blas::gemm<T>(true, false, d.S, d.D, bi, p.scale, ds.data, ds.ld, q.row(i0), q.ld, T(1), dk, d.D, p.precision);
     }
     if (grads.dq) scaled_rows_out(dq, d.L, d.D, p.scale, true, grads.dq + p.q.layout.at(b, h), qld);
     if (grads.dk) scaled_rows_out(dk, d.S, d.D, T(1), true, grads.dk + p.k.layout.at(b, h), kld);

@@ -43,6 +43,8 @@ template <typename T>
 struct Operand {
   Operand(const T* values) : values(values) {}   // NOLINT: a plain pointer is the common case
   Operand(const bfloat16* bf16) : bf16(bf16) {}  // NOLINT
+  /// The operand `offset` elements further on, whichever kind it is.
+  Operand operator+(std::size_t offset) const { return bf16 ? Operand(bf16 + offset) : Operand(values + offset); }
   const T* values = nullptr;
   const bfloat16* bf16 = nullptr;
 };

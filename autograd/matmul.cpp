@@ -139,16 +139,25 @@ Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b) {
                                                                                    GradInputs<T>& in) {
              const std::size_t m = plan.m, k = plan.k, n = plan.n;
              const T* pg = g.data();
+             // Under autocast both products read g: one bfloat16 copy serves the two.
+             std::vector<bfloat16> g_half;
+             if constexpr (std::is_same_v<T, float>) {
+               if (precision == blas::Precision::BFloat16 && in.needs(0) && in.needs(1))
+                 g_half = blas::to_bfloat16_matrix(pg, numel(plan.batch) * m, n, n);
+             }
+             const auto g_at = [&](std::size_t offset) {
+               return g_half.empty() ? blas::Operand<T>(pg + offset) : blas::Operand<T>(g_half.data() + offset);
+             };
              if (in.needs(0)) {  // dA = g @ B^T, summed over the batch dims a was broadcast along
                xt::xarray<T> da = xt::zeros<T>(sa);
                if (folded) {
-                 blas::gemm<T>(false, true, numel(plan.batch) * m, k, n, T(1), pg, n, b_val->data(), n, T(0), da.data(),
-                               k, precision);
+                 blas::gemm<T>(false, true, numel(plan.batch) * m, k, n, T(1), g_at(0), n, b_val->data(), n, T(0),
+                               da.data(), k, precision);
                } else {
                  const bool own_blocks = numel(sa) == numel(plan.batch) * m * k;  // a not broadcast
                  for_each_batch_parallel(plan, own_blocks, [&](std::size_t ia, std::size_t ib, std::size_t io) {
-                   blas::gemm<T>(false, true, m, k, n, T(1), pg + io, n, b_val->data() + ib, n, T(1), da.data() + ia, k,
-                                 precision);
+                   blas::gemm<T>(false, true, m, k, n, T(1), g_at(io), n, b_val->data() + ib, n, T(1), da.data() + ia,
+                                 k, precision);
                  });
                }
                in.accumulate(0, std::move(da));
@@ -156,13 +165,13 @@ Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b) {
              if (in.needs(1)) {  // dB = A^T @ g, summed likewise
                xt::xarray<T> db = xt::zeros<T>(sb);
                if (folded) {
-                 blas::gemm<T>(true, false, k, n, numel(plan.batch) * m, T(1), a_val->data(), k, pg, n, T(0), db.data(),
-                               n, precision);
+                 blas::gemm<T>(true, false, k, n, numel(plan.batch) * m, T(1), a_val->data(), k, g_at(0), n, T(0),
+                               db.data(), n, precision);
                } else {
                  const bool own_blocks = numel(sb) == numel(plan.batch) * k * n;  // b not broadcast
                  for_each_batch_parallel(plan, own_blocks, [&](std::size_t ia, std::size_t ib, std::size_t io) {
-                   blas::gemm<T>(true, false, k, n, m, T(1), a_val->data() + ia, k, pg + io, n, T(1), db.data() + ib, n,
-                                 precision);
+                   blas::gemm<T>(true, false, k, n, m, T(1), a_val->data() + ia, k, g_at(io), n, T(1), db.data() + ib,
+                                 n, precision);
                  });
                }
                in.accumulate(1, std::move(db));
@@ -314,18 +323,25 @@ Tensor<T> linear_impl(const char* op, const Tensor<T>& x, const Tensor<T>& weigh
              bias_gradient(pg, rows, out_features, db.data(), static_cast<T*>(nullptr),
                            [](T gv, std::size_t) { return gv; });
            }
+           // Under autocast both products read dz: one bfloat16 copy serves the two.
+           std::vector<bfloat16> dz_half;
+           if constexpr (std::is_same_v<T, float>) {
+             if (precision == blas::Precision::BFloat16 && in.needs(0) && in.needs(1))
+               dz_half = blas::to_bfloat16_matrix(pg, rows, out_features, out_features);
+           }
+           const blas::Operand<T> dz_op = dz_half.empty() ? blas::Operand<T>(pg) : blas::Operand<T>(dz_half.data());
            if (in.needs(0)) {  // dx = dz W
              xt::xarray<T> dx = xt::xarray<T>::from_shape(sx);
              const blas::Operand<T> w = w_half ? blas::Operand<T>(w_half->data()) : blas::Operand<T>(w_val->data());
-             blas::gemm<T>(false, false, rows, in_features, out_features, T(1), pg, out_features, w, in_features, T(0),
-                           dx.data(), in_features, precision);
+             blas::gemm<T>(false, false, rows, in_features, out_features, T(1), dz_op, out_features, w, in_features,
+                           T(0), dx.data(), in_features, precision);
              in.accumulate(0, std::move(dx));
            }
            if (in.needs(1)) {  // dW = dz^T x
              xt::xarray<T> dw = xt::xarray<T>::from_shape({out_features, in_features});
              const blas::Operand<T> xs = x_half ? blas::Operand<T>(x_half->data()) : blas::Operand<T>(x_val->data());
-             blas::gemm<T>(true, false, out_features, in_features, rows, T(1), pg, out_features, xs, in_features, T(0),
-                           dw.data(), in_features, precision);
+             blas::gemm<T>(true, false, out_features, in_features, rows, T(1), dz_op, out_features, xs, in_features,
+                           T(0), dw.data(), in_features, precision);
              in.accumulate(1, std::move(dw));
            }
            if (in.needs(2)) in.accumulate(2, std::move(db));
