@@ -1,4 +1,4 @@
-// train_translate's settings: one struct with the defaults of the measured run (README.md), saved as
+// train_translate's settings: one struct with the defaults of the measured run (examples/translate/README.md), saved as
 // the run's config.json so that `evaluate`, `translate` and --resume rebuild the same model.
 #pragma once
 

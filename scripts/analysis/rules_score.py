@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A lexicon-and-rules sentiment score in the manner of SO-CAL and VADER, alone and added to a
-train_imdb run's logit, on the contrast pairs and the validation reviews (README, "Rules instead of
+train_imdb run's logit, on the contrast pairs and the validation reviews (docs/experiments/imdb.md, "Rules instead of
 learned composition"). The lexicon: each word's naive-Bayes log-count ratio (smoothing 10) over the
 run's training reviews, counted outside negation scopes. Needs build/split_dump (build_split_dump.sh).
 
