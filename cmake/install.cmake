@@ -11,6 +11,7 @@ foreach(layer IN LISTS TAPEGRAD_LAYERS)
   list(APPEND tapegrad_layer_targets tapegrad_${layer})
 endforeach()
 install(FILES ${PROJECT_SOURCE_DIR}/tapegrad.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tapegrad)
+install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(TARGETS ${tapegrad_layer_targets} tapegrad EXPORT tapegradTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
