@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "tapegrad/autograd/autocast.hpp"
 #include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/io/json.hpp"
 #include "tapegrad/optim/clip_grad.hpp"
@@ -140,6 +141,8 @@ TrainerResult Trainer<T>::run() {
       const double lr = options_.schedule(step_ + 1);
       optimizer_.set_lr(lr);
       optimizer_.zero_grad();
+      std::optional<tapegrad::autocast> mixed_precision;
+      if (options_.autocast) mixed_precision.emplace();
       const StepOutput<T> out = hooks_.forward(step_, index);
       const double loss = static_cast<double>(out.loss.item());
       if (!std::isfinite(loss)) {
@@ -153,6 +156,7 @@ TrainerResult Trainer<T>::run() {
             step_ + 1, epoch + 1));
       }
       out.loss.backward();
+      mixed_precision.reset();  // the rest of the step (gradient sums, clipping, the update) has no products
       if (hooks_.replicas.synchronize_gradients) hooks_.replicas.synchronize_gradients();
       if (options_.clip_norm > 0) optim::clip_grad_norm_(optimizer_.params(), options_.clip_norm);
       optimizer_.step();
@@ -285,6 +289,8 @@ bool Trainer<T>::validate_and_save(std::int64_t epoch, std::int64_t index, Train
     // The scope (e.g. the parameters' averages swapped in) covers the validation and the best model.
     const std::shared_ptr<void> scope = hooks_.evaluation_scope ? hooks_.evaluation_scope() : nullptr;
     if (hooks_.validate) {
+      std::optional<tapegrad::autocast> mixed_precision;  // validation scores the model as it trains
+      if (options_.autocast) mixed_precision.emplace();
       record.evaluation = hooks_.validate();
     } else {
       record.evaluation.score = std::numeric_limits<double>::quiet_NaN();

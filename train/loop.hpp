@@ -5,6 +5,7 @@
 ///   clipping -> optimizer step -> progress bar or lines -> a metrics.jsonl line every log_every steps
 ///   -> validation every eval_every steps and at each epoch's end, the best model saved as
 ///   model.safetensors and the training checkpoint as last.ckpt.safetensors -> Ctrl-C and time limit.
+/// With autocast, the forward, backward and validation run under tapegrad::autocast (mixed precision).
 /// With resume it continues from the run folder's checkpoint exactly (model, optimizer, generators,
 /// the program's extra state, the best score so far), dropping later metrics lines.
 #pragma once
@@ -59,6 +60,11 @@ struct TrainerOptions {
   double time_limit = 0;             ///< seconds of training (validation excluded); 0: none
   bool ties_improve = false;         ///< a score equal to the best is a new best (a later, longer-trained model)
   bool resume = false;               ///< continue from the run folder's checkpoint
+  /// Mixed precision, as torch.autocast("cpu", dtype=torch.bfloat16) around the forward and backward: the
+  /// hooks' forward, the backward and validate run under tapegrad::autocast, so that the float models'
+  /// matrix products take bfloat16 operands; parameters, gradients, the optimizer and the losses stay
+  /// float. False leaves autocast as the caller has it.
+  bool autocast = false;
   /// Anomaly detection (DetectAnomalyGuard) while training: the first NaN in an op's output, or NaN or
   /// infinity in a gradient, throws naming the op. Slower. Without it a non-finite loss still stops the
   /// run before the step that would spread it into the model.

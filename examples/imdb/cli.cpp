@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "examples/common/command_line.hpp"
+#include "examples/common/precision.hpp"
 #include "examples/common/settings.hpp"
 #include "examples/imdb/config.hpp"
 #include "examples/imdb/data.hpp"
@@ -21,6 +22,7 @@
 #include "examples/imdb/html_report.hpp"
 #include "examples/imdb/model.hpp"
 #include "examples/imdb/train.hpp"
+#include "tapegrad/autograd/autocast.hpp"
 #include "tapegrad/autograd/matmul.hpp"
 #include "tapegrad/datasets/text/tokenizer.hpp"
 #include "tapegrad/train/errors.hpp"
@@ -140,6 +142,7 @@ void add_training_flags(CLI::App& app, Config& c) {
 
   auto* run = group("Run");
   run->add_option("--threads", c.threads, "BLAS threads")->capture_default_str();
+  run->add_option("--precision", c.precision, examples::kPrecisionHelp)->capture_default_str();
   run->add_option("--log-every", c.log_every, "steps between metrics.jsonl lines and plain progress lines")
       ->capture_default_str();
   run->add_option("--out", c.out, "run folder")->capture_default_str();
@@ -164,6 +167,8 @@ Config with_saved_settings(const CLI::App& app, const Config& config) {
   // Named: items() of a temporary would outlive it in the range-for.
   const nlohmann::json saved = to_json(read_config(run));
   for (const auto& [key, value] : saved.items()) {
+    // Not a flag: train() takes it from config.json once the --precision given is checked against the run's.
+    if (key == "precision-resolved") continue;
     if (!given(app, "--" + key)) merged[key] = value;
   }
   Config result = config_from_json(merged);
@@ -227,6 +232,7 @@ struct EvaluateArgs {
   std::int64_t batch_size = 0;  // 0: the run's
   std::int64_t threads = 2;
   bool by_length = false;
+  std::string precision;  // empty: the run's
 };
 
 namespace {
@@ -271,11 +277,13 @@ int evaluate_command(const EvaluateArgs& a, std::ostream& out, std::ostream& err
         fmt::format("--batch-size {} is above the limit of {}", a.batch_size, examples::limits::kBatchSize));
   }
   check_threads(a.threads);
+  if (const auto problem = examples::subcommand_precision_problem(a.precision)) throw UsageError(*problem);
   check_run_folder(a.run);
   if (!a.data.empty() && !fs::exists(a.data)) throw UsageError(fmt::format("--data {} does not exist", a.data));
   tapegrad::set_num_threads(static_cast<int>(a.threads));
 
   LoadedRun run = load_run(a.run);
+  const tapegrad::autocast precision(examples::subcommand_uses_bfloat16(a.precision, run.config.precision, err));
   // The run's own data unless told otherwise (and if it is still there).
   std::string data_path = a.data;
   if (data_path.empty() && !run.config.data.empty() && fs::exists(run.config.data)) data_path = run.config.data;
@@ -331,10 +339,12 @@ struct PredictArgs {
   std::string run;
   std::vector<std::string> texts;
   std::int64_t threads = 2;
+  std::string precision;  // empty: the run's
 };
 
-int predict_command(const PredictArgs& a, std::istream& in, std::ostream& out) {
+int predict_command(const PredictArgs& a, std::istream& in, std::ostream& out, std::ostream& err) {
   check_threads(a.threads);
+  if (const auto problem = examples::subcommand_precision_problem(a.precision)) throw UsageError(*problem);
   check_run_folder(a.run);
   tapegrad::set_num_threads(static_cast<int>(a.threads));
   std::vector<std::string> texts = a.texts;
@@ -360,6 +370,7 @@ int predict_command(const PredictArgs& a, std::istream& in, std::ostream& out) {
     }
   }
   LoadedRun run = load_run(a.run);
+  const tapegrad::autocast precision(examples::subcommand_uses_bfloat16(a.precision, run.config.precision, err));
   const auto probabilities = predict_proba(*run.model, run.vocab, run.config, texts,
                                            static_cast<std::size_t>(run.config.batch_size), run.temperature);
   for (const double p : probabilities) out << fmt::format("{:.6f}\n", p);
@@ -370,10 +381,12 @@ struct ExplainArgs {
   std::string run, output;
   std::vector<std::string> words;
   std::int64_t threads = 2;
+  std::string precision;  // empty: the run's
 };
 
-int explain_command(const ExplainArgs& a, std::istream& in, std::ostream& out) {
+int explain_command(const ExplainArgs& a, std::istream& in, std::ostream& out, std::ostream& err) {
   check_threads(a.threads);
+  if (const auto problem = examples::subcommand_precision_problem(a.precision)) throw UsageError(*problem);
   check_run_folder(a.run);
   tapegrad::set_num_threads(static_cast<int>(a.threads));
   std::string text;
@@ -383,6 +396,7 @@ int explain_command(const ExplainArgs& a, std::istream& in, std::ostream& out) {
     for (const auto& word : a.words) text += (text.empty() ? "" : " ") + word;
   }
   LoadedRun run = load_run(a.run);
+  const tapegrad::autocast precision(examples::subcommand_uses_bfloat16(a.precision, run.config.precision, err));
   Explanation e;
   try {
     e = explain_text(*run.model, run.vocab, run.config, text, run.temperature);
@@ -422,6 +436,7 @@ int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& o
   evaluate_app->add_flag("--no-download", eval_args.no_download, "fail instead of downloading the data");
   evaluate_app->add_option("--batch-size", eval_args.batch_size, "reviews per batch (default: the run's)");
   evaluate_app->add_option("--threads", eval_args.threads, "BLAS threads")->capture_default_str();
+  evaluate_app->add_option("--precision", eval_args.precision, examples::kSubcommandPrecisionHelp);
   evaluate_app->add_flag("--by-length", eval_args.by_length,
                          "also accuracy and mean confidence by review length, with one temperature fitted on the split "
                          "and with the run's");
@@ -432,6 +447,7 @@ int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& o
   predict_app->add_option("--run", predict_args.run, "run folder")->required();
   predict_app->add_option("reviews", predict_args.texts, "review texts");
   predict_app->add_option("--threads", predict_args.threads, "BLAS threads")->capture_default_str();
+  predict_app->add_option("--precision", predict_args.precision, examples::kSubcommandPrecisionHelp);
 
   ExplainArgs explain_args;
   CLI::App* explain_app = app.add_subcommand(
@@ -440,6 +456,7 @@ int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& o
   explain_app->add_option("review", explain_args.words, "the review (its words are joined with spaces)");
   explain_app->add_option("--output", explain_args.output, "the HTML file to write (default: RUN/explain.html)");
   explain_app->add_option("--threads", explain_args.threads, "BLAS threads")->capture_default_str();
+  explain_app->add_option("--precision", explain_args.precision, examples::kSubcommandPrecisionHelp);
 
   std::string report_run;
   CLI::App* report_app =
@@ -465,8 +482,8 @@ int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& o
         throw UsageError(fmt::format("{} runs in one process: start it without mpirun", command->get_name()));
       }
       if (command == evaluate_app) return evaluate_command(eval_args, out, err);
-      if (command == predict_app) return predict_command(predict_args, in, out);
-      if (command == explain_app) return explain_command(explain_args, in, out);
+      if (command == predict_app) return predict_command(predict_args, in, out, err);
+      if (command == explain_app) return explain_command(explain_args, in, out, err);
       return report_command(report_run, out);
     }
     return train_command(app, config, out, err, interactive, parallel);

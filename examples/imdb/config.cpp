@@ -8,6 +8,7 @@
 #include <tuple>
 #include <type_traits>
 
+#include "examples/common/precision.hpp"
 #include "examples/common/settings.hpp"
 
 namespace imdb {
@@ -167,7 +168,7 @@ std::optional<std::string> validate(const Config& c) {
   } catch (const std::invalid_argument& e) {
     return fmt::format("--betas {}: {}", c.betas, e.what());
   }
-  return std::nullopt;
+  return examples::precision_problem(c.precision, c.precision_resolved);
 }
 
 nlohmann::json to_json(const Config& c) {
@@ -218,6 +219,8 @@ nlohmann::json to_json(const Config& c) {
       {"seed", c.seed},
       {"bucket", c.bucket},
       {"init-from", c.init_from},
+      {"precision", c.precision},
+      {"precision-resolved", c.precision_resolved},
   };
 }
 
@@ -274,6 +277,10 @@ Config config_from_json(const nlohmann::json& json) {
   examples::read_setting(json, "seed", c.seed);
   examples::read_setting(json, "bucket", c.bucket);
   examples::read_setting(json, "init-from", c.init_from);
+  c.precision = "fp32";  // a run saved before the setting existed trained in fp32
+  examples::read_setting(json, "precision", c.precision);
+  c.precision_resolved = c.precision == "auto" ? "" : c.precision;
+  examples::read_setting(json, "precision-resolved", c.precision_resolved);
   return c;
 }
 

@@ -91,6 +91,12 @@ struct Config {
   // A train_lm --objective masked run (a folder): its vocabulary, and its embedding and encoder as the
   // model's starting point (the classification head stays freshly initialized). Empty: none.
   std::string init_from;
+  // fp32 | bf16 (the forward and backward under tapegrad::autocast) | auto (bf16 where the CPU has native
+  // bfloat16 products). A run saved before the setting existed trained in fp32.
+  std::string precision = "auto";
+  // What precision resolved to when the run started (fp32 | bf16), which --resume keeps; train() sets
+  // it, empty before.
+  std::string precision_resolved;
 
   // The run itself (not saved: they do not change the result).
   std::int64_t threads = 2;

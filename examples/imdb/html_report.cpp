@@ -201,8 +201,10 @@ std::string report_html(const fs::path& run_dir) {
 
   std::string config_rows;
   for (const auto& [key, value] : config_json.items()) {
-    config_rows += fmt::format("<tr><th><code>--{}</code></th><td>{}</td></tr>\n", html::escape(key),
-                               html::escape(value.is_string() ? value.get<std::string>() : value.dump()));
+    // Every key is a flag's but what --precision resolved to.
+    config_rows +=
+        fmt::format("<tr><th><code>{}{}</code></th><td>{}</td></tr>\n", key == "precision-resolved" ? "" : "--",
+                    html::escape(key), html::escape(value.is_string() ? value.get<std::string>() : value.dump()));
   }
 
   // The table the model added to its embeddings: the sinusoidal one rebuilt by the same module, or the

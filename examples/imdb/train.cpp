@@ -10,10 +10,13 @@
 #include <optional>
 #include <stdexcept>
 
+#include "examples/common/precision.hpp"
 #include "examples/imdb/data.hpp"
 #include "examples/imdb/model.hpp"
+#include "tapegrad/autograd/autocast.hpp"
 #include "tapegrad/autograd/elementwise.hpp"
 #include "tapegrad/autograd/loss.hpp"
+#include "tapegrad/autograd/machine.hpp"
 #include "tapegrad/autograd/matmul.hpp"
 #include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/datasets/text/batching.hpp"
@@ -90,7 +93,9 @@ void check_resume_matches(const Config& config, const tr::RunDirectory& run) {
   const nlohmann::json saved = to_json(read_config(run));
   const nlohmann::json given = to_json(config);
   for (const auto& [key, value] : saved.items()) {
-    if (key == "data") continue;  // the data may have moved; it is read again either way
+    // The data may have moved (it is read again either way); the resolved precision is the saved one
+    // (train() takes it from there).
+    if (key == "data" || key == "precision-resolved") continue;
     if (given.at(key) != value) {
       throw UsageError(fmt::format("--resume: --{} {} differs from {} in {}", key, flag_text(given.at(key)),
                                    flag_text(value), saved_path.string()));
@@ -169,20 +174,31 @@ tapegrad::datasets::CropOptions crop_options(const Config& config) {
   return {config.crop, static_cast<std::size_t>(config.crop_min), static_cast<std::size_t>(config.crop_max)};
 }
 
-TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bool interactive,
+TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, bool interactive,
                   const std::function<bool(std::int64_t step)>& stop_after_step, const Parallel& parallel) {
   const bool writer = parallel.writes_files();
   const tr::Stopwatch wall;
-  if (const auto problem = validate(config)) throw UsageError(*problem);
-  tapegrad::set_num_threads(static_cast<int>(config.threads));
-  const tr::RunDirectory run = run_directory(config.out);
+  if (const auto problem = validate(settings)) throw UsageError(*problem);
+  tapegrad::set_num_threads(static_cast<int>(settings.threads));
+  const tr::RunDirectory run = run_directory(settings.out);
+  Config config = settings;
   if (config.resume) {
     run.check_resumable({tr::RunDirectory::kCheckpoint, tr::RunDirectory::kConfig, kVocabFile});
+    // A run trains in one precision from start to end: the one it started in, wherever --precision auto
+    // resolves now.
+    config.precision_resolved = read_config(run).precision_resolved;
     check_resume_matches(config, run);
   } else {
     run.check_new(config.overwrite);
   }
+  if (!config.resume || config.precision_resolved.empty()) {
+    config.precision_resolved = examples::resolve_precision(config.precision);
+  }
   tr::Progress progress(log, interactive, static_cast<std::size_t>(config.log_every));
+  progress.message(tapegrad::machine_line());
+  for (const auto& line : examples::precision_messages(config.precision, config.precision_resolved, config.resume)) {
+    progress.message(line);
+  }
   TrainResult result;
 
   // Data.
@@ -244,6 +260,7 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
   options.log_every = config.log_every;
   options.clip_norm = config.clip_norm;
   options.resume = config.resume;
+  options.autocast = config.precision_resolved == "bf16";
   options.detect_anomaly = config.detect_anomaly;
   options.stop_after_step = stop_after_step;
 
@@ -342,6 +359,9 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
                                  (config.batch_size + replicas.size - 1) / replicas.size));
   }
   const tr::TrainerResult trained = trainer.run();
+  // Everything after training (the parts' weights, the temperature, the test set) in the precision the
+  // run trained and validated in.
+  const tapegrad::autocast evaluation_precision(config.precision_resolved == "bf16");
 
   result.interrupted = trained.interrupted;
   result.logged_losses = trained.logged_losses;

@@ -46,7 +46,9 @@ using Parallel = examples::Parallel;
 // metrics.jsonl, model.safetensors (best validation accuracy) and last.ckpt.safetensors (after each
 // epoch). With config.resume, continues the run in config.out from its last checkpoint; config must
 // then match the saved config.json in everything that defines the run (UsageError otherwise).
-// Progress goes to `log` (a redrawn bar when interactive), the final summary to `out`.
+// Progress goes to `log` (a redrawn bar when interactive), the final summary to `out`. The forward,
+// backward and every evaluation run in config.precision as resolved on this machine (bf16: under
+// tapegrad::autocast), a resumed run in the precision it started in.
 // Stops early, like Ctrl-C, when interrupt_requested() or stop_after_step(step) says so after a step.
 // Throws UsageError for settings that do not fit the data, std::runtime_error for file problems.
 // With parallel.size > 1 every rank trains its part of each batch and rank 0 alone writes files,

@@ -7,9 +7,12 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "examples/common/precision.hpp"
 #include "examples/common/settings.hpp"
 #include "examples/lm/model.hpp"
+#include "tapegrad/autograd/autocast.hpp"
 #include "tapegrad/autograd/generator.hpp"
+#include "tapegrad/autograd/machine.hpp"
 #include "tapegrad/autograd/matmul.hpp"
 #include "tapegrad/models/generate.hpp"
 #include "tapegrad/train/errors.hpp"
@@ -55,6 +58,7 @@ int bench_command(const BenchArgs& a, std::ostream& out, std::ostream& err) {
   if (a.threads <= 0) throw tt::UsageError(fmt::format("--threads {} must be positive", a.threads));
   if (a.seed < 0) throw tt::UsageError(fmt::format("--seed {} must not be negative", a.seed));
   if (a.contexts.empty()) throw tt::UsageError("--contexts is empty");
+  if (const auto problem = examples::subcommand_precision_problem(a.precision)) throw tt::UsageError(*problem);
   namespace lim = examples::limits;
   for (const auto& [flag, value, limit] :
        {std::tuple{"--new-tokens", a.new_tokens, lim::kSequenceLength},
@@ -72,6 +76,8 @@ int bench_command(const BenchArgs& a, std::ostream& out, std::ostream& err) {
     throw tt::UsageError(fmt::format("--run {} was trained with --objective {}: only a causal run generates text",
                                      a.run, run.config.objective));
   }
+  const bool bf16 = examples::subcommand_uses_bfloat16(a.precision, run.config.precision, err);
+  const tapegrad::autocast precision(bf16);
   const auto& model = run.model->causal_lm();
   const std::size_t max_len = model.max_len(), vocab = model.vocab_size();
   for (std::int64_t c : a.contexts) {
@@ -82,8 +88,8 @@ int bench_command(const BenchArgs& a, std::ostream& out, std::ostream& err) {
                       c, a.new_tokens, max_len));
     }
   }
-  err << fmt::format("{} thread(s); {} new tokens per measurement (greedy), the fastest of {} repeats\n", a.threads,
-                     a.new_tokens, a.repeats);
+  err << fmt::format("{}\n{} thread(s), {}; {} new tokens per measurement (greedy), the fastest of {} repeats\n",
+                     tapegrad::machine_line(), a.threads, bf16 ? "bf16" : "fp32", a.new_tokens, a.repeats);
   out << "context  prompt  prefill (cache)  tokens/s with cache  tokens/s without  speedup  same tokens\n";
   tapegrad::Generator gen(static_cast<std::uint64_t>(a.seed));
   for (std::int64_t c : a.contexts) {

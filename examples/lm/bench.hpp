@@ -16,6 +16,7 @@ struct BenchArgs {
   std::int64_t repeats = 3;                              // the fastest of these is reported
   std::int64_t seed = 0;                                 // of the prompt's random tokens
   std::int64_t threads = 2;
+  std::string precision;  // fp32 | bf16 | auto; empty: the run's
 };
 
 // Prints one line per context: the prompt's prefill time with the cache, and new tokens per second with

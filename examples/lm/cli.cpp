@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "examples/common/command_line.hpp"
+#include "examples/common/precision.hpp"
 #include "examples/common/settings.hpp"
 #include "examples/lm/bench.hpp"
 #include "examples/lm/config.hpp"
@@ -16,6 +17,7 @@
 #include "examples/lm/model.hpp"
 #include "examples/lm/report.hpp"
 #include "examples/lm/train.hpp"
+#include "tapegrad/autograd/autocast.hpp"
 #include "tapegrad/autograd/matmul.hpp"
 #include "tapegrad/train/errors.hpp"
 #include "tapegrad/train/interrupt.hpp"
@@ -76,6 +78,7 @@ void add_training_flags(CLI::App& app, Config& c) {
 
   auto* run = group("Run");
   run->add_option("--threads", c.threads, "BLAS threads")->capture_default_str();
+  run->add_option("--precision", c.precision, examples::kPrecisionHelp)->capture_default_str();
   run->add_option("--log-every", c.log_every, "steps between metrics.jsonl lines and plain progress lines")
       ->capture_default_str();
   run->add_option("--out", c.out, "run folder")->capture_default_str();
@@ -113,6 +116,8 @@ Config with_saved_settings(const CLI::App& app, const Config& config) {
   // Named: items() of a temporary would outlive it in the range-for.
   const nlohmann::json saved = to_json(read_config(run));
   for (const auto& [key, value] : saved.items()) {
+    // Not a flag: train() takes it from config.json once the --precision given is checked against the run's.
+    if (key == "precision-resolved") continue;
     if (!given(app, "--" + key)) merged[key] = value;
   }
   Config result = config_from_json(merged);
@@ -158,14 +163,17 @@ struct EvaluateArgs {
   std::string run, data;
   bool no_download = false;
   std::int64_t threads = 2;
+  std::string precision;  // empty: the run's
 };
 
 // The validation loss and perplexity of a run's saved model, recomputed from the files.
 int evaluate_command(const EvaluateArgs& a, std::ostream& out, std::ostream& err) {
   if (const auto problem = examples::threads_problem(a.threads)) throw tt::UsageError(*problem);
+  if (const auto problem = examples::subcommand_precision_problem(a.precision)) throw tt::UsageError(*problem);
   if (!a.data.empty() && !fs::exists(a.data)) throw tt::UsageError(fmt::format("--data {} does not exist", a.data));
   tapegrad::set_num_threads(static_cast<int>(a.threads));
   LoadedRun run = load_run(a.run);
+  const tapegrad::autocast precision(examples::subcommand_uses_bfloat16(a.precision, run.config.precision, err));
   Config config = run.config;
   config.no_download = a.no_download;
   if (!a.data.empty()) config.data = a.data;
@@ -214,6 +222,7 @@ int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& o
   generate_app->add_option("--prompt-tokens", gen.prompt_tokens, "keep only the prompt's last N tokens; 0: all")
       ->capture_default_str();
   generate_app->add_option("--threads", gen.threads, "BLAS threads")->capture_default_str();
+  generate_app->add_option("--precision", gen.precision, examples::kSubcommandPrecisionHelp);
 
   EvaluateArgs eval_args;
   CLI::App* evaluate_app =
@@ -222,6 +231,7 @@ int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& o
   evaluate_app->add_option("--data", eval_args.data, "aclImdb folder or .tar.gz (default: the run's, else found)");
   evaluate_app->add_flag("--no-download", eval_args.no_download, "fail instead of downloading the data");
   evaluate_app->add_option("--threads", eval_args.threads, "BLAS threads")->capture_default_str();
+  evaluate_app->add_option("--precision", eval_args.precision, examples::kSubcommandPrecisionHelp);
 
   BenchArgs bench;
   CLI::App* bench_app = app.add_subcommand(
@@ -236,6 +246,7 @@ int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& o
       ->capture_default_str();
   bench_app->add_option("--seed", bench.seed, "seeds the prompt's random tokens")->capture_default_str();
   bench_app->add_option("--threads", bench.threads, "BLAS threads")->capture_default_str();
+  bench_app->add_option("--precision", bench.precision, examples::kSubcommandPrecisionHelp);
 
   std::string report_run;
   CLI::App* report_app = app.add_subcommand("report", "an HTML page of a run's curves and settings (RUN/report.html)");

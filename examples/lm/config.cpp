@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "examples/common/precision.hpp"
 #include "examples/common/settings.hpp"
 #include "tapegrad/datasets/text/vocab.hpp"
 
@@ -115,7 +116,7 @@ std::optional<std::string> validate(const Config& c) {
   if (c.objective == "causal" && c.norm != "pre") {
     return fmt::format("--norm {}: the causal model (GPT) is pre-LN only", c.norm);
   }
-  return std::nullopt;
+  return examples::precision_problem(c.precision, c.precision_resolved);
 }
 
 nlohmann::json to_json(const Config& c) {
@@ -146,6 +147,8 @@ nlohmann::json to_json(const Config& c) {
       {"eval-every", c.eval_every},
       {"seed", c.seed},
       {"bucket", c.bucket},
+      {"precision", c.precision},
+      {"precision-resolved", c.precision_resolved},
   };
 }
 
@@ -178,6 +181,10 @@ Config config_from_json(const nlohmann::json& json) {
   examples::read_setting(json, "eval-every", c.eval_every);
   examples::read_setting(json, "seed", c.seed);
   examples::read_setting(json, "bucket", c.bucket);
+  c.precision = "fp32";  // a run saved before the setting existed trained in fp32
+  examples::read_setting(json, "precision", c.precision);
+  c.precision_resolved = c.precision == "auto" ? "" : c.precision;
+  examples::read_setting(json, "precision-resolved", c.precision_resolved);
   return c;
 }
 

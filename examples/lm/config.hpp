@@ -54,6 +54,12 @@ struct Config {
   std::int64_t eval_every = 1400;  // steps between validations (and checkpoints)
   std::int64_t seed = 0;           // seeds the split (as train_imdb's --seed), init, order, dropout, masking
   std::int64_t bucket = 50;        // bucketing chunk in batches, 0 = off
+  // fp32 | bf16 (the forward and backward under tapegrad::autocast) | auto (bf16 where the CPU has native
+  // bfloat16 products). A run saved before the setting existed trained in fp32.
+  std::string precision = "auto";
+  // What precision resolved to when the run started (fp32 | bf16), which --resume keeps; train() sets
+  // it, empty before.
+  std::string precision_resolved;
 
   // The run itself (not saved: they do not change the result).
   std::int64_t threads = 2;

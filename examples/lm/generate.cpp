@@ -6,8 +6,10 @@
 #include <iterator>
 #include <tuple>
 
+#include "examples/common/precision.hpp"
 #include "examples/common/settings.hpp"
 #include "examples/lm/model.hpp"
+#include "tapegrad/autograd/autocast.hpp"
 #include "tapegrad/autograd/matmul.hpp"
 #include "tapegrad/models/generate.hpp"
 #include "tapegrad/train/errors.hpp"
@@ -32,6 +34,7 @@ int generate_command(const GenerateArgs& a, std::istream& in, std::ostream& out,
     if (value > limit) throw tt::UsageError(fmt::format("{} {} is above the limit of {}", flag, value, limit));
   }
   if (const auto problem = examples::threads_problem(a.threads)) throw tt::UsageError(*problem);
+  if (const auto problem = examples::subcommand_precision_problem(a.precision)) throw tt::UsageError(*problem);
   tapegrad::models::GenerateOptions options;
   options.sampling.temperature = a.temperature;
   options.sampling.top_k = static_cast<std::size_t>(a.top_k);
@@ -50,6 +53,8 @@ int generate_command(const GenerateArgs& a, std::istream& in, std::ostream& out,
     throw tt::UsageError(fmt::format("--run {} was trained with --objective {}: only a causal run generates text",
                                      a.run, run.config.objective));
   }
+  const bool bf16 = examples::subcommand_uses_bfloat16(a.precision, run.config.precision, err);
+  const tapegrad::autocast precision(bf16);
   std::string text;
   if (a.prompt.empty()) {
     text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
@@ -77,10 +82,10 @@ int generate_command(const GenerateArgs& a, std::istream& in, std::ostream& out,
   const double seconds = clock.seconds();
   out << std::endl;
   err << fmt::format(
-      "{} new tokens after a prompt of {} in {:.3f} s: {:.1f} tokens/s (KV cache {}; seed {}, "
+      "{} new tokens after a prompt of {} in {:.3f} s: {:.1f} tokens/s ({}, KV cache {}; seed {}, "
       "temperature {}, top-k {}, top-p {})\n",
       generated.size(), prompt.size(), seconds, double(generated.size()) / std::max(seconds, 1e-9),
-      options.use_cache ? "on" : "off", a.seed, a.temperature, a.top_k, a.top_p);
+      bf16 ? "bf16" : "fp32", options.use_cache ? "on" : "off", a.seed, a.temperature, a.top_k, a.top_p);
   return 0;
 }
 

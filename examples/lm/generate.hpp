@@ -21,6 +21,7 @@ struct GenerateArgs {
   bool no_cache = false;
   std::int64_t prompt_tokens = 0;  // keep only the last N tokens of the prompt; 0: all
   std::int64_t threads = 2;
+  std::string precision;  // fp32 | bf16 | auto; empty: the run's
 };
 
 // Prints the prompt as the model reads it (tokens joined by spaces, unknown ones as <unk>), then each

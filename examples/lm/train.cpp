@@ -5,7 +5,10 @@
 #include <cmath>
 #include <numeric>
 
+#include "examples/common/precision.hpp"
+#include "tapegrad/autograd/autocast.hpp"
 #include "tapegrad/autograd/elementwise.hpp"
+#include "tapegrad/autograd/machine.hpp"
 #include "tapegrad/autograd/matmul.hpp"
 #include "tapegrad/datasets/text/batching.hpp"
 #include "tapegrad/optim/adamw.hpp"
@@ -33,7 +36,8 @@ void check_resume_matches(const Config& config, const tt::RunDirectory& run) {
   const nlohmann::json saved = run.read_config();
   const nlohmann::json given = to_json(config);
   for (const auto& [key, value] : saved.items()) {
-    if (key == "data" || !given.contains(key)) continue;  // the data may have moved
+    // The data may have moved; the resolved precision is the saved one (train() takes it from there).
+    if (key == "data" || key == "precision-resolved" || !given.contains(key)) continue;
     if (given.at(key) != value) {
       throw tt::UsageError(fmt::format("--resume: --{} {} differs from {} in {}", key, given.at(key).dump(),
                                        value.dump(), run.config().string()));
@@ -43,20 +47,31 @@ void check_resume_matches(const Config& config, const tt::RunDirectory& run) {
 
 }  // namespace
 
-TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bool interactive,
+TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, bool interactive,
                   const std::function<bool(std::int64_t)>& stop_after_step, const Parallel& parallel) {
   const bool writer = parallel.writes_files();
   const tt::Stopwatch wall;
-  if (const auto problem = validate(config)) throw tt::UsageError(*problem);
-  tapegrad::set_num_threads(static_cast<int>(config.threads));
-  const tt::RunDirectory run(config.out, {kVocabFile});
+  if (const auto problem = validate(settings)) throw tt::UsageError(*problem);
+  tapegrad::set_num_threads(static_cast<int>(settings.threads));
+  const tt::RunDirectory run(settings.out, {kVocabFile});
+  Config config = settings;
   if (config.resume) {
     run.check_resumable({tt::RunDirectory::kConfig, tt::RunDirectory::kCheckpoint, kVocabFile});
+    // A run trains in one precision from start to end: the one it started in, wherever --precision auto
+    // resolves now.
+    config.precision_resolved = read_config(run).precision_resolved;
     check_resume_matches(config, run);
   } else {
     run.check_new(config.overwrite);
   }
+  if (!config.resume || config.precision_resolved.empty()) {
+    config.precision_resolved = examples::resolve_precision(config.precision);
+  }
   tt::Progress progress(log, interactive, static_cast<std::size_t>(config.log_every));
+  progress.message(tapegrad::machine_line());
+  for (const auto& line : examples::precision_messages(config.precision, config.precision_resolved, config.resume)) {
+    progress.message(line);
+  }
   TrainResult result;
 
   const Data data =
@@ -124,6 +139,7 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
   options.eval_every = config.eval_every;
   options.clip_norm = config.clip_norm;
   options.resume = config.resume;
+  options.autocast = config.precision_resolved == "bf16";
   options.detect_anomaly = config.detect_anomaly;
   options.stop_after_step = stop_after_step;
   tt::TrainerHooks<float> hooks;
@@ -188,6 +204,8 @@ TrainResult train(const Config& config, std::ostream& out, std::ostream& log, bo
     trainer.metrics().write(line);
   }
   const tt::TrainerResult r = trainer.run();
+  // The final validation in the precision the run trained and validated in.
+  const tapegrad::autocast evaluation_precision(options.autocast);
 
   result.interrupted = r.interrupted;
   result.steps = r.step;

@@ -34,7 +34,9 @@ using Parallel = examples::Parallel;
 
 // Trains as config says into config.out: config.json, vocab.txt, metrics.jsonl, model.safetensors (the
 // best validation loss on the --valid-reviews subset) and last.ckpt.safetensors; then scores that model
-// on all validation reviews. Progress goes to log, the summary to out. Stops
+// on all validation reviews. Progress goes to log, the summary to out. The forward, backward and every
+// validation run in config.precision as resolved on this machine (bf16: under tapegrad::autocast), a
+// resumed run in the precision it started in. Stops
 // early (like Ctrl-C) when stop_after_step says so. Throws train::UsageError for settings that do not
 // fit the run folder or the data, std::runtime_error for file problems. With parallel.size > 1 every
 // rank trains its part of each batch and rank 0 alone writes files, prints and scores the final model.

@@ -8,10 +8,12 @@
 #include <vector>
 
 #include "examples/common/command_line.hpp"
+#include "examples/common/precision.hpp"
 #include "examples/common/settings.hpp"
 #include "examples/translate/config.hpp"
 #include "examples/translate/report.hpp"
 #include "examples/translate/training.hpp"
+#include "tapegrad/autograd/autocast.hpp"
 #include "tapegrad/autograd/matmul.hpp"
 #include "tapegrad/autograd/messages.hpp"
 #include "tapegrad/datasets/numbers/numbers.hpp"
@@ -91,13 +93,16 @@ void check_beam(std::size_t beam) {
   }
 }
 
-int evaluate_command(const std::string& run_dir, std::size_t beam, const std::string& split, std::ostream& out) {
+int evaluate_command(const std::string& run_dir, std::size_t beam, const std::string& split,
+                     const std::string& precision, std::ostream& out, std::ostream& err) {
   if (split != "valid" && split != "test") {
     throw UsageError(fmt::format("--split must be valid or test, got '{}'", tapegrad::clip_for_message(split)));
   }
   check_beam(beam);
+  if (const auto problem = examples::subcommand_precision_problem(precision)) throw UsageError(*problem);
   run_directory(run_dir).check_has({tr::RunDirectory::kConfig, tr::RunDirectory::kModel}, "--out");
   LoadedRun run = load_run(run_dir);
+  const tapegrad::autocast scope(examples::subcommand_uses_bfloat16(precision, run.config.precision, err));
   tapegrad::set_num_threads(run.config.threads);
   const Config& c = run.config;
   const auto data = tapegrad::datasets::make_numbers_dataset(0, c.valid_size, c.test_size, c.seed);
@@ -111,10 +116,13 @@ int evaluate_command(const std::string& run_dir, std::size_t beam, const std::st
 }
 
 int translate_command(const std::string& run_dir, std::size_t beam, const std::string& attention,
-                      std::vector<std::string> texts, std::istream& in, std::ostream& out) {
+                      const std::string& precision, std::vector<std::string> texts, std::istream& in, std::ostream& out,
+                      std::ostream& err) {
   check_beam(beam);
+  if (const auto problem = examples::subcommand_precision_problem(precision)) throw UsageError(*problem);
   run_directory(run_dir).check_has({tr::RunDirectory::kConfig, tr::RunDirectory::kModel}, "--out");
   LoadedRun run = load_run(run_dir);
+  const tapegrad::autocast scope(examples::subcommand_uses_bfloat16(precision, run.config.precision, err));
   const Direction dir = parse_direction(run.config.direction);
   if (texts.empty()) {
     for (std::string line; std::getline(in, line);)
@@ -174,6 +182,7 @@ int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& o
   opt->add_option("--clip-norm", c.clip_norm, "gradient norm clipping (0 = off)")->capture_default_str();
   auto* run = app.add_option_group("Run");
   run->add_option("--threads", c.threads, "BLAS threads")->capture_default_str();
+  run->add_option("--precision", c.precision, examples::kPrecisionHelp)->capture_default_str();
   run->add_option("--log-every", c.log_every, "steps between metrics.jsonl lines and plain progress lines")
       ->capture_default_str();
   run->add_option("--eval-every", c.eval_every, "steps between validations (the best model is kept)")
@@ -188,17 +197,19 @@ int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& o
                 "start a new run in --out even if it holds one (whose files are then removed); without it a "
                 "folder with a checkpoint or a model is refused");
 
-  std::string run_dir = "runs/translate", split = "test", attention;
+  std::string run_dir = "runs/translate", split = "test", attention, precision;  // precision: empty, the run's
   std::size_t beam = 1;
   std::vector<std::string> texts;
   auto* evaluate = app.add_subcommand("evaluate", "exact match of a trained run on its test or validation set");
   evaluate->add_option("--out", run_dir, "run folder")->capture_default_str();
   evaluate->add_option("--beam", beam, "beam size (1 = greedy)")->capture_default_str();
   evaluate->add_option("--split", split, "valid|test")->capture_default_str();
+  evaluate->add_option("--precision", precision, examples::kSubcommandPrecisionHelp);
   auto* translate = app.add_subcommand("translate", "translate text given as arguments, else each line of stdin");
   translate->add_option("--out", run_dir, "run folder")->capture_default_str();
   translate->add_option("--beam", beam, "beam size (1 = greedy)")->capture_default_str();
   translate->add_option("--attention", attention, "write the first input's cross-attention to this SVG file");
+  translate->add_option("--precision", precision, examples::kSubcommandPrecisionHelp);
   translate->add_option("text", texts, "texts to translate");
   auto* report = app.add_subcommand("report", "an HTML page of a run's curves and exact match (RUN/report.html)");
   report->add_option("--out", run_dir, "run folder")->capture_default_str();
@@ -211,8 +222,8 @@ int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& o
         throw UsageError(fmt::format("{} runs in one process: start it without mpirun", command->get_name()));
       }
     }
-    if (evaluate->parsed()) return evaluate_command(run_dir, beam, split, out);
-    if (translate->parsed()) return translate_command(run_dir, beam, attention, texts, in, out);
+    if (evaluate->parsed()) return evaluate_command(run_dir, beam, split, precision, out, err);
+    if (translate->parsed()) return translate_command(run_dir, beam, attention, precision, texts, in, out, err);
     if (report->parsed()) {
       run_directory(run_dir).check_has({tr::RunDirectory::kConfig}, "--out");
       out << fmt::format("report: {}\n", write_report(run_dir).string());

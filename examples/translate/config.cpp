@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "examples/common/precision.hpp"
 #include "examples/common/settings.hpp"
 #include "tapegrad/autograd/messages.hpp"
 #include "tapegrad/datasets/numbers/numbers.hpp"
@@ -72,6 +73,9 @@ void Config::validate() const {
   in_range("--clip-norm", clip_norm, 0.0, std::nextafter(inf, 0.0), "[0, inf) (0 = off)");
   in_range("--time-limit", time_limit, 0.0, std::nextafter(inf, 0.0), "[0, inf) seconds (0 = none)");
   if (out.empty()) throw std::invalid_argument("--out must name a folder");
+  if (const auto problem = examples::precision_problem(precision, precision_resolved, "precision_resolved")) {
+    throw std::invalid_argument(*problem);
+  }
   model_options().validate();
 }
 
@@ -99,7 +103,7 @@ tapegrad::models::TransformerOptions Config::model_options() const {
   X(num_encoder_layers) X(num_decoder_layers) X(dim_feedforward) X(dropout) X(activation) X(norm_first) \
   X(tie_output) X(batch_size) X(steps) X(time_limit) X(warmup) X(lr_factor) \
   X(beta1) X(beta2) X(eps) X(label_smoothing) X(clip_norm) X(threads) \
-  X(log_every) X(eval_every) X(beam) X(out)
+  X(log_every) X(eval_every) X(beam) X(out) X(precision) X(precision_resolved)
 // clang-format on
 
 std::string Config::to_json() const {
@@ -118,11 +122,13 @@ Config Config::from_json(const std::string& text) {
     throw std::runtime_error(fmt::format("bad configuration: {}", e.what()));
   }
   Config c;
+  c.precision = "fp32";  // a run saved before the setting existed trained in fp32
   try {
     examples::check_known_keys(j, nlohmann::json::parse(Config().to_json()));
 #define TRANSLATE_FROM_JSON(field) examples::read_setting(j, #field, c.field);
     TRANSLATE_CONFIG_FIELDS(TRANSLATE_FROM_JSON)
 #undef TRANSLATE_FROM_JSON
+    if (!j.contains("precision_resolved")) c.precision_resolved = c.precision == "auto" ? "" : c.precision;
   } catch (const std::runtime_error& e) {
     throw std::runtime_error(fmt::format("bad configuration: {}", e.what()));
   }

@@ -41,6 +41,12 @@ struct Config {
   std::int64_t log_every = 100, eval_every = 500;
   std::size_t beam = 1;
   std::string out = "runs/translate";
+  // fp32 | bf16 (the forward and backward under tapegrad::autocast) | auto (bf16 where the CPU has native
+  // bfloat16 products). A run saved before the setting existed trained in fp32.
+  std::string precision = "auto";
+  // What precision resolved to when the run started (fp32 | bf16), which --resume keeps; train() sets
+  // it, empty before.
+  std::string precision_resolved;
   // How the run starts (not saved: config.json describes the run, not one invocation).
   bool resume = false;          // continue the run in out from its checkpoint
   bool overwrite = false;       // a new run may replace the run already in out

@@ -10,8 +10,11 @@
 #include <xtensor/xadapt.hpp>
 #include <xtensor/xview.hpp>
 
+#include "examples/common/precision.hpp"
 #include "examples/translate/attention_svg.hpp"
+#include "tapegrad/autograd/autocast.hpp"
 #include "tapegrad/autograd/loss.hpp"
+#include "tapegrad/autograd/machine.hpp"
 #include "tapegrad/autograd/matmul.hpp"
 #include "tapegrad/autograd/messages.hpp"
 #include "tapegrad/autograd/shape_ops.hpp"
@@ -179,24 +182,33 @@ Config read_config(const tr::RunDirectory& run) {
   }
 }
 
-TrainResult train(const Config& c, std::ostream& out, std::ostream& log, bool interactive,
+TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, bool interactive,
                   const std::function<bool(std::int64_t step)>& stop_after_step, const examples::Parallel& parallel) {
   const bool writer = parallel.writes_files();
   const tr::Stopwatch wall;
   try {
-    c.validate();
+    settings.validate();
   } catch (const std::invalid_argument& e) {
     throw tr::UsageError(e.what());
   }
-  const Direction dir = parse_direction(c.direction);
-  tapegrad::set_num_threads(c.threads);
-  const tr::RunDirectory run = run_directory(c.out);
+  const Direction dir = parse_direction(settings.direction);
+  tapegrad::set_num_threads(settings.threads);
+  const tr::RunDirectory run = run_directory(settings.out);
+  Config c = settings;
   if (c.resume) {
     run.check_resumable();
+    // A run trains in one precision from start to end: the one it started in, wherever --precision auto
+    // resolves now.
+    c.precision_resolved = read_config(run).precision_resolved;
   } else {
     run.check_new(c.overwrite);
   }
+  if (!c.resume || c.precision_resolved.empty()) c.precision_resolved = examples::resolve_precision(c.precision);
   tr::Progress progress(log, interactive, static_cast<std::size_t>(c.log_every));
+  progress.message(tapegrad::machine_line());
+  for (const auto& line : examples::precision_messages(c.precision, c.precision_resolved, c.resume)) {
+    progress.message(line);
+  }
 
   const auto data = evaluation_sets(c);
   // The thread count may differ between ranks (results do not depend on it), as may the folder's path
@@ -240,6 +252,7 @@ TrainResult train(const Config& c, std::ostream& out, std::ostream& log, bool in
   options.time_limit = c.time_limit;
   options.ties_improve = true;  // on a tie the later model, trained longer
   options.resume = c.resume;
+  options.autocast = c.precision_resolved == "bf16";
   options.detect_anomaly = c.detect_anomaly;
   options.stop_after_step = stop_after_step;
 
@@ -322,6 +335,8 @@ TrainResult train(const Config& c, std::ostream& out, std::ostream& log, bool in
   hooks.replicas = replicas;
   tr::Trainer<float> trainer(run, model, optimizer, options, hooks, progress);
   const tr::TrainerResult trained = trainer.run();
+  // The test set and the attention map in the precision the run trained and validated in.
+  const tapegrad::autocast evaluation_precision(options.autocast);
 
   TrainResult result;
   result.interrupted = trained.interrupted;

@@ -63,7 +63,9 @@ struct TrainResult {
 
 // Trains as config says into config.out (config.json, metrics.jsonl, last.ckpt.safetensors,
 // model.safetensors, attention.svg); with config.resume continues the run there from its checkpoint.
-// Progress goes to log (a redrawn bar when interactive), the results to out. Stops early, like Ctrl-C,
+// Progress goes to log (a redrawn bar when interactive), the results to out. The forward, backward and
+// every evaluation run in config.precision as resolved on this machine (bf16: under tapegrad::autocast),
+// a resumed run in the precision it started in. Stops early, like Ctrl-C,
 // when interrupt_requested() or stop_after_step(step) says so after a step. Throws
 // tapegrad::train::UsageError for bad settings, std::runtime_error for file problems.
 // With parallel.size > 1 every rank draws the same global batch of config.batch_size numbers and trains

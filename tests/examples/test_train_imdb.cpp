@@ -54,9 +54,11 @@ CliResult run_in_process(std::vector<std::string> args, const std::string& input
                                                std::move(args), input);
 }
 
-// A tiny model on the 12-review fixture: one review of each class held out, 2 steps per epoch.
+// A tiny model on the 12-review fixture: one review of each class held out, 2 steps per epoch. In fp32:
+// the tests recompute the program's results in-process, outside autocast (test_precision.cpp tests bf16).
 imdb::Config tiny_config(const fs::path& out, std::int64_t epochs) {
   imdb::Config c;
+  c.precision = "fp32";
   c.data = kFixture.string();
   c.no_download = true;
   c.d_model = 8;
@@ -248,7 +250,9 @@ TEST_CASE("train_imdb trains a tiny model on the fixture and predict agrees with
 
   // The saved run rebuilds the same model: its test accuracy is the one train reported.
   imdb::LoadedRun run = imdb::load_run(tmp.path);
-  CHECK(imdb::to_json(run.config) == imdb::to_json(config));
+  imdb::Config recorded = config;
+  recorded.precision_resolved = "fp32";  // what --precision fp32 resolved to, which train() records
+  CHECK(imdb::to_json(run.config) == imdb::to_json(recorded));
   const imdb::RawData raw = imdb::read_data(kFixture.string(), true);
   const auto splits = imdb::encode_splits(raw, imdb::split_of(raw, run.config), run.vocab, run.config);
   const imdb::EvalResult test = imdb::evaluate(*run.model, splits.test, 2);

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -16,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "tapegrad/autograd/autocast.hpp"
 #include "tapegrad/autograd/elementwise.hpp"
 #include "tapegrad/autograd/loss.hpp"
 #include "tapegrad/autograd/tape.hpp"
@@ -604,6 +606,49 @@ TEST_CASE("Trainer: a step that leaves NaN weights behind a finite loss stops be
   Net saved(2);
   CHECK(train::load_checkpoint(b.run.checkpoint().string(), saved) == 3);
   CHECK(train::load_model(b.run.model(), saved).at("step") == "3");
+}
+
+TEST_CASE("Trainer: autocast covers the forward, the backward and validation, and nothing else", "[train]") {
+  // What each part of a step saw, in order: f(orward), b(ackward, a parameter's gradient hook), s(tep
+  // done), v(alidate), e(poch begun); upper case under autocast.
+  const auto record = [](Bare& b) {
+    auto seen = std::make_shared<std::string>();
+    const auto mark = [seen](char c) { seen->push_back(is_autocast_enabled() ? char(std::toupper(c)) : c); };
+    b.options.steps_per_epoch = 2;
+    b.hooks.begin_epoch = [mark](std::int64_t) { mark('e'); };
+    b.hooks.forward = [&b, mark](std::int64_t, std::int64_t) {
+      mark('f');
+      const auto [x, labels] = draw(b.data, 4);
+      return loss_on(b.model, x, labels);
+    };
+    b.model.fc1->weight.register_post_accumulate_grad_hook([mark](Tensor<double>&) { mark('b'); });
+    b.hooks.after_step = [mark] { mark('s'); };
+    b.hooks.validate = [mark] {
+      mark('v');
+      return train::Evaluation{};
+    };
+    return seen;
+  };
+  Bare plain;
+  const auto plain_seen = record(plain);
+  plain.trainer().run();
+  CHECK(*plain_seen == "efbsfbsv");
+
+  Bare mixed;
+  mixed.options.autocast = true;
+  const auto mixed_seen = record(mixed);
+  mixed.trainer().run();
+  CHECK(*mixed_seen == "eFBsFBsV");
+  CHECK_FALSE(is_autocast_enabled());
+
+  // Off, it leaves a caller's scope alone.
+  Bare outer;
+  const auto outer_seen = record(outer);
+  {
+    const autocast scope;
+    outer.trainer().run();
+  }
+  CHECK(*outer_seen == "EFBSFBSV");
 }
 
 TEST_CASE("Trainer: a rank other than 0 trains without writing files and logs the sums over the ranks", "[train]") {
