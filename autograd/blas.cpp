@@ -459,8 +459,9 @@ const BackendInfo& backend_info() {
     i.double_kernel = openblas;
     i.native_bfloat16 = native_bfloat16_kernels();
 #ifdef TAPEGRAD_WITH_ONEDNN
-    i.float_kernel = float_on_onednn() ? onednn_version() + " " + onednn_kernel<float, float>()
-                                       : openblas + " (oneDNN has no AVX-512 here)";
+    i.float_kernel = float_on_onednn()                    ? onednn_version() + " " + onednn_kernel<float, float>()
+                     : std::getenv("TAPEGRAD_FLOAT_GEMM") ? openblas + " (TAPEGRAD_FLOAT_GEMM=openblas)"
+                                                          : openblas + " (oneDNN has no AVX-512 here)";
     i.bfloat16_kernel = i.native_bfloat16 ? onednn_version() + " " + onednn_kernel<bfloat16, bfloat16>()
                                           : "none native: float kernel on bf16-rounded inputs";
 #else

@@ -446,19 +446,48 @@ TEST_CASE("train_imdb --wide-buckets --wide-nb: NB-scaled n-gram part, weights f
   CHECK(xt::amax(xt::abs(run.model->wide->weight.data()))() > 1e-4);
 
   // The parts' weights (a, b(n) = b0 + b1 ln n, the default --wide-weight-by-length) fitted on the
-  // validation reviews are in the model as wide_weight = (b0 / a, b1 / a, shortest, longest), and the
-  // temperature is fitted to the sum encoder + (b(n) / a) * wide that the model then computes.
+  // validation reviews after training. Their signs and sizes are the training run's: the two validation
+  // reviews are separable, the fit runs to the edge of its range, and other kernels (the last bits of a
+  // chaotic run) give the wide part a negative weight. What the fit guarantees is checked instead: it
+  // minimizes the mixture's validation NLL, so the mixture does at least as well as either part alone at
+  // that part's own fitted scale; and the model holds the weights exactly when both are positive.
   const imdb::EvalResult valid = imdb::evaluate(*run.model, splits.valid, 2);
   const auto weights = imdb::fit_part_weights(valid, true);
   REQUIRE(weights);
-  REQUIRE(weights->encoder > 0);
-  REQUIRE(weights->wide.a > 0);
+  const auto mixture_nll = [&](double encoder, const tapegrad::train::LengthTemperature& wide) {
+    double total = 0;
+    for (std::size_t i = 0; i < valid.count; ++i) {
+      const double w = wide.inverse(valid.lengths[i]);
+      const double z0 = encoder * valid.encoder_logits(i, 0) + w * valid.wide_logits(i, 0);
+      const double z1 = encoder * valid.encoder_logits(i, 1) + w * valid.wide_logits(i, 1);
+      const double top = std::max(z0, z1);
+      total += top + std::log(std::exp(z0 - top) + std::exp(z1 - top)) - (valid.labels[i] == 1 ? z1 : z0);
+    }
+    return total / static_cast<double>(valid.count);
+  };
+  const double encoder_alone = tapegrad::train::fit_logit_weights({valid.encoder_logits}, valid.labels).at(0);
+  const auto wide_alone = tapegrad::train::fit_length_temperature(valid.wide_logits, valid.labels, valid.lengths);
+  const tapegrad::train::LengthTemperature no_wide{0.0, 0.0, 1.0, 1.0};
+  const double mixture = mixture_nll(weights->encoder, weights->wide);
+  // Up to 1e-6 nats: the encoder alone separates the two reviews too, and the fits stop at the edge of
+  // their range with NLLs of 1e-15 to 1e-9 (the plain sum's is 0.66, the wide part's alone 0.72).
+  CHECK(mixture <= mixture_nll(encoder_alone, no_wide) + 1e-6);
+  CHECK(mixture <= mixture_nll(0.0, wide_alone) + 1e-6);
   const auto& stored = run.model->wide_weight.data();
   REQUIRE(stored.size() == 4);
-  CHECK(stored(0) == Approx(weights->wide.a / weights->encoder).epsilon(1e-4));
-  CHECK(stored(1) == Approx(weights->wide.b / weights->encoder).epsilon(1e-4).margin(1e-6));
-  CHECK(stored(2) == *std::min_element(valid.lengths.begin(), valid.lengths.end()));
-  CHECK(stored(3) == *std::max_element(valid.lengths.begin(), valid.lengths.end()));
+  if (weights->encoder > 0 && weights->wide.problem().empty()) {
+    // Both positive over the validation lengths: the model holds wide_weight = (b0 / a, b1 / a, shortest,
+    // longest), and the temperature is fitted to the sum encoder + (b(n) / a) * wide that it then computes.
+    CHECK(stored(0) == Approx(weights->wide.a / weights->encoder).epsilon(1e-4));
+    CHECK(stored(1) == Approx(weights->wide.b / weights->encoder).epsilon(1e-4).margin(1e-6));
+    CHECK(stored(2) == *std::min_element(valid.lengths.begin(), valid.lengths.end()));
+    CHECK(stored(3) == *std::max_element(valid.lengths.begin(), valid.lengths.end()));
+    CHECK(log.str().find("the parts' weights fitted on validation: ") != std::string::npos);
+  } else {
+    // A part that hurts: the model keeps the plain sum (wide_weight 1 at every length).
+    CHECK(stored == xt::xarray<float>{1, 0, 1, 1});
+    CHECK(log.str().find("the parts' weights fitted on validation: ") == std::string::npos);
+  }
   // (The tiny validation set is nearly separable, where the NLL is flat and the fit stops early: compare
   // the NLL, not the coefficients.)
   const auto fitted = tapegrad::train::fit_length_temperature(valid.logits, valid.labels, valid.lengths);
