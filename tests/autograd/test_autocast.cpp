@@ -11,6 +11,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -378,19 +379,23 @@ TEST_CASE("linear_activation over several blocks of rows is the bfloat16-operand
 }
 
 TEST_CASE("attention's backward runs in the precision of its forward", "[autocast]") {
-  const Tensor<float> g = uniform({2, 2, 9, 16}, 4, false);
+  // The output and the returned weights (need_weights, their own backward), each with an upstream
+  // gradient: recorded under autocast, the same bits whether backward runs inside the scope or after
+  // it; recorded in float32, float32's bits either way. The two differ, by bfloat16 rounding (2^-5 in
+  // norm allows for the few roundings on each path, ~2^-8 each).
+  const Tensor<float> g = uniform({2, 2, 9, 16}, 4, false), gw = uniform({2, 2, 9, 9}, 5, false);
   const auto grads = [&](bool mixed_forward, bool mixed_backward) {
     Tensor<float> q = uniform({2, 2, 9, 16}, 1), k = uniform({2, 2, 9, 16}, 2), v = uniform({2, 2, 9, 16}, 3);
-    Tensor<float> y;
+    Tensor<float> y, w;
     {
       autocast forward(mixed_forward);
-      y = scaled_dot_product_attention(q, k, v, {}, 0.0, true).first;
+      std::tie(y, w) = scaled_dot_product_attention(q, k, v, {}, 0.0, true, std::nullopt, /*need_weights=*/true);
     }
     {
       autocast backward(mixed_backward);
-      y.backward(g.data());
+      add(sum(mul(y, g)), sum(mul(w, gw))).backward();
     }
-    return std::vector<xt::xarray<float>>{y.data(), q.grad(), k.grad(), v.grad()};
+    return std::vector<xt::xarray<float>>{y.data(), w.data(), q.grad(), k.grad(), v.grad()};
   };
   const auto mixed_out = grads(true, false), mixed_in = grads(true, true);
   const auto plain_out = grads(false, false), plain_in = grads(false, true);
@@ -452,6 +457,36 @@ TEST_CASE("autocast products give the same bits at any thread count", "[autocast
     for (std::size_t i = 0; i < now.size(); ++i) CHECK(same_bits(now[i], first[i]));
   }
   set_num_threads(before);
+}
+
+TEST_CASE("autocast products with zero-size dims", "[autocast]") {
+  // The bfloat16 copies of empty operands are empty: the products must not read them.
+  autocast guard;
+  using TF = Tensor<float>;
+  auto a = TF::zeros({2, 0}, true), b = TF::zeros({0, 3}, true);
+  auto y = matmul(a, b);
+  CHECK(y.data() == xt::xarray<float>(xt::zeros<float>({2, 3})));
+  y.backward(xt::xarray<float>(xt::ones<float>({2, 3})));
+  CHECK(a.grad().shape() == std::vector<std::size_t>{2, 0});
+  CHECK(b.grad().shape() == std::vector<std::size_t>{0, 3});
+  CHECK(matmul(TF::zeros({0, 3}), TF::ones({3, 4})).shape() == Shape{0, 4});
+  CHECK(matmul(TF::ones({0, 2, 3}), TF::ones({3, 4})).shape() == Shape{0, 2, 4});
+  // No input features: the bias on every row, for linear and linear_activation alike.
+  auto x = TF::zeros({3, 0}, true), w = TF::zeros({4, 0}, true);
+  auto bias = TF::from_vector({-1, 1, 2, 3}, {4}, true);
+  const xt::xarray<float> rows = {{-1, 1, 2, 3}, {-1, 1, 2, 3}, {-1, 1, 2, 3}};
+  auto z = linear(x, w, bias);
+  CHECK(z.data() == rows);
+  CHECK(linear_activation(x, w, bias, Activation::ReLU).data() == xt::xarray<float>(xt::maximum(rows, 0.0f)));
+  z.backward(xt::xarray<float>(xt::ones<float>({3, 4})));
+  CHECK(bias.grad() == xt::xarray<float>({3, 3, 3, 3}));
+  CHECK(x.grad().size() == 0);
+  // No rows: an empty output and a zero weight gradient.
+  auto w2 = TF::ones({4, 3}, true);
+  auto empty = linear(TF::zeros({2, 0, 3}), w2);
+  CHECK(empty.shape() == Shape{2, 0, 4});
+  empty.backward(xt::xarray<float>(xt::zeros<float>({2, 0, 4})));
+  CHECK(w2.grad() == xt::xarray<float>(xt::zeros<float>({4, 3})));
 }
 
 TEST_CASE("NaN and infinity pass through autocast products", "[autocast]") {
