@@ -21,6 +21,12 @@ namespace tapegrad::train {
 
 namespace {
 
+// What a run stopped by divergence leaves to resume from, for its message: never a checkpoint that does
+// not exist.
+std::string kept_checkpoint(const std::optional<std::int64_t>& step) {
+  return step ? fmt::format("the last checkpoint (step {}) is kept", *step) : std::string("there is no checkpoint yet");
+}
+
 // The trainer's own entries of the checkpoint's metadata.
 const char* const kBestStep = "trainer.best_step";
 const char* const kBestScore = "trainer.best_score";
@@ -148,12 +154,12 @@ TrainerResult Trainer<T>::run() {
       if (!std::isfinite(loss)) {
         // Before backward and the step: the model, the optimizer and the last checkpoint stay as they were.
         throw std::runtime_error(fmt::format(
-            "the training loss is {} at step {} (epoch {}); stopped without updating the model, the last checkpoint "
-            "is kept (anomaly detection names the op that produced it)",
+            "the training loss is {} at step {} (epoch {}); stopped without updating the model, {} (anomaly detection "
+            "names the op that produced it)",
             std::isnan(loss) ? "nan"
             : loss > 0       ? "inf"
                              : "-inf",
-            step_ + 1, epoch + 1));
+            step_ + 1, epoch + 1, kept_checkpoint(checkpoint_step_)));
       }
       out.loss.backward();
       mixed_precision.reset();  // the rest of the step (gradient sums, clipping, the update) has no products
@@ -268,9 +274,7 @@ bool Trainer<T>::validate_and_save(std::int64_t epoch, std::int64_t index, Train
     throw std::runtime_error(fmt::format(
         "after step {} the model's {}; stopped before validating and saving it, {} (a smaller learning rate, "
         "clipping or a larger eps may help)",
-        step_, *bad,
-        checkpoint_step_ ? fmt::format("the last checkpoint (step {}) is kept", *checkpoint_step_)
-                         : std::string("there is no checkpoint yet")));
+        step_, *bad, kept_checkpoint(checkpoint_step_)));
   }
   ValidationRecord record;
   record.step = step_;
@@ -291,7 +295,14 @@ bool Trainer<T>::validate_and_save(std::int64_t epoch, std::int64_t index, Train
     if (hooks_.validate) {
       std::optional<tapegrad::autocast> mixed_precision;  // validation scores the model as it trains
       if (options_.autocast) mixed_precision.emplace();
-      record.evaluation = hooks_.validate();
+      try {
+        record.evaluation = hooks_.validate();
+      } catch (const NonFiniteValidation& e) {
+        throw std::runtime_error(fmt::format(
+            "{} at the validation after step {} (epoch {}); stopped without saving, {} (a smaller learning rate or "
+            "clipping may help)",
+            e.what(), step_, epoch + 1, kept_checkpoint(checkpoint_step_)));
+      }
     } else {
       record.evaluation.score = std::numeric_limits<double>::quiet_NaN();
     }

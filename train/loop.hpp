@@ -15,6 +15,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,12 @@ struct Evaluation {
   nlohmann::json metrics = nlohmann::json::object();  ///< added to the metrics.jsonl line ("valid_acc": ...)
   std::string summary;                                ///< for the progress message, e.g. "valid loss 0.4120 acc 81.20%"
   bool stopped = false;  ///< interrupted before the end: the trainer stops without saving anything
+};
+
+/// What a validate hook throws when the model's outputs are not finite (the run diverged): the Trainer
+/// stops as it does for a non-finite training loss, naming the step, and saves nothing.
+struct NonFiniteValidation : std::runtime_error {
+  using std::runtime_error::runtime_error;
 };
 
 /// How long a Trainer runs and how often it logs, validates and checkpoints.

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -312,6 +313,11 @@ TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, 
   };
   hooks.validate = [&] {
     const EvalResult valid = evaluate(*model, data.valid, batch_size, tr::interrupt_requested);
+    const auto finite = [](const xt::xarray<double>& x) {
+      return std::all_of(x.begin(), x.end(), [](double v) { return std::isfinite(v); });
+    };
+    if (!finite(valid.logits) || !finite(valid.encoder_logits) || !finite(valid.wide_logits))
+      throw tr::NonFiniteValidation("the validation logits are not finite");
     validations.push_back(valid);
     tr::Evaluation e;
     e.score = valid.accuracy;  // NaN without validation reviews: every epoch's model is then kept

@@ -608,6 +608,31 @@ TEST_CASE("Trainer: a step that leaves NaN weights behind a finite loss stops be
   CHECK(train::load_model(b.run.model(), saved).at("step") == "3");
 }
 
+TEST_CASE("Trainer: a validation whose outputs are not finite stops the run naming the step and what is kept",
+          "[train]") {
+  // The messages name the checkpoint a run can resume from, and never one that does not exist.
+  const auto diverging_at = [](Bare& b, int bad_validation) {
+    b.options.steps_per_epoch = 3;
+    b.options.epochs = 2;
+    b.hooks.validate = [bad_validation, count = 0]() mutable {
+      if (++count == bad_validation) throw train::NonFiniteValidation("the validation logits are not finite");
+      return train::Evaluation{};
+    };
+  };
+  Bare first;
+  diverging_at(first, 1);
+  CHECK_THROWS_WITH(first.trainer().run(),
+                    "the validation logits are not finite at the validation after step 3 (epoch 1); stopped without "
+                    "saving, there is no checkpoint yet (a smaller learning rate or clipping may help)");
+  CHECK_FALSE(std::filesystem::exists(first.run.checkpoint()));
+  Bare second;
+  diverging_at(second, 2);
+  CHECK_THROWS_WITH(second.trainer().run(), Catch::Contains("at the validation after step 6 (epoch 2); stopped without "
+                                                            "saving, the last checkpoint (step 3) is kept"));
+  Net saved(2);
+  CHECK(train::load_checkpoint(second.run.checkpoint().string(), saved) == 3);
+}
+
 TEST_CASE("Trainer: autocast covers the forward, the backward and validation, and nothing else", "[train]") {
   // What each part of a step saw, in order: f(orward), b(ackward, a parameter's gradient hook), s(tep
   // done), v(alidate), e(poch begun); upper case under autocast.
