@@ -22,6 +22,9 @@
 # browser pages, overlap the others under ctest -j2.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# ccache keys on paths relative to the checkout, so that build folders of the same sources share
+# their objects (test_other_kernels.sh's build-openblas/ reuses most of build/'s).
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
 export CXX="${CXX:-clang++}"
 start=$SECONDS
 jobs=$(nproc)
