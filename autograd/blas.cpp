@@ -208,9 +208,9 @@ Primitive* primitive_for(const PrimitiveKey& key) {
   return it->second->supported ? it->second.get() : nullptr;
 }
 
-template <typename A, typename B>
+template <typename T>
 dnnl::memory::data_type dnnl_type() {
-  if constexpr (std::is_same_v<A, float>) {
+  if constexpr (std::is_same_v<T, float>) {
     return dnnl::memory::data_type::f32;
   } else {
     return dnnl::memory::data_type::bf16;
@@ -222,8 +222,8 @@ PrimitiveKey key_of(bool trans_a, bool trans_b, std::size_t m, std::size_t n, st
                     std::size_t lda, std::size_t ldb, float beta, std::size_t ldc) {
   PrimitiveKey key;
   std::memset(&key, 0, sizeof key);  // padding too: the key is compared and hashed as bytes
-  key.type_a = dnnl_type<A, A>();
-  key.type_b = dnnl_type<B, B>();
+  key.type_a = dnnl_type<A>();
+  key.type_b = dnnl_type<B>();
   key.trans_a = trans_a;
   key.trans_b = trans_b;
   key.m = m, key.n = n, key.k = k, key.lda = lda, key.ldb = ldb, key.ldc = ldc;
@@ -266,7 +266,7 @@ std::string onednn_kernel() {
 // Which kernel runs float products, chosen once from the CPU's instruction sets as oneDNN sees them
 // (after ONEDNN_MAX_CPU_ISA). From AVX-512 up, oneDNN's brgemm kernels. Below it, oneDNN 2.6 has only its
 // generic sgemm (gemm:jit), which measured at 40-60% of OpenBLAS's AVX2 kernels on the products of a
-// training step (docs/performance.md), so OpenBLAS runs them there, unless OpenBLAS chose kernels
+// training step (docs/mixed_precision.md), so OpenBLAS runs them there, unless OpenBLAS chose kernels
 // for weaker instruction sets than the CPU has (a CPU newer than it), where oneDNN's are the better.
 // TAPEGRAD_FLOAT_GEMM=onednn or =openblas overrides the choice (for measuring one against the other).
 bool float_on_onednn() {
@@ -313,38 +313,30 @@ bool native_bfloat16_kernels() {
 #endif
 }
 
-// A dense copy of op-operand X (rows x cols of op(X) as stored: cols_stored per row, ld apart), its
-// values converted to Out (rounded to bfloat16 where Out or In is bfloat16). Returns the copy's ld.
+// A dense copy of X (stored_rows x stored_cols as it lies in memory, ld apart) in `out`, its values
+// converted to Out: to bfloat16, from bfloat16, or float rounded to bfloat16 (convert above).
 template <typename Out, typename In>
-std::size_t dense_copy(const In* x, std::size_t stored_rows, std::size_t stored_cols, std::size_t ld,
-                       std::vector<Out>& out) {
+void dense_copy(const In* x, std::size_t stored_rows, std::size_t stored_cols, std::size_t ld, std::vector<Out>& out) {
   out.resize(stored_rows * stored_cols);
   Out* o = out.data();
   const std::size_t grain = std::max<std::size_t>(1, (std::size_t{1} << 16) / std::max<std::size_t>(stored_cols, 1));
   detail::parallel_for(stored_rows, grain, [&](std::size_t r0, std::size_t r1) {
-    for (std::size_t r = r0; r < r1; ++r) {
-      const In* src = x + r * ld;
-      Out* dst = o + r * stored_cols;
-      if constexpr (std::is_same_v<Out, bfloat16> && std::is_same_v<In, bfloat16>) {
-        std::copy(src, src + stored_cols, dst);
-      } else {
-        convert(src, dst, stored_cols);
-      }
-    }
+    for (std::size_t r = r0; r < r1; ++r) convert(x + r * ld, o + r * stored_cols, stored_cols);
   });
-  return stored_cols;
 }
 
-// Operand X of a bfloat16 product as the kernel wants it (Out): X itself where it already is, else a
-// converted dense copy in buffer. stored_rows x stored_cols is how X lies in memory.
+// Operand X of a bfloat16 product as the kernel wants it (Out): X itself where it already is bfloat16
+// for a bfloat16 kernel, else a dense converted copy in buffer (ld becomes its row length).
 template <typename Out, typename In>
 const Out* as_operand(const In* x, std::size_t stored_rows, std::size_t stored_cols, std::size_t& ld,
-                      std::vector<Out>& buffer, bool round) {
-  if constexpr (std::is_same_v<Out, In>) {
-    if (!round) return x;
+                      std::vector<Out>& buffer) {
+  if constexpr (std::is_same_v<Out, bfloat16> && std::is_same_v<In, bfloat16>) {
+    return x;
+  } else {
+    dense_copy(x, stored_rows, stored_cols, ld, buffer);
+    ld = stored_cols;
+    return buffer.data();
   }
-  ld = dense_copy<Out>(x, stored_rows, stored_cols, ld, buffer);
-  return buffer.data();
 }
 
 template <typename A, typename B>
@@ -392,8 +384,8 @@ void gemm_bf16(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::si
 #ifdef TAPEGRAD_WITH_ONEDNN
   if (native_bfloat16_kernels()) {
     thread_local std::vector<bfloat16> a_buffer, b_buffer;
-    const bfloat16* pa = as_operand<bfloat16>(a, a_rows, a_cols, lda, a_buffer, false);
-    const bfloat16* pb = as_operand<bfloat16>(b, b_rows, b_cols, ldb, b_buffer, false);
+    const bfloat16* pa = as_operand<bfloat16>(a, a_rows, a_cols, lda, a_buffer);
+    const bfloat16* pb = as_operand<bfloat16>(b, b_rows, b_cols, ldb, b_buffer);
     bool all_native = true;
     split_gemm(trans_a, trans_b, m, n, k, pa, lda, pb, ldb, c, ldc,
                [&](std::size_t rows, std::size_t cols, const bfloat16* ba, const bfloat16* bb, float* bc) {
@@ -407,8 +399,8 @@ void gemm_bf16(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::si
   // No bfloat16 instructions: the float kernels on the operands rounded to bfloat16, which is exact
   // bfloat16 arithmetic (a product of two bfloat16 values fits in a float) with float sums.
   thread_local std::vector<float> a_buffer, b_buffer;
-  const float* pa = as_operand<float>(a, a_rows, a_cols, lda, a_buffer, true);
-  const float* pb = as_operand<float>(b, b_rows, b_cols, ldb, b_buffer, true);
+  const float* pa = as_operand<float>(a, a_rows, a_cols, lda, a_buffer);
+  const float* pb = as_operand<float>(b, b_rows, b_cols, ldb, b_buffer);
   split_gemm(trans_a, trans_b, m, n, k, pa, lda, pb, ldb, c, ldc,
              [&](std::size_t rows, std::size_t cols, const float* ba, const float* bb, float* bc) {
                float_kernel(trans_a, trans_b, rows, cols, k, alpha, ba, lda, bb, ldb, beta, bc, ldc);
@@ -419,9 +411,20 @@ void gemm_bf16(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::si
 
 std::vector<bfloat16> to_bfloat16_matrix(const float* x, std::size_t rows, std::size_t cols, std::size_t ld) {
   std::vector<bfloat16> out;
-  dense_copy<bfloat16>(x, rows, cols, ld, out);
+  dense_copy(x, rows, cols, ld, out);
   return out;
 }
+
+template <typename T>
+std::vector<bfloat16> bfloat16_copy(Precision precision, const T* x, std::size_t rows, std::size_t cols) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (precision == Precision::BFloat16) return to_bfloat16_matrix(x, rows, cols, cols);
+  }
+  return {};
+}
+
+template std::vector<bfloat16> bfloat16_copy<float>(Precision, const float*, std::size_t, std::size_t);
+template std::vector<bfloat16> bfloat16_copy<double>(Precision, const double*, std::size_t, std::size_t);
 
 template <typename T>
 void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, T alpha, Operand<T> a,

@@ -1,8 +1,9 @@
 /// @file
 /// The one matrix-product path: every product of the library (matmul, linear, attention, and their
-/// backward) calls gemm here. The backend is chosen at build time: oneDNN's matmul primitive
-/// (TAPEGRAD_ONEDNN=ON, the default), whose kernel follows the CPU's instruction sets at run time, or
-/// OpenBLAS. Double products always run on OpenBLAS (oneDNN has no double kernels). Only blas.cpp
+/// backward) calls gemm here. Built with oneDNN (TAPEGRAD_ONEDNN=ON, the default), the kernel follows
+/// the CPU's instruction sets at run time: oneDNN's matmul primitive for float products from AVX-512 up
+/// and for every native bfloat16 product, OpenBLAS for float products below AVX-512 (faster there) and
+/// for double ones; built without it, OpenBLAS for all (docs/mixed_precision.md). Only blas.cpp
 /// includes OpenBLAS's <cblas.h>: xtensor-blas ships its own cblas.h, and the two cannot meet.
 #pragma once
 
@@ -57,6 +58,17 @@ void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t 
 
 /// A rows x cols matrix (row stride ld) as a dense bfloat16 copy, for an op to hand to gemm and keep.
 std::vector<bfloat16> to_bfloat16_matrix(const float* x, std::size_t rows, std::size_t cols, std::size_t ld);
+
+/// Under Precision::BFloat16 (float only), the dense rows x cols matrix x as a bfloat16 copy, converted
+/// once for the products that share it or for an op to keep; else empty, and the products read x.
+template <typename T>
+std::vector<bfloat16> bfloat16_copy(Precision precision, const T* x, std::size_t rows, std::size_t cols);
+
+/// What a product reads of x: its bfloat16 copy where bfloat16_copy made one, else x itself.
+template <typename T>
+Operand<T> operand(const T* x, const std::vector<bfloat16>& copy) {
+  return copy.empty() ? Operand<T>(x) : Operand<T>(copy.data());
+}
 
 /// Threads a product may use: tapegrad's workers (autograd/parallel.hpp), each running the backend
 /// single-threaded on a block of C. set_num_threads returns the previous value.

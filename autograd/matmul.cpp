@@ -140,14 +140,10 @@ Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b) {
              const std::size_t m = plan.m, k = plan.k, n = plan.n;
              const T* pg = g.data();
              // Under autocast both products read g: one bfloat16 copy serves the two.
-             std::vector<bfloat16> g_half;
-             if constexpr (std::is_same_v<T, float>) {
-               if (precision == blas::Precision::BFloat16 && in.needs(0) && in.needs(1))
-                 g_half = blas::to_bfloat16_matrix(pg, numel(plan.batch) * m, n, n);
-             }
-             const auto g_at = [&](std::size_t offset) {
-               return g_half.empty() ? blas::Operand<T>(pg + offset) : blas::Operand<T>(g_half.data() + offset);
-             };
+             const std::vector<bfloat16> g_half = in.needs(0) && in.needs(1)
+                                                      ? blas::bfloat16_copy(precision, pg, numel(plan.batch) * m, n)
+                                                      : std::vector<bfloat16>();
+             const auto g_at = [&](std::size_t offset) { return blas::operand(pg, g_half) + offset; };
              if (in.needs(0)) {  // dA = g @ B^T, summed over the batch dims a was broadcast along
                xt::xarray<T> da = xt::zeros<T>(sa);
                if (folded) {
@@ -241,26 +237,19 @@ Tensor<T> linear_impl(const char* op, const Tensor<T>& x, const Tensor<T>& weigh
   // Under autocast the product reads bfloat16 copies of x and the weight, made once here and kept for
   // the backward in place of the float values (half the memory of the saved input).
   const blas::Precision precision = blas::autocast_precision<T>();
-  std::shared_ptr<const std::vector<bfloat16>> x_half, w_half;
-  if constexpr (std::is_same_v<T, float>) {
-    if (precision == blas::Precision::BFloat16) {
-      x_half = std::make_shared<std::vector<bfloat16>>(
-          blas::to_bfloat16_matrix(x.data().data(), rows, in_features, in_features));
-      w_half = std::make_shared<std::vector<bfloat16>>(
-          blas::to_bfloat16_matrix(weight.data().data(), out_features, in_features, in_features));
-    }
+  std::shared_ptr<const std::vector<bfloat16>> x_half, w_half;  // null outside autocast
+  if (precision == blas::Precision::BFloat16) {
+    x_half = std::make_shared<const std::vector<bfloat16>>(
+        blas::bfloat16_copy(precision, x.data().data(), rows, in_features));
+    w_half = std::make_shared<const std::vector<bfloat16>>(
+        blas::bfloat16_copy(precision, weight.data().data(), out_features, in_features));
   }
   const blas::Operand<T> x_op = x_half ? blas::Operand<T>(x_half->data()) : blas::Operand<T>(x.data().data());
   const blas::Operand<T> w_op = w_half ? blas::Operand<T>(w_half->data()) : blas::Operand<T>(weight.data().data());
   // C = x W^T on rows [r0, r1) of z, added onto the bias (beta = 1) when there is one.
   const auto product = [&](std::size_t r0, std::size_t r1, T* z) {
-    blas::Operand<T> rows_op = x_op;
-    if (rows_op.bf16)
-      rows_op.bf16 += r0 * in_features;
-    else
-      rows_op.values += r0 * in_features;
-    blas::gemm<T>(false, true, r1 - r0, out_features, in_features, T(1), rows_op, in_features, w_op, in_features,
-                  pb ? T(1) : T(0), z + r0 * out_features, out_features, precision);
+    blas::gemm<T>(false, true, r1 - r0, out_features, in_features, T(1), x_op + r0 * in_features, in_features, w_op,
+                  in_features, pb ? T(1) : T(0), z + r0 * out_features, out_features, precision);
   };
   if (!activation) {
     detail::parallel_for(rows,
@@ -324,12 +313,10 @@ Tensor<T> linear_impl(const char* op, const Tensor<T>& x, const Tensor<T>& weigh
                            [](T gv, std::size_t) { return gv; });
            }
            // Under autocast both products read dz: one bfloat16 copy serves the two.
-           std::vector<bfloat16> dz_half;
-           if constexpr (std::is_same_v<T, float>) {
-             if (precision == blas::Precision::BFloat16 && in.needs(0) && in.needs(1))
-               dz_half = blas::to_bfloat16_matrix(pg, rows, out_features, out_features);
-           }
-           const blas::Operand<T> dz_op = dz_half.empty() ? blas::Operand<T>(pg) : blas::Operand<T>(dz_half.data());
+           const std::vector<bfloat16> dz_half = in.needs(0) && in.needs(1)
+                                                     ? blas::bfloat16_copy(precision, pg, rows, out_features)
+                                                     : std::vector<bfloat16>();
+           const blas::Operand<T> dz_op = blas::operand(pg, dz_half);
            if (in.needs(0)) {  // dx = dz W
              xt::xarray<T> dx = xt::xarray<T>::from_shape(sx);
              const blas::Operand<T> w = w_half ? blas::Operand<T>(w_half->data()) : blas::Operand<T>(w_val->data());

@@ -4,6 +4,7 @@
 
 #include "examples/common/settings.hpp"
 #include "tapegrad/autograd/autocast.hpp"
+#include "tapegrad/autograd/machine.hpp"
 #include "tapegrad/autograd/messages.hpp"
 
 namespace examples {
@@ -59,6 +60,14 @@ std::vector<std::string> precision_messages(const std::string& requested, const 
                             : fmt::format("{}; --precision fp32 or auto trains faster here", kSlow));
   }
   return lines;
+}
+
+std::string start_precision(const std::string& requested, const std::string& recorded, bool resumed,
+                            tapegrad::train::Progress& progress) {
+  const std::string resolved = resumed && !recorded.empty() ? recorded : resolve_precision(requested);
+  progress.message(tapegrad::machine_line());
+  for (const auto& line : precision_messages(requested, resolved, resumed)) progress.message(line);
+  return resolved;
 }
 
 std::optional<std::string> bfloat16_notice(const std::string& resolved) {

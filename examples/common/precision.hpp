@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "tapegrad/train/progress.hpp"
+
 namespace examples {
 
 /// The help of the training flag --precision, and of a subcommand's (whose default is the run's).
@@ -33,6 +35,12 @@ std::string resolve_precision(const std::string& requested);
 /// where bf16 has no native kernels here, a notice that it runs at fp32's speed or slower. `resumed`:
 /// the run keeps `resolved`, what `requested` resolved to when it started.
 std::vector<std::string> precision_messages(const std::string& requested, const std::string& resolved, bool resumed);
+
+/// The precision a training runs in, announced: `recorded` (what a resumed run resolved when it started;
+/// empty for a new run, or a run from before --precision) or else --precision `requested` resolved on
+/// this machine. Prints the machine line and precision_messages on progress first.
+std::string start_precision(const std::string& requested, const std::string& recorded, bool resumed,
+                            tapegrad::train::Progress& progress);
 
 /// For a subcommand that runs a model in `resolved`: the notice that bf16 has no native kernels here
 /// and runs at fp32's speed or slower, else nothing.

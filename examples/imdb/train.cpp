@@ -17,7 +17,6 @@
 #include "tapegrad/autograd/autocast.hpp"
 #include "tapegrad/autograd/elementwise.hpp"
 #include "tapegrad/autograd/loss.hpp"
-#include "tapegrad/autograd/machine.hpp"
 #include "tapegrad/autograd/matmul.hpp"
 #include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/datasets/text/batching.hpp"
@@ -192,14 +191,9 @@ TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, 
   } else {
     run.check_new(config.overwrite);
   }
-  if (!config.resume || config.precision_resolved.empty()) {
-    config.precision_resolved = examples::resolve_precision(config.precision);
-  }
   tr::Progress progress(log, interactive, static_cast<std::size_t>(config.log_every));
-  progress.message(tapegrad::machine_line());
-  for (const auto& line : examples::precision_messages(config.precision, config.precision_resolved, config.resume)) {
-    progress.message(line);
-  }
+  config.precision_resolved =
+      examples::start_precision(config.precision, config.precision_resolved, config.resume, progress);
   TrainResult result;
 
   // Data.

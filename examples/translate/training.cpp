@@ -14,7 +14,6 @@
 #include "examples/translate/attention_svg.hpp"
 #include "tapegrad/autograd/autocast.hpp"
 #include "tapegrad/autograd/loss.hpp"
-#include "tapegrad/autograd/machine.hpp"
 #include "tapegrad/autograd/matmul.hpp"
 #include "tapegrad/autograd/messages.hpp"
 #include "tapegrad/autograd/shape_ops.hpp"
@@ -203,12 +202,8 @@ TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, 
   } else {
     run.check_new(c.overwrite);
   }
-  if (!c.resume || c.precision_resolved.empty()) c.precision_resolved = examples::resolve_precision(c.precision);
   tr::Progress progress(log, interactive, static_cast<std::size_t>(c.log_every));
-  progress.message(tapegrad::machine_line());
-  for (const auto& line : examples::precision_messages(c.precision, c.precision_resolved, c.resume)) {
-    progress.message(line);
-  }
+  c.precision_resolved = examples::start_precision(c.precision, c.precision_resolved, c.resume, progress);
 
   const auto data = evaluation_sets(c);
   // The thread count may differ between ranks (results do not depend on it), as may the folder's path
