@@ -17,13 +17,14 @@
 # (tapegrad::machine_line()) naming its kernels.
 # Time, measured on this 2-core machine with ccache off (CCACHE_DISABLE=1) after test.sh, other builds
 # beside it for the first minutes: 7 min 46 s (the two passes 67 s and 50 s, the cold build of
-# build-openblas/ about 5 min 15 s, its 484 tests 35 s; 10 min 6 s user + 1 min 2 s sys CPU). Nothing
+# build-openblas/ about 5 min 15 s, its tests 35 s; 10 min 6 s user + 1 min 2 s sys CPU). Nothing
 # is left out of the selection: its slowest tests, train_imdb_sigkill_loop (about 48 s) and the two
-# browser pages, overlap the others under ctest -j2.
+# browser pages, overlap the others under ctest -j2. With ccache warm (a fresh clone after test.sh): 138 s,
+# 96 + 96 + 510 tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# ccache keys on paths relative to the checkout, so that build folders of the same sources share
-# their objects (test_other_kernels.sh's build-openblas/ reuses most of build/'s).
+# ccache keys on paths relative to the checkout, so that build-openblas/ below reuses the objects of
+# build/ that its options do not change.
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
 export CXX="${CXX:-clang++}"
 start=$SECONDS
