@@ -167,7 +167,7 @@ Tensor<T> HashedNgramBag<T>::forward(const xt::xarray<std::int64_t>& ids, const 
     xt::xarray<T> per_sample = xt::xarray<T>::from_shape(buckets.shape());
     const T* s = scale.data().data();
     for (std::size_t i = 0; i < buckets.size(); ++i) per_sample.data()[i] = s[buckets.data()[i]];
-    return embedding_bag_sum(weight, buckets, std::int64_t{0}, std::move(per_sample));
+    return embedding_bag_sum(weight, buckets, std::int64_t{0}, Tensor<T>(std::move(per_sample)));
   };
   if (negation.empty()) return bag_sum(document_ngram_buckets(ids, padding_mask, num_buckets, max_n));
   const auto marked = negation.mark(ids, padding_mask);
