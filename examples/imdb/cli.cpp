@@ -25,8 +25,8 @@
 #include "tapegrad/autograd/autocast.hpp"
 #include "tapegrad/autograd/matmul.hpp"
 #include "tapegrad/datasets/text/tokenizer.hpp"
+#include "tapegrad/io/atomic_file.hpp"
 #include "tapegrad/train/errors.hpp"
-#include "tapegrad/train/files.hpp"
 #include "tapegrad/train/interrupt.hpp"
 #include "tapegrad/train/progress.hpp"
 
@@ -404,7 +404,7 @@ int explain_command(const ExplainArgs& a, std::istream& in, std::ostream& out, s
     throw UsageError(error.what());
   }
   const fs::path output = a.output.empty() ? fs::path(a.run) / "explain.html" : fs::path(a.output);
-  tapegrad::train::write_file_atomically(output, explain_html(e, text, a.run));
+  tapegrad::io::write_file_atomically(output, explain_html(e, text, a.run));
   out << fmt::format("P(positive) = {:.6f} ({} tokens); wrote {}\n", e.p_positive, e.tokens.size(), output.string());
   return 0;
 }

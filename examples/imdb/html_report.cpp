@@ -14,8 +14,8 @@
 #include "examples/imdb/evaluate.hpp"
 #include "examples/imdb/html.hpp"
 #include "examples/imdb/model.hpp"
+#include "tapegrad/io/atomic_file.hpp"
 #include "tapegrad/nn/positional_encoding.hpp"
-#include "tapegrad/train/files.hpp"
 #include "tapegrad/train/metrics.hpp"
 
 namespace imdb {
@@ -262,7 +262,7 @@ each epoch, and the validation split after each epoch (eval mode).</p>
 
 fs::path write_report(const fs::path& run_dir) {
   const fs::path path = run_dir / kReportFile;
-  tapegrad::train::write_file_atomically(path, report_html(run_dir));
+  tapegrad::io::write_file_atomically(path, report_html(run_dir));
   return path;
 }
 
