@@ -4,6 +4,7 @@
 #pragma once
 
 #include "tapegrad/datasets/download.hpp"
+#include "tapegrad/datasets/epoch_seed.hpp"
 #include "tapegrad/datasets/imdb/contrast_pairs.hpp"
 #include "tapegrad/datasets/imdb/imdb.hpp"
 #include "tapegrad/datasets/imdb/locate.hpp"
