@@ -179,7 +179,8 @@ class LoopbackServer {
 // A LocateOptions that sees nothing of this machine: every place lies inside `root`.
 LocateOptions isolated_options(const fs::path& root) {
   LocateOptions o;
-  o.repo_root = root / "repo";
+  o.places = {{root / "shared/data/aclImdb_labeled.tar.gz", "the shared copy"},
+              {root / "mirror/aclImdb", "the mirror"}};
   o.working_dir = root / "work";
   o.cache_dir = root / "cache";
   o.download = false;
@@ -544,7 +545,12 @@ TEST_CASE("locate: nothing found with download off lists every place tried", "[d
   const std::string msg = error_of([&] { locate_imdb(o); });
   INFO(msg);
   CHECK_THAT(msg, Catch::Contains("--data") && Catch::Contains("TAPEGRAD_DATA") && Catch::Contains("--no-download"));
-  CHECK_THAT(msg, Catch::Contains((tmp.path / "shared/data/aclImdb_labeled.tar.gz").string()));
+  CHECK_THAT(msg, Catch::Contains((tmp.path / "shared/data/aclImdb_labeled.tar.gz").string()) &&
+                      Catch::Contains((tmp.path / "mirror/aclImdb").string()));
+  // Without places of the program's, none is looked at.
+  auto no_places = o;
+  no_places.places.clear();
+  CHECK_THAT(error_of([&] { locate_imdb(no_places); }), !Catch::Contains("shared") && !Catch::Contains("mirror"));
   for (const char* name : {"aclImdb", "aclImdb_v1.tar.gz", "aclImdb_labeled.tar.gz"}) {
     CHECK_THAT(msg, Catch::Contains((tmp.path / "work/data" / name).string()));
     CHECK_THAT(msg, Catch::Contains((tmp.path / "cache" / name).string()));
@@ -564,7 +570,7 @@ TEST_CASE("locate: nothing found with download off lists every place tried", "[d
   CHECK_THAT(error_of([&] { locate_imdb(no_cache); }), Catch::Contains("HOME"));
 }
 
-TEST_CASE("locate: --data, TAPEGRAD_DATA, shared, data/, cache, in that order", "[datasets]") {
+TEST_CASE("locate: --data, TAPEGRAD_DATA, the program's places, data/, cache, in that order", "[datasets]") {
   TempDir tmp;
   auto o = isolated_options(tmp.path);
   const fs::path cache = tmp.path / "cache/aclImdb_v1.tar.gz";
@@ -580,10 +586,16 @@ TEST_CASE("locate: --data, TAPEGRAD_DATA, shared, data/, cache, in that order", 
   fs::copy(kSmallFolder / "aclImdb", work_folder, fs::copy_options::recursive);
   CHECK(locate_imdb(o).path == work_folder);
   CHECK(read_imdb(locate_imdb(o).path).test.size() == 6);
+  const fs::path mirror = tmp.path / "mirror/aclImdb";
+  fs::create_directories(mirror.parent_path());
+  fs::copy(kSmallFolder / "aclImdb", mirror, fs::copy_options::recursive);
+  CHECK(locate_imdb(o).path == mirror);
+  CHECK(locate_imdb(o).source == "the mirror");
   const fs::path shared = tmp.path / "shared/data/aclImdb_labeled.tar.gz";
   fs::create_directories(shared.parent_path());
   fs::copy_file(kSmallArchive, shared);
-  CHECK(locate_imdb(o).path == shared);
+  CHECK(locate_imdb(o).path == shared);  // the first place holding the data
+  CHECK(locate_imdb(o).source == "the shared copy");
   o.env_path = kSmallFolder;
   CHECK(locate_imdb(o).path == kSmallFolder);
   CHECK(locate_imdb(o).source == "TAPEGRAD_DATA");
@@ -611,9 +623,9 @@ TEST_CASE("locate: the cache folder follows XDG_CACHE_HOME, else HOME", "[datase
   unsetenv("XDG_CACHE_HOME");
   CHECK(default_cache_dir() == fs::path("/home/someone/.cache/tapegrad"));
   setenv("TAPEGRAD_DATA", "/some/where.tar.gz", 1);
-  const auto o = LocateOptions::from_environment("/repo");
+  const auto o = LocateOptions::from_environment();
   CHECK(o.env_path == fs::path("/some/where.tar.gz"));
-  CHECK(o.repo_root == fs::path("/repo"));
+  CHECK(o.places.empty());  // where else to look is the program's to say
   CHECK(o.cache_dir == fs::path("/home/someone/.cache/tapegrad"));
   CHECK(o.download);
   CHECK(o.url == kImdbUrl);
