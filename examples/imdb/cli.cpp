@@ -238,9 +238,9 @@ struct EvaluateArgs {
 namespace {
 // evaluate --by-length: the split by length band, with the run's temperature and with the one
 // temperature that fits this split best, which shows what a length-dependent one changes.
-void print_by_length(const std::string& split, const EvalResult& r, const tapegrad::train::LengthTemperature& run_t,
+void print_by_length(const std::string& split, const EvalResult& r, const LengthTemperature& run_t,
                      const std::optional<EvalResult>& windows, std::ostream& out) {
-  const auto one = tapegrad::train::LengthTemperature::constant(tapegrad::train::fit_temperature(r.logits, r.labels));
+  const auto one = LengthTemperature::constant(tapegrad::train::fit_temperature(r.logits, r.labels));
   out << fmt::format("{} by length: one temperature fitted on this split ({}) / the run's ({}):\n", split,
                      describe(one), describe(run_t));
   const auto with_one = length_bands(r, one), with_run = length_bands(r, run_t);
