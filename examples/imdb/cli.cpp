@@ -86,6 +86,15 @@ void add_training_flags(CLI::App& app, Config& c) {
       ->add_option("--ngram-dim", c.ngram_dim, "width of the n-gram table's rows, projected to --d-model (0 = d-model)")
       ->capture_default_str();
   model
+      ->add_option("--ngram-init", c.ngram_init,
+                   "normal|nb: the n-gram table drawn at random and trained, or fixed at each bucket's naive-Bayes "
+                   "log-count ratio on the training reviews (needs --ngram-dim 1)")
+      ->capture_default_str();
+  model
+      ->add_option("--ngram-min-docs", c.ngram_min_docs,
+                   "with --ngram-init nb, buckets held by fewer training reviews read 0")
+      ->capture_default_str();
+  model
       ->add_option("--wide-buckets", c.wide_buckets,
                    "rows of a linear model over each review's hashed n-grams, added to the logits (0 = none)")
       ->capture_default_str();

@@ -79,6 +79,13 @@ std::optional<std::string> validate(const Config& c) {
   if (c.ngram_dim < 0 || c.ngram_dim > c.d_model) {
     return fmt::format("--ngram-dim {} is outside [0, --d-model {}]", c.ngram_dim, c.d_model);
   }
+  if (c.ngram_init == "nb" && c.ngram_buckets > 0 && c.ngram_dim != 1) {
+    return fmt::format("--ngram-init nb needs --ngram-dim 1 (one log-count ratio per bucket), got --ngram-dim {}",
+                       c.ngram_dim);
+  }
+  if (c.ngram_min_docs < 0 || c.ngram_min_docs > 1'000'000'000) {
+    return fmt::format("--ngram-min-docs {} is outside [0, 1000000000]", c.ngram_min_docs);
+  }
   // The n-gram table, its gradient and Adam's moments: 16 bytes per float, like the embedding's.
   const double ngram_bytes = 16.0 * double(c.ngram_buckets) * double(c.ngram_dim == 0 ? c.d_model : c.ngram_dim);
   if (ngram_bytes > examples::physical_memory_bytes() / 2) {
@@ -150,6 +157,7 @@ std::optional<std::string> validate(const Config& c) {
       {"--norm", c.norm, {"post", "pre"}},
       {"--pooling", c.pooling, {"max", "mean", "cls"}},
       {"--pos", c.pos, {"sinusoidal", "learned"}},
+      {"--ngram-init", c.ngram_init, {"normal", "nb"}},
       {"--wide-loss", c.wide_loss, {"joint", "separate"}},
       {"--optimizer", c.optimizer, {"adam", "adamw", "sgd"}},
       {"--schedule", c.schedule, {"constant", "linear", "cosine", "inv-sqrt", "noam"}},
@@ -197,6 +205,8 @@ nlohmann::json to_json(const Config& c) {
       {"ngram-buckets", c.ngram_buckets},
       {"ngram-max", c.ngram_max},
       {"ngram-dim", c.ngram_dim},
+      {"ngram-init", c.ngram_init},
+      {"ngram-min-docs", c.ngram_min_docs},
       {"wide-buckets", c.wide_buckets},
       {"wide-max-n", c.wide_max_n},
       {"wide-loss", c.wide_loss},
@@ -252,6 +262,8 @@ Config config_from_json(const nlohmann::json& json) {
   examples::read_setting(json, "ngram-buckets", c.ngram_buckets);
   examples::read_setting(json, "ngram-max", c.ngram_max);
   examples::read_setting(json, "ngram-dim", c.ngram_dim);
+  examples::read_setting(json, "ngram-init", c.ngram_init);
+  examples::read_setting(json, "ngram-min-docs", c.ngram_min_docs);
   examples::read_setting(json, "wide-buckets", c.wide_buckets);
   examples::read_setting(json, "wide-max-n", c.wide_max_n);
   examples::read_setting(json, "wide-loss", c.wide_loss);
