@@ -35,7 +35,7 @@ std::string percent_cell(const json& line, const char* key) {
 std::string report_html(const fs::path& run_dir) {
   const auto run = run_directory(run_dir);
   const json config_json = run.read_config();
-  const Config config = Config::from_json(config_json.dump());
+  const Config config = config_from_json(config_json);
 
   Series loss_train{"train_loss", "train (per log window)", "#1565c0", {}, false};
   Series acc_train{"train_acc", "train tokens (per log window)", "#1565c0", {}, false};
