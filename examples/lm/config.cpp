@@ -108,6 +108,14 @@ const nlohmann::json& masked_defaults() {
   return defaults;
 }
 
+std::string flags_markdown() {
+  return flags().markdown_table("`--objective masked`", [](const examples::Flag& f) -> std::string {
+    const auto it = masked_defaults().find(f.name);
+    if (it == masked_defaults().end()) return "";
+    return it->is_string() ? it->get<std::string>() : it->dump();
+  });
+}
+
 void apply_masked_defaults(Config& c, const std::function<bool(const char* flag)>& given) {
   for (const auto& [name, value] : masked_defaults().items()) {
     if (!given(name.c_str())) flags().assign(c, name, value);

@@ -79,6 +79,8 @@ const examples::Flags<Config>& flags();
 // The masked objective's defaults, keyed by flag: train_imdb's classifier as the model (so that
 // --init-from fits it as is), and its own recipe (dropout 0.1, 300 steps of 16 reviews).
 const nlohmann::json& masked_defaults();
+// The flags table of examples/lm/README.md, with the masked defaults as its last column.
+std::string flags_markdown();
 // Sets the masked defaults of the flags not given on the command line.
 void apply_masked_defaults(Config& config, const std::function<bool(const char* flag)>& given);
 
