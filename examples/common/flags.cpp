@@ -169,7 +169,9 @@ std::optional<std::string> FlagTable::range_problem(const void* config) const {
 
 void FlagTable::take_saved(void* config, const void* saved, const std::function<bool(const Flag&)>& given) const {
   for (const Flag& f : flags_) {
-    if (f.key.empty() || f.resumable || (!f.name.empty() && given(f))) continue;
+    // A setting without a flag is the program's to take from the run (what --precision resolved to is
+    // checked against the --precision given first).
+    if (f.key.empty() || f.name.empty() || f.resumable || given(f)) continue;
     f.set(nlohmann::json{{f.key, f.get(saved)}}, f.key.c_str(), config);
   }
 }

@@ -181,7 +181,7 @@ class Flags : public FlagTable {
   /// value ("--layers 0 must be positive"); the rules between flags are the program's.
   std::optional<std::string> check(const C& config) const { return range_problem(&config); }
   /// --resume: `given` with the saved run's value of every saved flag that may not change on resume and
-  /// that `is_given` says the command line did not give.
+  /// that `is_given` says the command line did not give (a saved setting without a flag is left as is).
   C with_saved(const C& given, const C& saved, const std::function<bool(const Flag&)>& is_given) const {
     C merged = given;
     take_saved(&merged, &saved, is_given);

@@ -523,14 +523,12 @@ TEST_CASE("train_lm: a run folder of an older train_lm is refused, naming its ve
   saved.erase("version");
   saved.erase("arch");
   std::ofstream(run / "config.json", std::ios::binary) << saved.dump();
-  for (const std::vector<std::string>& args :
-       {std::vector<std::string>{"evaluate", "--run", run.string()}, {"--resume", "--out", run.string()}}) {
-    const CliResult r = run_lm(args);
-    CHECK(r.code == 1);
-    CHECK(r.err == fmt::format("train_lm: {}: no \"version\": a run of an older train_lm (version 1), which this one "
-                               "does not read (it reads version 2); train it anew\n",
-                               (run / "config.json").string()));
-  }
+  // (evaluate refuses the edited file before, by its checksum in model.safetensors.)
+  const CliResult r = run_lm({"--resume", "--out", run.string()});
+  CHECK(r.code == 1);
+  CHECK(r.err == fmt::format("train_lm: {}: no \"version\": a run of an older train_lm (version 1), which this one "
+                             "does not read (it reads version 2); train it anew\n",
+                             (run / "config.json").string()));
 }
 
 TEST_CASE("train_lm --arch: bad combinations are one line naming the flags, exit code 2", "[lm]") {
