@@ -6,6 +6,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "examples/common/commands.hpp"
 #include "examples/imdb/evaluate.hpp"
 #include "tapegrad/autograd/generator.hpp"
 #include "tapegrad/autograd/messages.hpp"
@@ -31,19 +32,7 @@ tapegrad::train::RunDirectory run_directory(const fs::path& dir) {
 }
 
 Config read_config(const tapegrad::train::RunDirectory& run) {
-  Config config;
-  try {
-    config = config_from_json(run.read_config());
-  } catch (const std::exception& e) {
-    // read_config names the file already; config_from_json names only the key.
-    const std::string message = e.what();
-    throw std::runtime_error(
-        message.rfind(run.config().string(), 0) == 0 ? message : fmt::format("{}: {}", run.config().string(), message));
-  }
-  if (const auto problem = validate(config)) {
-    throw std::runtime_error(fmt::format("{}: {}", run.config().string(), *problem));
-  }
-  return config;
+  return examples::read_run_settings(flags(), run, &validate);
 }
 
 double parse_temperature(const std::string& text, const fs::path& file) {

@@ -11,6 +11,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "examples/common/commands.hpp"
 #include "examples/common/precision.hpp"
 #include "examples/imdb/data.hpp"
 #include "examples/imdb/model.hpp"
@@ -85,22 +86,6 @@ optim::Schedule make_schedule(const Config& c, std::int64_t total_steps, std::in
 // A JSON scalar as a user types it on the command line (strings unquoted).
 std::string flag_text(const nlohmann::json& value) {
   return value.is_string() ? value.get<std::string>() : value.dump();
-}
-
-// --resume continues the saved run, so every setting that shapes it must be the saved one.
-void check_resume_matches(const Config& config, const tr::RunDirectory& run) {
-  const fs::path saved_path = run.config();
-  const nlohmann::json saved = to_json(read_config(run));
-  const nlohmann::json given = to_json(config);
-  for (const auto& [key, value] : saved.items()) {
-    // The data may have moved (it is read again either way); the resolved precision is the saved one
-    // (train() takes it from there).
-    if (key == "data" || key == "precision-resolved") continue;
-    if (given.at(key) != value) {
-      throw UsageError(fmt::format("--resume: --{} {} differs from {} in {}", key, flag_text(given.at(key)),
-                                   flag_text(value), saved_path.string()));
-    }
-  }
 }
 
 // --init-from: the pretrained run's embedding and encoder, every mismatch with the classifier reported
@@ -186,8 +171,9 @@ TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, 
     run.check_resumable({tr::RunDirectory::kCheckpoint, tr::RunDirectory::kConfig, kVocabFile});
     // A run trains in one precision from start to end: the one it started in, wherever --precision auto
     // resolves now.
-    config.precision_resolved = read_config(run).precision_resolved;
-    check_resume_matches(config, run);
+    const Config saved = read_config(run);
+    config.precision_resolved = saved.precision_resolved;
+    examples::check_resume_matches(flags(), config, saved, run.config());
   } else {
     run.check_new(config.overwrite);
   }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "examples/common/flags.hpp"
+#include "examples/imdb/config.hpp"
 #include "examples/lm/config.hpp"
 #include "examples/translate/config.hpp"
 
@@ -35,6 +36,8 @@ struct Program {
 
 std::vector<Program> programs() {
   return {
+      {"train_imdb", "imdb", imdb::flags(), imdb::to_json(imdb::Config()),
+       [](const json& j) { imdb::config_from_json(j); }, imdb::flags().markdown_table()},
       {"train_lm", "lm", lm::flags(), lm::to_json(lm::Config()), [](const json& j) { lm::config_from_json(j); },
        lm::flags_markdown()},
       {"train_translate", "translate", translate::flags(), translate::to_json(translate::Config()),
@@ -60,7 +63,8 @@ std::string read_text(const fs::path& path) {
 }
 
 const fs::path kExamples = fs::path(TAPEGRAD_TEST_DATA_DIR) / "../../examples";
-constexpr const char* kBegin = "<!-- flags: generated from the program's declaration; tests/examples/test_flags.cpp -->\n";
+constexpr const char* kBegin =
+    "<!-- flags: generated from the program's declaration; tests/examples/test_flags.cpp -->\n";
 constexpr const char* kEnd = "<!-- end of flags -->\n";
 
 }  // namespace
@@ -106,8 +110,7 @@ TEST_CASE("every program: config.json is read strictly, each error naming the ke
   }
 }
 
-TEST_CASE("every program: a config.json of another version, or of none, is refused naming both versions",
-          "[flags]") {
+TEST_CASE("every program: a config.json of another version, or of none, is refused naming both versions", "[flags]") {
   for (const Program& p : programs()) {
     INFO(p.name);
     CHECK(p.defaults.at("version") == 2);
