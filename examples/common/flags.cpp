@@ -171,14 +171,14 @@ void FlagTable::take_saved(void* config, const void* saved, const std::function<
   for (const Flag& f : flags_) {
     // A setting without a flag is the program's to take from the run (what --precision resolved to is
     // checked against the --precision given first).
-    if (f.key.empty() || f.name.empty() || f.resumable || given(f)) continue;
+    if (f.key.empty() || f.name.empty() || f.on_resume == Flag::OnResume::command_line || given(f)) continue;
     f.set(nlohmann::json{{f.key, f.get(saved)}}, f.key.c_str(), config);
   }
 }
 
 std::optional<std::string> FlagTable::resume_mismatch(const void* config, const void* saved) const {
   for (const Flag& f : flags_) {
-    if (f.name.empty() || f.key.empty() || f.resumable) continue;
+    if (f.name.empty() || f.key.empty() || f.on_resume != Flag::OnResume::kept) continue;
     if (f.get(config) != f.get(saved)) {
       return fmt::format("{} {} differs from {}", f.name, f.text(config), f.text(saved));
     }

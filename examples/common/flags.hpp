@@ -46,7 +46,11 @@ struct Flag {
   std::string shown_default;  ///< the README's default where the value does not say it ("found")
   std::optional<Range> range;
   std::vector<std::string> choices;
-  bool resumable = false;  ///< --resume takes it from the command line rather than from config.json
+  /// On --resume a saved flag is the run's, and given it must agree (kept); or the run's unless given
+  /// otherwise (may_change: the data may have moved, the thread count changes no result); or the
+  /// command line's (command_line: the run folder itself).
+  enum class OnResume { kept, may_change, command_line };
+  OnResume on_resume = OnResume::kept;
   bool is_switch = false;
   bool integral = false;
 
@@ -60,8 +64,8 @@ struct Flag {
   Flag& in(Range r) { return range = r, *this; }
   Flag& one_of(std::vector<std::string> values) { return choices = std::move(values), *this; }
   Flag& not_saved() { return key.clear(), *this; }
-  /// Given with --resume it takes effect (the data may have moved; the thread count changes no result).
-  Flag& free_on_resume() { return resumable = true, *this; }
+  Flag& free_on_resume() { return on_resume = OnResume::may_change, *this; }
+  Flag& command_line_on_resume() { return on_resume = OnResume::command_line, *this; }
   Flag& or_off(const char* off) { return negation = off, *this; }
   Flag& shown_as(const char* text) { return shown_default = text, *this; }
 };

@@ -154,8 +154,7 @@ Timing timing_tables(const Curves& c, const Config& config) {
   return t;
 }
 
-// The temperature as the run's test line records it: a, b and the lengths of the length-dependent one,
-// or one number.
+// The temperature as the run's test line records it: a, b and the lengths of the length-dependent one.
 std::string temperature_text(const json& line) {
   const auto a = number(line, "temperature_a"), b = number(line, "temperature_b");
   const auto shortest = number(line, "temperature_shortest"), longest = number(line, "temperature_longest");
@@ -167,7 +166,6 @@ std::string temperature_text(const json& line) {
     t.longest = *longest;
     if (t.problem().empty()) return describe(t);
   }
-  if (const auto plain = number(line, "temperature")) return fmt::format("T = {:.3f}", *plain);
   return "-";
 }
 

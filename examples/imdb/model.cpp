@@ -35,21 +35,6 @@ Config read_config(const tapegrad::train::RunDirectory& run) {
   return examples::read_run_settings(flags(), run, &validate);
 }
 
-double parse_temperature(const std::string& text, const fs::path& file) {
-  std::size_t used = 0;
-  double t = 0.0;
-  try {
-    t = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != text.size() || !(t > 0.0) || !std::isfinite(t)) {
-    throw std::runtime_error(fmt::format("{}: metadata {} is \"{}\", not a positive number", file.string(),
-                                         kTemperatureKey, tapegrad::clip_for_message(text)));
-  }
-  return t;
-}
-
 tapegrad::train::LengthTemperature parse_length_temperature(const std::string& text, const fs::path& file) {
   try {
     return tapegrad::train::LengthTemperature::parse(text);
@@ -70,8 +55,6 @@ LoadedRun load_run(const fs::path& dir) {
   run.model->eval();
   if (const auto it = metadata.find(kLengthTemperatureKey); it != metadata.end()) {
     run.temperature = parse_length_temperature(it->second, run_dir.model());
-  } else if (const auto old = metadata.find(kTemperatureKey); old != metadata.end()) {
-    run.temperature = tapegrad::train::LengthTemperature::constant(parse_temperature(old->second, run_dir.model()));
   }
   return run;
 }

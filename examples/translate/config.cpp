@@ -77,7 +77,7 @@ examples::Flags<Config> make_flags() {
                  .in(count(lim::kSteps)),
              flag("--beam", &C::beam, "also evaluate the test set with this beam size").in(count(lim::kBeam)),
              flag("--out", &C::out, "run folder (config.json, metrics.jsonl, checkpoint, model, report.html)")
-                 .free_on_resume(),
+                 .command_line_on_resume(),
              flag("--resume", &C::resume,
                   "continue the run in --out from its last checkpoint, as its config.json says (only --threads may "
                   "change)")
