@@ -14,8 +14,8 @@
 #include "examples/imdb/evaluate.hpp"
 #include "examples/imdb/html.hpp"
 #include "examples/imdb/model.hpp"
+#include "tapegrad/io/atomic_file.hpp"
 #include "tapegrad/nn/positional_encoding.hpp"
-#include "tapegrad/train/files.hpp"
 #include "tapegrad/train/metrics.hpp"
 
 namespace imdb {
@@ -159,7 +159,7 @@ std::string temperature_text(const json& line) {
   const auto a = number(line, "temperature_a"), b = number(line, "temperature_b");
   const auto shortest = number(line, "temperature_shortest"), longest = number(line, "temperature_longest");
   if (a && b && shortest && longest) {
-    tapegrad::train::LengthTemperature t;
+    LengthTemperature t;
     t.a = *a;
     t.b = *b;
     t.shortest = *shortest;
@@ -239,7 +239,7 @@ std::string positional_section(const Config& config, const fs::path& run_dir, js
   } else if (fs::exists(run.model()) && fs::exists(run.file(kVocabFile))) {
     title = "Learned positional embedding (from model.safetensors)";
     const LoadedRun loaded = load_run(run_dir);
-    table(loaded.model->learned->weight.data(), max_len, d);
+    table(loaded.model->deep->learned->weight.data(), max_len, d);
   }
   if (title.empty()) return "<h2>Positional embedding</h2><p class=\"note\">learned, and no model.safetensors yet</p>";
   return fmt::format(R"(<h2>{}</h2><p class="note" id="pe-note"></p><canvas id="pe"></canvas>)", title);
@@ -285,7 +285,7 @@ each epoch, and the validation split after each epoch (eval mode).</p>
 
 fs::path write_report(const fs::path& run_dir) {
   const fs::path path = run_dir / kReportFile;
-  tapegrad::train::write_file_atomically(path, report_html(run_dir));
+  tapegrad::io::write_file_atomically(path, report_html(run_dir));
   return path;
 }
 
