@@ -6,10 +6,12 @@
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <functional>
+#include <initializer_list>
 #include <optional>
 #include <ostream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "examples/common/flags.hpp"
 #include "examples/common/parallel.hpp"
@@ -52,6 +54,47 @@ C read_run_settings(const Flags<C>& flags, const tapegrad::train::RunDirectory& 
   }
   if (const auto problem = validate(config)) throw std::runtime_error(run.config().string() + ": " + *problem);
   return config;
+}
+
+/// The settings checked (the program's `validate`), then against the run folder: a new run's folder
+/// must be free (or --overwrite); a resumed run must hold `resume_files`, and keeps the precision it
+/// started in and every setting that shapes it (check_resume_matches). Throws train::UsageError.
+template <typename C>
+C checked_against_run(const Flags<C>& flags, const C& settings, const tapegrad::train::RunDirectory& run,
+                      std::initializer_list<const char*> resume_files,
+                      std::optional<std::string> (*validate)(const C&)) {
+  if (const auto problem = validate(settings)) throw tapegrad::train::UsageError(*problem);
+  C config = settings;
+  if (!config.resume) {
+    run.check_new(config.overwrite);
+    return config;
+  }
+  run.check_resumable(resume_files);
+  const C saved = read_run_settings(flags, run, validate);
+  // A run trains in one precision from start to end: the one it started in, wherever --precision auto
+  // resolves now.
+  config.precision_resolved = saved.precision_resolved;
+  check_resume_matches(flags, config, saved, run.config());
+  return config;
+}
+
+/// The flags of a training's run itself, the same in every program: --resume, --overwrite and
+/// --detect-anomaly (not saved).
+template <typename C>
+std::vector<Flag> run_flags() {
+  return {
+      flag("--resume", &C::resume,
+           "continue the run in --out from its last checkpoint; the settings it keeps are the run's, and a flag "
+           "that would change them is refused")
+          .not_saved(),
+      flag("--overwrite", &C::overwrite,
+           "start a new run in --out even if it holds one (whose files are then removed); without it a folder with "
+           "a checkpoint or a model is refused")
+          .not_saved(),
+      flag("--detect-anomaly", &C::detect_anomaly,
+           "check every op's output and gradients for NaN/inf and stop naming the op (slower)")
+          .not_saved(),
+  };
 }
 
 /// Trains through train(out, err, interactive), which returns whether it was interrupted, with Ctrl-C

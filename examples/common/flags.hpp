@@ -128,6 +128,12 @@ Flag saved(const char* key, V C::*field) {
   return f;
 }
 
+/// a's flags, then b's.
+inline std::vector<Flag> join(std::vector<Flag> a, std::vector<Flag> b) {
+  for (Flag& f : b) a.push_back(std::move(f));
+  return a;
+}
+
 /// How config.json spells a flag's key: "d-model" or "d_model".
 enum class Keys { dashes, underscores };
 

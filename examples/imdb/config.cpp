@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "examples/common/commands.hpp"
 #include "examples/common/precision.hpp"
 #include "examples/common/settings.hpp"
 
@@ -156,23 +157,15 @@ std::vector<examples::Flag> optimization_flags() {
 
 std::vector<examples::Flag> run_flags() {
   using C = Config;
-  return {
-      flag("--threads", &C::threads, "BLAS threads").in(closed(1, lim::kThreads)).not_saved(),
-      flag("--precision", &C::precision, examples::kPrecisionHelp).one_of({"fp32", "bf16", "auto"}),
-      examples::saved("precision-resolved", &C::precision_resolved),
-      flag("--log-every", &C::log_every, "steps between metrics.jsonl lines and plain progress lines")
-          .in(closed(1, lim::kSteps))
-          .not_saved(),
-      flag("--out", &C::out, "run folder").not_saved(),
-      flag("--resume", &C::resume, "continue the run in --out from its last checkpoint").not_saved(),
-      flag("--overwrite", &C::overwrite,
-           "start a new run in --out even if it holds one (whose files are then removed); without it a folder with "
-           "a checkpoint or a model is refused")
-          .not_saved(),
-      flag("--detect-anomaly", &C::detect_anomaly,
-           "check every op's output and gradients for NaN/inf and stop naming the op (slower)")
-          .not_saved(),
-  };
+  return examples::join(
+      {flag("--threads", &C::threads, "BLAS threads").in(closed(1, lim::kThreads)).not_saved(),
+       flag("--precision", &C::precision, examples::kPrecisionHelp).one_of({"fp32", "bf16", "auto"}),
+       examples::saved("precision-resolved", &C::precision_resolved),
+       flag("--log-every", &C::log_every, "steps between metrics.jsonl lines and plain progress lines")
+           .in(closed(1, lim::kSteps))
+           .not_saved(),
+       flag("--out", &C::out, "run folder").not_saved()},
+      examples::run_flags<C>());
 }
 
 // The wide and n-gram tables (their gradients and Adam's moments: 16 bytes per float) within half the

@@ -154,24 +154,6 @@ std::string parts_alone(const EvalResult& r) {
                      100.0 * *r.wide_accuracy);
 }
 
-// The settings checked against the run folder: a new run's folder must be free (or --overwrite), a
-// resumed run keeps the precision it started in and every setting that shapes it.
-Config checked_settings(const Config& settings, const tr::RunDirectory& run) {
-  if (const auto problem = validate(settings)) throw UsageError(*problem);
-  Config config = settings;
-  if (config.resume) {
-    run.check_resumable({tr::RunDirectory::kCheckpoint, tr::RunDirectory::kConfig, kVocabFile});
-    // A run trains in one precision from start to end: the one it started in, wherever --precision auto
-    // resolves now.
-    const Config saved = read_config(run);
-    config.precision_resolved = saved.precision_resolved;
-    examples::check_resume_matches(flags(), config, saved, run.config());
-  } else {
-    run.check_new(config.overwrite);
-  }
-  return config;
-}
-
 // The reviews read, split and encoded with the run's vocabulary (built, or a resumed run's, or
 // --init-from's).
 struct Prepared {
@@ -464,7 +446,8 @@ TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, 
   const bool writer = parallel.writes_files();
   const tr::Stopwatch wall;
   const tr::RunDirectory run = run_directory(settings.out);
-  Config config = checked_settings(settings, run);
+  Config config = examples::checked_against_run(
+      flags(), settings, run, {tr::RunDirectory::kCheckpoint, tr::RunDirectory::kConfig, kVocabFile}, &validate);
   tapegrad::set_num_threads(static_cast<int>(config.threads));
   tr::Progress progress(log, interactive, static_cast<std::size_t>(config.log_every));
   config.precision_resolved =

@@ -6,6 +6,7 @@
 #include <limits>
 #include <vector>
 
+#include "examples/common/commands.hpp"
 #include "examples/common/precision.hpp"
 #include "examples/common/settings.hpp"
 #include "tapegrad/datasets/text/vocab.hpp"
@@ -75,19 +76,15 @@ examples::Flags<Config> make_flags() {
              .in(examples::closed(0, int64_max)),
          flag("--bucket", &C::bucket, "length-bucketing chunk in batches (0: off)")
              .in(examples::closed(0, lim::kSteps))}},
-       {"Run",
-        {flag("--threads", &C::threads, "BLAS threads").in(examples::closed(1, lim::kThreads)).not_saved(),
-         flag("--precision", &C::precision, examples::kPrecisionHelp).one_of(precisions),
-         examples::saved("precision-resolved", &C::precision_resolved),
-         flag("--log-every", &C::log_every, "steps between metrics.jsonl lines and plain progress lines")
-             .in(examples::closed(1, lim::kSteps))
-             .not_saved(),
-         flag("--out", &C::out, "run folder").not_saved(),
-         flag("--resume", &C::resume, "continue the run in --out from its last checkpoint").not_saved(),
-         flag("--overwrite", &C::overwrite, "replace a previous run in --out").not_saved(),
-         flag("--detect-anomaly", &C::detect_anomaly,
-              "check every op's output and gradients for NaN/inf and stop naming the op (slower)")
-             .not_saved()}}}};
+       {"Run", examples::join(
+                   {flag("--threads", &C::threads, "BLAS threads").in(examples::closed(1, lim::kThreads)).not_saved(),
+                    flag("--precision", &C::precision, examples::kPrecisionHelp).one_of(precisions),
+                    examples::saved("precision-resolved", &C::precision_resolved),
+                    flag("--log-every", &C::log_every, "steps between metrics.jsonl lines and plain progress lines")
+                        .in(examples::closed(1, lim::kSteps))
+                        .not_saved(),
+                    flag("--out", &C::out, "run folder").not_saved()},
+                   examples::run_flags<C>())}}};
 }
 
 }  // namespace

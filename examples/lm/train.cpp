@@ -31,24 +31,6 @@ std::string validation_summary(const Validation& v) {
   return fmt::format("valid loss {:.4f} ppl {:.2f} acc {:.2f}%", v.loss, v.perplexity, 100.0 * v.accuracy);
 }
 
-// The settings checked against the run folder: a new run's folder must be free (or --overwrite), a
-// resumed run keeps the precision it started in and every setting that shapes it.
-Config checked_settings(const Config& settings, const tt::RunDirectory& run) {
-  if (const auto problem = validate(settings)) throw tt::UsageError(*problem);
-  Config config = settings;
-  if (config.resume) {
-    run.check_resumable({tt::RunDirectory::kConfig, tt::RunDirectory::kCheckpoint, kVocabFile});
-    const Config saved = read_config(run);
-    // A run trains in one precision from start to end: the one it started in, wherever --precision auto
-    // resolves now.
-    config.precision_resolved = saved.precision_resolved;
-    examples::check_resume_matches(flags(), config, saved, run.config());
-  } else {
-    run.check_new(config.overwrite);
-  }
-  return config;
-}
-
 // The data's lines at the start, and the bigram baselines of a causal run (rank 0 fits them).
 void announce_data(const Config& config, const Data& data, bool writer, tt::Progress& progress, TrainResult& result) {
   const bool sampled = data.valid_sample.size() < data.valid.size();
@@ -226,7 +208,8 @@ TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, 
   const bool writer = parallel.writes_files();
   const tt::Stopwatch wall;
   const tt::RunDirectory run(settings.out, {kVocabFile});
-  Config config = checked_settings(settings, run);
+  Config config = examples::checked_against_run(
+      flags(), settings, run, {tt::RunDirectory::kConfig, tt::RunDirectory::kCheckpoint, kVocabFile}, &validate);
   tapegrad::set_num_threads(static_cast<int>(config.threads));
   tt::Progress progress(log, interactive, static_cast<std::size_t>(config.log_every));
   config.precision_resolved =

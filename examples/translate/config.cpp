@@ -6,6 +6,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "examples/common/commands.hpp"
 #include "examples/common/precision.hpp"
 #include "examples/common/settings.hpp"
 #include "tapegrad/autograd/messages.hpp"
@@ -31,64 +32,55 @@ examples::Flags<Config> make_flags() {
   using C = Config;
   const auto uint64_max = static_cast<long double>(std::numeric_limits<std::uint64_t>::max());
   const auto count = [](long double limit) { return examples::closed(1, limit); };
-  return {kProgram,
-          kConfigVersion,
-          examples::Keys::underscores,
-          {{"Task",
-            {flag("--direction", &C::direction, "words2digits|digits2words").one_of({"words2digits", "digits2words"})}},
-           {"Data",
-            {flag("--valid-size", &C::valid_size, "validation numbers").in(count(10'000'000)),
-             flag("--test-size", &C::test_size, "test numbers").in(count(10'000'000)),
-             flag("--seed", &C::seed, "seeds the sets, the initialization, the shuffle and dropout")
-                 .in(examples::closed(0, uint64_max))}},
-           {"Model",
-            {flag("--d-model", &C::d_model, "embedding width").in(count(lim::kWidth)),
-             flag("--nhead", &C::nhead, "attention heads (must divide --d-model)").in(count(lim::kHeads)),
-             flag("--num-encoder-layers", &C::num_encoder_layers, "encoder layers").in(count(lim::kLayers)),
-             flag("--num-decoder-layers", &C::num_decoder_layers, "decoder layers").in(count(lim::kLayers)),
-             flag("--dim-feedforward", &C::dim_feedforward, "feed-forward width").in(count(lim::kWidth)),
-             flag("--dropout", &C::dropout, "dropout probability").in(examples::below(0, 1)),
-             flag("--activation", &C::activation, "relu|gelu").one_of({"relu", "gelu"}),
-             flag("--norm-first", &C::norm_first, "pre-LN instead of the paper's post-LN").or_off("--post-norm"),
-             flag("--tie-output", &C::tie_output, "the output projection shares the target embedding")
-                 .or_off("--no-tie-output")}},
-           {"Optimization",
-            {flag("--batch-size", &C::batch_size, "sentences per step").in(count(lim::kBatchSize)),
-             flag("--steps", &C::steps, "training steps").in(count(lim::kSteps)),
-             flag("--time-limit", &C::time_limit,
-                  "stop training after this many seconds (0: none; a run is its --steps on any machine)")
-                 .in(examples::at_least(0)),
-             flag("--warmup", &C::warmup, "Noam warmup steps").in(count(lim::kSteps)),
-             flag("--lr-factor", &C::lr_factor,
-                  "Noam factor: lr = factor * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)")
-                 .in(examples::closed(0, 1000)),
-             examples::saved("beta1", &C::beta1).in(examples::below(0, 1)),
-             flag("--beta2", &C::beta2, "Adam beta2 (beta1 is 0.9)").in(examples::below(0, 1)),
-             flag("--eps", &C::eps, "Adam epsilon").in(examples::closed(0, 1)),
-             flag("--label-smoothing", &C::label_smoothing, "label smoothing").in(examples::closed(0, 1)),
-             flag("--clip-norm", &C::clip_norm, "gradient norm clipping (0: off)").in(examples::at_least(0))}},
-           {"Run",
-            {flag("--threads", &C::threads, "BLAS threads").in(count(lim::kThreads)).free_on_resume(),
-             flag("--precision", &C::precision, examples::kPrecisionHelp).one_of({"fp32", "bf16", "auto"}),
-             examples::saved("precision_resolved", &C::precision_resolved),
-             flag("--log-every", &C::log_every, "steps between metrics.jsonl lines and plain progress lines")
-                 .in(count(lim::kSteps)),
-             flag("--eval-every", &C::eval_every, "steps between validations (the best model is kept)")
-                 .in(count(lim::kSteps)),
-             flag("--beam", &C::beam, "also evaluate the test set with this beam size").in(count(lim::kBeam)),
-             flag("--out", &C::out, "run folder (config.json, metrics.jsonl, checkpoint, model, report.html)")
-                 .command_line_on_resume(),
-             flag("--resume", &C::resume,
-                  "continue the run in --out from its last checkpoint, as its config.json says (only --threads may "
-                  "change)")
-                 .not_saved(),
-             flag("--detect-anomaly", &C::detect_anomaly,
-                  "check every op's output and gradients for NaN/inf and stop naming the op (slower)")
-                 .not_saved(),
-             flag("--overwrite", &C::overwrite,
-                  "start a new run in --out even if it holds one (whose files are then removed); without it a folder "
-                  "with a checkpoint or a model is refused")
-                 .not_saved()}}}};
+  return {
+      kProgram,
+      kConfigVersion,
+      examples::Keys::underscores,
+      {{"Task",
+        {flag("--direction", &C::direction, "words2digits|digits2words").one_of({"words2digits", "digits2words"})}},
+       {"Data",
+        {flag("--valid-size", &C::valid_size, "validation numbers").in(count(10'000'000)),
+         flag("--test-size", &C::test_size, "test numbers").in(count(10'000'000)),
+         flag("--seed", &C::seed, "seeds the sets, the initialization, the shuffle and dropout")
+             .in(examples::closed(0, uint64_max))}},
+       {"Model",
+        {flag("--d-model", &C::d_model, "embedding width").in(count(lim::kWidth)),
+         flag("--nhead", &C::nhead, "attention heads (must divide --d-model)").in(count(lim::kHeads)),
+         flag("--num-encoder-layers", &C::num_encoder_layers, "encoder layers").in(count(lim::kLayers)),
+         flag("--num-decoder-layers", &C::num_decoder_layers, "decoder layers").in(count(lim::kLayers)),
+         flag("--dim-feedforward", &C::dim_feedforward, "feed-forward width").in(count(lim::kWidth)),
+         flag("--dropout", &C::dropout, "dropout probability").in(examples::below(0, 1)),
+         flag("--activation", &C::activation, "relu|gelu").one_of({"relu", "gelu"}),
+         flag("--norm-first", &C::norm_first, "pre-LN instead of the paper's post-LN").or_off("--post-norm"),
+         flag("--tie-output", &C::tie_output, "the output projection shares the target embedding")
+             .or_off("--no-tie-output")}},
+       {"Optimization",
+        {flag("--batch-size", &C::batch_size, "sentences per step").in(count(lim::kBatchSize)),
+         flag("--steps", &C::steps, "training steps").in(count(lim::kSteps)),
+         flag("--time-limit", &C::time_limit,
+              "stop training after this many seconds (0: none; a run is its --steps on any machine)")
+             .in(examples::at_least(0)),
+         flag("--warmup", &C::warmup, "Noam warmup steps").in(count(lim::kSteps)),
+         flag("--lr-factor", &C::lr_factor,
+              "Noam factor: lr = factor * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)")
+             .in(examples::closed(0, 1000)),
+         examples::saved("beta1", &C::beta1).in(examples::below(0, 1)),
+         flag("--beta2", &C::beta2, "Adam beta2 (beta1 is 0.9)").in(examples::below(0, 1)),
+         flag("--eps", &C::eps, "Adam epsilon").in(examples::closed(0, 1)),
+         flag("--label-smoothing", &C::label_smoothing, "label smoothing").in(examples::closed(0, 1)),
+         flag("--clip-norm", &C::clip_norm, "gradient norm clipping (0: off)").in(examples::at_least(0))}},
+       {"Run", examples::join(
+                   {flag("--threads", &C::threads, "BLAS threads").in(count(lim::kThreads)).free_on_resume(),
+                    flag("--precision", &C::precision, examples::kPrecisionHelp).one_of({"fp32", "bf16", "auto"}),
+                    examples::saved("precision_resolved", &C::precision_resolved),
+                    flag("--log-every", &C::log_every, "steps between metrics.jsonl lines and plain progress lines")
+                        .in(count(lim::kSteps)),
+                    flag("--eval-every", &C::eval_every, "steps between validations (the best model is kept)")
+                        .in(count(lim::kSteps)),
+                    flag("--beam", &C::beam, "also evaluate the test set with this beam size").in(count(lim::kBeam)),
+                    flag("--out", &C::out, "run folder (config.json, metrics.jsonl, checkpoint, model, report.html)")
+                        .command_line_on_resume()},
+                   examples::run_flags<C>())}}};
 }
 
 }  // namespace

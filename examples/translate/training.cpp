@@ -173,24 +173,6 @@ Config read_config(const tr::RunDirectory& run) { return examples::read_run_sett
 
 namespace {
 
-// The settings checked against the run folder: a new run's folder must be free (or --overwrite), a
-// resumed run keeps the precision it started in and every setting that shapes it.
-Config checked_settings(const Config& settings, const tr::RunDirectory& run) {
-  if (const auto problem = validate(settings)) throw tr::UsageError(*problem);
-  Config c = settings;
-  if (c.resume) {
-    run.check_resumable();
-    const Config saved = read_config(run);
-    // A run trains in one precision from start to end: the one it started in, wherever --precision auto
-    // resolves now.
-    c.precision_resolved = saved.precision_resolved;
-    examples::check_resume_matches(flags(), c, saved, run.config());
-  } else {
-    run.check_new(c.overwrite);
-  }
-  return c;
-}
-
 tapegrad::optim::Adam<float> make_optimizer(const Config& c, Model& model) {
   tapegrad::optim::AdamOptions adam;
   adam.betas = {c.beta1, c.beta2};
@@ -341,7 +323,8 @@ TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, 
   const bool writer = parallel.writes_files();
   const tr::Stopwatch wall;
   const tr::RunDirectory run = run_directory(settings.out);
-  Config c = checked_settings(settings, run);
+  Config c = examples::checked_against_run(flags(), settings, run,
+                                           {tr::RunDirectory::kConfig, tr::RunDirectory::kCheckpoint}, &validate);
   const Direction dir = parse_direction(c.direction);
   tapegrad::set_num_threads(c.threads);
   tr::Progress progress(log, interactive, static_cast<std::size_t>(c.log_every));
