@@ -28,6 +28,15 @@ int run_training(const Parallel& parallel, std::ostream& out, std::ostream& err,
   return interrupted ? tt::kInterruptedExitCode : 0;
 }
 
+void start_run_folder(const tt::RunDirectory& run, bool overwrite, const nlohmann::json& config, tt::Progress& progress,
+                      const std::function<void()>& own_files) {
+  for (const auto& name : run.start_new(overwrite)) {
+    progress.message(fmt::format("--overwrite: removed the previous run's {} from {}", name, run.dir().string()));
+  }
+  if (own_files) own_files();
+  run.write_config(config);
+}
+
 void check_subcommand(const CLI::App& app, const CLI::App& command, const Parallel& parallel) {
   for (const CLI::App* group : app.get_subcommands([](const CLI::App* sub) { return sub->get_name().empty(); })) {
     for (const CLI::Option* option : group->get_options()) {

@@ -16,6 +16,7 @@
 #include "examples/common/flags.hpp"
 #include "examples/common/parallel.hpp"
 #include "tapegrad/train/errors.hpp"
+#include "tapegrad/train/progress.hpp"
 #include "tapegrad/train/run_directory.hpp"
 
 namespace examples {
@@ -96,6 +97,12 @@ std::vector<Flag> run_flags() {
           .not_saved(),
   };
 }
+
+/// A new run's folder, once the data and the settings are known to work: created, the previous run's
+/// files removed with --overwrite (each named on progress), the program's own files written
+/// (own_files: its vocabulary), then config.json.
+void start_run_folder(const tapegrad::train::RunDirectory& run, bool overwrite, const nlohmann::json& config,
+                      tapegrad::train::Progress& progress, const std::function<void()>& own_files = {});
 
 /// Trains through train(out, err, interactive), which returns whether it was interrupted, with Ctrl-C
 /// stopping it between steps; ranks other than 0 train silently (their errors still reach stderr

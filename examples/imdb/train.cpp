@@ -475,11 +475,8 @@ TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, 
 
   // The run folder, only once the data and the settings are known to work.
   if (!config.resume && writer) {
-    for (const auto& name : run.start_new(config.overwrite)) {
-      progress.message(fmt::format("--overwrite: removed the previous run's {} from {}", name, run.dir().string()));
-    }
-    prepared.vocab.save(run.file(kVocabFile));
-    run.write_config(to_json(config));
+    examples::start_run_folder(run, config.overwrite, to_json(config), progress,
+                               [&] { prepared.vocab.save(run.file(kVocabFile)); });
   }
 
   const auto batch_size = static_cast<std::size_t>(config.batch_size);

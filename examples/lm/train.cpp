@@ -230,11 +230,8 @@ TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, 
   auto optimizer = make_optimizer(config, module);
   Batches batches(data, config);
   if (!config.resume && writer) {
-    for (const auto& name : run.start_new(config.overwrite)) {
-      progress.message(fmt::format("new run in {}: removed the previous run's {}", run.dir().string(), name));
-    }
-    data.vocab.save(run.file(kVocabFile));
-    run.write_config(to_json(config));
+    examples::start_run_folder(run, config.overwrite, to_json(config), progress,
+                               [&] { data.vocab.save(run.file(kVocabFile)); });
   }
   progress.message(fmt::format("model: {} ({} objective), {} parameters; {} steps of {} reviews ({} per pass)",
                                module.name(), config.objective, module.num_parameters(), config.steps,

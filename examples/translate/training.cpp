@@ -343,12 +343,7 @@ TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, 
   // Training numbers are drawn afresh for every batch from the training split.
   tapegrad::Generator sampler(c.seed ^ 0x5eedULL);
 
-  if (!c.resume && writer) {
-    for (const auto& name : run.start_new(c.overwrite)) {
-      progress.message(fmt::format("--overwrite: removed the previous run's {} from {}", name, run.dir().string()));
-    }
-    run.write_config(to_json(c));
-  }
+  if (!c.resume && writer) examples::start_run_folder(run, c.overwrite, to_json(c), progress);
   progress.message(fmt::format(
       "train_translate: {} | training numbers drawn afresh for every batch from the training split | valid {} test "
       "{} | {} parameters | {} thread(s)",
