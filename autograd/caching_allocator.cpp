@@ -80,7 +80,7 @@ class Cache {
       // A block of its own class or of one up to twice its size, so that a training loop whose batches
       // change length (bucketing) reuses the blocks of its longest batches for shorter ones rather than
       // caching a set of blocks per length; of those, the one freed last, the likeliest still to be in
-      // the processor's caches (the smallest class instead made train_imdb's steps about 2% slower).
+      // the processor's caches (the smallest class instead made the classifier's training steps about 2% slower).
       FreeList* best = nullptr;
       std::size_t best_size = 0;
       for (std::size_t c = size; c <= 2 * size; c = class_size(c + 1)) {

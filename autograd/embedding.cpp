@@ -100,12 +100,6 @@ const char* mode_name(EmbeddingBagMode mode) {
 
 namespace {
 
-// The optional per-sample weights as bag_impl takes them: shared, or null for weights of 1.
-template <typename T>
-std::shared_ptr<const xt::xarray<T>> shared_weights(std::optional<xt::xarray<T>> weights) {
-  return weights ? std::make_shared<const xt::xarray<T>>(std::move(*weights)) : nullptr;
-}
-
 // The bags of an embedding_bag call: bag b is ids [begin(b), end(b)) in flat order, either k
 // consecutive ids each (the fixed-length form) or the ranges torch's offsets give.
 struct Bags {
@@ -116,17 +110,17 @@ struct Bags {
 };
 
 // Every form of embedding_bag: out_shape is [..., dim] with bags.count rows. Member weights `scale`
-// (ids' shape; Sum only) or, when null, weights of 1. Forward and backward are loops over the bags'
-// members; mode Max keeps, per bag and column, the row that gave the maximum (-1 for an empty bag).
+// (ids' shape; Sum only) or, when undefined, weights of 1. Forward and backward are loops over the
+// bags' members; mode Max keeps, per bag and column, the row that gave the maximum (-1 for an empty
+// bag).
 template <typename T>
 Tensor<T> bag_impl(const char* op, const Tensor<T>& weight, const xt::xarray<std::int64_t>& ids, Bags bags,
-                   Shape out_shape, EmbeddingBagMode mode, std::int64_t pad,
-                   std::shared_ptr<const xt::xarray<T>> scale) {
-  if (scale && Shape(scale->shape().begin(), scale->shape().end()) != Shape(ids.shape().begin(), ids.shape().end())) {
+                   Shape out_shape, EmbeddingBagMode mode, std::int64_t pad, const Tensor<T>& scale) {
+  if (scale.defined() && scale.shape() != Shape(ids.shape().begin(), ids.shape().end())) {
     throw ShapeError(fmt::format("{}: per_sample_weights {} must have the shape of ids {}", op,
-                                 format_shape(shape_of(*scale)), format_shape(shape_of(ids))));
+                                 format_shape(scale.shape()), format_shape(shape_of(ids))));
   }
-  if (scale && mode != EmbeddingBagMode::Sum) {
+  if (scale.defined() && mode != EmbeddingBagMode::Sum) {
     throw std::invalid_argument(fmt::format(
         "{}: per_sample_weights are only supported with mode Sum, as in torch, got mode {}", op, mode_name(mode)));
   }
@@ -134,7 +128,7 @@ Tensor<T> bag_impl(const char* op, const Tensor<T>& weight, const xt::xarray<std
   xt::xarray<T> out = xt::zeros<T>(out_shape);
   const T* pw = weight.data().data();
   const std::int64_t* pi = ids.data();
-  const T* ps = scale ? scale->data() : nullptr;
+  const T* ps = scale.defined() ? scale.data().data() : nullptr;
   T* po = out.data();
   // Max: the row each output element came from, -1 where the bag has no member (its output stays 0).
   std::shared_ptr<std::vector<std::int64_t>> arg;
@@ -170,13 +164,35 @@ Tensor<T> bag_impl(const char* op, const Tensor<T>& weight, const xt::xarray<std
   }
 
   Tensor<T> result(std::move(out));
-  if (!should_record(weight)) return result;
+  if (!should_record(weight, scale)) return result;
   auto saved_ids = std::make_shared<const xt::xarray<std::int64_t>>(ids);
-  record(result, op, {weight},
-         [saved_ids, saved_scale = std::move(scale), arg = std::move(arg), bags = std::move(bags), mode, pad, vocab,
-          dim](const xt::xarray<T>& g, GradInputs<T>& in) {
-           xt::xarray<T> dw = xt::zeros<T>({vocab, dim});
+  // The table's values only when the member weights want a gradient: d out[b] / d scale[at] = its row.
+  auto saved_table = scale.defined() && scale.requires_grad() ? weight.saved() : nullptr;
+  auto saved_scale = scale.defined() ? scale.saved() : nullptr;
+  record(result, op, {weight, scale},
+         [saved_ids, saved_scale = std::move(saved_scale), saved_table = std::move(saved_table), arg = std::move(arg),
+          bags = std::move(bags), mode, pad, vocab, dim](const xt::xarray<T>& g, GradInputs<T>& in) {
            const T* pg = g.data();
+           const std::int64_t* ids = saved_ids->data();
+           if (in.needs(1)) {
+             // Each member's weight: the dot product of its bag's gradient with its row; padding none.
+             xt::xarray<T> ds = xt::zeros<T>(saved_ids->shape());
+             const T* pw = saved_table->data();
+             T* pd = ds.data();
+             for (std::size_t b = 0; b < bags.count; ++b) {
+               const T* __restrict gr = pg + b * dim;
+               for (std::size_t at = bags.begin(b); at < bags.end(b); ++at) {
+                 if (ids[at] == pad) continue;
+                 const T* __restrict row = pw + ids[at] * dim;
+                 T dot = T(0);
+                 for (std::size_t j = 0; j < dim; ++j) dot += gr[j] * row[j];
+                 pd[at] = dot;
+               }
+             }
+             in.accumulate(1, std::move(ds));
+           }
+           if (!in.needs(0)) return;
+           xt::xarray<T> dw = xt::zeros<T>({vocab, dim});
            T* pd = dw.data();
            if (mode == EmbeddingBagMode::Max) {
              // Each output element's gradient goes to the row it came from.
@@ -189,7 +205,6 @@ Tensor<T> bag_impl(const char* op, const Tensor<T>& weight, const xt::xarray<std
            }
            // Every member of a bag receives the bag's gradient times its weight (1 / members for a
            // mean); members equal to padding_idx none.
-           const std::int64_t* ids = saved_ids->data();
            const T* ps = saved_scale ? saved_scale->data() : nullptr;
            for (std::size_t b = 0; b < bags.count; ++b) {
              const T* __restrict gr = pg + b * dim;
@@ -219,8 +234,7 @@ Tensor<T> bag_impl(const char* op, const Tensor<T>& weight, const xt::xarray<std
 // The fixed-length form: bag of each row of ids' last axis.
 template <typename T>
 Tensor<T> fixed_bags(const char* op, const Tensor<T>& weight, const xt::xarray<std::int64_t>& ids,
-                     EmbeddingBagMode mode, std::optional<std::int64_t> padding_idx,
-                     std::shared_ptr<const xt::xarray<T>> scale) {
+                     EmbeddingBagMode mode, std::optional<std::int64_t> padding_idx, const Tensor<T>& scale) {
   if (ids.dimension() == 0) throw ShapeError(fmt::format("{}: ids must have at least one dimension (the bag)", op));
   const std::int64_t pad = check_lookup(op, weight, ids, padding_idx);
   Shape out_shape(ids.shape().begin(), ids.shape().end() - 1);
@@ -228,37 +242,28 @@ Tensor<T> fixed_bags(const char* op, const Tensor<T>& weight, const xt::xarray<s
   bags.k = ids.shape().back();
   bags.count = numel(out_shape);
   out_shape.push_back(weight.shape()[1]);
-  return bag_impl<T>(op, weight, ids, std::move(bags), std::move(out_shape), mode, pad, std::move(scale));
+  return bag_impl<T>(op, weight, ids, std::move(bags), std::move(out_shape), mode, pad, scale);
 }
 
 }  // namespace
 
 template <typename T>
 Tensor<T> embedding_bag_sum(const Tensor<T>& weight, const xt::xarray<std::int64_t>& ids,
-                            std::optional<std::int64_t> padding_idx) {
-  return fixed_bags<T>("embedding_bag_sum", weight, ids, EmbeddingBagMode::Sum, padding_idx, nullptr);
-}
-
-template <typename T>
-Tensor<T> embedding_bag_sum(const Tensor<T>& weight, const xt::xarray<std::int64_t>& ids,
-                            std::optional<std::int64_t> padding_idx, xt::xarray<T> per_sample_weights) {
-  return fixed_bags<T>("embedding_bag_sum", weight, ids, EmbeddingBagMode::Sum, padding_idx,
-                       std::make_shared<const xt::xarray<T>>(std::move(per_sample_weights)));
+                            std::optional<std::int64_t> padding_idx, const Tensor<T>& per_sample_weights) {
+  return fixed_bags<T>("embedding_bag_sum", weight, ids, EmbeddingBagMode::Sum, padding_idx, per_sample_weights);
 }
 
 template <typename T>
 Tensor<T> embedding_bag(const Tensor<T>& weight, const xt::xarray<std::int64_t>& ids, EmbeddingBagMode mode,
-                        std::optional<std::int64_t> padding_idx,
-                        std::optional<xt::xarray<detail::scalar_t<T>>> per_sample_weights) {
-  return fixed_bags<T>("embedding_bag", weight, ids, mode, padding_idx,
-                       shared_weights<T>(std::move(per_sample_weights)));
+                        std::optional<std::int64_t> padding_idx, const Tensor<T>& per_sample_weights) {
+  return fixed_bags<T>("embedding_bag", weight, ids, mode, padding_idx, per_sample_weights);
 }
 
 template <typename T>
 Tensor<T> embedding_bag(const Tensor<T>& weight, const xt::xarray<std::int64_t>& input,
                         const xt::xarray<std::int64_t>& offsets, EmbeddingBagMode mode,
                         std::optional<std::int64_t> padding_idx, bool include_last_offset,
-                        std::optional<xt::xarray<detail::scalar_t<T>>> per_sample_weights) {
+                        const Tensor<T>& per_sample_weights) {
   const char* op = "embedding_bag";
   if (input.dimension() != 1) {
     throw ShapeError(
@@ -301,28 +306,21 @@ Tensor<T> embedding_bag(const Tensor<T>& weight, const xt::xarray<std::int64_t>&
   (*starts)[bags.count] = n;
   bags.starts = std::move(starts);
   Shape out_shape{bags.count, weight.shape()[1]};
-  return bag_impl<T>(op, weight, input, std::move(bags), std::move(out_shape), mode, pad,
-                     shared_weights<T>(std::move(per_sample_weights)));
+  return bag_impl<T>(op, weight, input, std::move(bags), std::move(out_shape), mode, pad, per_sample_weights);
 }
 
 template Tensor<float> embedding<float>(const Tensor<float>&, const xt::xarray<std::int64_t>&,
                                         std::optional<std::int64_t>);
 template Tensor<double> embedding<double>(const Tensor<double>&, const xt::xarray<std::int64_t>&,
                                           std::optional<std::int64_t>);
-template Tensor<float> embedding_bag_sum<float>(const Tensor<float>&, const xt::xarray<std::int64_t>&,
-                                                std::optional<std::int64_t>);
-template Tensor<double> embedding_bag_sum<double>(const Tensor<double>&, const xt::xarray<std::int64_t>&,
-                                                  std::optional<std::int64_t>);
-template Tensor<float> embedding_bag_sum<float>(const Tensor<float>&, const xt::xarray<std::int64_t>&,
-                                                std::optional<std::int64_t>, xt::xarray<float>);
-template Tensor<double> embedding_bag_sum<double>(const Tensor<double>&, const xt::xarray<std::int64_t>&,
-                                                  std::optional<std::int64_t>, xt::xarray<double>);
 #define TAPEGRAD_EMBEDDING_BAG(T)                                                                                     \
+  template Tensor<T> embedding_bag_sum<T>(const Tensor<T>&, const xt::xarray<std::int64_t>&,                          \
+                                          std::optional<std::int64_t>, const Tensor<T>&);                             \
   template Tensor<T> embedding_bag<T>(const Tensor<T>&, const xt::xarray<std::int64_t>&, EmbeddingBagMode,            \
-                                      std::optional<std::int64_t>, std::optional<xt::xarray<detail::scalar_t<T>>>);   \
+                                      std::optional<std::int64_t>, const Tensor<T>&);                                 \
   template Tensor<T> embedding_bag<T>(const Tensor<T>&, const xt::xarray<std::int64_t>&,                              \
                                       const xt::xarray<std::int64_t>&, EmbeddingBagMode, std::optional<std::int64_t>, \
-                                      bool, std::optional<xt::xarray<detail::scalar_t<T>>>);
+                                      bool, const Tensor<T>&);
 TAPEGRAD_EMBEDDING_BAG(float)
 TAPEGRAD_EMBEDDING_BAG(double)
 #undef TAPEGRAD_EMBEDDING_BAG

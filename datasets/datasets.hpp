@@ -1,17 +1,17 @@
 /// @file
 /// The datasets layer: generic text pieces (tokenizer, vocabulary, encoding, batching, word
-/// dropout, splits) and the tasks (IMDb, numbers in words) (namespace tapegrad::datasets).
+/// dropout, splits, the seed of an epoch's shuffle) and readers of two datasets (IMDb's movie reviews,
+/// numbers in words) (namespace tapegrad::datasets).
 #pragma once
 
 #include "tapegrad/datasets/download.hpp"
-#include "tapegrad/datasets/imdb/contrast_pairs.hpp"
+#include "tapegrad/datasets/epoch_seed.hpp"
 #include "tapegrad/datasets/imdb/imdb.hpp"
 #include "tapegrad/datasets/imdb/locate.hpp"
 #include "tapegrad/datasets/numbers/numbers.hpp"
 #include "tapegrad/datasets/text/batching.hpp"
 #include "tapegrad/datasets/text/encode.hpp"
 #include "tapegrad/datasets/text/masking.hpp"
-#include "tapegrad/datasets/text/negation.hpp"
 #include "tapegrad/datasets/text/next_token.hpp"
 #include "tapegrad/datasets/text/random_crop.hpp"
 #include "tapegrad/datasets/text/split.hpp"

@@ -1,14 +1,11 @@
 /// @file
-/// Fetching the IMDb archive over HTTP(S) with libcurl, so the example runs on a fresh machine.
+/// Fetching a dataset's archive over HTTP(S) with libcurl, so that a program runs on a fresh machine.
 #pragma once
 
 #include <filesystem>
 #include <string>
 
 namespace tapegrad::datasets {
-
-/// The official archive of Maas et al. (about 84 MB).
-inline constexpr const char* kImdbUrl = "https://ai.stanford.edu/~amaas/data/sentiment/aclImdb_v1.tar.gz";
 
 /// Downloads `url` (http or https only, redirects followed) to `dest`. The bytes go to a temporary file
 /// next to dest, which is renamed to dest only once the transfer succeeded and verify_archive reads it

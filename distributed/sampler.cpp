@@ -5,8 +5,8 @@
 #include <numeric>
 #include <stdexcept>
 
-#include "tapegrad/autograd/epoch_seed.hpp"
 #include "tapegrad/autograd/generator.hpp"
+#include "tapegrad/datasets/epoch_seed.hpp"
 
 namespace tapegrad::distributed {
 
@@ -30,7 +30,7 @@ DistributedSampler::DistributedSampler(std::size_t dataset_size, int num_replica
 std::vector<std::size_t> DistributedSampler::indices() const {
   std::vector<std::size_t> order;
   if (shuffle_) {
-    Generator gen(epoch_seed(seed_, epoch_));
+    Generator gen(datasets::epoch_seed(seed_, epoch_));
     order = gen.permutation(size_);
   } else {
     order.resize(size_);

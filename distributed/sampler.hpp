@@ -15,7 +15,7 @@ namespace tapegrad::distributed {
 using train::shard;
 
 /// The example indices rank `rank` visits in an epoch: the epoch's order (shuffled with a Generator
-/// seeded with epoch_seed(seed, epoch), as datasets::BatchOptions does, or 0..n-1
+/// seeded with datasets::epoch_seed(seed, epoch), as datasets::epoch_batches does, or 0..n-1
 /// without shuffle) split by shard(). Cutting each rank's list into batches of B gives, at step k,
 /// the same examples across the ranks as one process cutting the whole order into batches of
 /// num_replicas * B: that is what makes N ranks train like one process with an N times larger batch.

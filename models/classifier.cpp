@@ -6,7 +6,6 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
-#include <xtensor/xoperation.hpp>
 
 #include "tapegrad/autograd/elementwise.hpp"
 #include "tapegrad/autograd/reduce.hpp"
@@ -39,21 +38,6 @@ void TransformerClassifierOptions::validate() const {
   }
   if (ngram_buckets > 0 && ngram_max < 2) {
     throw std::invalid_argument(fmt::format("ngram_max must be at least 2, got {}", ngram_max));
-  }
-  if (wide_buckets == 1) throw std::invalid_argument("wide_buckets must be 0 (none) or at least 2, got 1");
-  if (wide_buckets > 0 && wide_max_n < 1) {
-    throw std::invalid_argument(fmt::format("wide_max_n must be at least 1, got {}", wide_max_n));
-  }
-  if (wide_feature_scale && (wide_buckets == 0 || num_classes != 2)) {
-    throw std::invalid_argument(
-        fmt::format("wide_feature_scale needs a wide part (wide_buckets {}) and two classes (num_classes {})",
-                    wide_buckets, num_classes));
-  }
-  if (wide_negation_factor && wide_buckets == 0) {
-    throw std::invalid_argument("wide_negation_factor needs a wide part (wide_buckets 0)");
-  }
-  if (wide_weight_by_length && wide_buckets == 0) {
-    throw std::invalid_argument("wide_weight_by_length needs a wide part (wide_buckets 0)");
   }
   if (padding_idx < 0 || static_cast<std::size_t>(padding_idx) >= vocab_size) {
     throw std::invalid_argument(
@@ -107,64 +91,11 @@ TransformerClassifier<T>::TransformerClassifier(const TransformerClassifierOptio
 
   encoder = this->register_module("encoder", make_classifier_encoder<T>(o, gen, dropout_gen_));
   classifier = this->register_module("classifier", std::make_shared<nn::Linear<T>>(o.d_model, o.num_classes, gen));
-  if (o.wide_buckets > 0) {
-    wide = this->register_module("wide",
-                                 std::make_shared<nn::HashedNgramBag<T>>(o.wide_buckets, o.num_classes, o.wide_max_n,
-                                                                         o.wide_feature_scale, o.wide_negation_factor));
-    wide_weight = this->register_buffer(
-        "wide_weight", o.wide_weight_by_length ? Tensor<T>(xt::xarray<T>{1, 0, 1, 1}) : Tensor<T>::ones({1}));
-  }
-}
-
-template <typename T>
-T TransformerClassifier<T>::wide_weight_at(std::size_t length) const {
-  if (!wide) return T(1);
-  const auto& w = wide_weight.data();
-  if (w.size() == 1) return w(0);
-  const double n = std::clamp(static_cast<double>(std::max<std::size_t>(length, 1)), static_cast<double>(w(2)),
-                              static_cast<double>(w(3)));
-  return static_cast<T>(static_cast<double>(w(0)) + static_cast<double>(w(1)) * std::log(n));
-}
-
-template <typename T>
-void TransformerClassifier<T>::set_wide_weight(double a, double b, double shortest, double longest) {
-  if (!wide) throw std::invalid_argument("set_wide_weight: the classifier has no wide part");
-  if (!std::isfinite(a) || !std::isfinite(b) || !std::isfinite(shortest) || !std::isfinite(longest) || shortest < 1.0 ||
-      longest < shortest) {
-    throw std::invalid_argument(fmt::format(
-        "set_wide_weight: a {} and b {} must be finite, 1 <= shortest {} <= longest {}", a, b, shortest, longest));
-  }
-  auto& w = wide_weight.mutable_data();
-  if (w.size() == 1) {
-    if (b != 0.0) {
-      throw std::invalid_argument(
-          fmt::format("set_wide_weight: b {} needs a classifier built with wide_weight_by_length", b));
-    }
-    w(0) = static_cast<T>(a);
-    return;
-  }
-  w = xt::xarray<T>{static_cast<T>(a), static_cast<T>(b), static_cast<T>(shortest), static_cast<T>(longest)};
-}
-
-template <typename T>
-Tensor<T> ClassifierLogits<T>::total() const {
-  if (!wide.defined()) return encoder;
-  if (xt::all(xt::equal(wide_weight, T(1)))) return add(encoder, wide);
-  xt::xarray<T> column = wide_weight;
-  column.reshape({wide_weight.size(), std::size_t{1}});
-  return add(encoder, mul(wide, Tensor<T>(std::move(column))));
 }
 
 template <typename T>
 Tensor<T> TransformerClassifier<T>::forward(const xt::xarray<std::int64_t>& ids, const BoolArray& padding_mask,
                                             ClassifierTrace<T>* trace) const {
-  return forward_parts(ids, padding_mask, trace).total();
-}
-
-template <typename T>
-ClassifierLogits<T> TransformerClassifier<T>::forward_parts(const xt::xarray<std::int64_t>& ids,
-                                                            const BoolArray& padding_mask,
-                                                            ClassifierTrace<T>* trace) const {
   if (ids.dimension() != 2 || padding_mask.dimension() != 2 || ids.shape(0) != padding_mask.shape(0) ||
       ids.shape(1) != padding_mask.shape(1)) {
     throw ShapeError(fmt::format("TransformerClassifier: ids {} and padding_mask {} must both be [batch, length]",
@@ -231,26 +162,13 @@ ClassifierLogits<T> TransformerClassifier<T>::forward_parts(const xt::xarray<std
       pooled = select(x, 1, 0);
       break;
   }
-  ClassifierLogits<T> logits;
-  logits.encoder = classifier->forward(pooled);
-  if (wide) {
-    logits.wide = wide->forward(ids, padding_mask);
-    logits.wide_weight = xt::xarray<T>::from_shape({batch});
-    for (std::size_t b = 0; b < batch; ++b) {
-      std::size_t real = 0;
-      for (std::size_t t = 0; t < length; ++t) real += padding_mask(b, t) ? 0 : 1;
-      logits.wide_weight(b) = wide_weight_at(real);
-    }
-  }
-  return logits;
+  return classifier->forward(pooled);
 }
 
 template std::shared_ptr<nn::TransformerEncoder<float>> make_classifier_encoder<float>(
     const TransformerClassifierOptions&, Generator&, std::shared_ptr<Generator>);
 template std::shared_ptr<nn::TransformerEncoder<double>> make_classifier_encoder<double>(
     const TransformerClassifierOptions&, Generator&, std::shared_ptr<Generator>);
-template struct ClassifierLogits<float>;
-template struct ClassifierLogits<double>;
 template class TransformerClassifier<float>;
 template class TransformerClassifier<double>;
 

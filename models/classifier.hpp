@@ -1,11 +1,10 @@
 /// @file
-/// TransformerClassifier: a Transformer encoder over token ids with a pooled classification head, the
-/// model of the IMDb sentiment example (embeddings, positions, encoder stack, pooling, Linear).
+/// TransformerClassifier: a Transformer encoder over token ids with a pooled classification head
+/// (embeddings, positions, encoder stack, pooling, Linear), as for text classification.
 #pragma once
 
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 #include <xtensor/xarray.hpp>
@@ -14,6 +13,7 @@
 #include "tapegrad/models/embedding.hpp"
 #include "tapegrad/nn/embedding.hpp"
 #include "tapegrad/nn/hashed_ngram_embedding.hpp"
+#include "tapegrad/nn/linear.hpp"
 #include "tapegrad/nn/positional_encoding.hpp"
 #include "tapegrad/nn/transformer.hpp"
 
@@ -53,23 +53,6 @@ struct TransformerClassifierOptions {
   /// by a Linear without bias ("ngram_proj"), so that the same memory holds d_model / ngram_dim times
   /// as many buckets (fewer collisions), as fastText's low-dimensional n-gram vectors do.
   std::size_t ngram_dim = 0;
-  /// A linear model over each review's set of hashed n-grams (n = 1 .. wide_max_n, nn::HashedNgramBag)
-  /// whose logits are added to the encoder's: the "wide" part of a wide-and-deep model (Cheng et al.
-  /// 2016), NBSVM's features (Wang and Manning 2012) beside the Transformer. 0 = none, else the table's
-  /// rows (at least 2).
-  std::size_t wide_buckets = 0;
-  std::size_t wide_max_n = 2;
-  /// The wide part's features scaled per bucket (nn::HashedNgramBag's feature_scale, the buffer
-  /// "wide.scale"), to be set from the training documents' naive-Bayes log-count ratios
-  /// (nn::NgramLogCountRatio); two classes only.
-  bool wide_feature_scale = false;
-  /// The initial value of the wide part's learned negation factor (nn::HashedNgramBag's, the parameter
-  /// "wide.negation_factor"), none when empty; it acts once the program sets the bag's negation scope.
-  std::optional<double> wide_negation_factor;
-  /// The wide part's weight in the sum depends on the input's length n in real tokens, a + b ln n (n
-  /// clamped to a range), rather than being one number: a bag of n-grams sums evidence over the whole
-  /// input and grows more confident with its length than a mean-pooled encoder does. See wide_weight.
-  bool wide_weight_by_length = false;
 
   /// Throws std::invalid_argument naming the offending field and value.
   void validate() const;
@@ -83,8 +66,8 @@ std::shared_ptr<nn::TransformerEncoder<T>> make_classifier_encoder(const Transfo
                                                                    Generator& gen,
                                                                    std::shared_ptr<Generator> dropout_gen);
 
-/// What one forward pass can hand back besides the logits, for looking inside the model (train_imdb
-/// explain). Nothing is collected unless forward is given one.
+/// What one forward pass can hand back besides the logits, for looking inside the model (attention
+/// maps, saliency). Nothing is collected unless forward is given one.
 template <typename T>
 struct ClassifierTrace {
   /// embedding->forward(ids) [B, L, D] (before the sqrt(d_model) scale and the positions); it keeps its
@@ -93,20 +76,6 @@ struct ClassifierTrace {
   /// Per encoder layer, the self-attention weights [B, H, P, P] as applied (P = L, or L + 1 with the
   /// [CLS] position first for Pooling::Cls); a padding key gets weight 0.
   std::vector<Tensor<T>> attention;
-};
-
-/// The two parts of a classifier's logits, [B, num_classes] each: the encoder's head, and the wide
-/// n-gram model (undefined when the classifier has none). The prediction is encoder + wide_weight *
-/// wide, row by row (total()); a training program may also give each part a loss of its own.
-template <typename T>
-struct ClassifierLogits {
-  Tensor<T> encoder;
-  Tensor<T> wide;
-  /// [B]: each row's weight of the wide part when the logits were computed (the classifier's
-  /// wide_weight_at its length); empty without a wide part.
-  xt::xarray<T> wide_weight;
-  /// encoder + wide_weight * wide, or encoder alone without a wide part.
-  Tensor<T> total() const;
 };
 
 /// forward(ids [B, L], padding_mask [B, L] with true at padding) -> logits [B, num_classes].
@@ -118,9 +87,7 @@ struct ClassifierLogits {
 /// start 8x larger at d_model 64 and learn correspondingly slower). Then dropout, the batch-first
 /// encoder (with a final LayerNorm when pre-LN), pooling and a Linear head.
 ///
-/// With options.wide_buckets, the wide part's logits are added (forward_parts returns both parts).
-///
-/// A sequence with no real token at all (an empty review) is pooled over its first position, which the
+/// A sequence with no real token at all (an empty text) is pooled over its first position, which the
 /// attention may then also see, so no row is fully masked and no NaN can appear.
 template <typename T>
 class TransformerClassifier : public nn::Module<T, TransformerClassifier<T>> {
@@ -129,18 +96,6 @@ class TransformerClassifier : public nn::Module<T, TransformerClassifier<T>> {
 
   Tensor<T> forward(const xt::xarray<std::int64_t>& ids, const BoolArray& padding_mask,
                     ClassifierTrace<T>* trace = nullptr) const;
-  /// The encoder's and the wide part's logits apart; forward() is their sum.
-  ClassifierLogits<T> forward_parts(const xt::xarray<std::int64_t>& ids, const BoolArray& padding_mask,
-                                    ClassifierTrace<T>* trace = nullptr) const;
-
-  /// The wide part's weight in the sum for an input of `length` real tokens (a length of 0 counts as
-  /// 1); 1 for a classifier without a wide part.
-  T wide_weight_at(std::size_t length) const;
-  /// Sets wide_weight: the weight a + b ln(clamp(n, shortest, longest)) for an input of n real tokens,
-  /// or a alone (b = 0) for a classifier without wide_weight_by_length. Throws std::invalid_argument
-  /// for a classifier without a wide part, b != 0 without wide_weight_by_length, a non-finite value,
-  /// shortest < 1 or longest < shortest.
-  void set_wide_weight(double a, double b = 0.0, double shortest = 1.0, double longest = 1.0);
 
   std::string name() const override { return "TransformerClassifier"; }
   /// The generator all dropout masks are drawn from (saved in training checkpoints).
@@ -156,18 +111,11 @@ class TransformerClassifier : public nn::Module<T, TransformerClassifier<T>> {
   Tensor<T> cls_token;  ///< [d_model], only for Pooling::Cls
   std::shared_ptr<nn::TransformerEncoder<T>> encoder;
   std::shared_ptr<nn::Linear<T>> classifier;
-  std::shared_ptr<nn::HashedNgramBag<T>> wide;  ///< set when options.wide_buckets > 0
-  /// A persistent buffer beside `wide`: the wide part's weight in the sum, which a program may fit on
-  /// held-out data after training (train::fit_logit_weights), as it fits a temperature. [1] = (a), 1 at
-  /// first; with wide_weight_by_length [4] = (a, b, shortest, longest), (1, 0, 1, 1) at first.
-  Tensor<T> wide_weight;
 
  private:
   std::shared_ptr<Generator> dropout_gen_;
 };
 
-extern template struct ClassifierLogits<float>;
-extern template struct ClassifierLogits<double>;
 extern template class TransformerClassifier<float>;
 extern template class TransformerClassifier<double>;
 

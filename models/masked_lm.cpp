@@ -89,7 +89,7 @@ std::vector<std::string> load_pretrained_encoder(TransformerClassifier<T>& class
                                                  const io::safetensors::File& file) {
   const auto fresh = [](const std::string& name) {
     return name.rfind("classifier.", 0) == 0 || name.rfind("ngrams.", 0) == 0 || name.rfind("ngram_proj.", 0) == 0 ||
-           name.rfind("wide.", 0) == 0 || name == "wide_weight" || name == "cls_token";
+           name == "cls_token";
   };
   const auto encoder_part = [](const std::string& name) {
     return name.rfind("embedding.", 0) == 0 || name.rfind("pos_encoding.", 0) == 0 || name.rfind("encoder.", 0) == 0;

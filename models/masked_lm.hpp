@@ -57,9 +57,9 @@ class TransformerMaskedLM : public nn::Module<T, TransformerMaskedLM<T>> {
 };
 
 /// Starts a classifier from a pretrained model's file (a TransformerMaskedLM's or a GPT's state_dict):
-/// copies every tensor of its embedding and encoder part (the names not under "classifier.", "ngrams.",
-/// "ngram_proj." or "wide." and not "wide_weight" or "cls_token") from the file, leaving the head and the hashed n-gram
-/// tables, which a masked language model does not have, as initialized. Everything is checked first and
+/// copies every tensor of its embedding and encoder part (the names not under "classifier.", "ngrams."
+/// or "ngram_proj." and not "cls_token") from the file, leaving the head and the hashed n-gram table,
+/// which a masked language model does not have, as initialized. Everything is checked first and
 /// reported together in one std::runtime_error naming the file, the classifier then untouched: each of
 /// those tensors must be in the file with its shape and dtype, and every tensor of the file under
 /// embedding., pos_encoding. or encoder. must be one of them (a post-LN encoder has no encoder.norm, a

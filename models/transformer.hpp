@@ -46,8 +46,8 @@ struct TransformerOptions {
 /// bias) or, when tied, output_bias. As in torch.nn.Transformer both stacks end in a LayerNorm, for
 /// post-LN too.
 ///
-/// Embeddings are drawn from N(0, d_model^-0.5) and multiplied by sqrt(d_model), as in the IMDb
-/// classifier (see nn/classifier.hpp), so they start at the scale of the positional encoding and a
+/// Embeddings are drawn from N(0, d_model^-0.5) and multiplied by sqrt(d_model), as in
+/// TransformerClassifier (models/classifier.hpp), so they start at the scale of the positional encoding and a
 /// tied output projection starts with logits of order one.
 ///
 /// Masks: src_padding / tgt_padding are [B, S] / [B, T] bools, true at padding. The decoder's

@@ -74,14 +74,14 @@ Tensor<T> EmbeddingBag<T>::forward(const xt::xarray<std::int64_t>& ids) const {
 }
 
 template <typename T>
-Tensor<T> EmbeddingBag<T>::forward(const xt::xarray<std::int64_t>& ids, xt::xarray<T> per_sample_weights) const {
+Tensor<T> EmbeddingBag<T>::forward(const xt::xarray<std::int64_t>& ids, const Tensor<T>& per_sample_weights) const {
   if (mode != EmbeddingBagMode::Sum)
     throw std::invalid_argument(
         fmt::format("EmbeddingBag: per_sample_weights are only supported with mode Sum, as in torch, got mode {}",
                     mode_name(mode)));
   if (ids.dimension() == 0)
     throw ShapeError("EmbeddingBag: ids must have at least one dim (the bag's), got a 0-d array");
-  return embedding_bag(weight, ids, mode, padding_idx, std::optional<xt::xarray<T>>(std::move(per_sample_weights)));
+  return embedding_bag(weight, ids, mode, padding_idx, per_sample_weights);
 }
 
 template <typename T>
@@ -92,9 +92,8 @@ Tensor<T> EmbeddingBag<T>::forward(const xt::xarray<std::int64_t>& input,
 
 template <typename T>
 Tensor<T> EmbeddingBag<T>::forward(const xt::xarray<std::int64_t>& input, const xt::xarray<std::int64_t>& offsets,
-                                   xt::xarray<T> per_sample_weights) const {
-  return embedding_bag(weight, input, offsets, mode, padding_idx, include_last_offset,
-                       std::optional<xt::xarray<T>>(std::move(per_sample_weights)));
+                                   const Tensor<T>& per_sample_weights) const {
+  return embedding_bag(weight, input, offsets, mode, padding_idx, include_last_offset, per_sample_weights);
 }
 
 template <typename T>

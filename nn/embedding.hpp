@@ -60,15 +60,16 @@ class EmbeddingBag : public Module<T, EmbeddingBag<T>> {
   /// ids [..., K] -> [..., embedding_dim]. Ids outside [0, num_embeddings) throw ShapeError naming the
   /// id and its position; a 0-d ids throws.
   Tensor<T> forward(const xt::xarray<std::int64_t>& ids) const;
-  /// With torch's per_sample_weights (mode Sum only, as torch): member k of a bag adds
-  /// per_sample_weights[..., k] times its row. The weights have ids' shape and are constants.
-  Tensor<T> forward(const xt::xarray<std::int64_t>& ids, xt::xarray<T> per_sample_weights) const;
+  /// With torch's per_sample_weights (ids' shape; mode Sum only, as torch): member k of a bag adds
+  /// per_sample_weights[..., k] times its row; a per_sample_weights that requires grad gets its
+  /// gradient (autograd's embedding_bag).
+  Tensor<T> forward(const xt::xarray<std::int64_t>& ids, const Tensor<T>& per_sample_weights) const;
   /// torch's offsets form: input [N] ids, bag b from input[offsets[b]] up to input[offsets[b + 1]]
   /// excluded -> [bags, embedding_dim]; errors as autograd's embedding_bag.
   Tensor<T> forward(const xt::xarray<std::int64_t>& input, const xt::xarray<std::int64_t>& offsets) const;
   /// The offsets form with per_sample_weights (input's shape; mode Sum only).
   Tensor<T> forward(const xt::xarray<std::int64_t>& input, const xt::xarray<std::int64_t>& offsets,
-                    xt::xarray<T> per_sample_weights) const;
+                    const Tensor<T>& per_sample_weights) const;
 
   std::string name() const override { return "EmbeddingBag"; }
   std::string extra_repr() const override;

@@ -14,7 +14,7 @@
 #include "tapegrad/nn/linear.hpp"
 #include "tapegrad/nn/loss.hpp"
 #include "tapegrad/nn/module.hpp"
-#include "tapegrad/nn/negation_scope.hpp"
+#include "tapegrad/nn/ngram_hash.hpp"
 #include "tapegrad/nn/positional_encoding.hpp"
 #include "tapegrad/nn/rms_norm.hpp"
 #include "tapegrad/nn/transformer.hpp"

@@ -5,8 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "tapegrad/io/atomic_file.hpp"
 #include "tapegrad/io/json.hpp"
-#include "tapegrad/train/files.hpp"
 
 namespace tapegrad::train {
 
@@ -35,7 +35,7 @@ MetricsLog::MetricsLog(const std::filesystem::path& path, std::optional<std::int
       if (step != json.end() && step->is_number_integer() && step->get<std::int64_t>() > *resume_step) continue;
       kept += json.dump() + '\n';
     }
-    write_file_atomically(path, kept);
+    io::write_file_atomically(path, kept);
     out_.open(path, std::ios::app);
   } else {
     out_.open(path, std::ios::trunc);

@@ -9,10 +9,10 @@
 #include <string_view>
 
 #include "tapegrad/autograd/messages.hpp"
+#include "tapegrad/io/atomic_file.hpp"
 #include "tapegrad/io/fnv1a.hpp"
 #include "tapegrad/io/json.hpp"
 #include "tapegrad/train/errors.hpp"
-#include "tapegrad/train/files.hpp"
 
 namespace tapegrad::train {
 
@@ -73,7 +73,7 @@ void RunDirectory::check_has(std::initializer_list<const char*> names, const std
 }
 
 void RunDirectory::write_config(const nlohmann::json& config) const {
-  write_file_atomically(this->config(), config.dump(2) + '\n');
+  io::write_file_atomically(this->config(), config.dump(2) + '\n');
 }
 
 namespace {

@@ -7,7 +7,6 @@
 #include "tapegrad/train/checkpoint.hpp"
 #include "tapegrad/train/checksum.hpp"
 #include "tapegrad/train/errors.hpp"
-#include "tapegrad/train/files.hpp"
 #include "tapegrad/train/interrupt.hpp"
 #include "tapegrad/train/loop.hpp"
 #include "tapegrad/train/metrics.hpp"

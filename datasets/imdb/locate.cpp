@@ -23,10 +23,9 @@ std::optional<fs::path> default_cache_dir() {
   return std::nullopt;
 }
 
-LocateOptions LocateOptions::from_environment(const fs::path& repo_root) {
+LocateOptions LocateOptions::from_environment() {
   LocateOptions o;
   if (const char* env = std::getenv("TAPEGRAD_DATA"); env && *env) o.env_path = fs::path(env);
-  o.repo_root = repo_root;
   o.working_dir = fs::current_path();
   o.cache_dir = default_cache_dir();
   return o;
@@ -50,8 +49,8 @@ Located locate_imdb(const LocateOptions& o) {
     tried.push_back(p.string());
     return looks_like_imdb(p);
   };
-  const fs::path shared = (o.repo_root / ".." / "shared" / "data" / "aclImdb_labeled.tar.gz").lexically_normal();
-  if (check(shared)) return {shared, "the shared data next to the repository"};
+  for (const auto& place : o.places)
+    if (check(place.path)) return {place.path, place.source};
   for (const char* name : kNames)
     if (const fs::path p = o.working_dir / "data" / name; check(p)) return {p, "data/ in the working directory"};
   if (o.cache_dir) {

@@ -6,8 +6,8 @@
 #include <numeric>
 #include <stdexcept>
 
-#include "tapegrad/autograd/epoch_seed.hpp"
 #include "tapegrad/autograd/generator.hpp"
+#include "tapegrad/datasets/epoch_seed.hpp"
 
 namespace tapegrad::datasets {
 

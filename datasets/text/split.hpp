@@ -14,7 +14,7 @@ struct TrainValidSplit {
 };
 
 /// Holds out round(valid_fraction * n_c) reviews of each class c (stratified, so the validation set has
-/// the class balance of the training set: 1,250 neg + 1,250 pos of IMDb's 25,000). For each label in
+/// the class balance of the training set: 1,250 of each class of 25,000 balanced ones). For each label in
 /// ascending order, a tapegrad::Generator seeded with `seed` (one generator, used for the classes in
 /// turn) permutes that class's indices (ascending) and the first ones of the permutation are held out.
 /// valid_fraction must be in [0, 1).

@@ -1,5 +1,5 @@
 /// @file
-/// The byte-level tokenizer of the IMDb example. The rule is exact, so any implementation reproduces it:
+/// A byte-level tokenizer for English text. The rule is exact, so any implementation reproduces it:
 ///
 ///  1. ASCII lower-casing: bytes 'A'..'Z' become 'a'..'z'; every other byte is unchanged (no Unicode).
 ///  2. Then every occurrence of the 6 bytes "<br />" becomes one space, scanning left to right. Because
@@ -7,7 +7,7 @@
 ///     not (they tokenize as "<", "br", "/", ">").
 ///  3. Then every typographic or mis-encoded quote becomes its ASCII form, so that "isn’t" reads as
 ///     "isn't": in UTF-8, U+2018 ‘, U+2019 ’, U+00B4 ´ and U+0091, U+0092 (Windows-1252's single quotes
-///     decoded as Latin-1, as some IMDb reviews hold them) become "'", as does the byte '`';
+///     decoded as Latin-1, as some web text holds them) become "'", as does the byte '`';
 ///     U+201C “, U+201D ” and U+0093, U+0094 become '"'.
 ///  4. Then, scanning left to right:
 ///     - ASCII whitespace (space, `\t`, `\n`, `\v`, `\f`, `\r`) separates tokens and is dropped;

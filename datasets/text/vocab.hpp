@@ -1,6 +1,6 @@
 /// @file
-/// The token vocabulary of the IMDb example: `<pad>` = 0, `<unk>` = 1, then the most frequent tokens of
-/// the training reviews, and for masked-token pretraining optionally `<mask>` last. Saved as a text file,
+/// A token vocabulary: `<pad>` = 0, `<unk>` = 1, then the most frequent tokens of the training texts,
+/// and for masked-token pretraining optionally `<mask>` last. Saved as a text file,
 /// one token per line in index order.
 #pragma once
 

@@ -1,6 +1,6 @@
 // The pieces every self-contained HTML page of the example programs (train_imdb's explain and report,
 // train_translate's report) is built from: escaping text, embedding data for the page's script, and
-// the page frame. Pages are written with tapegrad::train::write_file_atomically.
+// the page frame. Pages are written with tapegrad::io::write_file_atomically.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -25,8 +25,8 @@
 #include "tapegrad/autograd/autocast.hpp"
 #include "tapegrad/autograd/matmul.hpp"
 #include "tapegrad/datasets/text/tokenizer.hpp"
+#include "tapegrad/io/atomic_file.hpp"
 #include "tapegrad/train/errors.hpp"
-#include "tapegrad/train/files.hpp"
 #include "tapegrad/train/interrupt.hpp"
 #include "tapegrad/train/progress.hpp"
 
@@ -238,9 +238,9 @@ struct EvaluateArgs {
 namespace {
 // evaluate --by-length: the split by length band, with the run's temperature and with the one
 // temperature that fits this split best, which shows what a length-dependent one changes.
-void print_by_length(const std::string& split, const EvalResult& r, const tapegrad::train::LengthTemperature& run_t,
+void print_by_length(const std::string& split, const EvalResult& r, const LengthTemperature& run_t,
                      const std::optional<EvalResult>& windows, std::ostream& out) {
-  const auto one = tapegrad::train::LengthTemperature::constant(tapegrad::train::fit_temperature(r.logits, r.labels));
+  const auto one = LengthTemperature::constant(tapegrad::train::fit_temperature(r.logits, r.labels));
   out << fmt::format("{} by length: one temperature fitted on this split ({}) / the run's ({}):\n", split,
                      describe(one), describe(run_t));
   const auto with_one = length_bands(r, one), with_run = length_bands(r, run_t);
@@ -404,7 +404,7 @@ int explain_command(const ExplainArgs& a, std::istream& in, std::ostream& out, s
     throw UsageError(error.what());
   }
   const fs::path output = a.output.empty() ? fs::path(a.run) / "explain.html" : fs::path(a.output);
-  tapegrad::train::write_file_atomically(output, explain_html(e, text, a.run));
+  tapegrad::io::write_file_atomically(output, explain_html(e, text, a.run));
   out << fmt::format("P(positive) = {:.6f} ({} tokens); wrote {}\n", e.p_positive, e.tokens.size(), output.string());
   return 0;
 }

@@ -284,9 +284,10 @@ Config config_from_json(const nlohmann::json& json) {
   return c;
 }
 
-tapegrad::models::TransformerClassifierOptions model_options(const Config& c, std::size_t vocab_size) {
+WideAndDeepOptions model_options(const Config& c, std::size_t vocab_size) {
   namespace models = tapegrad::models;
-  models::TransformerClassifierOptions o;
+  WideAndDeepOptions wide_and_deep;
+  models::TransformerClassifierOptions& o = wide_and_deep.deep;
   o.vocab_size = vocab_size;
   o.max_len = static_cast<std::size_t>(c.max_len);
   o.d_model = static_cast<std::size_t>(c.d_model);
@@ -305,15 +306,16 @@ tapegrad::models::TransformerClassifierOptions model_options(const Config& c, st
   o.ngram_buckets = static_cast<std::size_t>(c.ngram_buckets);
   o.ngram_max = static_cast<std::size_t>(c.ngram_max);
   o.ngram_dim = static_cast<std::size_t>(c.ngram_dim);
-  o.wide_buckets = static_cast<std::size_t>(c.wide_buckets);
-  o.wide_max_n = static_cast<std::size_t>(c.wide_max_n);
-  o.wide_feature_scale = c.wide_nb && c.wide_buckets > 0;  // without a wide part there is nothing to scale
-  if (c.wide_negation_factor != 0.0 && c.wide_negation && c.wide_buckets > 0)  // else it would act on nothing
-    o.wide_negation_factor = c.wide_negation_factor;
-  o.wide_weight_by_length = c.wide_weight_by_length && c.wide_buckets > 0;
   o.num_classes = 2;
   o.padding_idx = tapegrad::datasets::Vocabulary::pad_id;
-  return o;
+  WideAndDeepOptions& w = wide_and_deep;
+  w.wide_buckets = static_cast<std::size_t>(c.wide_buckets);
+  w.wide_max_n = static_cast<std::size_t>(c.wide_max_n);
+  w.wide_feature_scale = c.wide_nb && c.wide_buckets > 0;  // without a wide part there is nothing to scale
+  if (c.wide_negation_factor != 0.0 && c.wide_negation && c.wide_buckets > 0)  // else it would act on nothing
+    w.wide_negation_factor = c.wide_negation_factor;
+  w.wide_weight_by_length = c.wide_weight_by_length && c.wide_buckets > 0;
+  return wide_and_deep;
 }
 
 }  // namespace imdb

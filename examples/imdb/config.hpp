@@ -9,8 +9,8 @@
 #include <string>
 #include <utility>
 
+#include "examples/imdb/wide_and_deep.hpp"
 #include "tapegrad/datasets/text/encode.hpp"
-#include "tapegrad/models/classifier.hpp"
 #include "tapegrad/train/errors.hpp"
 
 namespace imdb {
@@ -39,7 +39,7 @@ struct Config {
   std::int64_t crop_max = 64;
   // Counterfactual negation: the share of training reviews replaced by one of their clauses where a
   // copula meets a word of the review's polarity, half of them negated with the label flipped
-  // (datasets::ClauseNegation); polarity_margin is the |log-count ratio| that makes a word polar.
+  // (features::ClauseNegation); polarity_margin is the |log-count ratio| that makes a word polar.
   double clause_negation = 0.25;
   double polarity_margin = 1.0;
   std::string activation = "relu";  // relu | gelu
@@ -60,12 +60,12 @@ struct Config {
   std::string wide_loss = "separate";  // separate | joint
   bool wide_nb =
       true;  // scale the wide part's features by naive Bayes' log-count ratios (NBSVM); no effect without one
-  // Mark the words in a negation's scope as features apart in the wide part (nn::NegationScope with
-  // datasets' English word lists); no effect without one. A run saved before this setting existed has
+  // Mark the words in a negation's scope as features apart in the wide part (features::NegationScope
+  // with English's negators); no effect without one. A run saved before this setting existed has
   // it off.
   bool wide_negation = true;
   // The initial value of a learned factor with which a word in a negation's scope also counts as its
-  // plain self in the wide part (nn::HashedNgramBag's negation_factor); 0 = none. Needs wide_negation.
+  // plain self in the wide part (features::HashedNgramBag's negation_factor); 0 = none. Needs wide_negation.
   // None in a run saved before it existed.
   double wide_negation_factor = -1.0;
   // The wide part's weight in the mixture depends on the review's length (a + b ln n, fitted on
@@ -127,6 +127,6 @@ Config config_from_json(const nlohmann::json& json);
 
 // The model the settings describe, over a vocabulary of vocab_size tokens (the built vocabulary,
 // which may be smaller than --vocab-size on a small corpus).
-tapegrad::models::TransformerClassifierOptions model_options(const Config& config, std::size_t vocab_size);
+WideAndDeepOptions model_options(const Config& config, std::size_t vocab_size);
 
 }  // namespace imdb

@@ -7,11 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tapegrad/datasets/imdb/locate.hpp"
-
-#ifndef TAPEGRAD_SOURCE_DIR
-#error "TAPEGRAD_SOURCE_DIR must name the repository root (where ../shared/data is looked for)"
-#endif
+#include "examples/common/imdb_data.hpp"
 
 namespace imdb {
 
@@ -19,10 +15,7 @@ namespace ds = tapegrad::datasets;
 
 RawData read_data(const std::string& data_flag, bool no_download) {
   const auto start = std::chrono::steady_clock::now();
-  auto options = ds::LocateOptions::from_environment(TAPEGRAD_SOURCE_DIR);
-  if (!data_flag.empty()) options.explicit_path = data_flag;
-  options.download = !no_download;
-  const ds::Located located = ds::locate_imdb(options);
+  const ds::Located located = ds::locate_imdb(examples::imdb_locate_options(data_flag, no_download));
   RawData raw;
   raw.reviews = ds::read_imdb(located.path);
   raw.path = located.path;

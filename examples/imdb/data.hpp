@@ -20,8 +20,8 @@ struct RawData {
   double seconds = 0.0;        // locating and reading
 };
 
-// Finds the data as datasets::locate_imdb does, with data_flag (--data) first and no download when
-// no_download, then reads it. Throws std::runtime_error naming the places tried or the bad file.
+// Finds the data where examples::imdb_locate_options says, with data_flag (--data) first and no
+// download when no_download, then reads it. Throws std::runtime_error naming the places tried or the bad file.
 RawData read_data(const std::string& data_flag, bool no_download);
 
 // The validation split of config (seeded with config.seed).

@@ -7,9 +7,10 @@
 #include <limits>
 #include <xtensor/xview.hpp>
 
+#include "examples/imdb/contrast_pairs.hpp"
+#include "examples/imdb/logit_weights.hpp"
 #include "tapegrad/autograd/loss.hpp"
 #include "tapegrad/autograd/tape.hpp"
-#include "tapegrad/datasets/imdb/contrast_pairs.hpp"
 #include "tapegrad/datasets/text/batching.hpp"
 
 namespace imdb {
@@ -78,10 +79,10 @@ EvalResult evaluate(Model& model, const ds::EncodedDataset& data, std::size_t ba
     for (std::size_t b = 0; b < indices.size(); ++b) {
       result.correct += right(logits, b);
       if (parts.wide.defined()) {
-        encoder_correct += right(parts.encoder, b);
+        encoder_correct += right(parts.deep, b);
         wide_correct += right(parts.wide, b);
         for (std::size_t c = 0; c < 2; ++c) {
-          result.encoder_logits(result.count + b, c) = parts.encoder.data()(b, c);
+          result.encoder_logits(result.count + b, c) = parts.deep.data()(b, c);
           result.wide_logits(result.count + b, c) = parts.wide.data()(b, c);
         }
       }
@@ -123,14 +124,12 @@ std::optional<PartWeights> fit_part_weights(const EvalResult& result, bool by_le
   bool fitted_by_length = false;
   if (by_length) {
     // n ranges over the lengths fitted on, so no clamping is needed here.
-    const auto s =
-        tapegrad::train::fit_logit_weights({result.encoder_logits, result.wide_logits,
-                                            tapegrad::train::times_log_length(result.wide_logits, result.lengths)},
-                                           result.labels);
+    const auto s = fit_logit_weights(
+        {result.encoder_logits, result.wide_logits, times_log_length(result.wide_logits, result.lengths)},
+        result.labels);
     const auto [shortest, longest] = std::minmax_element(result.lengths.begin(), result.lengths.end());
-    const tapegrad::train::LengthTemperature sloped{s[1], s[2],
-                                                    static_cast<double>(std::max<std::size_t>(*shortest, 1)),
-                                                    static_cast<double>(std::max<std::size_t>(*longest, 1))};
+    const LengthTemperature sloped{s[1], s[2], static_cast<double>(std::max<std::size_t>(*shortest, 1)),
+                                   static_cast<double>(std::max<std::size_t>(*longest, 1))};
     fitted_by_length = sloped.problem().empty();
     if (fitted_by_length) {
       fitted.encoder = s[0];
@@ -138,7 +137,7 @@ std::optional<PartWeights> fit_part_weights(const EvalResult& result, bool by_le
     }
   }
   if (!fitted_by_length) {  // one weight per part: asked for, or the fallback of a fit by length
-    const auto w = tapegrad::train::fit_logit_weights({result.encoder_logits, result.wide_logits}, result.labels);
+    const auto w = fit_logit_weights({result.encoder_logits, result.wide_logits}, result.labels);
     fitted.encoder = w[0];
     fitted.wide.a = w[1];
   }
@@ -167,7 +166,7 @@ std::string describe_wide_weight(const Model& model) {
 
 std::vector<double> predict_proba(Model& model, const ds::Vocabulary& vocab, const Config& config,
                                   const std::vector<std::string>& texts, std::size_t batch_size,
-                                  const tapegrad::train::LengthTemperature& temperature) {
+                                  const LengthTemperature& temperature) {
   std::vector<std::size_t> all(texts.size());
   for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
   const auto data = ds::EncodedDataset::encode_texts(
@@ -190,11 +189,11 @@ std::vector<double> predict_proba(Model& model, const ds::Vocabulary& vocab, con
   return probabilities;
 }
 
-Calibration calibration_of(const EvalResult& result, const tapegrad::train::LengthTemperature& temperature) {
+Calibration calibration_of(const EvalResult& result, const LengthTemperature& temperature) {
   Calibration c;
   c.temperature = temperature;
   c.calibrated = tapegrad::train::calibration_report(
-      tapegrad::train::softmax_with_temperature(result.logits, temperature, result.lengths), result.labels);
+      softmax_with_temperature(result.logits, temperature, result.lengths), result.labels);
   c.uncalibrated =
       tapegrad::train::calibration_report(tapegrad::train::softmax_with_temperature(result.logits, 1.0), result.labels);
   std::vector<std::size_t> short_rows;
@@ -210,8 +209,7 @@ Calibration calibration_of(const EvalResult& result, const tapegrad::train::Leng
       labels.push_back(result.labels[i]);
       lengths.push_back(result.lengths[i]);
     }
-    c.short_ece = tapegrad::train::calibration_report(
-                      tapegrad::train::softmax_with_temperature(logits, temperature, lengths), labels)
+    c.short_ece = tapegrad::train::calibration_report(softmax_with_temperature(logits, temperature, lengths), labels)
                       .expected_calibration_error;
     c.short_ece_uncalibrated =
         tapegrad::train::calibration_report(tapegrad::train::softmax_with_temperature(logits, 1.0), labels)
@@ -220,11 +218,11 @@ Calibration calibration_of(const EvalResult& result, const tapegrad::train::Leng
   return c;
 }
 
-std::vector<LengthBand> length_bands(const EvalResult& result, const tapegrad::train::LengthTemperature& temperature) {
+std::vector<LengthBand> length_bands(const EvalResult& result, const LengthTemperature& temperature) {
   const std::size_t edges[] = {0, 30, 60, 120, 250, 500, std::numeric_limits<std::size_t>::max()};
   std::vector<LengthBand> bands;
   for (std::size_t k = 0; k + 1 < std::size(edges); ++k) bands.push_back({edges[k], edges[k + 1]});
-  const auto p = tapegrad::train::softmax_with_temperature(result.logits, temperature, result.lengths);
+  const auto p = softmax_with_temperature(result.logits, temperature, result.lengths);
   for (std::size_t i = 0; i < result.count; ++i) {
     auto& band =
         *std::find_if(bands.begin(), bands.end(), [&](const LengthBand& b) { return result.lengths[i] < b.upper; });
@@ -241,14 +239,14 @@ std::vector<LengthBand> length_bands(const EvalResult& result, const tapegrad::t
   return bands;
 }
 
-double mean_nll(const EvalResult& result, const tapegrad::train::LengthTemperature& temperature) {
-  const auto p = tapegrad::train::softmax_with_temperature(result.logits, temperature, result.lengths);
+double mean_nll(const EvalResult& result, const LengthTemperature& temperature) {
+  const auto p = softmax_with_temperature(result.logits, temperature, result.lengths);
   double total = 0.0;
   for (std::size_t i = 0; i < result.count; ++i) total -= std::log(p(i, static_cast<std::size_t>(result.labels[i])));
   return total / static_cast<double>(result.count);
 }
 
-std::string describe(const tapegrad::train::LengthTemperature& t) {
+std::string describe(const LengthTemperature& t) {
   if (t.b == 0.0) return fmt::format("T = {:.3f}", t.temperature(1));
   return fmt::format("T = 1 / ({:.4f} {} {:.4f} ln n): {:.2f} at {} tokens, {:.2f} at {}", t.a, t.b < 0 ? "-" : "+",
                      std::abs(t.b), t.temperature(static_cast<std::size_t>(t.shortest)), t.shortest,
@@ -257,7 +255,7 @@ std::string describe(const tapegrad::train::LengthTemperature& t) {
 
 ContrastResult contrast_pairs_of(Model& model, const ds::Vocabulary& vocab, const Config& config,
                                  const std::filesystem::path& pairs_file) {
-  const auto pairs = ds::read_contrast_pairs(pairs_file);
+  const auto pairs = read_contrast_pairs(pairs_file);
   std::vector<std::string> positives, negatives;
   for (const auto& pair : pairs) {
     positives.push_back(pair.positive);
@@ -269,7 +267,7 @@ ContrastResult contrast_pairs_of(Model& model, const ds::Vocabulary& vocab, cons
   ContrastResult result;
   result.pairs = pairs.size();
   for (std::size_t i = 0; i < pairs.size(); ++i) result.both_right += (p_pos[i] > 0.5 && p_neg[i] < 0.5) ? 1 : 0;
-  result.accuracy = ds::contrast_pair_accuracy(p_pos, p_neg);
+  result.accuracy = contrast_pair_accuracy(p_pos, p_neg);
   return result;
 }
 

@@ -10,6 +10,7 @@
 #include <xtensor/xarray.hpp>
 
 #include "examples/imdb/config.hpp"
+#include "examples/imdb/length_temperature.hpp"
 #include "examples/imdb/model.hpp"
 #include "tapegrad/datasets/text/encode.hpp"
 #include "tapegrad/datasets/text/random_crop.hpp"
@@ -36,14 +37,14 @@ struct EvalResult {
 };
 
 // With a wide part: the weights of the two parts' logits that fit the labels best
-// (train::fit_logit_weights), encoder x encoder logits + wide.inverse(n) x wide logits for a review of
+// (fit_logit_weights), encoder x encoder logits + wide.inverse(n) x wide logits for a review of
 // n tokens, and the accuracy of that mixture; nothing without a wide part. The wide part's weight is
 // its own inverse temperature: one number (b = 0), or with by_length a + b ln n (n clamped to the
-// lengths fitted on), as the classifier's wide_weight_by_length computes it; a fit by length that is not
+// lengths fitted on), as WideAndDeep's wide_weight_by_length computes it; a fit by length that is not
 // positive over those lengths (LengthTemperature::problem) falls back to one number.
 struct PartWeights {
   double encoder = 1.0;
-  tapegrad::train::LengthTemperature wide;
+  LengthTemperature wide;
   double accuracy = 0.0;
 };
 std::optional<PartWeights> fit_part_weights(const EvalResult& result, bool by_length = false);
@@ -64,7 +65,7 @@ EvalResult evaluate(Model& model, const tapegrad::datasets::EncodedDataset& data
 // logits scaled by the run's temperature at each text's kept length.
 std::vector<double> predict_proba(Model& model, const tapegrad::datasets::Vocabulary& vocab, const Config& config,
                                   const std::vector<std::string>& texts, std::size_t batch_size = 64,
-                                  const tapegrad::train::LengthTemperature& temperature = {});
+                                  const LengthTemperature& temperature = {});
 
 // Reviews shorter than this many tokens are "short" for the calibration report (issue 17: a reader
 // should be able to trust P(positive) of a one-line review too).
@@ -73,12 +74,12 @@ inline constexpr std::size_t kShortReviewTokens = 30;
 // How far a split's probabilities can be trusted: the expected calibration error over 15 equal-width
 // bins with the run's temperature and without it, and for the short reviews alone.
 struct Calibration {
-  tapegrad::train::LengthTemperature temperature;
+  LengthTemperature temperature;
   tapegrad::train::CalibrationReport calibrated, uncalibrated;
   std::size_t short_count = 0;
   double short_ece = 0.0, short_ece_uncalibrated = 0.0;  // 0 when no review is short
 };
-Calibration calibration_of(const EvalResult& result, const tapegrad::train::LengthTemperature& temperature);
+Calibration calibration_of(const EvalResult& result, const LengthTemperature& temperature);
 
 // Accuracy against mean confidence (the larger probability, with a temperature) of the reviews whose
 // length in tokens lies in [lower, upper): where a temperature leaves a split's short or long reviews
@@ -88,19 +89,19 @@ struct LengthBand {
   std::size_t count = 0;
   double accuracy = 0.0, confidence = 0.0;  // 0 when empty
 };
-std::vector<LengthBand> length_bands(const EvalResult& result, const tapegrad::train::LengthTemperature& temperature);
+std::vector<LengthBand> length_bands(const EvalResult& result, const LengthTemperature& temperature);
 
 // The mean negative log-likelihood of the labels under softmax with a temperature.
-double mean_nll(const EvalResult& result, const tapegrad::train::LengthTemperature& temperature);
+double mean_nll(const EvalResult& result, const LengthTemperature& temperature);
 
 // The metadata keys of model.safetensors that hold the temperature fitted on the validation reviews: a
-// run since the length-dependent temperature writes "a b shortest longest" (train::LengthTemperature)
+// run since the length-dependent temperature writes "a b shortest longest" (LengthTemperature)
 // under kLengthTemperatureKey; an older one wrote one temperature under kTemperatureKey. Neither: 1.
 inline constexpr const char* kLengthTemperatureKey = "calibration.length_temperature";
 inline constexpr const char* kTemperatureKey = "calibration.temperature";
 
 // "T = 3.10 at 20 tokens, 6.95 at 1000" (or "T = 6.82" for a constant one), for messages.
-std::string describe(const tapegrad::train::LengthTemperature& temperature);
+std::string describe(const LengthTemperature& temperature);
 
 // The contrast pairs of examples/imdb/contrast_pairs.tsv (or another file of that form): the share of
 // pairs whose two members are both classified right.

@@ -11,7 +11,7 @@
 #include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/datasets/text/encode.hpp"
 #include "tapegrad/datasets/text/tokenizer.hpp"
-#include "tapegrad/nn/hashed_ngram_embedding.hpp"
+#include "tapegrad/nn/ngram_hash.hpp"
 
 namespace imdb {
 
@@ -29,11 +29,11 @@ class GradMode {
   bool previous_;
 };
 
-// The n-gram part's features of one review, as nn::HashedNgramBag finds them (document_ngram_buckets
-// over the negation-marked ids: each bucket once), with their shares of its weighted margin.
+// The n-gram part's features of one review, as features::HashedNgramBag finds them
+// (document_ngram_buckets over the negation-marked ids: each bucket once), with their shares of its
+// weighted margin.
 template <typename T>
-std::vector<NgramContribution> ngram_contributions(const tapegrad::models::TransformerClassifier<T>& model,
-                                                   const std::vector<std::int64_t>& ids,
+std::vector<NgramContribution> ngram_contributions(const WideAndDeep<T>& model, const std::vector<std::int64_t>& ids,
                                                    const std::vector<std::string>& tokens) {
   const auto& bag = *model.wide;
   xt::xarray<std::int64_t> row = xt::xarray<std::int64_t>::from_shape({std::size_t{1}, ids.size()});
@@ -85,12 +85,12 @@ std::vector<NgramContribution> ngram_contributions(const tapegrad::models::Trans
 }  // namespace
 
 template <typename T>
-Explanation explain_ids(tapegrad::models::TransformerClassifier<T>& model, const std::vector<std::int64_t>& ids) {
+Explanation explain_ids(WideAndDeep<T>& model, const std::vector<std::int64_t>& ids) {
   const std::size_t length = ids.size();
   if (length == 0) throw std::invalid_argument("explain: the review has no tokens");
-  if (length > model.options.max_len) {
+  if (length > model.options.deep.max_len) {
     throw std::invalid_argument(
-        fmt::format("explain: {} tokens are more than the model's max_len {}", length, model.options.max_len));
+        fmt::format("explain: {} tokens are more than the model's max_len {}", length, model.options.deep.max_len));
   }
   const bool was_training = model.is_training();
   model.eval();
@@ -110,14 +110,13 @@ Explanation explain_ids(tapegrad::models::TransformerClassifier<T>& model, const
   Explanation e;
   if (parts.wide.defined()) {
     e.has_ngram_part = true;
-    e.encoder_margin =
-        static_cast<double>(parts.encoder.data()(0, 1)) - static_cast<double>(parts.encoder.data()(0, 0));
+    e.encoder_margin = static_cast<double>(parts.deep.data()(0, 1)) - static_cast<double>(parts.deep.data()(0, 0));
     e.ngram_margin = static_cast<double>(parts.wide_weight(0)) *
                      (static_cast<double>(parts.wide.data()(0, 1)) - static_cast<double>(parts.wide.data()(0, 0)));
   }
   e.ids = ids;
   e.total_tokens = length;
-  e.cls = model.options.pooling == tapegrad::models::Pooling::Cls;
+  e.cls = model.options.deep.pooling == tapegrad::models::Pooling::Cls;
   const auto& l = logits.data();
   for (std::size_t c = 0; c < logits.size(1); ++c) {
     e.logits.push_back(static_cast<double>(l(0, c)));
@@ -141,7 +140,7 @@ Explanation explain_ids(tapegrad::models::TransformerClassifier<T>& model, const
 
   // The n-gram part does not read the embeddings, so the encoder's logit has the total's gradient with
   // respect to them; backpropagating it alone spares the n-gram table's dense gradient.
-  tapegrad::select(tapegrad::select(parts.encoder, 0, 0), 0, e.predicted).backward();
+  tapegrad::select(tapegrad::select(parts.deep, 0, 0), 0, e.predicted).backward();
   const auto& emb = trace.embeddings.data();  // [1, L, D]
   const auto& grad = trace.embeddings.grad();
   const std::size_t d = trace.embeddings.size(2);
@@ -162,9 +161,8 @@ Explanation explain_ids(tapegrad::models::TransformerClassifier<T>& model, const
 }
 
 template <typename T>
-Explanation explain_text(tapegrad::models::TransformerClassifier<T>& model, const tapegrad::datasets::Vocabulary& vocab,
-                         const Config& config, const std::string& text,
-                         const tapegrad::train::LengthTemperature& temperature) {
+Explanation explain_text(WideAndDeep<T>& model, const tapegrad::datasets::Vocabulary& vocab, const Config& config,
+                         const std::string& text, const LengthTemperature& temperature) {
   namespace ds = tapegrad::datasets;
   const std::vector<std::string> all = ds::tokenize(text);
   const ds::Kept kept =
@@ -183,13 +181,11 @@ Explanation explain_text(tapegrad::models::TransformerClassifier<T>& model, cons
   return e;
 }
 
-template Explanation explain_ids(tapegrad::models::TransformerClassifier<float>&, const std::vector<std::int64_t>&);
-template Explanation explain_ids(tapegrad::models::TransformerClassifier<double>&, const std::vector<std::int64_t>&);
-template Explanation explain_text(tapegrad::models::TransformerClassifier<float>&,
-                                  const tapegrad::datasets::Vocabulary&, const Config&, const std::string&,
-                                  const tapegrad::train::LengthTemperature&);
-template Explanation explain_text(tapegrad::models::TransformerClassifier<double>&,
-                                  const tapegrad::datasets::Vocabulary&, const Config&, const std::string&,
-                                  const tapegrad::train::LengthTemperature&);
+template Explanation explain_ids(WideAndDeep<float>&, const std::vector<std::int64_t>&);
+template Explanation explain_ids(WideAndDeep<double>&, const std::vector<std::int64_t>&);
+template Explanation explain_text(WideAndDeep<float>&, const tapegrad::datasets::Vocabulary&, const Config&,
+                                  const std::string&, const LengthTemperature&);
+template Explanation explain_text(WideAndDeep<double>&, const tapegrad::datasets::Vocabulary&, const Config&,
+                                  const std::string&, const LengthTemperature&);
 
 }  // namespace imdb

@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "examples/imdb/config.hpp"
+#include "examples/imdb/length_temperature.hpp"
+#include "examples/imdb/wide_and_deep.hpp"
 #include "tapegrad/datasets/text/vocab.hpp"
-#include "tapegrad/models/classifier.hpp"
-#include "tapegrad/train/calibration.hpp"
 
 namespace imdb {
 
@@ -49,13 +49,12 @@ struct Explanation {
 // backpropagates the predicted class's logit. Restores the model's training mode and leaves every
 // parameter's gradient as it was. Throws std::invalid_argument for an empty or too long sequence.
 template <typename T>
-Explanation explain_ids(tapegrad::models::TransformerClassifier<T>& model, const std::vector<std::int64_t>& ids);
+Explanation explain_ids(WideAndDeep<T>& model, const std::vector<std::int64_t>& ids);
 
 // explain_ids of `text` tokenized, looked up in vocab and truncated as config says (as predict does),
 // with the tokens filled in and P(positive) at the run's temperature (as predict gives it).
 template <typename T>
-Explanation explain_text(tapegrad::models::TransformerClassifier<T>& model, const tapegrad::datasets::Vocabulary& vocab,
-                         const Config& config, const std::string& text,
-                         const tapegrad::train::LengthTemperature& temperature = {});
+Explanation explain_text(WideAndDeep<T>& model, const tapegrad::datasets::Vocabulary& vocab, const Config& config,
+                         const std::string& text, const LengthTemperature& temperature = {});
 
 }  // namespace imdb

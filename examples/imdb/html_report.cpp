@@ -14,8 +14,8 @@
 #include "examples/imdb/evaluate.hpp"
 #include "examples/imdb/html.hpp"
 #include "examples/imdb/model.hpp"
+#include "tapegrad/io/atomic_file.hpp"
 #include "tapegrad/nn/positional_encoding.hpp"
-#include "tapegrad/train/files.hpp"
 #include "tapegrad/train/metrics.hpp"
 
 namespace imdb {
@@ -148,7 +148,7 @@ std::string report_html(const fs::path& run_dir) {
     const auto a = number(line, "temperature_a"), b = number(line, "temperature_b");
     const auto shortest = number(line, "temperature_shortest"), longest = number(line, "temperature_longest");
     if (a && b && shortest && longest) {
-      tapegrad::train::LengthTemperature t;
+      LengthTemperature t;
       t.a = *a;
       t.b = *b;
       t.shortest = *shortest;
@@ -225,7 +225,7 @@ std::string report_html(const fs::path& run_dir) {
   } else if (fs::exists(run.model()) && fs::exists(run.file(kVocabFile))) {
     pe_title = "Learned positional embedding (from model.safetensors)";
     const LoadedRun run = load_run(run_dir);
-    table(run.model->learned->weight.data(), max_len, d);
+    table(run.model->deep->learned->weight.data(), max_len, d);
   }
   const std::string pe_section =
       pe_title.empty()
@@ -262,7 +262,7 @@ each epoch, and the validation split after each epoch (eval mode).</p>
 
 fs::path write_report(const fs::path& run_dir) {
   const fs::path path = run_dir / kReportFile;
-  tapegrad::train::write_file_atomically(path, report_html(run_dir));
+  tapegrad::io::write_file_atomically(path, report_html(run_dir));
   return path;
 }
 

@@ -7,9 +7,10 @@
 #include <stdexcept>
 
 #include "examples/imdb/evaluate.hpp"
+#include "examples/imdb/features/negation.hpp"
 #include "tapegrad/autograd/generator.hpp"
 #include "tapegrad/autograd/messages.hpp"
-#include "tapegrad/datasets/text/negation.hpp"
+#include "tapegrad/io/safetensors.hpp"
 #include "tapegrad/train/model_file.hpp"
 
 namespace imdb {
@@ -20,8 +21,7 @@ std::unique_ptr<Model> make_model(const Config& config, const tapegrad::datasets
   tapegrad::Generator gen(static_cast<std::uint64_t>(config.seed));
   auto model = std::make_unique<Model>(model_options(config, vocab.size()), gen);
   if (config.wide_negation && model->wide) {
-    model->wide->negation =
-        tapegrad::nn::NegationScope(tapegrad::datasets::negator_ids(vocab), tapegrad::datasets::scope_end_ids(vocab));
+    model->wide->negation = features::NegationScope(features::negator_ids(vocab), features::scope_end_ids(vocab));
   }
   return model;
 }
@@ -61,9 +61,9 @@ double parse_temperature(const std::string& text, const fs::path& file) {
   return t;
 }
 
-tapegrad::train::LengthTemperature parse_length_temperature(const std::string& text, const fs::path& file) {
+LengthTemperature parse_length_temperature(const std::string& text, const fs::path& file) {
   try {
-    return tapegrad::train::LengthTemperature::parse(text);
+    return LengthTemperature::parse(text);
   } catch (const std::invalid_argument& e) {
     throw std::runtime_error(fmt::format("{}: metadata {} is \"{}\": {}", file.string(), kLengthTemperatureKey,
                                          tapegrad::clip_for_message(text), e.what()));
@@ -77,12 +77,32 @@ LoadedRun load_run(const fs::path& dir) {
   run_dir.check_files(run_dir.model());
   LoadedRun run{read_config(run_dir), tapegrad::datasets::Vocabulary::load(run_dir.file(kVocabFile)), nullptr, {}};
   run.model = make_model(run.config, run.vocab);
-  const auto metadata = tapegrad::train::load_model(run_dir.model(), *run.model);
+  tapegrad::io::safetensors::Metadata metadata;
+  try {
+    metadata = tapegrad::train::load_model(run_dir.model(), *run.model);
+  } catch (const std::runtime_error&) {
+    // The encoder classifier's tensors without the "deep." of WideAndDeep: one sentence instead of a
+    // list of every tensor missing and unexpected.
+    bool unprefixed = false;
+    try {
+      const tapegrad::io::safetensors::File file(run_dir.model().string());
+      unprefixed = file.contains("embedding.weight") && !file.contains("deep.embedding.weight");
+    } catch (const std::exception&) {
+      // An unreadable file: load_model's message says what is wrong with it.
+    }
+    if (unprefixed) {
+      throw std::runtime_error(fmt::format(
+          "{}: the model's tensors are named without the \"deep.\" and \"wide.\" of this train_imdb's model "
+          "(\"embedding.weight\", not \"deep.embedding.weight\"): it cannot load; train the run again",
+          run_dir.model().string()));
+    }
+    throw;
+  }
   run.model->eval();
   if (const auto it = metadata.find(kLengthTemperatureKey); it != metadata.end()) {
     run.temperature = parse_length_temperature(it->second, run_dir.model());
   } else if (const auto old = metadata.find(kTemperatureKey); old != metadata.end()) {
-    run.temperature = tapegrad::train::LengthTemperature::constant(parse_temperature(old->second, run_dir.model()));
+    run.temperature = LengthTemperature::constant(parse_temperature(old->second, run_dir.model()));
   }
   return run;
 }

@@ -6,14 +6,14 @@
 #include <memory>
 
 #include "examples/imdb/config.hpp"
+#include "examples/imdb/length_temperature.hpp"
+#include "examples/imdb/wide_and_deep.hpp"
 #include "tapegrad/datasets/text/vocab.hpp"
-#include "tapegrad/models/classifier.hpp"
-#include "tapegrad/train/calibration.hpp"
 #include "tapegrad/train/run_directory.hpp"
 
 namespace imdb {
 
-using Model = tapegrad::models::TransformerClassifier<float>;
+using Model = WideAndDeep<float>;
 
 // train_imdb's own file of a run folder, besides train::RunDirectory's config, metrics, checkpoint and model.
 inline constexpr const char* kVocabFile = "vocab.txt";
@@ -31,14 +31,14 @@ Config read_config(const tapegrad::train::RunDirectory& run);
 struct LoadedRun {
   Config config;
   tapegrad::datasets::Vocabulary vocab;
-  std::unique_ptr<Model> model;                    // in eval mode
-  tapegrad::train::LengthTemperature temperature;  // fitted on the validation reviews (identity: none recorded)
+  std::unique_ptr<Model> model;   // in eval mode
+  LengthTemperature temperature;  // fitted on the validation reviews (identity: none recorded)
 };
 // The temperature recorded in a model file's metadata; throws std::runtime_error naming the file for
 // anything but a positive finite number.
 double parse_temperature(const std::string& text, const std::filesystem::path& file);
 // The same for the length-dependent temperature's "a b shortest longest" (kLengthTemperatureKey).
-tapegrad::train::LengthTemperature parse_length_temperature(const std::string& text, const std::filesystem::path& file);
+LengthTemperature parse_length_temperature(const std::string& text, const std::filesystem::path& file);
 // Throws std::runtime_error naming the missing or bad file.
 LoadedRun load_run(const std::filesystem::path& dir);
 

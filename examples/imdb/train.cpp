@@ -13,6 +13,8 @@
 
 #include "examples/common/precision.hpp"
 #include "examples/imdb/data.hpp"
+#include "examples/imdb/features/clause_negation.hpp"
+#include "examples/imdb/features/log_count_ratio.hpp"
 #include "examples/imdb/model.hpp"
 #include "tapegrad/autograd/autocast.hpp"
 #include "tapegrad/autograd/elementwise.hpp"
@@ -20,7 +22,6 @@
 #include "tapegrad/autograd/matmul.hpp"
 #include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/datasets/text/batching.hpp"
-#include "tapegrad/datasets/text/clause_negation.hpp"
 #include "tapegrad/datasets/text/random_crop.hpp"
 #include "tapegrad/datasets/text/word_dropout.hpp"
 #include "tapegrad/io/safetensors.hpp"
@@ -122,7 +123,7 @@ void init_from_pretrained(Model& model, const Config& config, tr::Progress& prog
   std::vector<std::string> loaded;
   try {
     loaded = tapegrad::models::load_pretrained_encoder(
-        model, tapegrad::io::safetensors::File((dir / tr::RunDirectory::kModel).string()));
+        *model.deep, tapegrad::io::safetensors::File((dir / tr::RunDirectory::kModel).string()));
   } catch (const std::runtime_error& e) {
     problems.push_back(e.what());
   }
@@ -139,7 +140,7 @@ void init_from_pretrained(Model& model, const Config& config, tr::Progress& prog
 // training reviews (as read, before word dropout). A resumed run has it in its checkpoint.
 void fit_wide_feature_scale(Model& model, const ds::EncodedDataset& train, tr::Progress& progress) {
   const tr::Stopwatch watch;
-  tapegrad::nn::NgramLogCountRatio counts(model.wide->num_buckets, model.wide->max_n);
+  features::NgramLogCountRatio counts(model.wide->num_buckets, model.wide->max_n);
   constexpr std::size_t kChunk = 256;
   for (std::size_t begin = 0; begin < train.size(); begin += kChunk) {
     std::vector<std::size_t> indices(std::min(kChunk, train.size() - begin));
@@ -225,15 +226,15 @@ TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, 
   const tr::Replicas replicas = parallel.attach ? parallel.attach(*model) : tr::Replicas{};
   auto optimizer = make_optimizer(config, model->parameters());
   // Counterfactual negation, with word polarities counted on the training reviews alone.
-  std::optional<ds::ClauseNegation> clause_negation;
-  if (config.clause_negation > 0.0 && !ds::ClauseNegation::can_negate(vocab)) {
+  std::optional<features::ClauseNegation> clause_negation;
+  if (config.clause_negation > 0.0 && !features::ClauseNegation::can_negate(vocab)) {
     progress.message("clause negation: off, the vocabulary has no \"not\"");
   } else if (config.clause_negation > 0.0) {
     // A stronger prior than naive Bayes' usual 1, so that a word seen in a handful of reviews of one
     // label does not count as polar.
     constexpr double kPolaritySmoothing = 10.0;
-    clause_negation.emplace(vocab, ds::token_log_count_ratios(data.train, vocab.size(), kPolaritySmoothing),
-                            ds::ClauseNegationOptions{config.clause_negation, config.polarity_margin});
+    clause_negation.emplace(vocab, features::token_log_count_ratios(data.train, vocab.size(), kPolaritySmoothing),
+                            features::ClauseNegationOptions{config.clause_negation, config.polarity_margin});
     progress.message(fmt::format("clause negation: {} of {} words polar (|log-count ratio| >= {})",
                                  clause_negation->polar_words(), vocab.size(), config.polarity_margin));
   }
@@ -292,7 +293,7 @@ TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, 
     const auto logits = parts.total();
     tr::StepOutput<float> output;
     output.loss = parts.wide.defined() && config.wide_loss == "separate"
-                      ? tapegrad::add(tapegrad::cross_entropy(parts.encoder, batch.labels),
+                      ? tapegrad::add(tapegrad::cross_entropy(parts.deep, batch.labels),
                                       tapegrad::cross_entropy(parts.wide, batch.labels))
                       : tapegrad::cross_entropy(logits, batch.labels);
     const std::size_t rows = batch.indices.size();
@@ -396,7 +397,7 @@ TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, 
   // temperature the validation reviews of 30-120 tokens came out underconfident and those above 500
   // overconfident.
   auto metadata = tr::load_model(run.model(), *model);
-  tr::LengthTemperature temperature;
+  LengthTemperature temperature;
   if (data.valid.size() > 0) {
     const EvalResult valid = evaluate(*model, data.valid, batch_size, tr::interrupt_requested);
     if (!valid.stopped) {
@@ -414,7 +415,7 @@ TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, 
         }
         progress.message("the parts' weights fitted on validation: " + describe(*weights));
       }
-      temperature = tr::fit_length_temperature(logits, valid.labels, valid.lengths);
+      temperature = fit_length_temperature(logits, valid.labels, valid.lengths);
       progress.message("the temperature fitted on validation: " + describe(temperature));
       metadata[kLengthTemperatureKey] = temperature.to_string();
       tr::save_model(run.model(), *model, metadata);

@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "examples/common/imdb_data.hpp"
 #include "tapegrad/autograd/generator.hpp"
 #include "tapegrad/datasets/imdb/imdb.hpp"
 #include "tapegrad/datasets/imdb/locate.hpp"
@@ -25,10 +26,7 @@ std::size_t kept_tokens(const Config& config) {
 
 Data prepare_data(const Config& config, const std::optional<ds::Vocabulary>& saved) {
   const tapegrad::train::Stopwatch clock;
-  auto where = ds::LocateOptions::from_environment(TAPEGRAD_SOURCE_DIR);
-  if (!config.data.empty()) where.explicit_path = config.data;
-  where.download = !config.no_download;
-  const ds::Located located = ds::locate_imdb(where);
+  const ds::Located located = ds::locate_imdb(examples::imdb_locate_options(config.data, config.no_download));
   const ds::ImdbData reviews = ds::read_imdb(located.path, ds::ImdbSplits::TrainOnly);
   // train_imdb's split: the same fraction and seed give the same validation reviews.
   const auto split =

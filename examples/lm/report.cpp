@@ -8,7 +8,7 @@
 
 #include "examples/common/charts.hpp"
 #include "examples/common/html.hpp"
-#include "tapegrad/train/files.hpp"
+#include "tapegrad/io/atomic_file.hpp"
 #include "tapegrad/train/metrics.hpp"
 #include "tapegrad/train/run_directory.hpp"
 
@@ -128,7 +128,7 @@ std::string report_html(const fs::path& run_dir) {
 
 fs::path write_report(const fs::path& run_dir) {
   const fs::path path = run_dir / kReportFile;
-  tapegrad::train::write_file_atomically(path, report_html(run_dir));
+  tapegrad::io::write_file_atomically(path, report_html(run_dir));
   return path;
 }
 

@@ -10,7 +10,7 @@
 #include "examples/common/html.hpp"
 #include "examples/translate/config.hpp"
 #include "examples/translate/training.hpp"
-#include "tapegrad/train/files.hpp"
+#include "tapegrad/io/atomic_file.hpp"
 #include "tapegrad/train/metrics.hpp"
 
 namespace translate {
@@ -130,7 +130,7 @@ translation is right (exact match).</p>
 
 fs::path write_report(const fs::path& run_dir) {
   const fs::path path = run_directory(run_dir).file(kReportFile);
-  tapegrad::train::write_file_atomically(path, report_html(run_dir));
+  tapegrad::io::write_file_atomically(path, report_html(run_dir));
   return path;
 }
 

@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 includes=(-I. $(for d in build/include/*/; do echo "-I$d"; done))
-libs=(build/examples/libimdb_app.a build/examples/libexamples_common.a)
+libs=(build/examples/libimdb_app.a build/examples/libimdb_features.a build/examples/libexamples_common.a)
 for layer in distributed models datasets train nn optim io autograd; do
   [ -f "build/libtapegrad_$layer.a" ] && libs+=("build/libtapegrad_$layer.a")
 done

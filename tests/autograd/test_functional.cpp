@@ -682,24 +682,37 @@ TEST_CASE("embedding_bag_sum sums each bag's rows, and padding ids add nothing, 
   CHECK_THROWS_WITH(embedding_bag_sum(w, ids({1}, {})), Catch::Contains("at least one dimension"));
 }
 
-TEST_CASE("embedding_bag_sum with per_sample_weights: each member's row times its weight", "[embedding]") {
-  // torch: F.embedding_bag(ids.view(-1, 3), w, mode="sum", per_sample_weights=s.view(-1), padding_idx=0).
+TEST_CASE("embedding_bag_sum with per_sample_weights: each member's row times its weight, both with gradients",
+          "[embedding]") {
+  // torch 1.13: F.embedding_bag(ids.view(-1), w, offsets=[0, 3], mode="sum", per_sample_weights=s.view(-1),
+  // padding_idx=0), backward with the upstream gradient below.
   auto w = Tensor<double>::from_vector({5, 6, 10, 11, 20, 21, 30, 31}, {4, 2}, true);
-  const xt::xarray<double> s = {{0.5, 2.0, -1.0}, {7.0, 3.0, 9.0}};
+  auto s = Tensor<double>::from_vector({0.5, 2.0, -1.0, 7.0, 3.0, 9.0}, {2, 3}, true);
   auto y = embedding_bag_sum(w, ids({1, 1, 3, 0, 2, 0}, {2, 3}), 0, s);
   // Bag 0: 0.5 * row 1 + 2 * row 1 - row 3; bag 1: 3 * row 2 (the padding members add nothing).
   CHECK(allclose(y.data(), values({-5, -3.5, 60, 63}, {2, 2})));
-  y.backward(xt::xarray<double>(xt::ones<double>({2, 2})));
-  CHECK(allclose(w.grad(), values({0, 0, 2.5, 2.5, 3, 3, -1, -1}, {4, 2})));
-  // Weights of 1 are the plain sum; gradcheck through the table.
+  y.backward(values({1, 2, 3, -1}, {2, 2}));
+  CHECK(allclose(w.grad(), values({0, 0, 2.5, 5, 9, -3, -1, -2}, {4, 2})));
+  // Each weight: its bag's gradient times its row ((1, 2) . (10, 11) = 32, ...); padding members 0.
+  CHECK(allclose(s.grad(), values({32, 32, 92, 0, 39, 0}, {2, 3})));
+  // Weights of 1 are the plain sum; gradcheck through the table and through the weights.
   const IndexArray bags = ids({0, 2, 2, 4, 1, 0, 3, 3, 0}, {3, 3});
   const Tensor<double> table = rand_input({5, 3}, 76);
-  CHECK(allclose(embedding_bag_sum(table, bags, 0, xt::xarray<double>(xt::ones<double>({3, 3}))).data(),
+  CHECK(allclose(embedding_bag_sum(table, bags, 0, Tensor<double>::ones({3, 3})).data(),
                  embedding_bag_sum(table, bags, 0).data()));
-  const xt::xarray<double> weights = rand_input({3, 3}, 77).data();
-  CHECK_GRADCHECK([&](const Inputs& in) { return embedding_bag_sum(in[0], bags, 0, weights); },
+  CHECK_GRADCHECK([&](const Inputs& in) { return embedding_bag_sum(in[0], bags, 0, in[1]); },
+                  (Inputs{rand_input({5, 3}, 78), rand_input({3, 3}, 77)}));
+  CHECK_GRADCHECK([&](const Inputs& in) { return embedding_bag_sum(in[0], bags, std::nullopt, in[1]); },
+                  (Inputs{rand_input({5, 3}, 79), rand_input({3, 3}, 80)}));
+  // Constant weights (no grad) scale the table's gradient alone; a table without grad still gives
+  // the weights theirs.
+  const Tensor<double> fixed(rand_input({3, 3}, 77).data());
+  CHECK_GRADCHECK([&](const Inputs& in) { return embedding_bag_sum(in[0], bags, 0, fixed); },
                   (Inputs{rand_input({5, 3}, 78)}));
-  CHECK_THROWS_WITH(embedding_bag_sum(w, ids({1, 2}, {1, 2}), 0, xt::xarray<double>({1.0, 2.0})),
+  const Tensor<double> frozen(rand_input({5, 3}, 78).data());
+  CHECK_GRADCHECK([&](const Inputs& in) { return embedding_bag_sum(frozen, bags, 0, in[0]); },
+                  (Inputs{rand_input({3, 3}, 77)}));
+  CHECK_THROWS_WITH(embedding_bag_sum(w, ids({1, 2}, {1, 2}), 0, Tensor<double>::ones({2})),
                     Catch::Contains("per_sample_weights [2] must have the shape of ids [1, 2]"));
 }
 
@@ -751,10 +764,14 @@ TEST_CASE("embedding_bag mode max: each column's maximum, its gradient to the ro
         return embedding_bag(in[0], ids({0, 2, 4, 1}, {2, 2}), EmbeddingBagMode::Max);
       },
       (Inputs{rand_input({5, 3}, 83)}));
-  const xt::xarray<double> psw = rand_input({9}, 84).data();
   CHECK_GRADCHECK(
-      [&](const Inputs& in) { return embedding_bag(in[0], input, offsets, EmbeddingBagMode::Sum, 0, false, psw); },
-      (Inputs{rand_input({5, 3}, 85)}));
+      [&](const Inputs& in) { return embedding_bag(in[0], input, offsets, EmbeddingBagMode::Sum, 0, false, in[1]); },
+      (Inputs{rand_input({5, 3}, 85), rand_input({9}, 84)}));
+  CHECK_GRADCHECK(
+      [&](const Inputs& in) {
+        return embedding_bag(in[0], ids({0, 2, 4, 1}, {2, 2}), EmbeddingBagMode::Sum, 2, in[1]);
+      },
+      (Inputs{rand_input({5, 3}, 86), rand_input({2, 2}, 87)}));
 }
 
 TEST_CASE("embedding_bag errors name the offsets, the lengths and the mode", "[embedding][errors]") {
@@ -777,12 +794,11 @@ TEST_CASE("embedding_bag errors name the offsets, the lengths and the mode", "[e
                     Catch::Contains("include_last_offset") && Catch::Contains("got none"));
   CHECK_THROWS_WITH(embedding_bag(w, ids({1, 7}, {2}), ids({0}, {1}), sum),
                     Catch::Contains("id 7") && Catch::Contains("5 embeddings"));
-  CHECK_THROWS_WITH(embedding_bag(w, input, ids({0}, {1}), EmbeddingBagMode::Max, std::nullopt, false,
-                                  xt::xarray<double>(xt::ones<double>({4}))),
-                    Catch::Contains("mode Sum") && Catch::Contains("got mode max"));
   CHECK_THROWS_WITH(
-      embedding_bag(w, input, ids({0}, {1}), sum, std::nullopt, false, xt::xarray<double>(xt::ones<double>({3}))),
-      Catch::Contains("per_sample_weights [3] must have the shape of ids [4]"));
+      embedding_bag(w, input, ids({0}, {1}), EmbeddingBagMode::Max, std::nullopt, false, Tensor<double>::ones({4})),
+      Catch::Contains("mode Sum") && Catch::Contains("got mode max"));
+  CHECK_THROWS_WITH(embedding_bag(w, input, ids({0}, {1}), sum, std::nullopt, false, Tensor<double>::ones({3})),
+                    Catch::Contains("per_sample_weights [3] must have the shape of ids [4]"));
 }
 
 // ------------------------------------------------------------------------------------- rotary embedding

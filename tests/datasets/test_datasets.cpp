@@ -24,13 +24,10 @@
 #include <xtensor/xview.hpp>
 
 #include "tapegrad/datasets/download.hpp"
-#include "tapegrad/datasets/imdb/contrast_pairs.hpp"
 #include "tapegrad/datasets/imdb/imdb.hpp"
 #include "tapegrad/datasets/imdb/locate.hpp"
 #include "tapegrad/datasets/text/batching.hpp"
-#include "tapegrad/datasets/text/clause_negation.hpp"
 #include "tapegrad/datasets/text/encode.hpp"
-#include "tapegrad/datasets/text/negation.hpp"
 #include "tapegrad/datasets/text/random_crop.hpp"
 #include "tapegrad/datasets/text/split.hpp"
 #include "tapegrad/datasets/text/tokenizer.hpp"
@@ -179,7 +176,8 @@ class LoopbackServer {
 // A LocateOptions that sees nothing of this machine: every place lies inside `root`.
 LocateOptions isolated_options(const fs::path& root) {
   LocateOptions o;
-  o.repo_root = root / "repo";
+  o.places = {{root / "shared/data/aclImdb_labeled.tar.gz", "the shared copy"},
+              {root / "mirror/aclImdb", "the mirror"}};
   o.working_dir = root / "work";
   o.cache_dir = root / "cache";
   o.download = false;
@@ -337,24 +335,6 @@ TEST_CASE("vocabulary: save and load round-trip, load validates", "[datasets]") 
 }
 
 // ---- truncation and encoding ----
-
-TEST_CASE("negation words: negators, the n't forms and scope ends, and their ids in a vocabulary", "[datasets]") {
-  for (const char* w : {"not", "no", "never", "nothing", "nor", "cannot", "without", "hardly", "don't", "isn't",
-                        "couldn't", "n't", "dont", "wasnt", "aint"}) {
-    CHECK(is_negator(w));
-  }
-  for (const char* w : {"note", "know", "nothingness", "t", "'t", "n", "but", ".", "dnt", "nt"})
-    CHECK_FALSE(is_negator(w));
-  for (const char* t : {".", ",", ";", ":", "!", "?", "(", ")", "but"}) CHECK(ends_negation_scope(t));
-  for (const char* t : {"-", "'", "and", "not", "\"", "butter"}) CHECK_FALSE(ends_negation_scope(t));
-  const auto v = Vocabulary::build(Strings{"it is not bad , but it isn't good . no ! never"}, 100);
-  std::vector<std::int64_t> negators = {v.id("not"), v.id("isn't"), v.id("no"), v.id("never")};
-  std::sort(negators.begin(), negators.end());
-  CHECK(negator_ids(v) == negators);
-  std::vector<std::int64_t> ends = {v.id(","), v.id("but"), v.id("."), v.id("!")};
-  std::sort(ends.begin(), ends.end());
-  CHECK(scope_end_ids(v) == ends);
-}
 
 TEST_CASE("truncation: head, tail and head_tail, padded with 0 at the end", "[datasets]") {
   const std::vector<std::int64_t> ids = {11, 12, 13, 14, 15, 16, 17};
@@ -544,7 +524,12 @@ TEST_CASE("locate: nothing found with download off lists every place tried", "[d
   const std::string msg = error_of([&] { locate_imdb(o); });
   INFO(msg);
   CHECK_THAT(msg, Catch::Contains("--data") && Catch::Contains("TAPEGRAD_DATA") && Catch::Contains("--no-download"));
-  CHECK_THAT(msg, Catch::Contains((tmp.path / "shared/data/aclImdb_labeled.tar.gz").string()));
+  CHECK_THAT(msg, Catch::Contains((tmp.path / "shared/data/aclImdb_labeled.tar.gz").string()) &&
+                      Catch::Contains((tmp.path / "mirror/aclImdb").string()));
+  // Without places of the program's, none is looked at.
+  auto no_places = o;
+  no_places.places.clear();
+  CHECK_THAT(error_of([&] { locate_imdb(no_places); }), !Catch::Contains("shared") && !Catch::Contains("mirror"));
   for (const char* name : {"aclImdb", "aclImdb_v1.tar.gz", "aclImdb_labeled.tar.gz"}) {
     CHECK_THAT(msg, Catch::Contains((tmp.path / "work/data" / name).string()));
     CHECK_THAT(msg, Catch::Contains((tmp.path / "cache" / name).string()));
@@ -564,7 +549,7 @@ TEST_CASE("locate: nothing found with download off lists every place tried", "[d
   CHECK_THAT(error_of([&] { locate_imdb(no_cache); }), Catch::Contains("HOME"));
 }
 
-TEST_CASE("locate: --data, TAPEGRAD_DATA, shared, data/, cache, in that order", "[datasets]") {
+TEST_CASE("locate: --data, TAPEGRAD_DATA, the program's places, data/, cache, in that order", "[datasets]") {
   TempDir tmp;
   auto o = isolated_options(tmp.path);
   const fs::path cache = tmp.path / "cache/aclImdb_v1.tar.gz";
@@ -580,10 +565,16 @@ TEST_CASE("locate: --data, TAPEGRAD_DATA, shared, data/, cache, in that order", 
   fs::copy(kSmallFolder / "aclImdb", work_folder, fs::copy_options::recursive);
   CHECK(locate_imdb(o).path == work_folder);
   CHECK(read_imdb(locate_imdb(o).path).test.size() == 6);
+  const fs::path mirror = tmp.path / "mirror/aclImdb";
+  fs::create_directories(mirror.parent_path());
+  fs::copy(kSmallFolder / "aclImdb", mirror, fs::copy_options::recursive);
+  CHECK(locate_imdb(o).path == mirror);
+  CHECK(locate_imdb(o).source == "the mirror");
   const fs::path shared = tmp.path / "shared/data/aclImdb_labeled.tar.gz";
   fs::create_directories(shared.parent_path());
   fs::copy_file(kSmallArchive, shared);
-  CHECK(locate_imdb(o).path == shared);
+  CHECK(locate_imdb(o).path == shared);  // the first place holding the data
+  CHECK(locate_imdb(o).source == "the shared copy");
   o.env_path = kSmallFolder;
   CHECK(locate_imdb(o).path == kSmallFolder);
   CHECK(locate_imdb(o).source == "TAPEGRAD_DATA");
@@ -611,9 +602,9 @@ TEST_CASE("locate: the cache folder follows XDG_CACHE_HOME, else HOME", "[datase
   unsetenv("XDG_CACHE_HOME");
   CHECK(default_cache_dir() == fs::path("/home/someone/.cache/tapegrad"));
   setenv("TAPEGRAD_DATA", "/some/where.tar.gz", 1);
-  const auto o = LocateOptions::from_environment("/repo");
+  const auto o = LocateOptions::from_environment();
   CHECK(o.env_path == fs::path("/some/where.tar.gz"));
-  CHECK(o.repo_root == fs::path("/repo"));
+  CHECK(o.places.empty());  // where else to look is the program's to say
   CHECK(o.cache_dir == fs::path("/home/someone/.cache/tapegrad"));
   CHECK(o.download);
   CHECK(o.url == kImdbUrl);
@@ -927,207 +918,6 @@ TEST_CASE("word dropout: only real tokens become unk, at about the asked rate, r
                     "word_dropout: ids [40, 100] and padding_mask [40, 99] differ in shape");
 }
 
-TEST_CASE("token log-count ratios: binarized naive Bayes, smoothed, with errors named", "[datasets]") {
-  const Strings texts = {"good good film", "good plot", "bad film", "bad bad bad plot"};
-  const auto v = Vocabulary::build(texts, 100);
-  const auto data = EncodedDataset::encode_texts(
-      texts.size(), [&](std::size_t i) -> std::string_view { return texts[i]; },
-      [](std::size_t i) -> std::int64_t { return i < 2 ? 1 : 0; }, {0, 1, 2, 3}, v, 16);
-  const auto r = token_log_count_ratios(data, v.size(), 1.0);
-  REQUIRE(r.size() == v.size());
-  // Per label, each token counted once per example, plus alpha = 1 for each of the 6 ids:
-  // positive counts good 2, film 1, plot 1 (total 4 + 6), negative bad 2, film 1, plot 1 (total 4 + 6).
-  CHECK(r[static_cast<std::size_t>(v.id("good"))] == Approx(std::log(3.0 / 10) - std::log(1.0 / 10)));
-  CHECK(r[static_cast<std::size_t>(v.id("bad"))] == Approx(std::log(1.0 / 10) - std::log(3.0 / 10)));
-  CHECK(r[static_cast<std::size_t>(v.id("film"))] == Approx(0.0).margin(1e-12));
-  // A stronger prior pulls every ratio towards 0.
-  CHECK(token_log_count_ratios(data, v.size(), 10.0)[static_cast<std::size_t>(v.id("good"))] <
-        r[static_cast<std::size_t>(v.id("good"))]);
-  CHECK_THROWS_WITH(token_log_count_ratios(data, v.size(), 0.0), "token_log_count_ratios: alpha 0 must be > 0");
-  CHECK_THROWS_WITH(token_log_count_ratios(data, 3, 1.0),
-                    Catch::Contains("token_log_count_ratios: example 0 holds id") && Catch::Contains("outside [0, 3)"));
-  const auto three = EncodedDataset::encode_texts(
-      1, [&](std::size_t) -> std::string_view { return "good"; }, [](std::size_t) -> std::int64_t { return 2; }, {0}, v,
-      4);
-  CHECK_THROWS_WITH(token_log_count_ratios(three, v.size()),
-                    "token_log_count_ratios: example 0 has label 2, not 0 or 1");
-}
-
-namespace {
-// One text per row of a batch, tokenized with v, padded to cols.
-std::pair<xt::xarray<std::int64_t>, xt::xarray<bool>> rows_of(const Vocabulary& v, const Strings& texts,
-                                                              std::size_t cols) {
-  xt::xarray<std::int64_t> ids = xt::zeros<std::int64_t>({texts.size(), cols});
-  xt::xarray<bool> pad = xt::ones<bool>({texts.size(), cols});
-  for (std::size_t r = 0; r < texts.size(); ++r) {
-    const auto encoded = v.encode(texts[r]);
-    for (std::size_t c = 0; c < encoded.size() && c < cols; ++c) {
-      ids(r, c) = encoded[c];
-      pad(r, c) = false;
-    }
-  }
-  return {ids, pad};
-}
-
-std::string row_text(const Vocabulary& v, const xt::xarray<std::int64_t>& ids, const xt::xarray<bool>& pad,
-                     std::size_t r) {
-  std::string text;
-  for (std::size_t c = 0; c < ids.shape(1) && !pad(r, c); ++c) text += (text.empty() ? "" : " ") + v.token(ids(r, c));
-  return text;
-}
-}  // namespace
-
-TEST_CASE("clause negation: a polar clause as written or negated with its label flipped, nothing else", "[datasets]") {
-  const Strings texts = {
-      "the acting was superb .",                                          // 0: qualifies (label 1)
-      "i thought the film would be awful",                                // 1: "be" takes "not" before it (label 0)
-      "the acting was superb .",                                          // 2: label 0: polarity disagrees
-      "the acting was not superb , never .",                              // 3: already negated
-      "the acting was superb and the plot awful .",                       // 4: a second polar word
-      "it was awful , but the acting was truly a superb thing to see !",  // 5: the second clause only
-      "the acting was so very truly superb .",                            // 6: three modifiers
-      "one two three four five six seven the acting was superb a b c d e f g h i .",  // 7: cut
-      "i would recommend it to anyone !"};                                            // 8: an auxiliary
-  const auto v = Vocabulary::build(texts, 100);
-  std::vector<double> polarity(v.size(), 0.1);
-  polarity[static_cast<std::size_t>(v.id("superb"))] = 2.0;
-  polarity[static_cast<std::size_t>(v.id("awful"))] = -2.0;
-  polarity[static_cast<std::size_t>(v.id("recommend"))] = 2.0;
-  const ClauseNegation negation(v, polarity, {1.0, 1.0});
-  auto [ids, pad] = rows_of(v, texts, 24);
-  const xt::xarray<std::int64_t> labels = {1, 0, 0, 1, 1, 1, 1, 1, 1};
-
-  // Over many steps each qualifying row comes out as written or negated, about half and half.
-  std::map<std::pair<std::string, std::int64_t>, int> seen[9];
-  for (std::uint64_t step = 0; step < 200; ++step) {
-    auto i = ids;
-    auto p = pad;
-    auto l = labels;
-    const std::size_t rewritten = negation.apply(i, p, l, Vocabulary::pad_id, 5, step);
-    CHECK(rewritten == 5);
-    for (std::size_t r = 0; r < texts.size(); ++r) ++seen[r][{row_text(v, i, p, r), l(r)}];
-  }
-  using Seen = std::map<std::pair<std::string, std::int64_t>, int>;
-  const auto outcomes = [](const Seen& s) {
-    std::set<std::pair<std::string, std::int64_t>> keys;
-    for (const auto& [key, count] : s) keys.insert(key);
-    return keys;
-  };
-  using Outcomes = std::set<std::pair<std::string, std::int64_t>>;
-  CHECK(outcomes(seen[0]) == Outcomes{{"the acting was superb .", 1},
-                                      {"the acting was not superb .", 0},
-                                      {"the acting was never superb .", 0}});
-  CHECK(seen[0][{"the acting was superb .", 1}] > 70);
-  CHECK(seen[0][{"the acting was superb .", 1}] < 130);
-  CHECK(seen[0][{"the acting was never superb .", 0}] > 10);
-  CHECK(seen[0][{"the acting was never superb .", 0}] < seen[0][{"the acting was not superb .", 0}]);
-  CHECK(outcomes(seen[1]) == Outcomes{{"i thought the film would be awful", 0},
-                                      {"i thought the film would not be awful", 1},
-                                      {"i thought the film would never be awful", 1}});
-  for (std::size_t r : {2, 3, 4, 6}) {
-    CHECK(outcomes(seen[r]) == Outcomes{{texts[r], labels(r)}});
-  }
-  CHECK(outcomes(seen[5]) == Outcomes{{"the acting was truly a superb thing to see !", 1},
-                                      {"the acting was not truly a superb thing to see !", 0},
-                                      {"the acting was never truly a superb thing to see !", 0}});
-  // Five tokens before the copula, six after the polar word, no closing "." when cut before it.
-  CHECK(outcomes(seen[7]) == Outcomes{{"five six seven the acting was superb a b c d e f", 1},
-                                      {"five six seven the acting was not superb a b c d e f", 0},
-                                      {"five six seven the acting was never superb a b c d e f", 0}});
-  CHECK(outcomes(seen[8]) == Outcomes{{"i would recommend it to anyone !", 1},
-                                      {"i would not recommend it to anyone !", 0},
-                                      {"i would never recommend it to anyone !", 0}});
-
-  // Reproducible by (seed, step); p = 0 changes nothing.
-  auto a = ids, b = ids;
-  auto pa = pad, pb = pad;
-  auto la = labels, lb = labels;
-  negation.apply(a, pa, la, Vocabulary::pad_id, 5, 9);
-  negation.apply(b, pb, lb, Vocabulary::pad_id, 5, 9);
-  CHECK(bool(a == b));
-  CHECK(bool(la == lb));
-  auto untouched = ids;
-  auto untouched_pad = pad;
-  auto untouched_labels = labels;
-  CHECK(ClauseNegation(v, polarity, {0.0, 1.0}).apply(untouched, untouched_pad, untouched_labels, 0, 5, 9) == 0);
-  CHECK(bool(untouched == ids));
-  CHECK(bool(untouched_labels == labels));
-  // A negated row that would not fit its batch's width is left alone.
-  auto [narrow, narrow_pad] = rows_of(v, {"the acting was superb"}, 4);
-  xt::xarray<std::int64_t> one = {1};
-  for (std::uint64_t step = 0; step < 20; ++step) {
-    auto n = narrow;
-    auto np = narrow_pad;
-    auto l = one;
-    negation.apply(n, np, l, 0, 5, step);
-    CHECK(row_text(v, n, np, 0) == "the acting was superb");
-    CHECK(l(0) == 1);
-  }
-
-  CHECK_THROWS_WITH(ClauseNegation(v, {0.5}, {0.5, 1.0}),
-                    Catch::Contains("ClauseNegation: 1 polarities for a vocabulary of"));
-  CHECK_THROWS_WITH(ClauseNegation(v, polarity, {1.5, 1.0}), "ClauseNegation: p must be in [0, 1], got 1.5");
-  CHECK_THROWS_WITH(ClauseNegation(v, polarity, {0.5, 0.0}), "ClauseNegation: polarity_margin must be > 0, got 0");
-  const auto no_not = Vocabulary::build(Strings{"the acting was superb"}, 100);
-  CHECK_THROWS_WITH(ClauseNegation(no_not, std::vector<double>(no_not.size()), {0.5, 1.0}),
-                    "ClauseNegation: the vocabulary has no \"not\"");
-  xt::xarray<std::int64_t> wrong_labels = {1, 0};
-  CHECK_THROWS_WITH(negation.apply(a, pa, wrong_labels, 0, 5, 9),
-                    "ClauseNegation::apply: ids [9, 24] and padding_mask [9, 24] must share one [B, L] shape, "
-                    "labels [2] must be [B]");
-}
-
-TEST_CASE("clause negation: the subject negated, where the clause has one and the vocabulary the words", "[datasets]") {
-  const Strings texts = {"the acting was superb .", "it was awful !", "and this lead actor is superb", "i was superb",
-                         "the words no none of nothing about not never"};
-  const auto v = Vocabulary::build(texts, 100);
-  std::vector<double> polarity(v.size(), 0.1);
-  polarity[static_cast<std::size_t>(v.id("superb"))] = 2.0;
-  polarity[static_cast<std::size_t>(v.id("awful"))] = -2.0;
-  const ClauseNegation negation(v, polarity, {1.0, 1.0});
-  auto [ids, pad] = rows_of(v, {texts[0], texts[1], texts[2], texts[3]}, 12);
-  const xt::xarray<std::int64_t> labels = {1, 0, 1, 1};
-  std::map<std::pair<std::string, std::int64_t>, int> seen[4];
-  for (std::uint64_t step = 0; step < 400; ++step) {
-    auto i = ids;
-    auto p = pad;
-    auto l = labels;
-    CHECK(negation.apply(i, p, l, Vocabulary::pad_id, 7, step) == 4);
-    for (std::size_t r = 0; r < 4; ++r) ++seen[r][{row_text(v, i, p, r), l(r)}];
-  }
-  using Key = std::pair<std::string, std::int64_t>;
-  const auto keys = [](const std::map<Key, int>& s) {
-    std::set<Key> out;
-    for (const auto& kv : s) out.insert(kv.first);
-    return out;
-  };
-  CHECK(keys(seen[0]) == std::set<Key>{{"the acting was superb .", 1},
-                                       {"the acting was not superb .", 0},
-                                       {"the acting was never superb .", 0},
-                                       {"no acting was superb .", 0},
-                                       {"none of the acting was superb .", 0}});
-  // About a quarter of the negations negate the subject, split between "no" and "none of the".
-  const int subject = seen[0][{"no acting was superb .", 0}] + seen[0][{"none of the acting was superb .", 0}];
-  CHECK(subject > 25);
-  CHECK(subject < 75);
-  CHECK(seen[0][{"no acting was superb .", 0}] > 5);
-  CHECK(seen[0][{"none of the acting was superb .", 0}] > 5);
-  CHECK(keys(seen[1]) == std::set<Key>{{"it was awful !", 0},
-                                       {"it was not awful !", 1},
-                                       {"it was never awful !", 1},
-                                       {"nothing about it was awful !", 1}});
-  // "this" three words before the copula; the words before the clause's piece stay.
-  CHECK(keys(seen[2]) == std::set<Key>{{"and this lead actor is superb", 1},
-                                       {"and this lead actor is not superb", 0},
-                                       {"and this lead actor is never superb", 0},
-                                       {"and no lead actor is superb", 0},
-                                       {"and none of the lead actor is superb", 0}});
-  // No subject to negate: the verb only.
-  CHECK(keys(seen[3]) == std::set<Key>{{"i was superb", 1}, {"i was not superb", 0}, {"i was never superb", 0}});
-}
-
-// ---- the real data ----
-
 TEST_CASE("the real IMDb archive reads whole and fast", "[datasets]") {
   // Next to the repository as in CI; a worktree elsewhere can point TAPEGRAD_DATA at the archive.
   fs::path real = (kRepoRoot / ".." / "shared" / "data" / "aclImdb_labeled.tar.gz").lexically_normal();
@@ -1166,38 +956,4 @@ TEST_CASE("the real IMDb archive reads whole and fast", "[datasets]") {
   WARN("real IMDb: read " << read_s << " s; vocabulary + encoding of 47,500 reviews " << encode_s << " s");
   CHECK(read_s < 10.0);
   CHECK(encode_s < 20.0);
-}
-
-TEST_CASE("contrast pairs: the committed sets read, and every malformed file names its line", "[datasets][contrast]") {
-  const auto pairs = read_contrast_pairs(kRepoRoot / "examples/imdb/contrast_pairs.tsv");
-  CHECK(pairs.size() >= 50);
-  CHECK(pairs.front().positive == "Not bad at all, actually quite good.");
-  CHECK(pairs.front().negative == "Not good at all, actually quite bad.");
-  // The development pairs, on which settings are chosen, share no review with the test pairs.
-  const auto dev = read_contrast_pairs(kRepoRoot / "examples/imdb/contrast_pairs_dev.tsv");
-  CHECK(dev.size() == 50);
-  std::set<std::string> test_texts;
-  for (const auto& p : pairs) test_texts.insert({p.positive, p.negative});
-  for (const auto& p : dev) {
-    CHECK(test_texts.count(p.positive) == 0);
-    CHECK(test_texts.count(p.negative) == 0);
-  }
-  TempDir dir;
-  const auto write = [&](const std::string& body) {
-    const auto path = dir.path / "pairs.tsv";
-    std::ofstream(path) << body;
-    return path;
-  };
-  CHECK_THROWS_WITH(read_contrast_pairs(write("id\tlabel\ttext\n")), Catch::Contains(":1: expected the header line"));
-  CHECK_THROWS_WITH(read_contrast_pairs(write("pair\tlabel\ttext\n1\t1\tgood\n1\t2\tbad\n")),
-                    Catch::Contains(":3: label must be 0 or 1, got '2'"));
-  CHECK_THROWS_WITH(read_contrast_pairs(write("pair\tlabel\ttext\n1\t1\tgood\n1\t1\tfine\n")),
-                    Catch::Contains(":3: pair 1 has a second review labelled 1"));
-  CHECK_THROWS_WITH(read_contrast_pairs(write("pair\tlabel\ttext\n1\t1\tgood\n")),
-                    Catch::Contains("pair 1 lacks its negative review"));
-  CHECK_THROWS_WITH(read_contrast_pairs(write("pair\tlabel\ttext\n1\t1\n")),
-                    Catch::Contains(":2: expected 3 tab-separated columns, got 2"));
-  CHECK_THROWS_WITH(read_contrast_pairs(dir.path / "missing.tsv"), Catch::Contains("cannot open"));
-  CHECK(contrast_pair_accuracy({0.9, 0.9, 0.2}, {0.1, 0.6, 0.1}) == Approx(1.0 / 3));
-  CHECK_THROWS_WITH(contrast_pair_accuracy({0.9}, {}), Catch::Contains("1 positive but 0 negative"));
 }

@@ -22,18 +22,23 @@
 #include "examples/imdb/data.hpp"
 #include "examples/imdb/evaluate.hpp"
 #include "examples/imdb/explain.hpp"
+#include "examples/imdb/features/log_count_ratio.hpp"
+#include "examples/imdb/features/negation.hpp"
+#include "examples/imdb/features/negation_scope.hpp"
 #include "examples/imdb/html.hpp"
 #include "examples/imdb/html_explain.hpp"
 #include "examples/imdb/html_report.hpp"
+#include "examples/imdb/length_temperature.hpp"
+#include "examples/imdb/logit_weights.hpp"
 #include "examples/imdb/model.hpp"
 #include "examples/imdb/train.hpp"
 #include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/datasets/text/batching.hpp"
-#include "tapegrad/datasets/text/negation.hpp"
 #include "tapegrad/datasets/text/tokenizer.hpp"
 #include "tapegrad/io/safetensors.hpp"
-#include "tapegrad/nn/hashed_ngram_embedding.hpp"
+#include "tapegrad/nn/ngram_hash.hpp"
 #include "tapegrad/train/calibration.hpp"
+#include "tapegrad/train/model_file.hpp"
 #include "tapegrad/train/progress.hpp"
 #include "tests/examples/cli_harness.hpp"
 #include "tests/helpers.hpp"
@@ -264,7 +269,7 @@ TEST_CASE("train_imdb trains a tiny model on the fixture and predict agrees with
   // the summary and the metrics report the test set's expected calibration error over 15 bins and the
   // contrast pairs.
   const auto valid = imdb::evaluate(*run.model, splits.valid, 2);
-  const auto fitted = tapegrad::train::fit_length_temperature(valid.logits, valid.labels, valid.lengths);
+  const auto fitted = imdb::fit_length_temperature(valid.logits, valid.labels, valid.lengths);
   CHECK(run.temperature.a == Approx(fitted.a).epsilon(1e-9));
   CHECK(run.temperature.b == Approx(fitted.b).epsilon(1e-9).margin(1e-12));
   CHECK(run.temperature.shortest == fitted.shortest);
@@ -351,8 +356,7 @@ TEST_CASE("train_imdb trains a tiny model on the fixture and predict agrees with
   const CliResult by_length = run_in_process({"evaluate", "--run", tmp.path.string(), "--split", "valid", "--data",
                                               kFixture.string(), "--no-download", "--by-length"});
   CHECK(by_length.code == 0);
-  const auto one =
-      tapegrad::train::LengthTemperature::constant(tapegrad::train::fit_temperature(valid.logits, valid.labels));
+  const auto one = imdb::LengthTemperature::constant(tapegrad::train::fit_temperature(valid.logits, valid.labels));
   CHECK(by_length.out.find(fmt::format("valid by length: one temperature fitted on this split ({}) / the run's ({}):",
                                        imdb::describe(one), imdb::describe(run.temperature))) != std::string::npos);
   CHECK(by_length.out.find(
@@ -383,6 +387,22 @@ TEST_CASE("train_imdb trains a tiny model on the fixture and predict agrees with
   CHECK_FALSE(fs::exists(tmp.path / "last.ckpt.safetensors"));
 }
 
+TEST_CASE("train_imdb: a model file of the encoder classifier's names alone is refused in one sentence", "[imdb]") {
+  TempDir tmp;
+  std::ostringstream out, log;
+  imdb::train(tiny_config(tmp.path, 1), out, log, false);
+  const imdb::LoadedRun run = imdb::load_run(tmp.path);
+  // The same tensors with the encoder classifier's own names, "embedding.weight" for "deep.embedding.weight".
+  tapegrad::StateDict<float> renamed;
+  for (const auto& [name, tensor] : run.model->state_dict())
+    renamed.emplace(name.rfind("deep.", 0) == 0 ? name.substr(5) : name, tensor);
+  REQUIRE(renamed.count("embedding.weight") == 1);
+  tapegrad::train::save_model(tmp.path / "model.safetensors", renamed);
+  CHECK_THROWS_WITH(imdb::load_run(tmp.path),
+                    Catch::Contains("model.safetensors: the model's tensors are named without the \"deep.\"") &&
+                        Catch::Contains("train the run again"));
+}
+
 TEST_CASE("train_imdb --ngram-buckets: the hashed n-gram table is trained, saved and used by predict", "[imdb]") {
   TempDir tmp;
   imdb::Config config = tiny_config(tmp.path, 2);
@@ -395,12 +415,12 @@ TEST_CASE("train_imdb --ngram-buckets: the hashed n-gram table is trained, saved
   // The saved model holds the table (load_model checks every name and shape against the model), trained:
   // its rows moved from their initialization, except row 0 ("no n-gram"), which stays zero.
   imdb::LoadedRun run = imdb::load_run(tmp.path);
-  REQUIRE(run.model->ngrams != nullptr);
-  const xt::xarray<float> table = run.model->ngrams->weight.data();
+  REQUIRE(run.model->deep->ngrams != nullptr);
+  const xt::xarray<float> table = run.model->deep->ngrams->weight.data();
   CHECK(table.shape(0) == 97);
   CHECK(table.shape(1) == 8);
   const auto fresh = imdb::make_model(config, run.vocab);
-  CHECK(xt::amax(xt::abs(table - fresh->ngrams->weight.data()))() > 1e-4);
+  CHECK(xt::amax(xt::abs(table - fresh->deep->ngrams->weight.data()))() > 1e-4);
   CHECK(xt::amax(xt::abs(xt::view(table, 0, xt::all())))() == 0.0f);
 
   // The same text scores the same in and out of process.
@@ -428,13 +448,13 @@ TEST_CASE("train_imdb --wide-buckets --wide-nb: NB-scaled n-gram part, weights f
   // The saved scale is naive Bayes' log-count ratio over the training reviews, and the table trained.
   const imdb::RawData raw = imdb::read_data(kFixture.string(), true);
   const auto splits = imdb::encode_splits(raw, imdb::split_of(raw, run.config), run.vocab, run.config);
-  tapegrad::nn::NgramLogCountRatio counts(101, 2);
+  imdb::features::NgramLogCountRatio counts(101, 2);
   std::vector<std::size_t> all(splits.train.size());
   std::iota(all.begin(), all.end(), std::size_t{0});
   const auto train_batch = tapegrad::datasets::collate(splits.train, all);
   // The default --wide-negation: the bag and its ratios read the ids with negation scopes marked.
   REQUIRE_FALSE(run.model->wide->negation.empty());
-  CHECK(run.model->wide->negation.negators() == tapegrad::datasets::negator_ids(run.vocab));
+  CHECK(run.model->wide->negation.negators() == imdb::features::negator_ids(run.vocab));
   const auto marked = run.model->wide->negation.mark(train_batch.ids, train_batch.padding_mask);
   CHECK(xt::any(marked < 0));
   counts.add(marked, train_batch.padding_mask, train_batch.labels);
@@ -454,7 +474,7 @@ TEST_CASE("train_imdb --wide-buckets --wide-nb: NB-scaled n-gram part, weights f
   const imdb::EvalResult valid = imdb::evaluate(*run.model, splits.valid, 2);
   const auto weights = imdb::fit_part_weights(valid, true);
   REQUIRE(weights);
-  const auto mixture_nll = [&](double encoder, const tapegrad::train::LengthTemperature& wide) {
+  const auto mixture_nll = [&](double encoder, const imdb::LengthTemperature& wide) {
     double total = 0;
     for (std::size_t i = 0; i < valid.count; ++i) {
       const double w = wide.inverse(valid.lengths[i]);
@@ -465,9 +485,9 @@ TEST_CASE("train_imdb --wide-buckets --wide-nb: NB-scaled n-gram part, weights f
     }
     return total / static_cast<double>(valid.count);
   };
-  const double encoder_alone = tapegrad::train::fit_logit_weights({valid.encoder_logits}, valid.labels).at(0);
-  const auto wide_alone = tapegrad::train::fit_length_temperature(valid.wide_logits, valid.labels, valid.lengths);
-  const tapegrad::train::LengthTemperature no_wide{0.0, 0.0, 1.0, 1.0};
+  const double encoder_alone = imdb::fit_logit_weights({valid.encoder_logits}, valid.labels).at(0);
+  const auto wide_alone = imdb::fit_length_temperature(valid.wide_logits, valid.labels, valid.lengths);
+  const imdb::LengthTemperature no_wide{0.0, 0.0, 1.0, 1.0};
   const double mixture = mixture_nll(weights->encoder, weights->wide);
   // Up to 1e-6 nats: the encoder alone separates the two reviews too, and the fits stop at the edge of
   // their range with NLLs of 1e-15 to 1e-9 (the plain sum's is 0.66, the wide part's alone 0.72).
@@ -490,9 +510,9 @@ TEST_CASE("train_imdb --wide-buckets --wide-nb: NB-scaled n-gram part, weights f
   }
   // (The tiny validation set is nearly separable, where the NLL is flat and the fit stops early: compare
   // the NLL, not the coefficients.)
-  const auto fitted = tapegrad::train::fit_length_temperature(valid.logits, valid.labels, valid.lengths);
-  const auto valid_nll = [&](const tapegrad::train::LengthTemperature& t) {
-    const auto p = tapegrad::train::softmax_with_temperature(valid.logits, t, valid.lengths);
+  const auto fitted = imdb::fit_length_temperature(valid.logits, valid.labels, valid.lengths);
+  const auto valid_nll = [&](const imdb::LengthTemperature& t) {
+    const auto p = imdb::softmax_with_temperature(valid.logits, t, valid.lengths);
     double total = 0;
     for (std::size_t i = 0; i < valid.count; ++i) total -= std::log(p(i, static_cast<std::size_t>(valid.labels[i])));
     return total / static_cast<double>(valid.count);
@@ -710,7 +730,9 @@ TEST_CASE("explain: saliency is the derivative of the logit along each token's o
     o.dim_feedforward = 12;
     o.pooling = pooling;
     tapegrad::Generator gen(11);
-    tapegrad::models::TransformerClassifier<double> model(o, gen);
+    imdb::WideAndDeepOptions options;  // the encoder classifier alone
+    options.deep = o;
+    imdb::WideAndDeep<double> model(options, gen);
     model.train();
     // Distinct ids, so scaling a token's row of the table scales that token's embedding only.
     const std::vector<std::int64_t> ids = {3, 7, 2, 9, 5, 13};
@@ -730,7 +752,7 @@ TEST_CASE("explain: saliency is the derivative of the logit along each token's o
         }
 
     const auto logit = [&](std::size_t token, double eps) {
-      auto& weight = model.embedding->weight.mutable_data();
+      auto& weight = model.deep->embedding->weight.mutable_data();
       const auto row = static_cast<std::size_t>(ids[token]);
       std::vector<double> saved(weight.data() + row * o.d_model, weight.data() + (row + 1) * o.d_model);
       for (std::size_t k = 0; k < o.d_model; ++k) weight(row, k) = saved[k] * (1.0 + eps);
@@ -785,7 +807,7 @@ TEST_CASE("explain and report: pages of a tiny run, with every text escaped", "[
     const auto buckets = tapegrad::nn::document_ngram_buckets(marked, none, 97, 3);
     // and each negated word once more, as itself times the negation factor (on by default)
     REQUIRE(run.model->wide->negation_factor.defined());
-    const auto negated_words = tapegrad::nn::negated_word_buckets(marked, none, 97);
+    const auto negated_words = imdb::features::negated_word_buckets(marked, none, 97);
     CHECK(e.ngrams.size() ==
           static_cast<std::size_t>(xt::sum(xt::not_equal(buckets, 0))() + xt::sum(xt::not_equal(negated_words, 0))()));
   }
@@ -794,8 +816,8 @@ TEST_CASE("explain and report: pages of a tiny run, with every text escaped", "[
   CHECK(page.find("id=\"ngrams-up\"") != std::string::npos);
   // A word in a negation's scope reads NOT_word, with a negator and a scope end of the fixture's
   // 50-word vocabulary.
-  const auto negators = tapegrad::datasets::negator_ids(run.vocab);
-  const auto ends = tapegrad::datasets::scope_end_ids(run.vocab);
+  const auto negators = imdb::features::negator_ids(run.vocab);
+  const auto ends = imdb::features::scope_end_ids(run.vocab);
   REQUIRE_FALSE(negators.empty());
   REQUIRE_FALSE(ends.empty());
   const std::string negator = run.vocab.token(negators.front());
@@ -861,7 +883,7 @@ TEST_CASE("explain and report: pages of a tiny run, with every text escaped", "[
   imdb::train(with_learned, out, log, false);
   const std::string learned_report = imdb::report_html(learned.path);
   CHECK(learned_report.find("Learned positional embedding (from model.safetensors)") != std::string::npos);
-  const auto table = imdb::load_run(learned.path).model->learned->weight.data();
+  const auto table = imdb::load_run(learned.path).model->deep->learned->weight.data();
   CHECK(learned_report.find(fmt::format("\"values\":[{},", imdb::html::round_significant(table(0, 0), 3))) !=
         std::string::npos);
 }

@@ -405,16 +405,17 @@ TEST_CASE("load_pretrained_encoder: exactly the pretrained values, a fresh head,
   CHECK(loaded.size() == compared);
   CHECK(bool(classifier.classifier->weight.data() == head_before));
 
-  // A classifier with hashed n-gram embeddings and a wide part loads the same tensors; its n-gram tables
-  // stay fresh.
+  // A classifier with hashed n-gram embeddings (narrower rows, projected) loads the same tensors; its
+  // n-gram table and projection stay fresh.
   TransformerClassifierOptions with_ngrams = o;
   with_ngrams.ngram_buckets = 31;
-  with_ngrams.wide_buckets = 17;
+  with_ngrams.ngram_dim = 2;
   TransformerClassifier<float> ngram_classifier(with_ngrams, gen);
   const xt::xarray<float> ngrams_before = ngram_classifier.ngrams->weight.data();
+  const xt::xarray<float> proj_before = ngram_classifier.ngram_proj->weight.data();
   CHECK(load_pretrained_encoder(ngram_classifier, io::safetensors::File(tmp.file("mlm.safetensors"))) == loaded);
   CHECK(bool(ngram_classifier.ngrams->weight.data() == ngrams_before));
-  CHECK(xt::all(xt::equal(ngram_classifier.wide->weight.data(), 0.0f)));
+  CHECK(bool(ngram_classifier.ngram_proj->weight.data() == proj_before));
   CHECK(bool(ngram_classifier.embedding->weight.data() == pretrained.at("embedding.weight").data()));
 
   // Wider, post-LN vs pre-LN, sinusoidal vs learned: each difference is named, nothing changes.

@@ -495,7 +495,7 @@ TEST_CASE("EmbeddingBag: sums and means of bags as torch's, padding left out", "
   CHECK(sum.to_string() == "EmbeddingBag(4, 3, mode=sum)");
   sum.weight.mutable_data() = bag.weight.data();
   // torch: s(ids, per_sample_weights=psw) with padding_idx unset, so id 0 adds its (zero) row.
-  const xt::xarray<double> psw = {{0.5, 2, 1}, {1, 1, 1}, {-1, 0, 3}};
+  const TD psw(xt::xarray<double>{{0.5, 2, 1}, {1, 1, 1}, {-1, 0, 3}});
   CHECK(sum(ids, psw).data() == xt::xarray<double>{{-1.5, 2, 5.5}, {0, 0, 0}, {-1, 8, 8}});
   CHECK(sum(ids).data() == embedding_bag_sum(sum.weight, ids).data());
   CHECK_THROWS_WITH(bag(ids, psw), Catch::Contains("mode Sum"));
@@ -505,6 +505,9 @@ TEST_CASE("EmbeddingBag: sums and means of bags as torch's, padding left out", "
   CHECK(bag(xt::xarray<std::int64_t>{3, 1}).shape() == Shape{3});
   check_gradcheck([&](const std::vector<TD>& in) { return bag.forward(ids) * in.back(); },
                   with_params(bag, {rand_input({3, 3}, 2)}));
+  // per_sample_weights that require grad get theirs, beside the table's.
+  check_gradcheck([&](const std::vector<TD>& in) { return sum.forward(ids, in.back()); },
+                  with_params(sum, {rand_input({3, 3}, 3)}));
 }
 
 TEST_CASE("RMSNorm: weight of ones, torch 2.4's repr, eps None, state_dict round trip and gradcheck", "[nn]") {
@@ -567,7 +570,7 @@ TEST_CASE("EmbeddingBag: the offsets form, include_last_offset and mode max, as 
   y.backward(xt::xarray<double>{{1, 2}, {3, 4}, {5, 6}, {7, 8}});
   CHECK(bag.weight.grad() == xt::xarray<double>{{0, 0}, {6, 2}, {0, 0}, {0, 6}, {7, 8}});
   CHECK_THROWS_WITH(bag(input, xt::xarray<std::int64_t>{0, 2}), Catch::Contains("length 7, got 2"));
-  CHECK_THROWS_WITH(bag(input, xt::xarray<std::int64_t>{0, 7}, xt::xarray<double>(xt::ones<double>({7}))),
+  CHECK_THROWS_WITH(bag(input, xt::xarray<std::int64_t>{0, 7}, TD::ones({7})),
                     Catch::Contains("mode Sum") && Catch::Contains("got mode max"));
   // The fixed-length form in mode max too.
   CHECK(bag(xt::xarray<std::int64_t>{{1, 3}, {0, 0}}).data() == xt::xarray<double>{{1, 4}, {0, 0}});
@@ -575,7 +578,7 @@ TEST_CASE("EmbeddingBag: the offsets form, include_last_offset and mode max, as 
   EmbeddingBag<double> sum(5, 2, gen, EmbeddingBagMode::Sum);
   sum.load_state_dict(bag.state_dict());  // the state_dict is the weight alone, as torch's
   CHECK(sum.weight.data() == bag.weight.data());
-  const xt::xarray<double> psw = {1, 2, 3, 4, 5, 6, 7};
+  const TD psw(xt::xarray<double>{1, 2, 3, 4, 5, 6, 7});
   CHECK(
       sum(input, xt::xarray<std::int64_t>{0, 3}, psw).data() ==
       embedding_bag(sum.weight, input, xt::xarray<std::int64_t>{0, 3}, EmbeddingBagMode::Sum, std::nullopt, false, psw)

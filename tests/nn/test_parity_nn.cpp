@@ -240,6 +240,17 @@ std::vector<std::pair<std::string, ModuleCase<T>>> cases() {
       whole_model(entry<T, models::Llama<T>>(
           "llama_untied",
           [](Generator& gen) { return std::make_shared<models::Llama<T>>(llama_options(1, false), gen); }, llama_ids)),
+      // weighted_bag_cases() of the script: per_sample_weights, with their gradient.
+      entry<T, Bag>("embedding_bag_offsets_sum_weighted", bag(EmbeddingBagMode::Sum, 2, false),
+                    [](const Bag& m, const Inputs<T>& in) {
+                      return Outputs<T>{m.forward(in.ids("input"), in.ids("offsets"), in.in("per_sample_weights")), {}};
+                    }),
+      entry<T, Bag>(
+          "embedding_bag_2d_sum_weighted",
+          [](Generator& gen) { return std::make_shared<Bag>(6, 3, gen, EmbeddingBagMode::Sum); },
+          [](const Bag& m, const Inputs<T>& in) {
+            return Outputs<T>{m.forward(in.ids("input"), in.in("per_sample_weights")), {}};
+          }),
   };
 }
 

@@ -406,15 +406,7 @@ TEST_CASE("MetricsLog on --resume replaces the log atomically instead of truncat
   CHECK(train::read_metrics(path).size() == 5);
 }
 
-TEST_CASE("write_file_atomically and exit codes", "[train]") {
-  TempDir tmp;
-  const fs::path path = tmp.path / "a.json";
-  train::write_file_atomically(path, "first");
-  train::write_file_atomically(path, "second");
-  CHECK(read_bytes(path) == "second");
-  CHECK_THROWS_WITH(train::write_file_atomically(tmp.path / "missing" / "b.json", "x"),
-                    Catch::StartsWith((tmp.path / "missing" / "b.json").string() + ": cannot"));
-
+TEST_CASE("exit codes", "[train]") {
   std::ostringstream err;
   CHECK(train::exit_code_of("prog", err, [] { return 0; }) == 0);
   CHECK(train::exit_code_of("prog", err, []() -> int { throw train::UsageError("--lr -1 must be positive"); }) ==

@@ -1,4 +1,4 @@
-#include "tapegrad/datasets/text/clause_negation.hpp"
+#include "examples/imdb/features/clause_negation.hpp"
 
 #include <fmt/format.h>
 
@@ -8,43 +8,16 @@
 #include <stdexcept>
 #include <string_view>
 
+#include "examples/imdb/features/negation.hpp"
 #include "tapegrad/autograd/generator.hpp"
 #include "tapegrad/autograd/shape.hpp"
-#include "tapegrad/datasets/text/negation.hpp"
 
-namespace tapegrad::datasets {
+namespace imdb::features {
 
-std::vector<double> token_log_count_ratios(const EncodedDataset& data, std::size_t vocab_size, double alpha) {
-  if (!(alpha > 0.0)) throw std::invalid_argument(fmt::format("token_log_count_ratios: alpha {} must be > 0", alpha));
-  std::vector<double> count[2] = {std::vector<double>(vocab_size, 0.0), std::vector<double>(vocab_size, 0.0)};
-  std::vector<std::size_t> last_seen(vocab_size, data.size());  // binarized: once per example
-  for (std::size_t i = 0; i < data.size(); ++i) {
-    const std::int64_t label = data.label(i);
-    if (label != 0 && label != 1) {
-      throw std::invalid_argument(fmt::format("token_log_count_ratios: example {} has label {}, not 0 or 1", i, label));
-    }
-    const std::int64_t* ids = data.ids(i);
-    for (std::size_t t = 0; t < data.length(i); ++t) {
-      if (ids[t] < 0 || static_cast<std::size_t>(ids[t]) >= vocab_size) {
-        throw std::invalid_argument(
-            fmt::format("token_log_count_ratios: example {} holds id {}, outside [0, {})", i, ids[t], vocab_size));
-      }
-      const auto id = static_cast<std::size_t>(ids[t]);
-      if (last_seen[id] == i) continue;
-      last_seen[id] = i;
-      count[label][id] += 1.0;
-    }
-  }
-  double total[2] = {0.0, 0.0};
-  for (int c = 0; c < 2; ++c) {
-    for (double& n : count[c]) total[c] += (n += alpha);
-  }
-  std::vector<double> ratio(vocab_size);
-  for (std::size_t id = 0; id < vocab_size; ++id) {
-    ratio[id] = std::log(count[1][id] / total[1]) - std::log(count[0][id] / total[0]);
-  }
-  return ratio;
-}
+using tapegrad::format_shape;
+using tapegrad::Generator;
+using tapegrad::shape_of;
+using tapegrad::datasets::Vocabulary;
 
 namespace {
 // "is", "are", "was", "were", "am" and the auxiliaries take the negation after them ("would not
@@ -242,4 +215,4 @@ std::size_t ClauseNegation::apply(xt::xarray<std::int64_t>& ids, xt::xarray<bool
   return rewritten;
 }
 
-}  // namespace tapegrad::datasets
+}  // namespace imdb::features

@@ -1,9 +1,11 @@
-#include "tapegrad/datasets/text/negation.hpp"
+#include "examples/imdb/features/negation.hpp"
 
 #include <algorithm>
 #include <array>
 
-namespace tapegrad::datasets {
+namespace imdb::features {
+
+using tapegrad::datasets::Vocabulary;
 
 namespace {
 constexpr std::array<std::string_view, 28> kNegators = {
@@ -40,4 +42,4 @@ std::vector<std::int64_t> scope_end_ids(const Vocabulary& vocab) {
   return ids_where(vocab, [](std::string_view t) { return ends_negation_scope(t); });
 }
 
-}  // namespace tapegrad::datasets
+}  // namespace imdb::features

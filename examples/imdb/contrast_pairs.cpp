@@ -1,4 +1,4 @@
-#include "tapegrad/datasets/imdb/contrast_pairs.hpp"
+#include "examples/imdb/contrast_pairs.hpp"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 #include <map>
 #include <stdexcept>
 
-namespace tapegrad::datasets {
+namespace imdb {
 
 namespace {
 
@@ -77,4 +77,4 @@ double contrast_pair_accuracy(const std::vector<double>& p_positive_of_positive,
   return double(both) / double(p_positive_of_positive.size());
 }
 
-}  // namespace tapegrad::datasets
+}  // namespace imdb

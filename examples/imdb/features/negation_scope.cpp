@@ -1,4 +1,4 @@
-#include "tapegrad/nn/negation_scope.hpp"
+#include "examples/imdb/features/negation_scope.hpp"
 
 #include <fmt/format.h>
 
@@ -6,8 +6,13 @@
 #include <stdexcept>
 
 #include "tapegrad/autograd/shape.hpp"
+#include "tapegrad/nn/ngram_hash.hpp"
 
-namespace tapegrad::nn {
+namespace imdb::features {
+
+using tapegrad::BoolArray;
+using tapegrad::format_shape;
+using tapegrad::shape_of;
 
 namespace {
 void sort_distinct(std::vector<std::int64_t>& ids, const char* which) {
@@ -64,4 +69,22 @@ xt::xarray<std::int64_t> NegationScope::mark(const xt::xarray<std::int64_t>& ids
   return out;
 }
 
-}  // namespace tapegrad::nn
+xt::xarray<std::int64_t> negated_word_buckets(const xt::xarray<std::int64_t>& marked, const BoolArray& padding_mask,
+                                              std::size_t num_buckets) {
+  if (marked.dimension() != 2 || shape_of(marked) != shape_of(padding_mask)) {
+    throw std::invalid_argument(
+        fmt::format("negated_word_buckets: marked {} and padding_mask {} must both be [batch, length]",
+                    format_shape(shape_of(marked)), format_shape(shape_of(padding_mask))));
+  }
+  // The plain ids of the marked tokens, every other position hidden as padding.
+  xt::xarray<std::int64_t> plain = xt::zeros<std::int64_t>(marked.shape());
+  BoolArray hidden = BoolArray::from_shape(marked.shape());
+  for (std::size_t i = 0; i < marked.size(); ++i) {
+    const bool negated = !padding_mask.data()[i] && marked.data()[i] < 0;
+    hidden.data()[i] = !negated;
+    if (negated) plain.data()[i] = ~marked.data()[i];
+  }
+  return tapegrad::nn::document_ngram_buckets(plain, hidden, num_buckets, 1);
+}
+
+}  // namespace imdb::features
