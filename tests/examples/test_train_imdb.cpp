@@ -702,7 +702,8 @@ TEST_CASE("train_imdb config.json round-trips every setting", "[imdb]") {
   CHECK(imdb::validate(c).value_or("").find("--wide-negation-factor inf is outside [-10, 10]") != std::string::npos);
   nlohmann::json wrong = imdb::to_json(c);
   wrong["d-model"] = "wide";
-  CHECK_THROWS_WITH(imdb::config_from_json(wrong), Catch::Contains("\"d-model\" must be an integer, got string \"wide\""));
+  CHECK_THROWS_WITH(imdb::config_from_json(wrong),
+                    Catch::Contains("\"d-model\" must be an integer, got string \"wide\""));
   CHECK_FALSE(imdb::validate(imdb::Config{}).has_value());
 }
 
