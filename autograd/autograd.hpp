@@ -5,6 +5,7 @@
 
 #include "tapegrad/autograd/broadcast.hpp"
 #include "tapegrad/autograd/elementwise_kernels.hpp"
+#include "tapegrad/autograd/factories.hpp"
 #include "tapegrad/autograd/gradcheck.hpp"
 #include "tapegrad/autograd/jacobian.hpp"
 #include "tapegrad/autograd/ops.hpp"

@@ -8,8 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "tapegrad/autograd/broadcast.hpp"
 #include "tapegrad/autograd/elementwise_kernels.hpp"
 #include "tapegrad/autograd/parallel.hpp"
+#include "tapegrad/autograd/strided_copy.hpp"
 #include "tapegrad/autograd/tape.hpp"
 
 namespace tapegrad {
@@ -324,6 +326,139 @@ Tensor<T> one_hot(const IndexArray& indices, std::int64_t num_classes) {
   for (std::size_t i = 0; i < n; ++i) out.data()[i * classes + static_cast<std::size_t>(pi[i])] = T(1);
   return Tensor<T>(std::move(out));
 }
+
+namespace detail {
+
+StridedView index_view(const char* op, const Shape& shape, const std::vector<indexing::TensorIndex>& indices) {
+  using Kind = indexing::TensorIndex::Kind;
+  std::size_t consumed = 0, ellipses = 0;
+  for (const auto& i : indices) {
+    if (i.kind() == Kind::Integer || i.kind() == Kind::Slice) ++consumed;
+    if (i.kind() == Kind::Ellipsis) ++ellipses;
+  }
+  if (ellipses > 1)
+    throw ShapeError(fmt::format("{}: an index list may hold one Ellipsis, this one has {}", op, ellipses));
+  if (consumed > shape.size()) {
+    throw ShapeError(fmt::format("{}: too many indices for a tensor of {} dims (shape {}): {} integers and slices", op,
+                                 shape.size(), format_shape(shape), consumed));
+  }
+  const std::vector<std::size_t> strides = contiguous_strides(shape);
+  StridedView v;
+  std::size_t d = 0;  // the next dim of x
+  const auto keep_whole = [&](std::size_t n) {
+    for (std::size_t k = 0; k < n; ++k, ++d) {
+      v.shape.push_back(shape[d]);
+      v.strides.push_back(strides[d]);
+    }
+  };
+  for (const auto& i : indices) {
+    if (i.kind() == Kind::None) {
+      v.shape.push_back(1);
+      v.strides.push_back(0);
+    } else if (i.kind() == Kind::Ellipsis) {
+      keep_whole(shape.size() - consumed);
+    } else if (i.kind() == Kind::Integer) {
+      const auto size = static_cast<std::int64_t>(shape[d]);
+      const std::int64_t at = i.integer();
+      if (at < -size || at >= size) {
+        throw ShapeError(fmt::format("{}: index {} is out of range for dim {} of size {} (shape {})", op, at, d, size,
+                                     format_shape(shape)));
+      }
+      v.offset += static_cast<std::size_t>(at < 0 ? at + size : at) * strides[d];
+      ++d;
+    } else {
+      const indexing::Slice& s = i.slice();
+      if (s.step() < 1) throw ShapeError(fmt::format("{}: a slice's step must be positive, got {}", op, s.step()));
+      const auto size = static_cast<std::int64_t>(shape[d]);
+      // Python's rules: negative bounds count from the end, then both are clamped into [0, size].
+      const auto clamp = [size](std::int64_t b) { return std::clamp<std::int64_t>(b < 0 ? b + size : b, 0, size); };
+      const std::int64_t start = clamp(s.start().value_or(0)), stop = clamp(s.stop().value_or(size));
+      const std::int64_t count = stop > start ? (stop - start + s.step() - 1) / s.step() : 0;
+      v.offset += static_cast<std::size_t>(start) * strides[d];
+      v.shape.push_back(static_cast<std::size_t>(count));
+      v.strides.push_back(strides[d] * static_cast<std::size_t>(s.step()));
+      ++d;
+    }
+  }
+  keep_whole(shape.size() - d);
+  return v;
+}
+
+namespace {
+// values' shape without the leading 1s beyond the part's rank, which Python's x[...] = values drops.
+Shape without_extra_ones(Shape vs, std::size_t rank) {
+  while (vs.size() > rank && vs.front() == 1) vs.erase(vs.begin());
+  return vs;
+}
+}  // namespace
+
+template <typename T>
+void put_view(const char* op, xt::xarray<T>& dst, const StridedView& v, const xt::xarray<T>& values) {
+  const Shape vs = without_extra_ones(shape_of(values), v.shape.size());
+  if (vs != v.shape) {
+    const std::size_t lead = v.shape.size() - std::min(vs.size(), v.shape.size());
+    bool fits = vs.size() <= v.shape.size();
+    for (std::size_t i = 0; fits && i < vs.size(); ++i) fits = vs[i] == 1 || vs[i] == v.shape[lead + i];
+    if (!fits) {
+      throw ShapeError(fmt::format("{}: values of shape {} cannot be broadcast to the indexed shape {}", op,
+                                   format_shape(shape_of(values)), format_shape(v.shape)));
+    }
+    xt::xarray<T> fitted = values;
+    fitted.reshape(vs);
+    put_view(op, dst, v, broadcast_copy(fitted, v.shape));
+    return;
+  }
+  strided_copy(v.shape, values.data(), contiguous_strides(v.shape), dst.data() + v.offset, v.strides);
+}
+
+template void put_view<float>(const char*, xt::xarray<float>&, const StridedView&, const xt::xarray<float>&);
+template void put_view<double>(const char*, xt::xarray<double>&, const StridedView&, const xt::xarray<double>&);
+
+}  // namespace detail
+
+template <typename T>
+Tensor<T> index(const Tensor<T>& x, const std::vector<indexing::TensorIndex>& indices) {
+  return take_view(x, "index", detail::index_view("index", x.shape(), indices));
+}
+
+template <typename T>
+Tensor<T> index_put(const Tensor<T>& x, const std::vector<indexing::TensorIndex>& indices, const Tensor<T>& values) {
+  const StridedView v = detail::index_view("index_put", x.shape(), indices);
+  xt::xarray<T> value = x.data();
+  detail::put_view("index_put", value, v, values.data());
+  Tensor<T> out(std::move(value));
+  if (should_record(x, values))
+    record(out, "index_put", {x, values},
+           [v, values_shape = values.shape()](const xt::xarray<T>& g, GradInputs<T>& in) {
+             if (in.needs(0)) {
+               xt::xarray<T> dx = g;
+               const xt::xarray<T> replaced = xt::zeros<T>(v.shape);
+               strided_copy(v.shape, replaced.data(), contiguous_strides(v.shape), dx.data() + v.offset, v.strides);
+               in.accumulate(0, std::move(dx));
+             }
+             if (in.needs(1)) {
+               xt::xarray<T> dv = unbroadcast(gather_strided(v.shape, g.data() + v.offset, v.strides),
+                                              detail::without_extra_ones(values_shape, v.shape.size()));
+               dv.reshape(values_shape);
+               in.accumulate(1, std::move(dv));
+             }
+           });
+  return out;
+}
+
+template <typename T>
+Tensor<T> index_put(const Tensor<T>& x, const std::vector<indexing::TensorIndex>& indices, detail::scalar_t<T> value) {
+  return index_put(x, indices, Tensor<T>::scalar(value));
+}
+
+template Tensor<float> index<float>(const Tensor<float>&, const std::vector<indexing::TensorIndex>&);
+template Tensor<double> index<double>(const Tensor<double>&, const std::vector<indexing::TensorIndex>&);
+template Tensor<float> index_put<float>(const Tensor<float>&, const std::vector<indexing::TensorIndex>&,
+                                        const Tensor<float>&);
+template Tensor<double> index_put<double>(const Tensor<double>&, const std::vector<indexing::TensorIndex>&,
+                                          const Tensor<double>&);
+template Tensor<float> index_put<float>(const Tensor<float>&, const std::vector<indexing::TensorIndex>&, float);
+template Tensor<double> index_put<double>(const Tensor<double>&, const std::vector<indexing::TensorIndex>&, double);
 
 template Tensor<float> gather<float>(const Tensor<float>&, std::int64_t, const IndexArray&);
 template Tensor<double> gather<double>(const Tensor<double>&, std::int64_t, const IndexArray&);

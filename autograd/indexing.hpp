@@ -1,7 +1,8 @@
 /// @file
 /// Picking elements by integer positions: gather and index_select, whose backward scatter-adds, so a
 /// position picked several times receives the sum of its gradients; topk and sort, which also return
-/// the positions they picked; one_hot, which turns positions into rows of 0 and 1.
+/// the positions they picked; one_hot, which turns positions into rows of 0 and 1; and Python's
+/// x[0, 1:3] as LibTorch writes it, index and index_put.
 ///
 /// The positions are an IndexArray. As in torch, a position must lie in [0, size) of the dim it
 /// indexes: a negative or too large one throws ShapeError naming the value, where it sits in index,
@@ -9,8 +10,11 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
+#include "tapegrad/autograd/strided_view.hpp"
 #include "tapegrad/autograd/tensor.hpp"
+#include "tapegrad/autograd/tensor_index.hpp"
 
 namespace tapegrad {
 
@@ -53,7 +57,36 @@ ValuesIndices<T> sort(const Tensor<T>& x, std::int64_t dim = -1, bool descending
 template <typename T = float>
 Tensor<T> one_hot(const IndexArray& indices, std::int64_t num_classes = -1);
 
+/// Python's x[i, a:b, ..., None] as LibTorch's x.index({i, Slice(a, b), Ellipsis, None}) (names in
+/// tapegrad::indexing): an integer selects one position and removes its dim (negative counts from the
+/// end), a Slice keeps the dim, None inserts a dim of size 1 and one Ellipsis stands for the dims the
+/// others leave; dims after the last entry are taken whole. The result is a copy (torch's is a view of
+/// x); the gradient goes back to the positions read. Throws ShapeError for more entries than dims, an
+/// integer out of range (naming it, the dim and its size), a step below 1 or a second Ellipsis.
+template <typename T>
+Tensor<T> index(const Tensor<T>& x, const std::vector<indexing::TensorIndex>& indices);
+
+/// torch.index_put with LibTorch's index list: x with the part that index(x, indices) reads replaced
+/// by values, which broadcast to that part's shape without enlarging it, after dropping leading dims
+/// of size 1 beyond its rank as Python's `x[...] = values` does (ShapeError otherwise, naming both
+/// shapes). The gradient goes to x except where the part was replaced, and to values summed over
+/// the broadcast. Tensor::index_put_ is the in-place form.
+///@{
+template <typename T>
+Tensor<T> index_put(const Tensor<T>& x, const std::vector<indexing::TensorIndex>& indices, const Tensor<T>& values);
+template <typename T>
+Tensor<T> index_put(const Tensor<T>& x, const std::vector<indexing::TensorIndex>& indices, detail::scalar_t<T> value);
+///@}
+
 namespace detail {
+/// Where index(x, indices) reads in a contiguous buffer of `shape`: the window it copies (None dims
+/// have stride 0). Throws ShapeError as index() does, naming `op`.
+StridedView index_view(const char* op, const Shape& shape, const std::vector<indexing::TensorIndex>& indices);
+/// Writes values, broadcast to v's shape as index_put's are, into dst through v (index_put's forward).
+/// Throws ShapeError naming `op` and both shapes when values does not fit.
+template <typename T>
+void put_view(const char* op, xt::xarray<T>& dst, const StridedView& v, const xt::xarray<T>& values);
+
 /// The backward of picking `picks` positions along a dim (topk, sort, max and min along a dim): g, laid
 /// out [outer, picks, inner], written into zeros of in_shape ([outer, split.size, inner]) at the
 /// positions, laid out like g. The positions of one slice are distinct, so each lands on its own element.

@@ -245,9 +245,10 @@ void logsumexp_slices(const T* x, std::size_t outer, std::size_t count, std::siz
                        });
 }
 
-// max(x, dim) (min when !Max): the values at the first arg-extremes, whose gradient goes there.
+// max(x, dim) (min when !Max): the values at the first arg-extremes, whose gradient goes there, and
+// those positions.
 template <bool Max, typename T>
-Tensor<T> extreme_along(const char* op, const Tensor<T>& x, std::int64_t dim, bool keepdim) {
+ValuesIndices<T> extreme_along(const char* op, const Tensor<T>& x, std::int64_t dim, bool keepdim) {
   const ReducePlan p = max_plan(op, x.shape(), dim, keepdim);
   const T* px = x.data().data();  // one dim is always a block
   std::vector<std::int64_t> idx = arg_extreme_slices<Max>(px, p.outer, p.count, p.inner);
@@ -258,6 +259,8 @@ Tensor<T> extreme_along(const char* op, const Tensor<T>& x, std::int64_t dim, bo
       const std::size_t k = o * p.inner + i;
       pv[k] = px[(o * p.count + static_cast<std::size_t>(idx[k])) * p.inner + i];
     }
+  IndexArray indices = IndexArray::from_shape(p.out_shape);
+  std::copy(idx.begin(), idx.end(), indices.data());
   Tensor<T> out(std::move(values));
   if (should_record(x))
     record(out, op, {x},
@@ -265,7 +268,7 @@ Tensor<T> extreme_along(const char* op, const Tensor<T>& x, std::int64_t dim, bo
                const xt::xarray<T>& g, GradInputs<T>& in) {
              in.accumulate(0, detail::scatter_picked(g, idx.data(), in_shape, split, 1));
            });
-  return out;
+  return {std::move(out), std::move(indices)};
 }
 
 // argmax(x, dim) (argmin when !Max).
@@ -385,12 +388,12 @@ Tensor<T> logsumexp(const Tensor<T>& x, const std::vector<std::int64_t>& dims, b
 }
 
 template <typename T>
-Tensor<T> max(const Tensor<T>& x, std::int64_t dim, bool keepdim) {
+ValuesIndices<T> max(const Tensor<T>& x, std::int64_t dim, bool keepdim) {
   return extreme_along<true>("max", x, dim, keepdim);
 }
 
 template <typename T>
-Tensor<T> min(const Tensor<T>& x, std::int64_t dim, bool keepdim) {
+ValuesIndices<T> min(const Tensor<T>& x, std::int64_t dim, bool keepdim) {
   return extreme_along<false>("min", x, dim, keepdim);
 }
 
@@ -443,6 +446,30 @@ xt::xarray<std::int64_t> argmax(const Tensor<T>& x, std::int64_t dim, bool keepd
 template <typename T>
 xt::xarray<std::int64_t> argmin(const Tensor<T>& x, std::int64_t dim, bool keepdim) {
   return arg_extreme<false>("argmin", x, dim, keepdim);
+}
+
+namespace {
+// argmax(x) (argmin when !Max) over every element, as one flat slice.
+template <bool Max, typename T>
+xt::xarray<std::int64_t> arg_extreme_of_all(const char* op, const Tensor<T>& x) {
+  if (x.numel() == 0) {
+    throw ShapeError(fmt::format("{0}: cannot take the {0} of an empty tensor (shape {1}); pass a dim", op,
+                                 format_shape(x.shape())));
+  }
+  xt::xarray<std::int64_t> out = xt::xarray<std::int64_t>::from_shape({});
+  out() = arg_extreme_slices<Max>(x.data().data(), 1, x.numel(), 1)[0];
+  return out;
+}
+}  // namespace
+
+template <typename T>
+xt::xarray<std::int64_t> argmax(const Tensor<T>& x) {
+  return arg_extreme_of_all<true>("argmax", x);
+}
+
+template <typename T>
+xt::xarray<std::int64_t> argmin(const Tensor<T>& x) {
+  return arg_extreme_of_all<false>("argmin", x);
 }
 
 template <typename T>
@@ -602,12 +629,14 @@ Tensor<T> norm(const Tensor<T>& x, double p, const std::vector<std::int64_t>& di
   template Tensor<T> cumsum<T>(const Tensor<T>&, std::int64_t);                                      \
   template Tensor<T> norm<T>(const Tensor<T>&, double, const std::vector<std::int64_t>&, bool);      \
   template Tensor<T> logsumexp<T>(const Tensor<T>&, const std::vector<std::int64_t>&, bool);         \
-  template Tensor<T> max<T>(const Tensor<T>&, std::int64_t, bool);                                   \
-  template Tensor<T> min<T>(const Tensor<T>&, std::int64_t, bool);                                   \
+  template ValuesIndices<T> max<T>(const Tensor<T>&, std::int64_t, bool);                            \
+  template ValuesIndices<T> min<T>(const Tensor<T>&, std::int64_t, bool);                            \
   template Tensor<T> max<T>(const Tensor<T>&);                                                       \
   template Tensor<T> min<T>(const Tensor<T>&);                                                       \
   template xt::xarray<std::int64_t> argmax<T>(const Tensor<T>&, std::int64_t, bool);                 \
-  template xt::xarray<std::int64_t> argmin<T>(const Tensor<T>&, std::int64_t, bool);
+  template xt::xarray<std::int64_t> argmin<T>(const Tensor<T>&, std::int64_t, bool);                 \
+  template xt::xarray<std::int64_t> argmax<T>(const Tensor<T>&);                                     \
+  template xt::xarray<std::int64_t> argmin<T>(const Tensor<T>&);
 TAPEGRAD_INSTANTIATE(float)
 TAPEGRAD_INSTANTIATE(double)
 #undef TAPEGRAD_INSTANTIATE

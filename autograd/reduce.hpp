@@ -67,14 +67,16 @@ template <typename T, typename I, std::enable_if_t<detail::is_dim_v<I>, int> = 0
 Tensor<T> logsumexp(const Tensor<T>& x, I dim, bool keepdim = false) {
   return logsumexp(x, std::vector<std::int64_t>{static_cast<std::int64_t>(dim)}, keepdim);
 }
-/// torch.max(x, dim).values: the gradient goes to the first arg-max of each slice; NaN counts as the
-/// max, as in torch. An empty dim throws.
+/// torch.max(x, dim): the largest value of each slice along dim and its position, as torch's
+/// (values, indices) named tuple: `auto [values, indices] = max(x, 1);` or `max(x, 1).values`. The
+/// position is the first arg-max, where the gradient of values goes; NaN counts as the max, as in
+/// torch. An empty dim throws.
 template <typename T>
-Tensor<T> max(const Tensor<T>& x, std::int64_t dim, bool keepdim = false);
-/// torch.min(x, dim).values, with max's rules: the gradient goes to the first arg-min of each slice,
-/// NaN counts as the min, an empty dim throws.
+ValuesIndices<T> max(const Tensor<T>& x, std::int64_t dim, bool keepdim = false);
+/// torch.min(x, dim), with max's rules: the first arg-min of each slice, NaN counts as the min, an
+/// empty dim throws.
 template <typename T>
-Tensor<T> min(const Tensor<T>& x, std::int64_t dim, bool keepdim = false);
+ValuesIndices<T> min(const Tensor<T>& x, std::int64_t dim, bool keepdim = false);
 /// torch.max(x): over every element (an empty tensor throws). Its gradient is shared equally among all
 /// tied maxima, as torch 1.13's max() does (unlike max(x, dim), which picks the first); a NaN is the
 /// max if present, and then the NaNs share the gradient.
@@ -83,12 +85,20 @@ Tensor<T> max(const Tensor<T>& x);
 /// torch.min(x): over every element, with max(x)'s rules (ties share the gradient, NaN is the min).
 template <typename T>
 Tensor<T> min(const Tensor<T>& x);
-/// The indices of the first maxima along dim (no gradient).
+/// The indices of the first maxima along dim (torch.argmax; a NaN counts as the max; no gradient).
 template <typename T>
 xt::xarray<std::int64_t> argmax(const Tensor<T>& x, std::int64_t dim, bool keepdim = false);
 /// The indices of the first minima along dim (torch.argmin; a NaN counts as the min; no gradient).
 template <typename T>
 xt::xarray<std::int64_t> argmin(const Tensor<T>& x, std::int64_t dim, bool keepdim = false);
+/// torch.argmax(x) and torch.argmin(x) without a dim: the row-major position of the first maximum
+/// (minimum) of all elements, as a 0-d array; an empty tensor throws.
+///@{
+template <typename T>
+xt::xarray<std::int64_t> argmax(const Tensor<T>& x);
+template <typename T>
+xt::xarray<std::int64_t> argmin(const Tensor<T>& x);
+///@}
 
 /// torch.cumsum: out[..., i, ...] = x[..., 0, ...] + ... + x[..., i, ...] along dim, accumulated in
 /// double (torch's CPU accumulator for float too); the gradient is the reversed cumulative sum of g.

@@ -3,10 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <ostream>
 
 namespace tapegrad {
 
 std::string format_shape(const Shape& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
+
+std::ostream& operator<<(std::ostream& os, const Shape& shape) { return os << format_shape(shape); }
 
 std::string python_tuple(const Shape& shape) {
   return fmt::format("({}{})", fmt::join(shape, ", "), shape.size() == 1 ? "," : "");

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <iosfwd>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -22,6 +23,10 @@ class ShapeError : public std::invalid_argument {
 
 /// "[2, 3]" (and "[]" for a scalar).
 std::string format_shape(const Shape& shape);
+/// Prints a shape as format_shape writes it, `std::cout << x.shape()` giving "[2, 3]" (torch prints
+/// torch.Size([2, 3]), LibTorch's x.sizes() [2, 3]). Shape is a std::vector, so the operator is
+/// found by `using namespace tapegrad;` or as tapegrad::operator<<, not by argument-dependent lookup.
+std::ostream& operator<<(std::ostream& os, const Shape& shape);
 /// The shape as Python's repr() writes a tuple: "(8,)", "(4, 5)", "()"; for torch-style printing.
 std::string python_tuple(const Shape& shape);
 

@@ -6,37 +6,12 @@
 
 #include "tapegrad/autograd/broadcast.hpp"
 #include "tapegrad/autograd/strided_copy.hpp"
+#include "tapegrad/autograd/strided_view.hpp"
 #include "tapegrad/autograd/tape.hpp"
 
 namespace tapegrad {
 
 namespace {
-
-// Where the elements of a result sit in its input's contiguous buffer: permute, narrow, slice and
-// select only change this, and one strided copy turns it into the result.
-struct StridedView {
-  std::size_t offset = 0;
-  Shape shape;
-  std::vector<std::size_t> strides;
-};
-
-StridedView whole(const Shape& shape) { return StridedView{0, shape, contiguous_strides(shape)}; }
-
-// The result of reading x through v, with the backward that writes the gradient back through v.
-template <typename T>
-Tensor<T> take_view(const Tensor<T>& x, const char* op, const StridedView& v) {
-  Tensor<T> out(gather_strided(v.shape, x.data().data() + v.offset, v.strides));
-  if (should_record(x)) {
-    // A permutation covers every input element once, so the gradient needs no zero fill.
-    const bool covers_all = numel(v.shape) == x.numel() && v.offset == 0;
-    record(out, op, {x}, [v, in_shape = x.shape(), covers_all](const xt::xarray<T>& g, GradInputs<T>& in) {
-      xt::xarray<T> dx = covers_all ? xt::xarray<T>::from_shape(in_shape) : xt::xarray<T>(xt::zeros<T>(in_shape));
-      strided_copy(v.shape, g.data(), contiguous_strides(v.shape), dx.data() + v.offset, v.strides);
-      in.accumulate(0, std::move(dx));
-    });
-  }
-  return out;
-}
 
 // The same elements in the same order under a new shape (of equal numel, checked by the caller).
 template <typename T>
@@ -135,6 +110,11 @@ Tensor<T> permute(const Tensor<T>& x, const std::vector<std::int64_t>& dims) {
     used[perm[i]] = true;
   }
   return permute_as(x, "permute", perm);
+}
+
+template <typename T>
+Tensor<T> clone(const Tensor<T>& x) {
+  return with_shape(x, "clone", x.shape());
 }
 
 template <typename T>
@@ -512,6 +492,7 @@ Tensor<T> repeat(const Tensor<T>& x, const std::vector<std::int64_t>& repeats) {
 }
 
 #define TAPEGRAD_INSTANTIATE(T)                                                                               \
+  template Tensor<T> clone<T>(const Tensor<T>&);                                                              \
   template Tensor<T> transpose<T>(const Tensor<T>&, std::int64_t, std::int64_t);                              \
   template Tensor<T> permute<T>(const Tensor<T>&, const std::vector<std::int64_t>&);                          \
   template Tensor<T> reshape<T>(const Tensor<T>&, const std::vector<std::int64_t>&);                          \

@@ -1,17 +1,23 @@
 /// @file
-/// Ops that move or regroup elements without arithmetic: transpose, permute, reshape, squeeze,
-/// narrow, cat, split, stack, pad, repeat. Every result is a contiguous copy (values are always row-major) made by
-/// one node on the tape. Dims may be negative; as in torch, a 0-d tensor accepts dim 0 or -1 where an
+/// Ops that move or regroup elements without arithmetic: clone, transpose, permute, reshape, squeeze,
+/// narrow, cat, split, stack, pad, repeat. Every result is a contiguous copy (values are always
+/// row-major) made by one node on the tape: unlike torch's views (x.narrow, x.select, x[0],
+/// x.transpose), writing into a result never changes its input (write into a part of a tensor with
+/// Tensor::index_put_). Dims may be negative; as in torch, a 0-d tensor accepts dim 0 or -1 where an
 /// op keeps the rank (transpose, flatten, squeeze).
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <vector>
 
 #include "tapegrad/autograd/tensor.hpp"
 
 namespace tapegrad {
 
+/// A copy of x that stays on the tape (torch.clone): the gradient passes through unchanged.
+template <typename T>
+Tensor<T> clone(const Tensor<T>& x);
 /// Swaps two dims (torch.transpose).
 template <typename T>
 Tensor<T> transpose(const Tensor<T>& x, std::int64_t dim0, std::int64_t dim1);
@@ -21,11 +27,6 @@ Tensor<T> permute(const Tensor<T>& x, const std::vector<std::int64_t>& dims);
 /// One entry of `shape` may be -1 (inferred), as in torch.reshape.
 template <typename T>
 Tensor<T> reshape(const Tensor<T>& x, const std::vector<std::int64_t>& shape);
-/// reshape under torch's other name (values are always contiguous here).
-template <typename T>
-Tensor<T> view(const Tensor<T>& x, const std::vector<std::int64_t>& shape) {
-  return reshape(x, shape);
-}
 /// Merges dims start_dim..end_dim into one (torch.flatten).
 template <typename T>
 Tensor<T> flatten(const Tensor<T>& x, std::int64_t start_dim = 0, std::int64_t end_dim = -1);
@@ -48,12 +49,24 @@ Tensor<T> slice(const Tensor<T>& x, std::int64_t dim, std::int64_t start, std::i
 /// x[..., index, ...]: removes dim (a negative index counts from the end).
 template <typename T>
 Tensor<T> select(const Tensor<T>& x, std::int64_t dim, std::int64_t index);
-/// All tensors need one rank and equal sizes except along dim.
+/// All tensors need one rank and equal sizes except along dim (torch.cat).
 template <typename T>
 Tensor<T> cat(const std::vector<Tensor<T>>& tensors, std::int64_t dim = 0);
 /// Joins equal-shaped tensors along a new dim (torch.stack).
 template <typename T>
 Tensor<T> stack(const std::vector<Tensor<T>>& tensors, std::int64_t dim = 0);
+/// cat and stack of a braced list, `cat({a, b}, 1)`, whose element type a std::vector parameter
+/// cannot deduce.
+///@{
+template <typename T>
+Tensor<T> cat(std::initializer_list<Tensor<T>> tensors, std::int64_t dim = 0) {
+  return cat(std::vector<Tensor<T>>(tensors), dim);
+}
+template <typename T>
+Tensor<T> stack(std::initializer_list<Tensor<T>> tensors, std::int64_t dim = 0) {
+  return stack(std::vector<Tensor<T>>(tensors), dim);
+}
+///@}
 /// Pieces of split_size along dim (the last may be smaller), as torch.split with an int. Each piece
 /// is a narrow, so its gradient flows back on its own.
 template <typename T>
@@ -65,7 +78,7 @@ std::vector<Tensor<T>> split(const Tensor<T>& x, const std::vector<std::int64_t>
 template <typename T>
 std::vector<Tensor<T>> chunk(const Tensor<T>& x, std::int64_t chunks, std::int64_t dim = 0);
 /// torch.broadcast_to / expand to a shape the tensor broadcasts to (a copy here); the gradient is
-/// summed back over the broadcast dims.
+/// summed back over the broadcast dims. (The method x.expand also takes torch's -1 for "keep this size".)
 template <typename T>
 Tensor<T> expand(const Tensor<T>& x, const Shape& shape);
 

@@ -29,6 +29,13 @@ xt::xarray<T> filled(const Shape& shape, T value) {
 }
 }  // namespace
 
+namespace detail {
+void throw_item_range(double value, std::size_t bits, bool integer) {
+  throw std::range_error(fmt::format("item: {} does not fit in the {}-bit {} type asked for", value, bits,
+                                     integer ? "integer" : "floating-point"));
+}
+}  // namespace detail
+
 // Defined in tape.cpp: the reverse pass itself.
 template <typename T>
 void run_backward(const Tensor<T>& root, const xt::xarray<T>& seed, bool retain_graph);
@@ -115,6 +122,12 @@ template <typename T>
 const typename Tensor<T>::Impl& Tensor<T>::impl() const {
   if (!impl_) throw std::logic_error("tapegrad: use of an undefined Tensor");
   return *impl_;
+}
+
+template <typename T>
+bool Tensor<T>::storage_saved() const {
+  const Impl& i = impl();
+  return i.value.use_count() > (i.sharers ? i.sharers.use_count() : 1);
 }
 
 template <typename T>
@@ -263,6 +276,14 @@ Tensor<T> Tensor<T>::detach() const {
   Tensor out;
   out.impl_ = std::make_shared<Impl>();
   out.impl_->value = impl().value;  // shared, like torch.detach()
+  // The first detach() gives the storage its token of sharers; atomically, as detach() is const and
+  // two threads may detach one tensor at once.
+  std::shared_ptr<const bool> sharers = std::atomic_load(&impl_->sharers);
+  if (!sharers) {
+    auto fresh = std::make_shared<const bool>(true);
+    if (std::atomic_compare_exchange_strong(&impl_->sharers, &sharers, fresh)) sharers = std::move(fresh);
+  }
+  out.impl_->sharers = std::move(sharers);
   out.impl_->meta = std::make_shared<AutogradMeta<T>>();
   out.impl_->meta->shape = shape();
   return out;

@@ -150,114 +150,150 @@ Dtype dtype_of<bool>() {
   return Dtype::BOOL;
 }
 
-File::File(std::string path) : path_(std::move(path)) {
-  std::ifstream in(path_, std::ios::binary | std::ios::ate);
-  if (!in) fail(path_, fmt::format("cannot open for reading: {}", errno_text()));
+namespace {
+
+// The header after its 8-byte length, checked against the file's size; `size` gets the file's size.
+std::string read_header(std::ifstream& in, const std::string& path, std::uint64_t& size) {
+  if (!in) fail(path, fmt::format("cannot open for reading: {}", errno_text()));
   const std::streamoff size_off = in.tellg();
-  if (size_off < 0) fail(path_, "cannot determine the file size");
-  const auto size = static_cast<std::uint64_t>(size_off);
-  if (size < 8) fail(path_, fmt::format("file is {} bytes, too short for the 8-byte header length", size));
+  if (size_off < 0) fail(path, "cannot determine the file size");
+  size = static_cast<std::uint64_t>(size_off);
+  if (size < 8) fail(path, fmt::format("file is {} bytes, too short for the 8-byte header length", size));
   in.seekg(0);
   unsigned char len_bytes[8];
-  if (!in.read(reinterpret_cast<char*>(len_bytes), 8)) fail(path_, "cannot read the header length");
+  if (!in.read(reinterpret_cast<char*>(len_bytes), 8)) fail(path, "cannot read the header length");
   std::uint64_t header_len = 0;
   for (int k = 7; k >= 0; --k) header_len = (header_len << 8) | len_bytes[k];
   if (header_len > kMaxHeaderBytes) {
-    fail(path_, fmt::format("header length {} exceeds the limit of {} bytes", header_len, kMaxHeaderBytes));
+    fail(path, fmt::format("header length {} exceeds the limit of {} bytes", header_len, kMaxHeaderBytes));
   }
   if (header_len > size - 8) {
-    fail(path_,
-         fmt::format("header length {} exceeds the {} bytes that follow it (truncated or not a safetensors file)",
-                     header_len, size - 8));
+    fail(path, fmt::format("header length {} exceeds the {} bytes that follow it (truncated or not a safetensors file)",
+                           header_len, size - 8));
   }
   std::string header(header_len, '\0');
-  if (!in.read(header.data(), static_cast<std::streamsize>(header_len))) fail(path_, "cannot read the header");
+  if (!in.read(header.data(), static_cast<std::streamsize>(header_len))) fail(path, "cannot read the header");
+  return header;
+}
 
-  const nlohmann::json json = parse_header(path_, header);
-  if (!json.is_object()) fail(path_, fmt::format("header is a JSON {}, not an object", json.type_name()));
+// A tensor's entry of the header, checked: its dtype, its shape, and offsets within the data_len data
+// bytes that hold exactly the shape's elements.
+struct ParsedEntry {
+  Dtype dtype;
+  Shape shape;
+  std::uint64_t begin, end;
+};
 
-  const std::uint64_t data_len = size - 8 - header_len;
-  std::vector<std::pair<std::string, Entry>> ordered;
-  for (const auto& [name, value] : json.items()) {
-    if (name == kMetadataKey) {
-      if (!value.is_object()) fail(path_, "\"__metadata__\" is not an object");
-      for (const auto& [k, v] : value.items()) {
-        if (!v.is_string()) fail(path_, fmt::format("metadata {} is a {}, not a string", quoted(k), v.type_name()));
-        metadata_[k] = v.get<std::string>();
-      }
-      continue;
-    }
-    const auto where = "tensor " + quoted(name);
-    if (!value.is_object()) fail(path_, fmt::format("{}: entry is a {}, not an object", where, value.type_name()));
-    const auto dt = value.find("dtype");
-    const auto sh = value.find("shape");
-    const auto off = value.find("data_offsets");
-    if (dt == value.end() || sh == value.end() || off == value.end()) {
-      fail(path_, fmt::format("{}: entry needs \"dtype\", \"shape\" and \"data_offsets\"", where));
-    }
-    Entry e{};
-    if (!dt->is_string() || !parse_dtype(dt->get<std::string>(), e.dtype)) {
-      fail(path_, fmt::format("{}: unknown dtype {}", where, brief(*dt)));
-    }
-    if (!sh->is_array()) fail(path_, fmt::format("{}: shape {} is not an array", where, brief(*sh)));
-    std::uint64_t count = 1;
-    bool overflow = false;
-    for (const auto& d : *sh) {
-      if (!d.is_number_unsigned()) {
-        fail(path_, fmt::format("{}: shape {} has an entry that is not a non-negative integer", where, brief(*sh)));
-      }
-      const auto v = d.get<std::uint64_t>();
-      if (v != 0 && count > std::numeric_limits<std::uint64_t>::max() / v) overflow = true;
-      count *= v;
-      e.shape.push_back(static_cast<std::size_t>(v));
-    }
-    if (!off->is_array() || off->size() != 2 || !(*off)[0].is_number_unsigned() || !(*off)[1].is_number_unsigned()) {
-      fail(path_, fmt::format("{}: data_offsets {} is not a pair of non-negative integers", where, brief(*off)));
-    }
-    const auto begin = (*off)[0].get<std::uint64_t>(), end = (*off)[1].get<std::uint64_t>();
-    if (begin > end || end > data_len) {
-      fail(path_, fmt::format("{}: data_offsets [{}, {}] out of range for {} data bytes", where, begin, end, data_len));
-    }
-    const std::uint64_t elem = dtype_size(e.dtype);
-    if (overflow || count > std::numeric_limits<std::uint64_t>::max() / elem || count * elem != end - begin) {
-      fail(path_, fmt::format("{}: shape {} of {} needs {} bytes, data_offsets [{}, {}] hold {}", where, brief(*sh),
-                              dtype_name(e.dtype), overflow ? std::string("too many") : std::to_string(count * elem),
-                              begin, end, end - begin));
-    }
-    e.begin = static_cast<std::size_t>(begin);
-    e.end = static_cast<std::size_t>(end);
-    ordered.emplace_back(name, std::move(e));
+ParsedEntry parse_entry(const std::string& path, const std::string& name, const nlohmann::json& value,
+                        std::uint64_t data_len) {
+  const auto where = "tensor " + quoted(name);
+  if (!value.is_object()) fail(path, fmt::format("{}: entry is a {}, not an object", where, value.type_name()));
+  const auto dt = value.find("dtype");
+  const auto sh = value.find("shape");
+  const auto off = value.find("data_offsets");
+  if (dt == value.end() || sh == value.end() || off == value.end()) {
+    fail(path, fmt::format("{}: entry needs \"dtype\", \"shape\" and \"data_offsets\"", where));
   }
-  // The data must be exactly the tensors, back to back: no gaps, no overlaps, nothing left over.
-  std::sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) {
+  ParsedEntry e{};
+  if (!dt->is_string() || !parse_dtype(dt->get<std::string>(), e.dtype)) {
+    fail(path, fmt::format("{}: unknown dtype {}", where, brief(*dt)));
+  }
+  if (!sh->is_array()) fail(path, fmt::format("{}: shape {} is not an array", where, brief(*sh)));
+  std::uint64_t count = 1;
+  bool overflow = false;
+  for (const auto& d : *sh) {
+    if (!d.is_number_unsigned()) {
+      fail(path, fmt::format("{}: shape {} has an entry that is not a non-negative integer", where, brief(*sh)));
+    }
+    const auto v = d.get<std::uint64_t>();
+    if (v != 0 && count > std::numeric_limits<std::uint64_t>::max() / v) overflow = true;
+    count *= v;
+    e.shape.push_back(static_cast<std::size_t>(v));
+  }
+  if (!off->is_array() || off->size() != 2 || !(*off)[0].is_number_unsigned() || !(*off)[1].is_number_unsigned()) {
+    fail(path, fmt::format("{}: data_offsets {} is not a pair of non-negative integers", where, brief(*off)));
+  }
+  e.begin = (*off)[0].get<std::uint64_t>();
+  e.end = (*off)[1].get<std::uint64_t>();
+  if (e.begin > e.end || e.end > data_len) {
+    fail(path,
+         fmt::format("{}: data_offsets [{}, {}] out of range for {} data bytes", where, e.begin, e.end, data_len));
+  }
+  const std::uint64_t elem = dtype_size(e.dtype);
+  if (overflow || count > std::numeric_limits<std::uint64_t>::max() / elem || count * elem != e.end - e.begin) {
+    fail(path, fmt::format("{}: shape {} of {} needs {} bytes, data_offsets [{}, {}] hold {}", where, brief(*sh),
+                           dtype_name(e.dtype), overflow ? std::string("too many") : std::to_string(count * elem),
+                           e.begin, e.end, e.end - e.begin));
+  }
+  return e;
+}
+
+// The data must be exactly the tensors, back to back: no gaps, no overlaps, nothing left over. Sorts
+// the entries by their offsets.
+void check_layout(const std::string& path, std::vector<std::pair<std::string, ParsedEntry>>& entries,
+                  std::uint64_t data_len) {
+  std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) {
     return a.second.begin != b.second.begin ? a.second.begin < b.second.begin : a.second.end < b.second.end;
   });
   std::uint64_t expected = 0;
-  for (const auto& [name, e] : ordered) {
+  for (const auto& [name, e] : entries) {
     if (e.begin != expected) {
-      fail(path_, fmt::format("tensor {}: data starts at byte {}, expected {} ({})", quoted(name), e.begin, expected,
-                              e.begin < expected ? "overlaps the previous tensor" : "leaves a gap"));
+      fail(path, fmt::format("tensor {}: data starts at byte {}, expected {} ({})", quoted(name), e.begin, expected,
+                             e.begin < expected ? "overlaps the previous tensor" : "leaves a gap"));
     }
     expected = e.end;
   }
   if (expected != data_len) {
-    fail(path_, fmt::format("the tensors cover {} data bytes but the file holds {}", expected, data_len));
+    fail(path, fmt::format("the tensors cover {} data bytes but the file holds {}", expected, data_len));
   }
+}
+
+// A bool holds 0 or 1; any other byte is corruption, not "true".
+void check_bools(const std::string& path, const std::vector<std::pair<std::string, ParsedEntry>>& entries,
+                 const std::vector<char>& data) {
+  for (const auto& [name, e] : entries) {
+    if (e.dtype != Dtype::BOOL) continue;
+    for (std::uint64_t k = e.begin; k < e.end; ++k) {
+      const auto byte = static_cast<unsigned char>(data[k]);
+      if (byte > 1) {
+        fail(path, fmt::format("tensor {}: BOOL element {} is byte {}, not 0 or 1", quoted(name), k - e.begin, byte));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+File::File(std::string path) : path_(std::move(path)) {
+  std::ifstream in(path_, std::ios::binary | std::ios::ate);
+  std::uint64_t size = 0;
+  const std::string header = read_header(in, path_, size);
+  const nlohmann::json json = parse_header(path_, header);
+  if (!json.is_object()) fail(path_, fmt::format("header is a JSON {}, not an object", json.type_name()));
+
+  const std::uint64_t data_len = size - 8 - header.size();
+  std::vector<std::pair<std::string, ParsedEntry>> ordered;
+  for (const auto& [name, value] : json.items()) {
+    if (name != kMetadataKey) {
+      ordered.emplace_back(name, parse_entry(path_, name, value, data_len));
+      continue;
+    }
+    if (!value.is_object()) fail(path_, "\"__metadata__\" is not an object");
+    for (const auto& [k, v] : value.items()) {
+      if (!v.is_string()) fail(path_, fmt::format("metadata {} is a {}, not a string", quoted(k), v.type_name()));
+      metadata_[k] = v.get<std::string>();
+    }
+  }
+  check_layout(path_, ordered, data_len);
   data_.resize(static_cast<std::size_t>(data_len));
   if (data_len > 0 && !in.read(data_.data(), static_cast<std::streamsize>(data_len))) {
     fail(path_, "cannot read the tensor data");
   }
-  // A bool holds 0 or 1; any other byte is corruption, not "true".
-  for (const auto& [name, e] : ordered) {
-    if (e.dtype != Dtype::BOOL) continue;
-    for (std::size_t k = e.begin; k < e.end; ++k) {
-      const auto byte = static_cast<unsigned char>(data_[k]);
-      if (byte > 1) {
-        fail(path_, fmt::format("tensor {}: BOOL element {} is byte {}, not 0 or 1", quoted(name), k - e.begin, byte));
-      }
-    }
+  check_bools(path_, ordered, data_);
+  for (auto& [name, e] : ordered) {
+    entries_.emplace(
+        name, Entry{e.dtype, std::move(e.shape), static_cast<std::size_t>(e.begin), static_cast<std::size_t>(e.end)});
   }
-  for (auto& [name, e] : ordered) entries_.emplace(name, std::move(e));
 }
 
 std::vector<std::string> File::names() const {

@@ -155,7 +155,7 @@ Tensor<T> TransformerClassifier<T>::forward(const xt::xarray<std::int64_t>& ids,
       BoolArray pad = xt::xarray<bool>::from_shape({batch, positions, 1});
       for (std::size_t b = 0; b < batch; ++b)
         for (std::size_t t = 0; t < positions; ++t) pad(b, t, 0) = mask(b, t);
-      pooled = max(masked_fill(x, pad, -std::numeric_limits<T>::infinity()), 1);
+      pooled = max(masked_fill(x, pad, -std::numeric_limits<T>::infinity()), 1).values;
       break;
     }
     case Pooling::Cls:

@@ -30,7 +30,78 @@ Tensor<T> xavier_uniform(std::size_t fan_out, std::size_t fan_in, Generator& gen
 }
 
 std::int64_t i64(std::size_t v) { return static_cast<std::int64_t>(v); }
+
+// An unbatched key_padding_mask [S] as a batch of one, [1, S].
+template <typename T>
+AttentionMask<T> batch_of_one(const AttentionMask<T>& key_padding_mask) {
+  if (!key_padding_mask.defined() || key_padding_mask.shape().size() != 1) return key_padding_mask;
+  const std::size_t s = key_padding_mask.shape()[0];
+  if (!key_padding_mask.is_bool()) return reshape(key_padding_mask.float_mask(), {1, i64(s)});
+  BoolArray m = key_padding_mask.bool_mask();
+  m.reshape({1, s});
+  return m;
+}
+
+// The masks as the attention kernels take them (autograd/attention.hpp).
+template <typename T>
+AttentionMasks<T> kernel_masks(const AttentionMask<T>& key_padding_mask, const AttentionMask<T>& attn_mask) {
+  AttentionMasks<T> masks;
+  if (attn_mask.defined()) {
+    if (attn_mask.is_bool())
+      masks.attn_mask = std::make_shared<const BoolArray>(attn_mask.bool_mask());
+    else
+      masks.attn_bias = attn_mask.float_mask().saved();
+  }
+  if (key_padding_mask.defined()) {
+    if (key_padding_mask.is_bool())
+      masks.key_padding_mask = std::make_shared<const BoolArray>(key_padding_mask.bool_mask());
+    else
+      masks.key_padding_bias = key_padding_mask.float_mask().saved();
+  }
+  return masks;
+}
+
 }  // namespace
+
+// The shapes of a batched forward's inputs and masks, checked; throws ShapeError naming them.
+template <typename T>
+void MultiheadAttention<T>::check_inputs(const Tensor<T>& query, const Tensor<T>& key, const Tensor<T>& value,
+                                         const AttentionMask<T>& key_padding_mask,
+                                         const AttentionMask<T>& attn_mask) const {
+  const char* op = "MultiheadAttention";
+  const Shape &sq = query.shape(), &sk = key.shape(), &sv = value.shape();
+  const char* layout = batch_first ? "[B, L, E]" : "[L, B, E]";
+  if (sq.size() != 3 || sq[2] != embed_dim) {
+    throw ShapeError(fmt::format("{}: query must be {} with E = {}, got {}", op, layout, embed_dim, format_shape(sq)));
+  }
+  if (sk.size() != 3 || sk[2] != kdim) {
+    throw ShapeError(fmt::format("{}: key must be {} with kdim = {}, got {}", op,
+                                 batch_first ? "[B, S, kdim]" : "[S, B, kdim]", kdim, format_shape(sk)));
+  }
+  if (sv.size() != 3 || sv[2] != vdim) {
+    throw ShapeError(fmt::format("{}: value must be {} with vdim = {}, got {}", op,
+                                 batch_first ? "[B, S, vdim]" : "[S, B, vdim]", vdim, format_shape(sv)));
+  }
+  const std::size_t bdim = batch_first ? 0 : 1, sdim = batch_first ? 1 : 0;
+  const std::size_t B = sq[bdim], L = sq[sdim], S = sk[sdim], H = num_heads;
+  if (sk[bdim] != B || sv[bdim] != B || sv[sdim] != S) {
+    throw ShapeError(fmt::format("{}: query {}, key {} and value {} disagree on batch or source length", op,
+                                 format_shape(sq), format_shape(sk), format_shape(sv)));
+  }
+  if (key_padding_mask.defined() && key_padding_mask.shape() != Shape{B, S}) {
+    throw ShapeError(fmt::format("{}: key_padding_mask must be [B, S] = [{}, {}], got {}", op, B, S,
+                                 format_shape(key_padding_mask.shape())));
+  }
+  if (attn_mask.defined() && attn_mask.shape() != Shape{L, S} && attn_mask.shape() != Shape{B * H, L, S}) {
+    throw ShapeError(
+        fmt::format("{}: attn_mask must be [L, S] = [{}, {}] or [B * num_heads, L, S] = [{}, {}, {}], got {}", op, L, S,
+                    B * H, L, S, format_shape(attn_mask.shape())));
+  }
+  for (const AttentionMask<T>* m : {&key_padding_mask, &attn_mask})
+    if (m->defined() && !m->is_bool() && m->float_mask().requires_grad())
+      throw std::invalid_argument(fmt::format("{}: float masks are constants, but a mask of shape {} requires grad", op,
+                                              format_shape(m->shape())));
+}
 
 BoolArray causal_mask(std::size_t sz) { return upper_triangle(sz, sz); }
 
@@ -99,70 +170,17 @@ std::pair<Tensor<T>, Tensor<T>> MultiheadAttention<T>::forward(const Tensor<T>& 
     const Tensor<T> q = unsqueeze(query, bdim);
     const Tensor<T> k = key.same_as(query) ? q : unsqueeze(key, bdim);
     const Tensor<T> v = value.same_as(key) ? k : unsqueeze(value, bdim);
-    AttentionMask<T> kpm = key_padding_mask;
-    if (kpm.defined() && kpm.shape().size() == 1) {
-      const std::size_t s = kpm.shape()[0];
-      if (kpm.is_bool()) {
-        BoolArray m = kpm.bool_mask();
-        m.reshape({1, s});
-        kpm = m;
-      } else {
-        kpm = reshape(kpm.float_mask(), {1, i64(s)});
-      }
-    }
-    auto [out, weights] = forward(q, k, v, kpm, need_weights, attn_mask, average_attn_weights, is_causal);
+    auto [out, weights] =
+        forward(q, k, v, batch_of_one(key_padding_mask), need_weights, attn_mask, average_attn_weights, is_causal);
     return {squeeze(out, bdim), weights.defined() ? squeeze(weights, 0) : weights};
   }
-  const Shape &sq = query.shape(), &sk = key.shape(), &sv = value.shape();
-  const char* layout = batch_first ? "[B, L, E]" : "[L, B, E]";
-  if (sq.size() != 3 || sq[2] != embed_dim) {
-    throw ShapeError(fmt::format("{}: query must be {} with E = {}, got {}", op, layout, embed_dim, format_shape(sq)));
-  }
-  if (sk.size() != 3 || sk[2] != kdim) {
-    throw ShapeError(fmt::format("{}: key must be {} with kdim = {}, got {}", op,
-                                 batch_first ? "[B, S, kdim]" : "[S, B, kdim]", kdim, format_shape(sk)));
-  }
-  if (sv.size() != 3 || sv[2] != vdim) {
-    throw ShapeError(fmt::format("{}: value must be {} with vdim = {}, got {}", op,
-                                 batch_first ? "[B, S, vdim]" : "[S, B, vdim]", vdim, format_shape(sv)));
-  }
-  const std::size_t bdim = batch_first ? 0 : 1, sdim = batch_first ? 1 : 0;
-  const std::size_t B = sq[bdim], L = sq[sdim], S = sk[sdim], H = num_heads;
-  if (sk[bdim] != B || sv[bdim] != B || sv[sdim] != S) {
-    throw ShapeError(fmt::format("{}: query {}, key {} and value {} disagree on batch or source length", op,
-                                 format_shape(sq), format_shape(sk), format_shape(sv)));
-  }
-  if (key_padding_mask.defined() && key_padding_mask.shape() != Shape{B, S}) {
-    throw ShapeError(fmt::format("{}: key_padding_mask must be [B, S] = [{}, {}], got {}", op, B, S,
-                                 format_shape(key_padding_mask.shape())));
-  }
-  if (attn_mask.defined() && attn_mask.shape() != Shape{L, S} && attn_mask.shape() != Shape{B * H, L, S}) {
-    throw ShapeError(
-        fmt::format("{}: attn_mask must be [L, S] = [{}, {}] or [B * num_heads, L, S] = [{}, {}, {}], got {}", op, L, S,
-                    B * H, L, S, format_shape(attn_mask.shape())));
-  }
-
-  for (const AttentionMask<T>* m : {&key_padding_mask, &attn_mask})
-    if (m->defined() && !m->is_bool() && m->float_mask().requires_grad())
-      throw std::invalid_argument(fmt::format("{}: float masks are constants, but a mask of shape {} requires grad", op,
-                                              format_shape(m->shape())));
+  check_inputs(query, key, value, key_padding_mask, attn_mask);
+  const std::size_t H = num_heads;
 
   // Work batch-major: [B, L, E], heads side by side; scaled_dot_product_attention's kernel reads the
   // heads in place (autograd/attention.hpp), so no head split or merge copies.
   const auto batch_major = [&](const Tensor<T>& x) { return batch_first ? x : transpose(x, 0, 1); };
-  AttentionMasks<T> masks;
-  if (attn_mask.defined()) {
-    if (attn_mask.is_bool())
-      masks.attn_mask = std::make_shared<const BoolArray>(attn_mask.bool_mask());
-    else
-      masks.attn_bias = attn_mask.float_mask().saved();
-  }
-  if (key_padding_mask.defined()) {
-    if (key_padding_mask.is_bool())
-      masks.key_padding_mask = std::make_shared<const BoolArray>(key_padding_mask.bool_mask());
-    else
-      masks.key_padding_bias = key_padding_mask.float_mask().saved();
-  }
+  const AttentionMasks<T> masks = kernel_masks(key_padding_mask, attn_mask);
   const bool causal = is_causal && !attn_mask.defined();
   const double p = this->is_training() ? dropout : 0.0;
   std::pair<Tensor<T>, Tensor<T>> attended;

@@ -125,6 +125,10 @@ class MultiheadAttention : public Module<T, MultiheadAttention<T>> {
   std::shared_ptr<Linear<T>> out_proj;
 
  private:
+  /// The shapes of a batched forward's inputs and masks; throws ShapeError naming them.
+  void check_inputs(const Tensor<T>& query, const Tensor<T>& key, const Tensor<T>& value,
+                    const AttentionMask<T>& key_padding_mask, const AttentionMask<T>& attn_mask) const;
+
   std::shared_ptr<Generator> dropout_gen_;
 };
 

@@ -102,7 +102,9 @@ class Module<T, void> {
   /// Number of scalar parameters, counting each once.
   std::size_t num_parameters() const;
 
-  /// The class name shown by to_string() ("Linear"), and the text inside its parentheses.
+  /// The class name shown by to_string() ("Linear"), and the text inside its parentheses. Every
+  /// module must name itself: name() is pure virtual, as C++ cannot tell a class's name at run time
+  /// the way torch does (type(self).__name__), so a module without it does not compile.
   virtual std::string name() const = 0;
   virtual std::string extra_repr() const { return ""; }
   /// The module tree exactly as torch prints it with print(model).

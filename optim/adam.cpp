@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "tapegrad/autograd/parallel.hpp"
+#include "tapegrad/optim/adamw.hpp"
 
 namespace tapegrad::optim {
 
@@ -87,39 +88,54 @@ template void adam_update<float>(float*, const float*, float*, float*, float*, s
 template void adam_update<double>(double*, const double*, double*, double*, double*, std::size_t, std::int64_t, double,
                                   std::pair<double, double>, double, double, double);
 
-}  // namespace detail
-
 namespace {
 
-AdamOptions checked(const AdamOptions& o) {
-  detail::check_adam_options("Adam", o.lr, o.betas, o.eps, o.weight_decay);
+// The options checked before the parameters are taken in, as torch does.
+template <typename Options>
+const Options& checked(const Options& o, const char* name) {
+  check_adam_options(name, o.lr, o.betas, o.eps, o.weight_decay);
   return o;
 }
 
 }  // namespace
 
-template <typename T>
-Adam<T>::Adam(std::vector<Tensor<T>> params, AdamOptions options)
-    : Optimizer<T>(std::move(params), checked(options).lr), options_(options) {}
+template <typename T, typename Options>
+AdamFamily<T, Options>::AdamFamily(std::vector<Tensor<T>> params, const Options& options, const char* name)
+    : Optimizer<T>(std::move(params), checked(options, name).lr), options_(options) {}
 
-template <typename T>
-std::vector<std::string> Adam<T>::buffer_names() const {
+template <typename T, typename Options>
+std::vector<std::string> AdamFamily<T, Options>::buffer_names() const {
   if (options_.amsgrad) return {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
   return {"exp_avg", "exp_avg_sq"};
 }
 
-template <typename T>
-void Adam<T>::step() {
-  const T wd = static_cast<T>(options_.weight_decay);
+template <typename T, typename Options>
+void AdamFamily<T, Options>::update_all(T decay, T l2) {
   for (std::size_t i = 0; i < this->params_.size(); ++i) {
     Tensor<T>& param = this->params_[i];
     if (!param.has_grad()) continue;
     auto& st = this->state_for(i);
     st.step += 1;
-    detail::adam_update(param.mutable_data().data(), param.grad().data(), st.buffers[0].data(), st.buffers[1].data(),
-                        options_.amsgrad ? st.buffers[2].data() : nullptr, param.numel(), st.step, this->lr_,
-                        options_.betas, options_.eps, T(1), wd);
+    adam_update(param.mutable_data().data(), param.grad().data(), st.buffers[0].data(), st.buffers[1].data(),
+                options_.amsgrad ? st.buffers[2].data() : nullptr, param.numel(), st.step, this->lr_, options_.betas,
+                options_.eps, decay, l2);
   }
+}
+
+template class AdamFamily<float, AdamOptions>;
+template class AdamFamily<double, AdamOptions>;
+template class AdamFamily<float, AdamWOptions>;
+template class AdamFamily<double, AdamWOptions>;
+
+}  // namespace detail
+
+template <typename T>
+Adam<T>::Adam(std::vector<Tensor<T>> params, AdamOptions options)
+    : detail::AdamFamily<T, AdamOptions>(std::move(params), options, "Adam") {}
+
+template <typename T>
+void Adam<T>::step() {
+  this->update_all(T(1), static_cast<T>(this->options_.weight_decay));
 }
 
 template class Adam<float>;

@@ -17,6 +17,30 @@ struct AdamOptions {
   bool amsgrad = false;
 };
 
+namespace detail {
+
+/// What Adam and AdamW share: their moments ("exp_avg", "exp_avg_sq", "max_exp_avg_sq" with amsgrad),
+/// counted steps and the update of every parameter; they differ in the weight decay they hand it.
+template <typename T, typename Options>
+class AdamFamily : public Optimizer<T> {
+ public:
+  const Options& options() const { return options_; }
+
+ protected:
+  /// Throws std::invalid_argument naming `name` and the value, for lr, eps or weight_decay < 0, or a
+  /// beta outside [0, 1).
+  AdamFamily(std::vector<Tensor<T>> params, const Options& options, const char* name);
+  std::vector<std::string> buffer_names() const override;
+  bool counts_steps() const override { return true; }
+  /// One step of every parameter that has a gradient: p is multiplied by decay first (AdamW) and l2 * p
+  /// added to its gradient (Adam); 1 and 0 are none.
+  void update_all(T decay, T l2);
+
+  Options options_;
+};
+
+}  // namespace detail
+
 /// For each parameter p with gradient g, at step t = 1, 2, ... of that parameter (torch 1.13's rule):
 ///   g <- g + weight_decay * p
 ///   m <- beta1 * m + (1 - beta1) * g                 ("exp_avg")
@@ -25,23 +49,19 @@ struct AdamOptions {
 ///   p <- p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
 /// eps is added after the bias correction of sqrt(v), as in torch (not to v itself).
 template <typename T>
-class Adam : public Optimizer<T> {
+class Adam : public detail::AdamFamily<T, AdamOptions> {
  public:
   /// Throws std::invalid_argument, naming the value, for lr, eps or weight_decay < 0, or a beta
   /// outside [0, 1).
   Adam(std::vector<Tensor<T>> params, AdamOptions options = {});
   void step() override;
-  const AdamOptions& options() const { return options_; }
 
  protected:
-  std::vector<std::string> buffer_names() const override;
-  bool counts_steps() const override { return true; }
   const char* name() const override { return "Adam"; }
-
- private:
-  AdamOptions options_;
 };
 
+extern template class detail::AdamFamily<float, AdamOptions>;
+extern template class detail::AdamFamily<double, AdamOptions>;
 extern template class Adam<float>;
 extern template class Adam<double>;
 

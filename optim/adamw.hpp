@@ -20,23 +20,19 @@ struct AdamWOptions {
 ///   then Adam's update with g unchanged (see optim/adam.hpp).
 /// State: "exp_avg", "exp_avg_sq", "max_exp_avg_sq" (amsgrad only) and "step".
 template <typename T>
-class AdamW : public Optimizer<T> {
+class AdamW : public detail::AdamFamily<T, AdamWOptions> {
  public:
   /// Throws std::invalid_argument, naming the value, for lr, eps or weight_decay < 0, or a beta
   /// outside [0, 1).
   AdamW(std::vector<Tensor<T>> params, AdamWOptions options = {});
   void step() override;
-  const AdamWOptions& options() const { return options_; }
 
  protected:
-  std::vector<std::string> buffer_names() const override;
-  bool counts_steps() const override { return true; }
   const char* name() const override { return "AdamW"; }
-
- private:
-  AdamWOptions options_;
 };
 
+extern template class detail::AdamFamily<float, AdamWOptions>;
+extern template class detail::AdamFamily<double, AdamWOptions>;
 extern template class AdamW<float>;
 extern template class AdamW<double>;
 

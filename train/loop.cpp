@@ -126,123 +126,133 @@ io::safetensors::Metadata Trainer<T>::checkpoint_metadata(io::safetensors::Metad
 }
 
 template <typename T>
+typename Trainer<T>::Sums Trainer<T>::train_step(std::int64_t epoch, std::int64_t index, double lr,
+                                                 const Stopwatch& step_clock, bool& stop, bool& time_up) {
+  optimizer_.set_lr(lr);
+  optimizer_.zero_grad();
+  std::optional<tapegrad::autocast> mixed_precision;
+  if (options_.autocast) mixed_precision.emplace();
+  const StepOutput<T> out = hooks_.forward(step_, index);
+  const double loss = static_cast<double>(out.loss.item());
+  if (!std::isfinite(loss)) {
+    // Before backward and the step: the model, the optimizer and the last checkpoint stay as they were.
+    throw std::runtime_error(fmt::format(
+        "the training loss is {} at step {} (epoch {}); stopped without updating the model, {} (anomaly detection "
+        "names the op that produced it)",
+        std::isnan(loss) ? "nan"
+        : loss > 0       ? "inf"
+                         : "-inf",
+        step_ + 1, epoch + 1, kept_checkpoint(checkpoint_step_)));
+  }
+  out.loss.backward();
+  mixed_precision.reset();  // the rest of the step (gradient sums, clipping, the update) has no products
+  if (hooks_.replicas.synchronize_gradients) hooks_.replicas.synchronize_gradients();
+  if (options_.clip_norm > 0) optim::clip_grad_norm_(optimizer_.params(), options_.clip_norm);
+  optimizer_.step();
+  if (hooks_.after_step) hooks_.after_step();
+  ++step_;
+
+  // This step's sums and stop requests; with several ranks, over all of them (one small allreduce), so
+  // that every rank logs the global batch and all stop at the same step.
+  const bool stop_requested = interrupt_requested() || (options_.stop_after_step && options_.stop_after_step(step_));
+  const bool out_of_time = options_.time_limit > 0 && train_seconds_ + step_clock.seconds() >= options_.time_limit;
+  std::vector<double> sums = {loss * out.count,       out.count, out.correct, out.tokens, stop_requested ? 1.0 : 0.0,
+                              out_of_time ? 1.0 : 0.0};
+  if (hooks_.replicas.all_reduce_sum) hooks_.replicas.all_reduce_sum(sums);
+  stop = sums[4] > 0;
+  time_up = sums[5] > 0;
+  return {sums[0], sums[1], sums[2], sums[3]};
+}
+
+template <typename T>
+bool Trainer<T>::train_epoch(std::int64_t epoch, TrainerResult& result) {
+  const std::int64_t per_epoch = options_.steps_per_epoch;
+  if (hooks_.begin_epoch) hooks_.begin_epoch(epoch);
+  model_.train();
+  progress_.begin_epoch(epoch + 1, options_.epochs);
+  const Stopwatch epoch_clock;
+  Sums so_far, window;
+  std::int64_t window_steps = 0;
+  bool bar_open = true, go_on = true;
+  for (std::int64_t index = step_ % per_epoch; index < per_epoch && go_on; ++index) {
+    const Stopwatch step_clock;
+    const double lr = options_.schedule(step_ + 1);
+    bool stop = false, time_up = false;
+    const Sums step = train_step(epoch, index, lr, step_clock, stop, time_up);
+    so_far.add(step);
+    window.add(step);
+    ++window_steps;
+    since_loss_ += step.loss;
+    since_count_ += step.count;
+    since_correct_ += step.correct;
+    since_tokens_ += step.tokens;
+    train_tokens_ += step.tokens;
+
+    StepStats stats;
+    stats.step_in_epoch = static_cast<std::size_t>(index + 1);
+    stats.steps_in_epoch = static_cast<std::size_t>(per_epoch);
+    stats.global_step = step_;
+    stats.loss = ratio(so_far.loss, so_far.count);
+    stats.accuracy = ratio(so_far.correct, so_far.count);
+    stats.epoch_seconds = epoch_clock.seconds();
+    stats.tokens_per_second = so_far.tokens / std::max(stats.epoch_seconds, 1e-9);
+    stats.lr = lr;
+    progress_.update(stats);
+    if (window_steps == options_.log_every) {
+      const double window_mean = ratio(window.loss, window.count);
+      result.logged_losses.push_back(window_mean);
+      if (metrics_)
+        metrics_->write({{"step", step_},
+                         {"epoch", double(epoch) + double(index + 1) / double(per_epoch)},
+                         {"loss", window_mean},
+                         {"acc", ratio(window.correct, window.count)},
+                         {"lr", lr},
+                         {"tokens_per_s", stats.tokens_per_second},
+                         {"elapsed", train_seconds_ + step_clock.seconds()}});
+      window = Sums{};
+      window_steps = 0;
+    }
+    const double step_seconds = step_clock.seconds();
+    train_seconds_ += step_seconds;
+    since_seconds_ += step_seconds;
+
+    if (stop) {
+      result.interrupted = true;
+      break;
+    }
+    result.out_of_time = time_up;
+    const bool epoch_end = index + 1 == per_epoch;
+    if (epoch_end) {
+      progress_.end_epoch();
+      bar_open = false;
+    }
+    if (epoch_end || result.out_of_time || (options_.eval_every > 0 && step_ % options_.eval_every == 0)) {
+      if (!validate_and_save(epoch, index, result)) {
+        result.interrupted = true;
+        break;
+      }
+    }
+    go_on = !result.out_of_time;
+  }
+  if (bar_open) progress_.end_epoch();
+  return !result.interrupted && !result.out_of_time;
+}
+
+template <typename T>
 TrainerResult Trainer<T>::run() {
   TrainerResult result;
   result.start_step = step_;
   std::optional<DetectAnomalyGuard> anomaly;
   if (options_.detect_anomaly) anomaly.emplace();
-  const std::int64_t per_epoch = options_.steps_per_epoch;
-  bool stop = false;
-  for (std::int64_t epoch = step_ / per_epoch; epoch < options_.epochs && !stop; ++epoch) {
-    if (hooks_.begin_epoch) hooks_.begin_epoch(epoch);
-    model_.train();
-    progress_.begin_epoch(epoch + 1, options_.epochs);
-    const Stopwatch epoch_clock;
-    double loss_sum = 0, count = 0, correct = 0, tokens = 0;
-    double window_loss = 0, window_count = 0, window_correct = 0;
-    std::int64_t window_steps = 0;
-    bool bar_open = true;
-    for (std::int64_t index = step_ % per_epoch; index < per_epoch; ++index) {
-      const Stopwatch step_clock;
-      const double lr = options_.schedule(step_ + 1);
-      optimizer_.set_lr(lr);
-      optimizer_.zero_grad();
-      std::optional<tapegrad::autocast> mixed_precision;
-      if (options_.autocast) mixed_precision.emplace();
-      const StepOutput<T> out = hooks_.forward(step_, index);
-      const double loss = static_cast<double>(out.loss.item());
-      if (!std::isfinite(loss)) {
-        // Before backward and the step: the model, the optimizer and the last checkpoint stay as they were.
-        throw std::runtime_error(fmt::format(
-            "the training loss is {} at step {} (epoch {}); stopped without updating the model, {} (anomaly detection "
-            "names the op that produced it)",
-            std::isnan(loss) ? "nan"
-            : loss > 0       ? "inf"
-                             : "-inf",
-            step_ + 1, epoch + 1, kept_checkpoint(checkpoint_step_)));
-      }
-      out.loss.backward();
-      mixed_precision.reset();  // the rest of the step (gradient sums, clipping, the update) has no products
-      if (hooks_.replicas.synchronize_gradients) hooks_.replicas.synchronize_gradients();
-      if (options_.clip_norm > 0) optim::clip_grad_norm_(optimizer_.params(), options_.clip_norm);
-      optimizer_.step();
-      if (hooks_.after_step) hooks_.after_step();
-      ++step_;
-
-      // This step's sums and stop requests; with several ranks, over all of them (one small allreduce),
-      // so that every rank logs the global batch and all stop at the same step.
-      const double step_seconds_so_far = step_clock.seconds();
-      const bool stop_requested =
-          interrupt_requested() || (options_.stop_after_step && options_.stop_after_step(step_));
-      const bool time_up = options_.time_limit > 0 && train_seconds_ + step_seconds_so_far >= options_.time_limit;
-      std::vector<double> sums = {loss * out.count,           out.count,          out.correct, out.tokens,
-                                  stop_requested ? 1.0 : 0.0, time_up ? 1.0 : 0.0};
-      if (hooks_.replicas.all_reduce_sum) hooks_.replicas.all_reduce_sum(sums);
-      const double step_loss_sum = sums[0], step_count = sums[1], step_correct = sums[2], step_tokens = sums[3];
-      loss_sum += step_loss_sum;
-      count += step_count;
-      correct += step_correct;
-      tokens += step_tokens;
-      window_loss += step_loss_sum;
-      window_count += step_count;
-      window_correct += step_correct;
-      ++window_steps;
-      since_loss_ += step_loss_sum;
-      since_count_ += step_count;
-      since_correct_ += step_correct;
-      since_tokens_ += step_tokens;
-      train_tokens_ += step_tokens;
-
-      StepStats stats;
-      stats.step_in_epoch = static_cast<std::size_t>(index + 1);
-      stats.steps_in_epoch = static_cast<std::size_t>(per_epoch);
-      stats.global_step = step_;
-      stats.loss = ratio(loss_sum, count);
-      stats.accuracy = ratio(correct, count);
-      stats.epoch_seconds = epoch_clock.seconds();
-      stats.tokens_per_second = tokens / std::max(stats.epoch_seconds, 1e-9);
-      stats.lr = lr;
-      progress_.update(stats);
-      if (window_steps == options_.log_every) {
-        const double window_mean = ratio(window_loss, window_count);
-        result.logged_losses.push_back(window_mean);
-        if (metrics_)
-          metrics_->write({{"step", step_},
-                           {"epoch", double(epoch) + double(index + 1) / double(per_epoch)},
-                           {"loss", window_mean},
-                           {"acc", ratio(window_correct, window_count)},
-                           {"lr", lr},
-                           {"tokens_per_s", stats.tokens_per_second},
-                           {"elapsed", train_seconds_ + step_clock.seconds()}});
-        window_loss = window_count = window_correct = 0;
-        window_steps = 0;
-      }
-      const double step_seconds = step_clock.seconds();
-      train_seconds_ += step_seconds;
-      since_seconds_ += step_seconds;
-
-      if (sums[4] > 0) {
-        result.interrupted = true;
-        break;
-      }
-      result.out_of_time = sums[5] > 0;
-      const bool epoch_end = index + 1 == per_epoch;
-      if (epoch_end) {
-        progress_.end_epoch();
-        bar_open = false;
-      }
-      if (epoch_end || result.out_of_time || (options_.eval_every > 0 && step_ % options_.eval_every == 0)) {
-        if (!validate_and_save(epoch, index, result)) {
-          result.interrupted = true;
-          break;
-        }
-      }
-      if (result.out_of_time) break;
-    }
-    if (bar_open) progress_.end_epoch();
-    stop = result.interrupted || result.out_of_time;
+  for (std::int64_t epoch = step_ / options_.steps_per_epoch; epoch < options_.epochs; ++epoch) {
+    if (!train_epoch(epoch, result)) break;
   }
+  finish(result);
+  return result;
+}
 
+template <typename T>
+void Trainer<T>::finish(TrainerResult& result) {
   result.step = step_;
   result.best_step = best_step_;
   result.best_score = best_score_;
@@ -261,7 +271,6 @@ TrainerResult Trainer<T>::run() {
     progress_.message(fmt::format("time limit of {} s of training reached at step {} of {}", options_.time_limit, step_,
                                   total_steps()));
   }
-  return result;
 }
 
 template <typename T>
@@ -289,48 +298,7 @@ bool Trainer<T>::validate_and_save(std::int64_t epoch, std::int64_t index, Train
   const io::safetensors::Metadata digests =
       hooks_.replicas.writes_files() ? run_.file_digests() : io::safetensors::Metadata{};
   const Stopwatch valid_clock;
-  {
-    // The scope (e.g. the parameters' averages swapped in) covers the validation and the best model.
-    const std::shared_ptr<void> scope = hooks_.evaluation_scope ? hooks_.evaluation_scope() : nullptr;
-    if (hooks_.validate) {
-      std::optional<tapegrad::autocast> mixed_precision;  // validation scores the model as it trains
-      if (options_.autocast) mixed_precision.emplace();
-      try {
-        record.evaluation = hooks_.validate();
-      } catch (const NonFiniteValidation& e) {
-        throw std::runtime_error(fmt::format(
-            "{} at the validation after step {} (epoch {}); stopped without saving, {} (a smaller learning rate or "
-            "clipping may help)",
-            e.what(), step_, epoch + 1, kept_checkpoint(checkpoint_step_)));
-      }
-    } else {
-      record.evaluation.score = std::numeric_limits<double>::quiet_NaN();
-    }
-    model_.train();
-    // A validation stopped by Ctrl-C on one rank must stop every rank here: one that went on would wait
-    // forever in the next collective for the others.
-    bool stopped = record.evaluation.stopped;
-    if (hooks_.replicas.all_reduce_sum) {
-      std::vector<double> votes = {stopped ? 1.0 : 0.0};
-      hooks_.replicas.all_reduce_sum(votes);
-      stopped = votes[0] > 0;
-    }
-    if (stopped) return false;
-    const double score = record.evaluation.score;
-    record.best = std::isnan(score) || score > best_score_ || (options_.ties_improve && score == best_score_);
-    if (record.best) {
-      best_step_ = step_;
-      best_score_ = score;
-      best_metrics_ = record.evaluation.metrics;
-      if (hooks_.replicas.writes_files()) {
-        io::safetensors::Metadata metadata = digests;
-        metadata.insert({{"step", std::to_string(step_)},
-                         {"epoch", fmt::format("{}", record.epoch)},
-                         {"score", fmt::format("{}", score)}});
-        save_model(run_.model(), model_, metadata);
-      }
-    }
-  }
+  if (!validate_model(epoch, record, digests)) return false;
   record.valid_seconds = valid_clock.seconds();
   io::safetensors::Metadata metadata = checkpoint_metadata(digests);
   if (hooks_.replicas.checkpoint_metadata) metadata.merge(hooks_.replicas.checkpoint_metadata());  // collective
@@ -340,7 +308,60 @@ bool Trainer<T>::validate_and_save(std::int64_t epoch, std::int64_t index, Train
                     hooks_.extra_state ? hooks_.extra_state() : StateDict<T>{}, hooks_.generators);
   }
   checkpoint_step_ = step_;
+  log_validation(epoch, record);
+  result.validations.push_back(record);
+  since_loss_ = since_count_ = since_correct_ = since_tokens_ = since_seconds_ = 0;
+  return true;
+}
 
+template <typename T>
+bool Trainer<T>::validate_model(std::int64_t epoch, ValidationRecord& record,
+                                const io::safetensors::Metadata& digests) {
+  // The scope (e.g. the parameters' averages swapped in) covers the validation and the best model.
+  const std::shared_ptr<void> scope = hooks_.evaluation_scope ? hooks_.evaluation_scope() : nullptr;
+  if (hooks_.validate) {
+    std::optional<tapegrad::autocast> mixed_precision;  // validation scores the model as it trains
+    if (options_.autocast) mixed_precision.emplace();
+    try {
+      record.evaluation = hooks_.validate();
+    } catch (const NonFiniteValidation& e) {
+      throw std::runtime_error(fmt::format(
+          "{} at the validation after step {} (epoch {}); stopped without saving, {} (a smaller learning rate or "
+          "clipping may help)",
+          e.what(), step_, epoch + 1, kept_checkpoint(checkpoint_step_)));
+    }
+  } else {
+    record.evaluation.score = std::numeric_limits<double>::quiet_NaN();
+  }
+  model_.train();
+  // A validation stopped by Ctrl-C on one rank must stop every rank here: one that went on would wait
+  // forever in the next collective for the others.
+  bool stopped = record.evaluation.stopped;
+  if (hooks_.replicas.all_reduce_sum) {
+    std::vector<double> votes = {stopped ? 1.0 : 0.0};
+    hooks_.replicas.all_reduce_sum(votes);
+    stopped = votes[0] > 0;
+  }
+  if (stopped) return false;
+  const double score = record.evaluation.score;
+  record.best = std::isnan(score) || score > best_score_ || (options_.ties_improve && score == best_score_);
+  if (record.best) {
+    best_step_ = step_;
+    best_score_ = score;
+    best_metrics_ = record.evaluation.metrics;
+    if (hooks_.replicas.writes_files()) {
+      io::safetensors::Metadata metadata = digests;
+      metadata.insert({{"step", std::to_string(step_)},
+                       {"epoch", fmt::format("{}", record.epoch)},
+                       {"score", fmt::format("{}", score)}});
+      save_model(run_.model(), model_, metadata);
+    }
+  }
+  return true;
+}
+
+template <typename T>
+void Trainer<T>::log_validation(std::int64_t epoch, const ValidationRecord& record) {
   nlohmann::json line = {{"step", step_},
                          {"epoch", record.epoch_end ? nlohmann::json(epoch + 1) : nlohmann::json(record.epoch)},
                          {"loss", record.train_loss},
@@ -356,9 +377,6 @@ bool Trainer<T>::validate_and_save(std::int64_t epoch, std::int64_t index, Train
                                 where, record.train_loss, 100.0 * record.train_accuracy, record.evaluation.summary,
                                 record.best ? " (best)" : "", format_duration(record.train_seconds),
                                 format_rate(record.tokens_per_second), record.valid_seconds));
-  result.validations.push_back(record);
-  since_loss_ = since_count_ = since_correct_ = since_tokens_ = since_seconds_ = 0;
-  return true;
 }
 
 template class Trainer<float>;

@@ -28,6 +28,7 @@
 #include "tapegrad/train/progress.hpp"
 #include "tapegrad/train/replicas.hpp"
 #include "tapegrad/train/run_directory.hpp"
+#include "tapegrad/train/timing.hpp"
 
 namespace tapegrad::train {
 
@@ -149,7 +150,24 @@ class Trainer {
   MetricsLog& metrics();
 
  private:
+  /// A step's (or a window's, an epoch's) loss summed over its targets, its targets, the correct ones and
+  /// its tokens, over all ranks.
+  struct Sums {
+    double loss = 0, count = 0, correct = 0, tokens = 0;
+    void add(const Sums& s) { loss += s.loss, count += s.count, correct += s.correct, tokens += s.tokens; }
+  };
+  /// One optimizer step at learning rate lr; its sums, and whether any rank asked to stop or ran out of time.
+  Sums train_step(std::int64_t epoch, std::int64_t index, double lr, const Stopwatch& step_clock, bool& stop,
+                  bool& time_up);
+  /// The epoch's steps from index on; false when training stops within it.
+  bool train_epoch(std::int64_t epoch, TrainerResult& result);
+  void finish(TrainerResult& result);
   bool validate_and_save(std::int64_t epoch, std::int64_t index, TrainerResult& result);
+  /// The hooks' validation of the model as it is (in its evaluation scope); false when Ctrl-C stopped it on
+  /// any rank. Saves the model when it is the best so far.
+  bool validate_model(std::int64_t epoch, ValidationRecord& record, const io::safetensors::Metadata& digests);
+  /// The validation's metrics.jsonl line and progress message.
+  void log_validation(std::int64_t epoch, const ValidationRecord& record);
   /// The trainer's own checkpoint entries added to `metadata`.
   io::safetensors::Metadata checkpoint_metadata(io::safetensors::Metadata metadata) const;
 

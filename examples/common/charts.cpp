@@ -125,4 +125,13 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
   return html::page(title, style, body, script);
 }
 
+std::string settings_rows(const nlohmann::json& config) {
+  std::string rows;
+  for (const auto& [key, value] : config.items()) {
+    rows += fmt::format("<tr><th><code>{}</code></th><td>{}</td></tr>\n", html::escape(key),
+                        html::escape(value.is_string() ? value.get<std::string>() : value.dump()));
+  }
+  return rows;
+}
+
 }  // namespace examples::charts

@@ -30,6 +30,9 @@ std::optional<double> number(const nlohmann::json& line, const char* key);
 // "4.21 s", "37.5 s", "12:34", "1:02:03".
 std::string duration(double seconds);
 
+// A table's rows of a run's config.json: a key and its value each ("version" too).
+std::string settings_rows(const nlohmann::json& config);
+
 // A training report page (train_lm's and train_translate's): charts side by side and tables with
 // right-aligned numbers. The body's <script id="report-data"> must hold JSON with "validations", which
 // the page records in document.body.dataset for the tests, beside dataset.ok once its script ran.

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "examples/common/command_line.hpp"
+#include "examples/common/commands.hpp"
 #include "examples/common/precision.hpp"
 #include "examples/common/settings.hpp"
 #include "examples/imdb/config.hpp"
@@ -27,7 +28,6 @@
 #include "tapegrad/datasets/text/tokenizer.hpp"
 #include "tapegrad/io/atomic_file.hpp"
 #include "tapegrad/train/errors.hpp"
-#include "tapegrad/train/interrupt.hpp"
 #include "tapegrad/train/progress.hpp"
 
 namespace imdb {
@@ -36,157 +36,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* kProgram = "train_imdb";
-
-// Binds every training flag to its field of config; the defaults shown are the struct's.
-void add_training_flags(CLI::App& app, Config& c) {
-  auto group = [&](const char* name) { return app.add_option_group(name); };
-  auto* data = group("Data");
-  data->add_option("--data", c.data, "aclImdb folder or .tar.gz (default: found automatically)");
-  data->add_flag("--no-download", c.no_download, "fail instead of downloading the data");
-  data->add_option("--vocab-size", c.vocab_size, "vocabulary size including <pad> and <unk>")->capture_default_str();
-  data->add_option("--max-len", c.max_len, "tokens kept per review")->capture_default_str();
-  data->add_option("--valid-fraction", c.valid_fraction, "share of train/ held out for validation (seeded)")
-      ->capture_default_str();
-  data->add_option("--truncate", c.truncate, "which tokens a longer review keeps: head|tail|head+tail")
-      ->capture_default_str();
-
-  auto* model = group("Model");
-  model->add_option("--layers", c.layers, "encoder layers")->capture_default_str();
-  model->add_option("--d-model", c.d_model, "embedding width")->capture_default_str();
-  model->add_option("--heads", c.heads, "attention heads (must divide --d-model)")->capture_default_str();
-  model->add_option("--ff", c.ff, "feed-forward width")->capture_default_str();
-  model->add_option("--dropout", c.dropout, "dropout probability")->capture_default_str();
-  model->add_option("--attn-dropout", c.attn_dropout, "attention-weight dropout probability")->capture_default_str();
-  model->add_option("--word-dropout", c.word_dropout, "share of training tokens replaced by <unk>")
-      ->capture_default_str();
-  model->add_option("--crop", c.crop, "share of training reviews replaced by a random window of their tokens")
-      ->capture_default_str();
-  model->add_option("--crop-min", c.crop_min, "a crop's shortest window, in tokens")->capture_default_str();
-  model->add_option("--crop-max", c.crop_max, "a crop's longest window, in tokens")->capture_default_str();
-  model
-      ->add_option("--clause-negation", c.clause_negation,
-                   "share of training reviews replaced by one of their clauses where a copula meets a word of the "
-                   "review's polarity, half of them negated (\"was not superb\") with the label flipped")
-      ->capture_default_str();
-  model
-      ->add_option("--polarity-margin", c.polarity_margin,
-                   "|naive-Bayes log-count ratio| from which --clause-negation counts a word as polar")
-      ->capture_default_str();
-  model->add_option("--activation", c.activation, "relu|gelu")->capture_default_str();
-  model->add_option("--norm", c.norm, "post|pre: LayerNorm after or before each sublayer")->capture_default_str();
-  model->add_option("--pooling", c.pooling, "max|mean|cls")->capture_default_str();
-  model->add_option("--pos", c.pos, "positional encoding: sinusoidal|learned")->capture_default_str();
-  model
-      ->add_option("--ngram-buckets", c.ngram_buckets,
-                   "rows of the hashed n-gram embedding added to the token embeddings (0 = none)")
-      ->capture_default_str();
-  model->add_option("--ngram-max", c.ngram_max, "longest hashed n-gram (2 = bigrams only)")->capture_default_str();
-  model
-      ->add_option("--ngram-dim", c.ngram_dim, "width of the n-gram table's rows, projected to --d-model (0 = d-model)")
-      ->capture_default_str();
-  model
-      ->add_option("--ngram-init", c.ngram_init,
-                   "normal|nb: the n-gram table drawn at random and trained, or fixed at each bucket's naive-Bayes "
-                   "log-count ratio on the training reviews (needs --ngram-dim 1)")
-      ->capture_default_str();
-  model
-      ->add_option("--ngram-min-docs", c.ngram_min_docs,
-                   "with --ngram-init nb, buckets held by fewer training reviews read 0")
-      ->capture_default_str();
-  model
-      ->add_option("--wide-buckets", c.wide_buckets,
-                   "rows of a linear model over each review's hashed n-grams, added to the logits (0 = none)")
-      ->capture_default_str();
-  model->add_option("--wide-max-n", c.wide_max_n, "longest n-gram of the linear model (1 = words only)")
-      ->capture_default_str();
-  model
-      ->add_flag("--wide-nb,!--no-wide-nb", c.wide_nb,
-                 "scale the linear model's n-gram features by their naive-Bayes log-count ratios on the training "
-                 "reviews (NBSVM)")
-      ->capture_default_str();
-  model
-      ->add_flag("--wide-negation,!--no-wide-negation", c.wide_negation,
-                 "mark the words between a negation and the next punctuation as n-gram features of their own in the "
-                 "linear model (\"not ... bad\" is not \"bad\")")
-      ->capture_default_str();
-  model
-      ->add_option("--wide-negation-factor", c.wide_negation_factor,
-                   "with --wide-negation, a negated word also counts as itself times a factor learned from this "
-                   "start (-1: reversed, so that words seldom negated in training are reversed too; 0 = none)")
-      ->capture_default_str();
-  model
-      ->add_flag("--wide-weight-by-length,!--no-wide-weight-by-length", c.wide_weight_by_length,
-                 "fit the linear model's weight in the mixture as a + b ln(review length) rather than one number "
-                 "(its confidence grows with the length faster than the encoder's)")
-      ->capture_default_str();
-  model
-      ->add_option("--wide-loss", c.wide_loss,
-                   "separate|joint: one loss per part (encoder and linear model), or one on the summed logits")
-      ->capture_default_str();
-
-  auto* opt = group("Optimization");
-  opt->add_option("--optimizer", c.optimizer, "adam|adamw|sgd")->capture_default_str();
-  opt->add_option("--lr", c.lr, "peak learning rate (noam: the factor)")->capture_default_str();
-  opt->add_option("--warmup", c.warmup, "warmup steps")->capture_default_str();
-  opt->add_option("--schedule", c.schedule,
-                  "constant|linear|cosine|inv-sqrt|noam (linear: warmup, then linear decay to 0 at the last step)")
-      ->capture_default_str();
-  opt->add_option("--betas", c.betas, "Adam betas")->capture_default_str();
-  opt->add_option("--eps", c.eps, "Adam epsilon")->capture_default_str();
-  opt->add_option("--weight-decay", c.weight_decay, "decoupled for adamw, L2 for adam and sgd")->capture_default_str();
-  opt->add_option("--momentum", c.momentum, "sgd momentum")->capture_default_str();
-  opt->add_option("--clip-norm", c.clip_norm, "gradient norm clipping, 0 disables")->capture_default_str();
-  opt->add_option("--ema", c.ema,
-                  "decay of an exponential moving average of the parameters, used for validation and the saved "
-                  "model; 0 disables")
-      ->capture_default_str();
-  opt->add_option("--batch-size", c.batch_size, "reviews per step")->capture_default_str();
-  opt->add_option("--epochs", c.epochs, "passes over the training reviews")->capture_default_str();
-  opt->add_option("--seed", c.seed, "seeds the split, the initialization, the shuffle and dropout")
-      ->capture_default_str();
-  opt->add_option("--bucket", c.bucket, "bucketing chunk in batches (0 = off)")->capture_default_str();
-  opt->add_option("--init-from", c.init_from,
-                  "a train_lm --objective masked run: start from its vocabulary, embedding and encoder");
-
-  auto* run = group("Run");
-  run->add_option("--threads", c.threads, "BLAS threads")->capture_default_str();
-  run->add_option("--precision", c.precision, examples::kPrecisionHelp)->capture_default_str();
-  run->add_option("--log-every", c.log_every, "steps between metrics.jsonl lines and plain progress lines")
-      ->capture_default_str();
-  run->add_option("--out", c.out, "run folder")->capture_default_str();
-  run->add_flag("--resume", c.resume, "continue the run in --out from its last checkpoint");
-  run->add_flag("--overwrite", c.overwrite,
-                "start a new run in --out even if it holds one (whose files are then removed); without it a "
-                "folder with a checkpoint or a model is refused");
-  run->add_flag("--detect-anomaly", c.detect_anomaly,
-                "check every op's output and gradients for NaN/inf and stop naming the op (slower)");
-}
-
-bool given(const CLI::App& app, const std::string& flag) {
-  const CLI::Option* option = app.get_option_no_throw(flag);
-  return option != nullptr && option->count() > 0;
-}
-
 // --resume: the saved config.json supplies every setting not given on the command line.
 Config with_saved_settings(const CLI::App& app, const Config& config) {
   const auto run = run_directory(config.out);
   run.check_resumable({tapegrad::train::RunDirectory::kConfig});
-  nlohmann::json merged = to_json(config);
-  // Named: items() of a temporary would outlive it in the range-for.
-  const nlohmann::json saved = to_json(read_config(run));
-  for (const auto& [key, value] : saved.items()) {
-    // Not a flag: train() takes it from config.json once the --precision given is checked against the run's.
-    if (key == "precision-resolved") continue;
-    if (!given(app, "--" + key)) merged[key] = value;
-  }
-  Config result = config_from_json(merged);
-  result.no_download = config.no_download;
-  result.threads = config.threads;
-  result.log_every = config.log_every;
-  result.out = config.out;
-  result.resume = true;
-  return result;
+  return examples::with_saved_settings(flags(), app, config, read_config(run));
 }
 
 void check_positive(const char* flag, std::int64_t value) {
@@ -216,23 +70,10 @@ int train_command(const CLI::App& app, Config config, std::ostream& out, std::os
   if (!config.data.empty() && !fs::exists(config.data)) {
     throw UsageError(fmt::format("--data {} does not exist", config.data));
   }
-  tapegrad::train::install_interrupt_handler();
-  TrainResult result;
-  try {
-    // Ranks other than 0 train silently; their errors still reach stderr through exit_code_of.
-    std::ostream silent(nullptr);
-    const bool rank0 = parallel.rank == 0;
-    result = train(config, rank0 ? out : silent, rank0 ? err : silent, interactive && rank0, {}, parallel);
-  } catch (...) {
-    tapegrad::train::remove_interrupt_handler();
-    throw;
-  }
-  tapegrad::train::remove_interrupt_handler();
-  // Once config.json exists the run has a report, even an interrupted one.
-  if (parallel.rank == 0 && fs::exists(run_directory(config.out).config())) {
-    out << fmt::format("report: {}\n", write_report(config.out).string()) << std::flush;
-  }
-  return result.interrupted ? tapegrad::train::kInterruptedExitCode : 0;
+  return examples::run_training(
+      parallel, out, err, interactive,
+      [&](std::ostream& o, std::ostream& e, bool bar) { return train(config, o, e, bar, {}, parallel).interrupted; },
+      run_directory(config.out).config(), [&] { return write_report(config.out); });
 }
 
 struct EvaluateArgs {
@@ -434,7 +275,7 @@ int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& o
       kProgram);
   app.require_subcommand(0, 1);
   Config config;
-  add_training_flags(app, config);
+  flags().add_to(app, config);
 
   EvaluateArgs eval_args;
   CLI::App* evaluate_app = app.add_subcommand("evaluate", "accuracy and loss of a run's model on a split");
@@ -479,17 +320,7 @@ int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& o
     for (CLI::App* sub : {evaluate_app, predict_app, explain_app, report_app})
       if (sub->parsed()) command = sub;
     if (command) {
-      // The training flags live in option groups, which CLI11 keeps as unnamed subcommands.
-      for (CLI::App* group : app.get_subcommands([](CLI::App* sub) { return sub->get_name().empty(); })) {
-        for (const CLI::Option* option : group->get_options()) {
-          if (option->count() == 0) continue;
-          throw UsageError(fmt::format("{} is a training flag; put {} flags after the subcommand", option->get_name(),
-                                       command->get_name()));
-        }
-      }
-      if (parallel.size > 1) {
-        throw UsageError(fmt::format("{} runs in one process: start it without mpirun", command->get_name()));
-      }
+      examples::check_subcommand(app, *command, parallel);
       if (command == evaluate_app) return evaluate_command(eval_args, out, err);
       if (command == predict_app) return predict_command(predict_args, in, out, err);
       if (command == explain_app) return explain_command(explain_args, in, out, err);

@@ -2,12 +2,12 @@
 
 #include <fmt/format.h>
 
-#include <cmath>
+#include <cstdint>
 #include <limits>
 #include <stdexcept>
-#include <tuple>
-#include <type_traits>
+#include <vector>
 
+#include "examples/common/commands.hpp"
 #include "examples/common/precision.hpp"
 #include "examples/common/settings.hpp"
 
@@ -39,132 +39,188 @@ tapegrad::datasets::Truncation truncation_of(const Config& config) {
   throw std::invalid_argument(fmt::format("--truncate {} is not one of head|tail|head+tail", config.truncate));
 }
 
+namespace {
+
+namespace lim = examples::limits;
+using examples::closed;
+using examples::flag;
+
+std::vector<examples::Flag> data_flags() {
+  using C = Config;
+  return {
+      flag("--data", &C::data, "aclImdb folder or .tar.gz (default: found as datasets/README.md describes)")
+          .shown_as("found")
+          .free_on_resume(),
+      flag("--no-download", &C::no_download, "fail instead of downloading the data").not_saved(),
+      flag("--vocab-size", &C::vocab_size, "vocabulary size including <pad> and <unk>").in(closed(3, lim::kVocabSize)),
+      flag("--max-len", &C::max_len, "tokens kept per review").in(closed(1, lim::kSequenceLength)),
+      flag("--valid-fraction", &C::valid_fraction,
+           "share of train/ held out for validation (seeded, stratified; 0: none, the last epoch is kept)")
+          .in(examples::below(0, 1)),
+      flag("--truncate", &C::truncate, "which tokens a longer review keeps: head|tail|head+tail")
+          .one_of({"head", "tail", "head+tail"}),
+  };
+}
+
+std::vector<examples::Flag> model_flags() {
+  using C = Config;
+  return {
+      flag("--layers", &C::layers, "encoder layers").in(closed(1, lim::kLayers)),
+      flag("--d-model", &C::d_model, "embedding width").in(closed(1, lim::kWidth)),
+      flag("--heads", &C::heads, "attention heads (must divide --d-model)").in(closed(1, lim::kHeads)),
+      flag("--ff", &C::ff, "feed-forward width").in(closed(1, lim::kWidth)),
+      flag("--dropout", &C::dropout, "dropout probability").in(examples::below(0, 1)),
+      flag("--attn-dropout", &C::attn_dropout, "attention-weight dropout probability").in(examples::below(0, 1)),
+      flag("--word-dropout", &C::word_dropout, "share of training tokens replaced by <unk>").in(examples::below(0, 1)),
+      flag("--crop", &C::crop, "share of training reviews replaced by a random window of their tokens")
+          .in(closed(0, 1)),
+      flag("--crop-min", &C::crop_min, "a crop's shortest window, in tokens").in(closed(1, lim::kSequenceLength)),
+      flag("--crop-max", &C::crop_max, "a crop's longest window, in tokens").in(closed(1, lim::kSequenceLength)),
+      flag("--clause-negation", &C::clause_negation,
+           "share of training reviews replaced by one of their clauses where a copula meets a word of the review's "
+           "polarity, half of them negated (\"was not superb\") with the label flipped")
+          .in(closed(0, 1)),
+      flag("--polarity-margin", &C::polarity_margin,
+           "|naive-Bayes log-count ratio| from which --clause-negation counts a word as polar")
+          .in(examples::above(0)),
+      flag("--activation", &C::activation, "relu|gelu").one_of({"relu", "gelu"}),
+      flag("--norm", &C::norm, "post|pre: LayerNorm after or before each sublayer").one_of({"post", "pre"}),
+      flag("--pooling", &C::pooling, "max|mean|cls").one_of({"max", "mean", "cls"}),
+      flag("--pos", &C::pos, "positional encoding: sinusoidal|learned").one_of({"sinusoidal", "learned"}),
+  };
+}
+
+std::vector<examples::Flag> ngram_flags() {
+  using C = Config;
+  return {
+      flag("--ngram-buckets", &C::ngram_buckets,
+           "rows of the hashed n-gram embedding added to the token embeddings (0 = none)")
+          .in(examples::zero_or(2, lim::kNgramBuckets)),
+      flag("--ngram-max", &C::ngram_max, "longest hashed n-gram (2 = bigrams only)").in(closed(2, lim::kNgramMax)),
+      flag("--ngram-dim", &C::ngram_dim, "width of the n-gram table's rows, projected to --d-model (0 = d-model)")
+          .in(closed(0, lim::kWidth)),
+      flag("--ngram-init", &C::ngram_init,
+           "normal|nb: the n-gram table drawn at random and trained, or fixed at each bucket's naive-Bayes "
+           "log-count ratio on the training reviews (needs --ngram-dim 1)")
+          .one_of({"normal", "nb"}),
+      flag("--ngram-min-docs", &C::ngram_min_docs,
+           "with --ngram-init nb, buckets held by fewer training reviews read 0")
+          .in(closed(0, lim::kBatchSize)),
+      flag("--wide-buckets", &C::wide_buckets,
+           "rows of a linear model over each review's hashed n-grams, added to the logits (0 = none)")
+          .in(examples::zero_or(2, lim::kNgramBuckets)),
+      flag("--wide-max-n", &C::wide_max_n, "longest n-gram of the linear model (1 = words only)")
+          .in(closed(1, lim::kNgramMax)),
+      flag("--wide-nb", &C::wide_nb,
+           "scale the linear model's n-gram features by their naive-Bayes log-count ratios on the training reviews "
+           "(NBSVM)")
+          .or_off("--no-wide-nb"),
+      flag("--wide-negation", &C::wide_negation,
+           "mark the words between a negation and the next punctuation as n-gram features of their own in the "
+           "linear model (\"not ... bad\" is not \"bad\")")
+          .or_off("--no-wide-negation"),
+      flag("--wide-negation-factor", &C::wide_negation_factor,
+           "with --wide-negation, a negated word also counts as itself times a factor learned from this start (-1: "
+           "reversed, so that words seldom negated in training are reversed too; 0 = none)")
+          .in(closed(-10, 10)),
+      flag("--wide-weight-by-length", &C::wide_weight_by_length,
+           "fit the linear model's weight in the mixture as a + b ln(review length) rather than one number (its "
+           "confidence grows with the length faster than the encoder's)")
+          .or_off("--no-wide-weight-by-length"),
+      flag("--wide-loss", &C::wide_loss,
+           "separate|joint: one loss per part (encoder and linear model), or one on the summed logits")
+          .one_of({"joint", "separate"}),
+  };
+}
+
+std::vector<examples::Flag> optimization_flags() {
+  using C = Config;
+  return {
+      flag("--optimizer", &C::optimizer, "adam|adamw|sgd").one_of({"adam", "adamw", "sgd"}),
+      flag("--lr", &C::lr, "peak learning rate (noam: the factor)").in(closed(0, lim::kLearningRate)),
+      flag("--warmup", &C::warmup, "warmup steps").in(closed(0, lim::kSteps)),
+      flag("--schedule", &C::schedule,
+           "constant|linear|cosine|inv-sqrt|noam (linear: warmup, then linear decay to 0 at the last step)")
+          .one_of({"constant", "linear", "cosine", "inv-sqrt", "noam"}),
+      flag("--betas", &C::betas, "Adam betas"),
+      flag("--eps", &C::eps, "Adam epsilon").in(examples::at_least(0)),
+      flag("--weight-decay", &C::weight_decay, "decoupled for adamw, L2 for adam and sgd").in(examples::at_least(0)),
+      flag("--momentum", &C::momentum, "sgd momentum").in(examples::below(0, 1)),
+      flag("--clip-norm", &C::clip_norm, "gradient norm clipping (0: off)").in(examples::at_least(0)),
+      flag("--ema", &C::ema,
+           "decay of an exponential moving average of the parameters (torch_ema's rule), used for validation and "
+           "the saved model (0: off)")
+          .in(examples::below(0, 1)),
+      flag("--batch-size", &C::batch_size, "reviews per step").in(closed(1, lim::kBatchSize)),
+      flag("--epochs", &C::epochs, "passes over the training reviews").in(closed(1, lim::kEpochs)),
+      flag("--seed", &C::seed, "seeds the split, the initialization, the shuffle and dropout")
+          .in(closed(0, static_cast<long double>(std::numeric_limits<std::int64_t>::max()))),
+      flag("--bucket", &C::bucket, "length-bucketing chunk in batches (0: off)").in(closed(0, lim::kSteps)),
+      flag("--init-from", &C::init_from,
+           "a train_lm --objective masked run: start from its vocabulary, embedding and encoder")
+          .shown_as("none"),
+  };
+}
+
+std::vector<examples::Flag> run_flags() {
+  using C = Config;
+  return examples::join(
+      {flag("--threads", &C::threads, "BLAS threads").in(closed(1, lim::kThreads)).not_saved(),
+       flag("--precision", &C::precision, examples::kPrecisionHelp).one_of({"fp32", "bf16", "auto"}),
+       examples::saved("precision-resolved", &C::precision_resolved),
+       flag("--log-every", &C::log_every, "steps between metrics.jsonl lines and plain progress lines")
+           .in(closed(1, lim::kSteps))
+           .not_saved(),
+       flag("--out", &C::out, "run folder").not_saved()},
+      examples::run_flags<C>());
+}
+
+// The wide and n-gram tables (their gradients and Adam's moments: 16 bytes per float) within half the
+// machine's memory.
+std::optional<std::string> ngram_memory_problem(const Config& c) {
+  const double memory = examples::physical_memory_bytes();
+  const double ngram_bytes = 16.0 * double(c.ngram_buckets) * double(c.ngram_dim == 0 ? c.d_model : c.ngram_dim);
+  if (ngram_bytes > memory / 2) {
+    return fmt::format(
+        "--ngram-buckets {} at --d-model {} needs {:.1f} GB for its table, more than half of this machine's {:.1f} GB",
+        c.ngram_buckets, c.d_model, ngram_bytes / 1e9, memory / 1e9);
+  }
+  // The wide table has a column per class, and the feature scale.
+  const double wide_bytes = (16.0 * 2 + (c.wide_nb ? 4.0 : 0.0)) * double(c.wide_buckets);
+  if (wide_bytes > memory / 2) {
+    return fmt::format("--wide-buckets {} needs {:.1f} GB for its table, more than half of this machine's {:.1f} GB",
+                       c.wide_buckets, wide_bytes / 1e9, memory / 1e9);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+const examples::Flags<Config>& flags() {
+  static const examples::Flags<Config> table(kProgram, kConfigVersion, examples::Keys::dashes,
+                                             {{"Data", data_flags()},
+                                              {"Model", model_flags()},
+                                              {"Model: n-grams", ngram_flags()},
+                                              {"Optimization", optimization_flags()},
+                                              {"Run", run_flags()}});
+  return table;
+}
+
 std::optional<std::string> validate(const Config& c) {
-  const std::pair<const char*, std::int64_t> positive[] = {
-      {"--vocab-size", c.vocab_size}, {"--max-len", c.max_len}, {"--layers", c.layers},
-      {"--d-model", c.d_model},       {"--heads", c.heads},     {"--ff", c.ff},
-      {"--batch-size", c.batch_size}, {"--epochs", c.epochs},   {"--threads", c.threads},
-      {"--log-every", c.log_every}};
-  for (const auto& [flag, value] : positive) {
-    if (value <= 0) return fmt::format("{} {} must be positive", flag, value);
-  }
-  // Upper bounds where memory or time would explode before anything useful happens (the positional
-  // table alone is max_len x d_model floats; a million layers never finishes building).
-  namespace lim = examples::limits;
-  const std::tuple<const char*, std::int64_t, std::int64_t> at_most[] = {
-      {"--vocab-size", c.vocab_size, lim::kVocabSize},
-      {"--max-len", c.max_len, lim::kSequenceLength},
-      {"--layers", c.layers, lim::kLayers},
-      {"--d-model", c.d_model, lim::kWidth},
-      {"--heads", c.heads, lim::kHeads},
-      {"--ff", c.ff, lim::kWidth},
-      {"--batch-size", c.batch_size, lim::kBatchSize},
-      {"--epochs", c.epochs, lim::kEpochs},
-      {"--threads", c.threads, lim::kThreads},
-      {"--warmup", c.warmup, lim::kSteps},
-      {"--bucket", c.bucket, lim::kSteps},
-      {"--log-every", c.log_every, lim::kSteps}};
-  for (const auto& [flag, value, limit] : at_most) {
-    if (value > limit) return fmt::format("{} {} is above the limit of {}", flag, value, limit);
-  }
+  if (auto problem = flags().check(c)) return problem;
   // The embedding and the positional table grow with the flags.
   if (auto problem = examples::table_memory_problem("--vocab-size", c.vocab_size, "--max-len", c.max_len, c.d_model))
     return problem;
-  if (c.ngram_buckets < 0 || c.ngram_buckets == 1 || c.ngram_buckets > lim::kNgramBuckets) {
-    return fmt::format("--ngram-buckets {} must be 0 (none) or between 2 and {}", c.ngram_buckets, lim::kNgramBuckets);
-  }
-  if (c.ngram_max < 2 || c.ngram_max > lim::kNgramMax) {
-    return fmt::format("--ngram-max {} is outside [2, {}]", c.ngram_max, lim::kNgramMax);
-  }
-  if (c.ngram_dim < 0 || c.ngram_dim > c.d_model) {
+  if (c.ngram_dim > c.d_model) {
     return fmt::format("--ngram-dim {} is outside [0, --d-model {}]", c.ngram_dim, c.d_model);
   }
   if (c.ngram_init == "nb" && c.ngram_buckets > 0 && c.ngram_dim != 1) {
     return fmt::format("--ngram-init nb needs --ngram-dim 1 (one log-count ratio per bucket), got --ngram-dim {}",
                        c.ngram_dim);
   }
-  if (c.ngram_min_docs < 0 || c.ngram_min_docs > 1'000'000'000) {
-    return fmt::format("--ngram-min-docs {} is outside [0, 1000000000]", c.ngram_min_docs);
-  }
-  // The n-gram table, its gradient and Adam's moments: 16 bytes per float, like the embedding's.
-  const double ngram_bytes = 16.0 * double(c.ngram_buckets) * double(c.ngram_dim == 0 ? c.d_model : c.ngram_dim);
-  if (ngram_bytes > examples::physical_memory_bytes() / 2) {
-    return fmt::format(
-        "--ngram-buckets {} at --d-model {} needs {:.1f} GB for its table, more than half of this "
-        "machine's {:.1f} GB",
-        c.ngram_buckets, c.d_model, ngram_bytes / 1e9, examples::physical_memory_bytes() / 1e9);
-  }
-  if (c.wide_buckets < 0 || c.wide_buckets == 1 || c.wide_buckets > lim::kNgramBuckets) {
-    return fmt::format("--wide-buckets {} must be 0 (none) or between 2 and {}", c.wide_buckets, lim::kNgramBuckets);
-  }
-  // The wide table (a column per class), its gradient and Adam's moments, and the feature scale.
-  const double wide_bytes = (16.0 * 2 + (c.wide_nb ? 4.0 : 0.0)) * double(c.wide_buckets);
-  if (wide_bytes > examples::physical_memory_bytes() / 2) {
-    return fmt::format("--wide-buckets {} needs {:.1f} GB for its table, more than half of this machine's {:.1f} GB",
-                       c.wide_buckets, wide_bytes / 1e9, examples::physical_memory_bytes() / 1e9);
-  }
-  if (!(c.wide_negation_factor >= -10.0 && c.wide_negation_factor <= 10.0)) {
-    return fmt::format("--wide-negation-factor {} is outside [-10, 10]", c.wide_negation_factor);
-  }
-  if (c.wide_max_n < 1 || c.wide_max_n > lim::kNgramMax) {
-    return fmt::format("--wide-max-n {} is outside [1, {}]", c.wide_max_n, lim::kNgramMax);
-  }
-  if (c.vocab_size < 3)
-    return fmt::format("--vocab-size {} leaves no room for a token besides <pad> and <unk>", c.vocab_size);
+  if (auto problem = ngram_memory_problem(c)) return problem;
   if (c.d_model % c.heads != 0) return fmt::format("--d-model {} is not divisible by --heads {}", c.d_model, c.heads);
-  for (const auto& [flag, value] : {std::pair{"--warmup", c.warmup}, {"--seed", c.seed}, {"--bucket", c.bucket}}) {
-    if (value < 0) return fmt::format("{} {} must not be negative", flag, value);
-  }
-  for (const auto& [flag, value] :
-       {std::pair{"--dropout", c.dropout}, {"--attn-dropout", c.attn_dropout}, {"--word-dropout", c.word_dropout}}) {
-    if (!(value >= 0.0 && value < 1.0)) return fmt::format("{} {} is outside [0, 1)", flag, value);
-  }
-  for (const auto& [flag, value] :
-       {std::pair{"--lr", c.lr}, {"--eps", c.eps}, {"--weight-decay", c.weight_decay}, {"--clip-norm", c.clip_norm}}) {
-    if (!(value >= 0.0) || std::isinf(value)) return fmt::format("{} {} must be a finite number >= 0", flag, value);
-  }
-  if (c.lr > examples::limits::kLearningRate)
-    return fmt::format("--lr {} is above the limit of {}", c.lr, examples::limits::kLearningRate);
-  if (!(c.momentum >= 0.0 && c.momentum < 1.0)) return fmt::format("--momentum {} is outside [0, 1)", c.momentum);
-  if (!(c.ema >= 0.0 && c.ema < 1.0)) return fmt::format("--ema {} is outside [0, 1)", c.ema);
-  if (!(c.valid_fraction >= 0.0 && c.valid_fraction < 1.0)) {
-    return fmt::format("--valid-fraction {} is outside [0, 1)", c.valid_fraction);
-  }
-  if (!(c.crop >= 0.0 && c.crop <= 1.0)) return fmt::format("--crop {} is outside [0, 1]", c.crop);
-  for (const auto& [flag, value] : {std::pair{"--crop-min", c.crop_min}, {"--crop-max", c.crop_max}}) {
-    if (value < 1 || value > lim::kSequenceLength) {
-      return fmt::format("{} {} is outside [1, {}]", flag, value, lim::kSequenceLength);
-    }
-  }
-  if (!(c.clause_negation >= 0.0 && c.clause_negation <= 1.0)) {
-    return fmt::format("--clause-negation {} is outside [0, 1]", c.clause_negation);
-  }
-  if (!(c.polarity_margin > 0.0 && std::isfinite(c.polarity_margin))) {
-    return fmt::format("--polarity-margin {} must be a positive number", c.polarity_margin);
-  }
-  if (c.crop_min > c.crop_max) {
-    return fmt::format("--crop-min {} is above --crop-max {}", c.crop_min, c.crop_max);
-  }
-
-  struct Choice {
-    const char* flag;
-    const std::string& value;
-    std::initializer_list<const char*> choices;
-  };
-  const Choice choices[] = {
-      {"--truncate", c.truncate, {"head", "tail", "head+tail"}},
-      {"--activation", c.activation, {"relu", "gelu"}},
-      {"--norm", c.norm, {"post", "pre"}},
-      {"--pooling", c.pooling, {"max", "mean", "cls"}},
-      {"--pos", c.pos, {"sinusoidal", "learned"}},
-      {"--ngram-init", c.ngram_init, {"normal", "nb"}},
-      {"--wide-loss", c.wide_loss, {"joint", "separate"}},
-      {"--optimizer", c.optimizer, {"adam", "adamw", "sgd"}},
-      {"--schedule", c.schedule, {"constant", "linear", "cosine", "inv-sqrt", "noam"}},
-  };
-  for (const auto& choice : choices) {
-    if (auto problem = examples::choice_problem(choice.flag, choice.value, choice.choices)) return problem;
-  }
+  if (c.crop_min > c.crop_max) return fmt::format("--crop-min {} is above --crop-max {}", c.crop_min, c.crop_max);
   if ((c.schedule == "inv-sqrt" || c.schedule == "noam") && c.warmup == 0) {
     return fmt::format("--schedule {} needs --warmup >= 1, got {}", c.schedule, c.warmup);
   }
@@ -179,122 +235,9 @@ std::optional<std::string> validate(const Config& c) {
   return examples::precision_problem(c.precision, c.precision_resolved);
 }
 
-nlohmann::json to_json(const Config& c) {
-  return {
-      {"data", c.data},
-      {"vocab-size", c.vocab_size},
-      {"max-len", c.max_len},
-      {"truncate", c.truncate},
-      {"valid-fraction", c.valid_fraction},
-      {"layers", c.layers},
-      {"d-model", c.d_model},
-      {"heads", c.heads},
-      {"ff", c.ff},
-      {"dropout", c.dropout},
-      {"attn-dropout", c.attn_dropout},
-      {"word-dropout", c.word_dropout},
-      {"crop", c.crop},
-      {"crop-min", c.crop_min},
-      {"crop-max", c.crop_max},
-      {"clause-negation", c.clause_negation},
-      {"polarity-margin", c.polarity_margin},
-      {"activation", c.activation},
-      {"norm", c.norm},
-      {"pooling", c.pooling},
-      {"pos", c.pos},
-      {"ngram-buckets", c.ngram_buckets},
-      {"ngram-max", c.ngram_max},
-      {"ngram-dim", c.ngram_dim},
-      {"ngram-init", c.ngram_init},
-      {"ngram-min-docs", c.ngram_min_docs},
-      {"wide-buckets", c.wide_buckets},
-      {"wide-max-n", c.wide_max_n},
-      {"wide-loss", c.wide_loss},
-      {"wide-nb", c.wide_nb},
-      {"wide-negation", c.wide_negation},
-      {"wide-negation-factor", c.wide_negation_factor},
-      {"wide-weight-by-length", c.wide_weight_by_length},
-      {"optimizer", c.optimizer},
-      {"lr", c.lr},
-      {"warmup", c.warmup},
-      {"schedule", c.schedule},
-      {"betas", c.betas},
-      {"eps", c.eps},
-      {"weight-decay", c.weight_decay},
-      {"momentum", c.momentum},
-      {"clip-norm", c.clip_norm},
-      {"ema", c.ema},
-      {"batch-size", c.batch_size},
-      {"epochs", c.epochs},
-      {"seed", c.seed},
-      {"bucket", c.bucket},
-      {"init-from", c.init_from},
-      {"precision", c.precision},
-      {"precision-resolved", c.precision_resolved},
-  };
-}
+nlohmann::json to_json(const Config& c) { return flags().to_json(c); }
 
-Config config_from_json(const nlohmann::json& json) {
-  examples::check_known_keys(json, to_json(Config()));
-  Config c;
-  examples::read_setting(json, "data", c.data);
-  examples::read_setting(json, "vocab-size", c.vocab_size);
-  examples::read_setting(json, "max-len", c.max_len);
-  examples::read_setting(json, "truncate", c.truncate);
-  examples::read_setting(json, "valid-fraction", c.valid_fraction);
-  examples::read_setting(json, "layers", c.layers);
-  examples::read_setting(json, "d-model", c.d_model);
-  examples::read_setting(json, "heads", c.heads);
-  examples::read_setting(json, "ff", c.ff);
-  examples::read_setting(json, "dropout", c.dropout);
-  examples::read_setting(json, "attn-dropout", c.attn_dropout);
-  examples::read_setting(json, "word-dropout", c.word_dropout);
-  examples::read_setting(json, "crop", c.crop);
-  examples::read_setting(json, "crop-min", c.crop_min);
-  examples::read_setting(json, "crop-max", c.crop_max);
-  c.clause_negation = 0.0;  // a run saved before the setting existed rewrote no clauses
-  examples::read_setting(json, "clause-negation", c.clause_negation);
-  examples::read_setting(json, "polarity-margin", c.polarity_margin);
-  examples::read_setting(json, "activation", c.activation);
-  examples::read_setting(json, "norm", c.norm);
-  examples::read_setting(json, "pooling", c.pooling);
-  examples::read_setting(json, "pos", c.pos);
-  examples::read_setting(json, "ngram-buckets", c.ngram_buckets);
-  examples::read_setting(json, "ngram-max", c.ngram_max);
-  examples::read_setting(json, "ngram-dim", c.ngram_dim);
-  examples::read_setting(json, "ngram-init", c.ngram_init);
-  examples::read_setting(json, "ngram-min-docs", c.ngram_min_docs);
-  examples::read_setting(json, "wide-buckets", c.wide_buckets);
-  examples::read_setting(json, "wide-max-n", c.wide_max_n);
-  examples::read_setting(json, "wide-loss", c.wide_loss);
-  examples::read_setting(json, "wide-nb", c.wide_nb);
-  c.wide_negation = false;  // a run saved before the setting existed marked no negation
-  examples::read_setting(json, "wide-negation", c.wide_negation);
-  c.wide_negation_factor = 0.0;  // likewise
-  examples::read_setting(json, "wide-negation-factor", c.wide_negation_factor);
-  c.wide_weight_by_length = false;  // likewise
-  examples::read_setting(json, "wide-weight-by-length", c.wide_weight_by_length);
-  examples::read_setting(json, "optimizer", c.optimizer);
-  examples::read_setting(json, "lr", c.lr);
-  examples::read_setting(json, "warmup", c.warmup);
-  examples::read_setting(json, "schedule", c.schedule);
-  examples::read_setting(json, "betas", c.betas);
-  examples::read_setting(json, "eps", c.eps);
-  examples::read_setting(json, "weight-decay", c.weight_decay);
-  examples::read_setting(json, "momentum", c.momentum);
-  examples::read_setting(json, "clip-norm", c.clip_norm);
-  examples::read_setting(json, "ema", c.ema);
-  examples::read_setting(json, "batch-size", c.batch_size);
-  examples::read_setting(json, "epochs", c.epochs);
-  examples::read_setting(json, "seed", c.seed);
-  examples::read_setting(json, "bucket", c.bucket);
-  examples::read_setting(json, "init-from", c.init_from);
-  c.precision = "fp32";  // a run saved before the setting existed trained in fp32
-  examples::read_setting(json, "precision", c.precision);
-  c.precision_resolved = c.precision == "auto" ? "" : c.precision;
-  examples::read_setting(json, "precision-resolved", c.precision_resolved);
-  return c;
-}
+Config config_from_json(const nlohmann::json& json) { return flags().from_json(json); }
 
 WideAndDeepOptions model_options(const Config& c, std::size_t vocab_size) {
   namespace models = tapegrad::models;

@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "examples/common/flags.hpp"
 #include "examples/imdb/wide_and_deep.hpp"
 #include "tapegrad/datasets/text/encode.hpp"
 #include "tapegrad/train/errors.hpp"
@@ -57,7 +58,7 @@ struct Config {
   std::string ngram_init = "nb";
   // With "nb", buckets held by fewer training reviews than this read 0: a rarer n-gram's ratio mostly
   // restates the labels of the reviews that hold it, which the encoder would learn to trust.
-  std::int64_t ngram_min_docs = 5;
+  std::int64_t ngram_min_docs = 10;
   // A linear model over each review's set of hashed n-grams (1 .. wide_max_n) whose logits are added to
   // the encoder's: the table's rows, 0 = none; and how it trains: "separate" (each part's own loss,
   // summed, so that neither leans on the other; their weights are fitted on validation afterwards) or
@@ -68,16 +69,14 @@ struct Config {
   bool wide_nb =
       true;  // scale the wide part's features by naive Bayes' log-count ratios (NBSVM); no effect without one
   // Mark the words in a negation's scope as features apart in the wide part (features::NegationScope
-  // with English's negators); no effect without one. A run saved before this setting existed has
-  // it off.
+  // with English's negators); no effect without one.
   bool wide_negation = true;
   // The initial value of a learned factor with which a word in a negation's scope also counts as its
   // plain self in the wide part (features::HashedNgramBag's negation_factor); 0 = none. Needs wide_negation.
-  // None in a run saved before it existed.
   double wide_negation_factor = -1.0;
   // The wide part's weight in the mixture depends on the review's length (a + b ln n, fitted on
   // validation with the encoder's weight): the n-gram part's confidence grows with length faster than
-  // the encoder's. Off in a run saved before it existed (one weight).
+  // the encoder's.
   bool wide_weight_by_length = true;
 
   // Optimization.
@@ -92,14 +91,14 @@ struct Config {
   double clip_norm = 1.0;  // 0 disables
   double ema = 0.0;        // decay of the parameters' moving average used to evaluate and save; 0 = off
   std::int64_t batch_size = 64;
-  std::int64_t epochs = 3;
+  std::int64_t epochs = 4;
   std::int64_t seed = 0;
   std::int64_t bucket = 50;  // bucketing chunk in batches, 0 = off
   // A train_lm --objective masked run (a folder): its vocabulary, and its embedding and encoder as the
   // model's starting point (the classification head stays freshly initialized). Empty: none.
   std::string init_from;
   // fp32 | bf16 (the forward and backward under tapegrad::autocast) | auto (bf16 where the CPU has native
-  // bfloat16 products). A run saved before the setting existed trained in fp32.
+  // bfloat16 products).
   std::string precision = "auto";
   // What precision resolved to when the run started (fp32 | bf16), which --resume keeps; train() sets
   // it, empty before.
@@ -114,6 +113,11 @@ struct Config {
   bool detect_anomaly = false;  // tapegrad::DetectAnomalyGuard around training: names the op of a NaN
 };
 
+// Every flag of train_imdb and config.json's keys, declared once (examples/common/flags.hpp).
+inline constexpr const char* kProgram = "train_imdb";
+inline constexpr int kConfigVersion = 2;
+const examples::Flags<Config>& flags();
+
 // A bad setting, also one found only once the data is known (e.g. more warmup steps than training
 // steps) or a --resume that contradicts the saved run: train_imdb prints its message and exits 2.
 using tapegrad::train::UsageError;
@@ -126,10 +130,10 @@ std::optional<std::string> validate(const Config& config);
 std::pair<double, double> parse_betas(const std::string& text);
 tapegrad::datasets::Truncation truncation_of(const Config& config);
 
-// The settings that define the run, keyed by flag name without "--" ("d-model"): config.json.
+// The settings that define the run, keyed by flag name without "--" ("d-model"), and "version":
+// config.json.
 nlohmann::json to_json(const Config& config);
-// Reads what to_json wrote; keys that are absent keep their defaults. Throws std::runtime_error
-// naming the key for a value of the wrong type.
+// Reads what to_json wrote, strictly; throws std::runtime_error naming the key (or the version) at fault.
 Config config_from_json(const nlohmann::json& json);
 
 // The model the settings describe, over a vocabulary of vocab_size tokens (the built vocabulary,

@@ -94,11 +94,9 @@ std::vector<LengthBand> length_bands(const EvalResult& result, const LengthTempe
 // The mean negative log-likelihood of the labels under softmax with a temperature.
 double mean_nll(const EvalResult& result, const LengthTemperature& temperature);
 
-// The metadata keys of model.safetensors that hold the temperature fitted on the validation reviews: a
-// run since the length-dependent temperature writes "a b shortest longest" (LengthTemperature)
-// under kLengthTemperatureKey; an older one wrote one temperature under kTemperatureKey. Neither: 1.
+// The metadata key of model.safetensors that holds the temperature fitted on the validation reviews,
+// "a b shortest longest" (LengthTemperature); without it (no validation reviews), 1.
 inline constexpr const char* kLengthTemperatureKey = "calibration.length_temperature";
-inline constexpr const char* kTemperatureKey = "calibration.temperature";
 
 // "T = 3.10 at 20 tokens, 6.95 at 1000" (or "T = 6.82" for a constant one), for messages.
 std::string describe(const LengthTemperature& temperature);

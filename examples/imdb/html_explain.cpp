@@ -231,9 +231,8 @@ constexpr const char* kScript = R"JS(
 })();
 )JS";
 
-}  // namespace
-
-std::string explain_html(const Explanation& e, const std::string& review, const std::string& run_name) {
+// What the page's script draws: the tokens, the saliency and every head's attention.
+nlohmann::json page_data(const Explanation& e) {
   nlohmann::json data;
   data["tokens"] = e.tokens;
   std::vector<bool> unknown;
@@ -252,22 +251,24 @@ std::string explain_html(const Explanation& e, const std::string& review, const 
     attention.push_back(std::move(heads));
   }
   data["attention"] = std::move(attention);
+  return data;
+}
 
-  // The n-gram part, a linear model, is explained exactly: each n-gram's share of its margin.
-  std::string ngram_section;
-  if (e.has_ngram_part) {
-    const auto rows = [&](bool up) {
-      std::string out;
-      std::size_t shown = 0;
-      for (const auto& c : e.ngrams) {
-        if ((c.margin > 0) != up || c.margin == 0.0 || shown == 12) continue;
-        out += fmt::format("<tr><td>{}</td><td>{:+.3f}</td></tr>", html::escape(c.text), c.margin);
-        ++shown;
-      }
-      return out.empty() ? std::string("<tr><td colspan=\"2\">none</td></tr>") : out;
-    };
-    ngram_section = fmt::format(
-        R"HTML(<h2>The two parts</h2>
+// The n-gram part, a linear model, is explained exactly: each n-gram's share of its margin.
+std::string ngram_section(const Explanation& e) {
+  if (!e.has_ngram_part) return "";
+  const auto rows = [&](bool up) {
+    std::string out;
+    std::size_t shown = 0;
+    for (const auto& c : e.ngrams) {
+      if ((c.margin > 0) != up || c.margin == 0.0 || shown == 12) continue;
+      out += fmt::format("<tr><td>{}</td><td>{:+.3f}</td></tr>", html::escape(c.text), c.margin);
+      ++shown;
+    }
+    return out.empty() ? std::string("<tr><td colspan=\"2\">none</td></tr>") : out;
+  };
+  return fmt::format(
+      R"HTML(<h2>The two parts</h2>
 <p class="note" id="parts">The logits are the sum of two parts. As margins logit[positive] &minus; logit[negative],
 before the temperature: the encoder {enc:+.3f}, the n-gram part {ngram:+.3f} (its {count} features: the distinct words,
 bigrams and trigrams; a word after a negation, up to the next punctuation mark or "but", counts as NOT_word, and with a
@@ -276,10 +277,13 @@ linear, so each n-gram's share below is exact; the saliency and attention furthe
 <div class="views"><table id="ngrams-up"><thead><tr><th>n-grams for positive</th><th>margin</th></tr></thead><tbody>{up}</tbody></table>
 <table id="ngrams-down"><thead><tr><th>n-grams for negative</th><th>margin</th></tr></thead><tbody>{down}</tbody></table></div>
 )HTML",
-        fmt::arg("enc", e.encoder_margin), fmt::arg("ngram", e.ngram_margin), fmt::arg("count", e.ngrams.size()),
-        fmt::arg("up", rows(true)), fmt::arg("down", rows(false)));
-  }
+      fmt::arg("enc", e.encoder_margin), fmt::arg("ngram", e.ngram_margin), fmt::arg("count", e.ngrams.size()),
+      fmt::arg("up", rows(true)), fmt::arg("down", rows(false)));
+}
 
+}  // namespace
+
+std::string explain_html(const Explanation& e, const std::string& review, const std::string& run_name) {
   const bool positive = e.predicted == 1;
   const std::string truncated =
       e.total_tokens > e.tokens.size()
@@ -318,8 +322,8 @@ keys across), darker = more attention relative to that head's largest weight. Cl
       fmt::arg("layers", e.layers), fmt::arg("heads", e.heads), fmt::arg("pct", 100.0 * e.p_positive),
       fmt::arg("p", e.p_positive), fmt::arg("label", positive ? "positive" : "negative"),
       fmt::arg("logits", html::escape(fmt::format("{:.4f}", fmt::join(e.logits, ", ")))),
-      fmt::arg("review", html::escape(review)), fmt::arg("ngram_section", ngram_section),
-      fmt::arg("positions", e.positions), fmt::arg("data", html::script_json(data)));
+      fmt::arg("review", html::escape(review)), fmt::arg("ngram_section", ngram_section(e)),
+      fmt::arg("positions", e.positions), fmt::arg("data", html::script_json(page_data(e))));
   return html::page("train_imdb explain", kStyle, body, kScript);
 }
 

@@ -72,11 +72,10 @@ constexpr const char* kScript = R"JS(
 
 }  // namespace
 
-std::string report_html(const fs::path& run_dir) {
-  const auto run = run_directory(run_dir);
-  const Config config = read_config(run);
-  const json config_json = to_json(config);
+namespace {
 
+// What the page shows of metrics.jsonl.
+struct Curves {
   Series loss_window{"train_loss_steps", "train (per log window)", "#9fb7d9", {}, false};
   Series acc_window{"train_acc_steps", "train (per log window)", "#9fb7d9", {}, false};
   Series loss_train{"train_loss", "train (epoch)", "#1565c0", {}, true};
@@ -85,9 +84,13 @@ std::string report_html(const fs::path& run_dir) {
   Series acc_valid{"valid_acc", "validation", "#e65100", {}, true};
   std::vector<json> epochs;
   std::optional<json> test;
+};
+
+Curves read_curves(const tapegrad::train::RunDirectory& run) {
+  Curves c;
   for (const json& line : tapegrad::train::read_metrics(run.metrics())) {
     if (line.value("split", "") == "test") {
-      test = line;
+      c.test = line;
       continue;
     }
     const auto epoch = number(line, "epoch");
@@ -95,28 +98,35 @@ std::string report_html(const fs::path& run_dir) {
     const bool per_epoch = line.contains("valid_loss");
     const auto loss = number(line, "loss"), acc = number(line, "acc");
     if (!per_epoch) {
-      if (loss) loss_window.points.emplace_back(*epoch, *loss);
-      if (acc) acc_window.points.emplace_back(*epoch, 100.0 * *acc);
+      if (loss) c.loss_window.points.emplace_back(*epoch, *loss);
+      if (acc) c.acc_window.points.emplace_back(*epoch, 100.0 * *acc);
       continue;
     }
-    epochs.push_back(line);
-    if (loss) loss_train.points.emplace_back(*epoch, *loss);
-    if (acc) acc_train.points.emplace_back(*epoch, 100.0 * *acc);
-    if (const auto v = number(line, "valid_loss")) loss_valid.points.emplace_back(*epoch, *v);
-    if (const auto v = number(line, "valid_acc")) acc_valid.points.emplace_back(*epoch, 100.0 * *v);
+    c.epochs.push_back(line);
+    if (loss) c.loss_train.points.emplace_back(*epoch, *loss);
+    if (acc) c.acc_train.points.emplace_back(*epoch, 100.0 * *acc);
+    if (const auto v = number(line, "valid_loss")) c.loss_valid.points.emplace_back(*epoch, *v);
+    if (const auto v = number(line, "valid_acc")) c.acc_valid.points.emplace_back(*epoch, 100.0 * *v);
   }
+  return c;
+}
 
-  // Timing and throughput, per epoch and in total.
-  std::string epoch_rows;
+// Timing and throughput, per epoch (rows) and in total (the summary, with the test score).
+struct Timing {
+  std::string rows, summary;
+};
+
+Timing timing_tables(const Curves& c, const Config& config) {
+  Timing t;
   double previous_elapsed = 0.0, tokens = 0.0, seconds = 0.0;
-  for (const auto& e : epochs) {
+  for (const auto& e : c.epochs) {
     const double elapsed = number(e, "elapsed").value_or(previous_elapsed);
     const double rate = number(e, "tokens_per_s").value_or(0.0);
     const auto cell = [&](const char* key, double scale, const char* unit) {
       const auto v = number(e, key);
       return v ? fmt::format("{:.4g}{}", scale * *v, unit) : std::string("&ndash;");
     };
-    epoch_rows += fmt::format(
+    t.rows += fmt::format(
         "<tr class=\"epoch-row\"><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td "
         "class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{:.0f}</td></tr>\n",
         e.value("epoch", 0), cell("loss", 1, ""), cell("acc", 100, "%"), cell("valid_loss", 1, ""),
@@ -125,93 +135,97 @@ std::string report_html(const fs::path& run_dir) {
     seconds += elapsed - previous_elapsed;
     previous_elapsed = elapsed;
   }
-  std::string summary = fmt::format("<tr><th>epochs logged</th><td>{} of {}</td></tr>", epochs.size(), config.epochs);
-  if (!epochs.empty()) {
-    summary += fmt::format("<tr><th>steps</th><td>{}</td></tr>", epochs.back().value("step", 0));
-    summary += fmt::format("<tr><th>training time</th><td>{} (validation not included)</td></tr>", duration(seconds));
-    summary += fmt::format("<tr><th>throughput</th><td>{:.0f} real tokens/s in training</td></tr>",
-                           tokens / std::max(seconds, 1e-9));
+  t.summary = fmt::format("<tr><th>epochs logged</th><td>{} of {}</td></tr>", c.epochs.size(), config.epochs);
+  if (!c.epochs.empty()) {
+    t.summary += fmt::format("<tr><th>steps</th><td>{}</td></tr>", c.epochs.back().value("step", 0));
+    t.summary += fmt::format("<tr><th>training time</th><td>{} (validation not included)</td></tr>", duration(seconds));
+    t.summary += fmt::format("<tr><th>throughput</th><td>{:.0f} real tokens/s in training</td></tr>",
+                             tokens / std::max(seconds, 1e-9));
   }
-  if (test) {
-    const auto acc = number(*test, "test_acc"), loss = number(*test, "test_loss");
-    summary +=
-        fmt::format("<tr><th>test</th><td id=\"test-score\">accuracy {} (loss {}) with the model of epoch {}</td></tr>",
-                    acc ? fmt::format("{:.2f}%", 100.0 * *acc) : "&ndash;",
-                    loss ? fmt::format("{:.4f}", *loss) : "&ndash;", test->value("best_epoch", 0));
-  } else {
-    summary += "<tr><th>test</th><td>not evaluated (the run did not finish)</td></tr>";
+  if (!c.test) {
+    t.summary += "<tr><th>test</th><td>not evaluated (the run did not finish)</td></tr>";
+    return t;
   }
+  const auto acc = number(*c.test, "test_acc"), loss = number(*c.test, "test_loss");
+  t.summary +=
+      fmt::format("<tr><th>test</th><td id=\"test-score\">accuracy {} (loss {}) with the model of epoch {}</td></tr>",
+                  acc ? fmt::format("{:.2f}%", 100.0 * *acc) : "&ndash;",
+                  loss ? fmt::format("{:.4f}", *loss) : "&ndash;", c.test->value("best_epoch", 0));
+  return t;
+}
 
-  // The temperature as the run's test line records it: a, b and the lengths of the length-dependent
-  // one, or (a run from before it) one number.
-  const auto temperature_text = [&](const json& line) -> std::string {
-    const auto a = number(line, "temperature_a"), b = number(line, "temperature_b");
-    const auto shortest = number(line, "temperature_shortest"), longest = number(line, "temperature_longest");
-    if (a && b && shortest && longest) {
-      LengthTemperature t;
-      t.a = *a;
-      t.b = *b;
-      t.shortest = *shortest;
-      t.longest = *longest;
-      if (t.problem().empty()) return describe(t);
-    }
-    if (const auto plain = number(line, "temperature")) return fmt::format("T = {:.3f}", *plain);
-    return "-";
+// The temperature as the run's test line records it: a, b and the lengths of the length-dependent one.
+std::string temperature_text(const json& line) {
+  const auto a = number(line, "temperature_a"), b = number(line, "temperature_b");
+  const auto shortest = number(line, "temperature_shortest"), longest = number(line, "temperature_longest");
+  if (a && b && shortest && longest) {
+    LengthTemperature t;
+    t.a = *a;
+    t.b = *b;
+    t.shortest = *shortest;
+    t.longest = *longest;
+    if (t.problem().empty()) return describe(t);
+  }
+  return "-";
+}
+
+// Calibration on the test set: the reliability curve (each bin's accuracy against its mean confidence,
+// with the run's temperature) beside the diagonal of perfect calibration; and the contrast pairs.
+std::string calibration_section(const std::optional<json>& test) {
+  if (!test || !test->contains("reliability") || !(*test)["reliability"].is_array()) return "";
+  Series diagonal{"perfect", "perfectly calibrated", "#9e9e9e", {{50.0, 50.0}, {100.0, 100.0}}, false};
+  Series curve{"reliability", "test set, with the temperature", "#2e7d32", {}, true};
+  for (const json& bin : (*test)["reliability"]) {
+    if (bin.value("count", 0) == 0) continue;
+    const auto confidence = number(bin, "confidence"), accuracy = number(bin, "accuracy");
+    if (confidence && accuracy) curve.points.emplace_back(100.0 * *confidence, 100.0 * *accuracy);
+  }
+  const auto percent = [&](const char* key) {
+    const auto v = number(*test, key);
+    return v ? fmt::format("{:.2f}%", 100.0 * *v) : std::string("&ndash;");
   };
-  // Calibration on the test set: the reliability curve (each bin's accuracy against its mean
-  // confidence, with the run's temperature) beside the diagonal of perfect calibration.
-  std::string calibration_section;
-  if (test && test->contains("reliability") && (*test)["reliability"].is_array()) {
-    Series diagonal{"perfect", "perfectly calibrated", "#9e9e9e", {{50.0, 50.0}, {100.0, 100.0}}, false};
-    Series curve{"reliability", "test set, with the temperature", "#2e7d32", {}, true};
-    for (const json& bin : (*test)["reliability"]) {
-      if (bin.value("count", 0) == 0) continue;
-      const auto confidence = number(bin, "confidence"), accuracy = number(bin, "accuracy");
-      if (confidence && accuracy) curve.points.emplace_back(100.0 * *confidence, 100.0 * *accuracy);
-    }
-    const auto percent = [&](const char* key) {
-      const auto v = number(*test, key);
-      return v ? fmt::format("{:.2f}%", 100.0 * *v) : std::string("&ndash;");
-    };
-    // The test line's "<prefix>contrast_pair_acc" and "<prefix>contrast_pairs", as a paragraph.
-    const auto pairs_paragraph = [&](const std::string& prefix, const char* id, const char* title) {
-      const auto acc = number(*test, (prefix + "contrast_pair_acc").c_str());
-      return acc ? fmt::format("<p id=\"{}\">{}: both members right in {:.1f}% of {} pairs.</p>", id, title,
-                               100.0 * *acc, test->value(prefix + "contrast_pairs", 0))
-                 : std::string();
-    };
-    const std::string contrast =
-        pairs_paragraph("", "contrast-score", "Contrast pairs (examples/imdb/contrast_pairs.tsv)") +
-        pairs_paragraph("dev_", "dev-contrast-score",
-                        "Development pairs (examples/imdb/contrast_pairs_dev.tsv, where word-order settings are "
-                        "chosen)");
-    calibration_section = fmt::format(
-        R"(<h2>Calibration</h2><div class="charts"><div><b>Reliability</b> (15 equal-width bins of the confidence)<br>{chart}</div>
+  // The test line's "<prefix>contrast_pair_acc" and "<prefix>contrast_pairs", as a paragraph.
+  const auto pairs_paragraph = [&](const std::string& prefix, const char* id, const char* title) {
+    const auto acc = number(*test, (prefix + "contrast_pair_acc").c_str());
+    return acc ? fmt::format("<p id=\"{}\">{}: both members right in {:.1f}% of {} pairs.</p>", id, title, 100.0 * *acc,
+                             test->value(prefix + "contrast_pairs", 0))
+               : std::string();
+  };
+  const std::string contrast =
+      pairs_paragraph("", "contrast-score", "Contrast pairs (examples/imdb/contrast_pairs.tsv)") +
+      pairs_paragraph("dev_", "dev-contrast-score",
+                      "Development pairs (examples/imdb/contrast_pairs_dev.tsv, where word-order settings are "
+                      "chosen)");
+  return fmt::format(
+      R"(<h2>Calibration</h2><div class="charts"><div><b>Reliability</b> (15 equal-width bins of the confidence)<br>{chart}</div>
 <div><table><tr><th>temperature (fitted on validation)</th><td>{temperature}</td></tr>
 <tr><th>expected calibration error, test</th><td id="test-ece">{ece} ({ece_raw} without the temperature)</td></tr>
 <tr><th>the same, {short_count} reviews under {short_tokens} tokens</th><td>{short_ece} ({short_raw} without)</td></tr></table>
 {contrast}</div></div>)",
-        fmt::arg("chart", line_chart("reliability-chart", "confidence (%)", "accuracy (%)", {diagonal, curve})),
-        fmt::arg("temperature", html::escape(temperature_text(*test))), fmt::arg("ece", percent("test_ece")),
-        fmt::arg("ece_raw", percent("test_ece_uncalibrated")),
-        fmt::arg("short_count", test->value("test_short_reviews", 0)), fmt::arg("short_tokens", kShortReviewTokens),
-        fmt::arg("short_ece", percent("test_short_ece")), fmt::arg("short_raw", percent("test_short_ece_uncalibrated")),
-        fmt::arg("contrast", contrast));
-  }
+      fmt::arg("chart", line_chart("reliability-chart", "confidence (%)", "accuracy (%)", {diagonal, curve})),
+      fmt::arg("temperature", html::escape(temperature_text(*test))), fmt::arg("ece", percent("test_ece")),
+      fmt::arg("ece_raw", percent("test_ece_uncalibrated")),
+      fmt::arg("short_count", test->value("test_short_reviews", 0)), fmt::arg("short_tokens", kShortReviewTokens),
+      fmt::arg("short_ece", percent("test_short_ece")), fmt::arg("short_raw", percent("test_short_ece_uncalibrated")),
+      fmt::arg("contrast", contrast));
+}
 
-  std::string config_rows;
+std::string config_rows(const json& config_json) {
+  std::string rows;
   for (const auto& [key, value] : config_json.items()) {
-    // Every key is a flag's but what --precision resolved to.
-    config_rows +=
-        fmt::format("<tr><th><code>{}{}</code></th><td>{}</td></tr>\n", key == "precision-resolved" ? "" : "--",
-                    html::escape(key), html::escape(value.is_string() ? value.get<std::string>() : value.dump()));
+    // Every key is a flag's but the version and what --precision resolved to.
+    const bool flag = key != "precision-resolved" && key != "version";
+    rows += fmt::format("<tr><th><code>{}{}</code></th><td>{}</td></tr>\n", flag ? "--" : "", html::escape(key),
+                        html::escape(value.is_string() ? value.get<std::string>() : value.dump()));
   }
+  return rows;
+}
 
-  // The table the model added to its embeddings: the sinusoidal one rebuilt by the same module, or the
-  // learned one read from the trained model.
-  json data;
-  data["epochs"] = epochs.size();
-  std::string pe_title;
+// The table the model added to its embeddings: the sinusoidal one rebuilt by the same module, or the
+// learned one read from the trained model; its values go to data["pe"].
+std::string positional_section(const Config& config, const fs::path& run_dir, json& data) {
+  const auto run = run_directory(run_dir);
+  std::string title;
   const auto table = [&](const xt::xarray<float>& pe, std::size_t positions, std::size_t dims) {
     json values = json::array();
     for (std::size_t i = 0; i < positions * dims; ++i) values.push_back(html::round_significant(pe.data()[i], 3));
@@ -219,19 +233,28 @@ std::string report_html(const fs::path& run_dir) {
   };
   const auto max_len = static_cast<std::size_t>(config.max_len), d = static_cast<std::size_t>(config.d_model);
   if (config.pos == "sinusoidal") {
-    pe_title = "Sinusoidal positional encoding";
+    title = "Sinusoidal positional encoding";
     tapegrad::nn::SinusoidalPositionalEncoding<float> encoding(d, max_len, /*batch_first=*/true);
     table(encoding.pe.data(), max_len, d);
   } else if (fs::exists(run.model()) && fs::exists(run.file(kVocabFile))) {
-    pe_title = "Learned positional embedding (from model.safetensors)";
-    const LoadedRun run = load_run(run_dir);
-    table(run.model->deep->learned->weight.data(), max_len, d);
+    title = "Learned positional embedding (from model.safetensors)";
+    const LoadedRun loaded = load_run(run_dir);
+    table(loaded.model->deep->learned->weight.data(), max_len, d);
   }
-  const std::string pe_section =
-      pe_title.empty()
-          ? "<h2>Positional embedding</h2><p class=\"note\">learned, and no model.safetensors yet</p>"
-          : fmt::format(R"(<h2>{}</h2><p class="note" id="pe-note"></p><canvas id="pe"></canvas>)", pe_title);
+  if (title.empty()) return "<h2>Positional embedding</h2><p class=\"note\">learned, and no model.safetensors yet</p>";
+  return fmt::format(R"(<h2>{}</h2><p class="note" id="pe-note"></p><canvas id="pe"></canvas>)", title);
+}
 
+}  // namespace
+
+std::string report_html(const fs::path& run_dir) {
+  const auto run = run_directory(run_dir);
+  const Config config = read_config(run);
+  const Curves c = read_curves(run);
+  const Timing timing = timing_tables(c, config);
+  json data;
+  data["epochs"] = c.epochs.size();
+  const std::string pe_section = positional_section(config, run_dir, data);
   const std::string x_label = "epoch";
   std::string body = fmt::format(
       R"(<h1>Training report</h1>
@@ -252,11 +275,11 @@ each epoch, and the validation split after each epoch (eval mode).</p>
       fmt::arg("run", html::escape(run_dir.string())), fmt::arg("layers", config.layers), fmt::arg("d", config.d_model),
       fmt::arg("heads", config.heads), fmt::arg("pooling", html::escape(config.pooling)),
       fmt::arg("pos", html::escape(config.pos)),
-      fmt::arg("loss_chart", line_chart("loss-chart", x_label, "loss", {loss_window, loss_train, loss_valid})),
-      fmt::arg("acc_chart", line_chart("acc-chart", x_label, "accuracy (%)", {acc_window, acc_train, acc_valid})),
-      fmt::arg("summary", summary), fmt::arg("epoch_rows", epoch_rows), fmt::arg("config_rows", config_rows),
-      fmt::arg("pe_section", pe_section), fmt::arg("calibration_section", calibration_section),
-      fmt::arg("data", html::script_json(data)));
+      fmt::arg("loss_chart", line_chart("loss-chart", x_label, "loss", {c.loss_window, c.loss_train, c.loss_valid})),
+      fmt::arg("acc_chart", line_chart("acc-chart", x_label, "accuracy (%)", {c.acc_window, c.acc_train, c.acc_valid})),
+      fmt::arg("summary", timing.summary), fmt::arg("epoch_rows", timing.rows),
+      fmt::arg("config_rows", config_rows(to_json(config))), fmt::arg("pe_section", pe_section),
+      fmt::arg("calibration_section", calibration_section(c.test)), fmt::arg("data", html::script_json(data)));
   return html::page("train_imdb report", kStyle, body, kScript);
 }
 

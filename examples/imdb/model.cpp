@@ -6,6 +6,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "examples/common/commands.hpp"
 #include "examples/imdb/evaluate.hpp"
 #include "examples/imdb/features/negation.hpp"
 #include "tapegrad/autograd/generator.hpp"
@@ -33,34 +34,7 @@ tapegrad::train::RunDirectory run_directory(const fs::path& dir) {
 }
 
 Config read_config(const tapegrad::train::RunDirectory& run) {
-  Config config;
-  try {
-    config = config_from_json(run.read_config());
-  } catch (const std::exception& e) {
-    // read_config names the file already; config_from_json names only the key.
-    const std::string message = e.what();
-    throw std::runtime_error(
-        message.rfind(run.config().string(), 0) == 0 ? message : fmt::format("{}: {}", run.config().string(), message));
-  }
-  if (const auto problem = validate(config)) {
-    throw std::runtime_error(fmt::format("{}: {}", run.config().string(), *problem));
-  }
-  return config;
-}
-
-double parse_temperature(const std::string& text, const fs::path& file) {
-  std::size_t used = 0;
-  double t = 0.0;
-  try {
-    t = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != text.size() || !(t > 0.0) || !std::isfinite(t)) {
-    throw std::runtime_error(fmt::format("{}: metadata {} is \"{}\", not a positive number", file.string(),
-                                         kTemperatureKey, tapegrad::clip_for_message(text)));
-  }
-  return t;
+  return examples::read_run_settings(flags(), run, &validate);
 }
 
 LengthTemperature parse_length_temperature(const std::string& text, const fs::path& file) {
@@ -103,8 +77,6 @@ LoadedRun load_run(const fs::path& dir) {
   run.model->eval();
   if (const auto it = metadata.find(kLengthTemperatureKey); it != metadata.end()) {
     run.temperature = parse_length_temperature(it->second, run_dir.model());
-  } else if (const auto old = metadata.find(kTemperatureKey); old != metadata.end()) {
-    run.temperature = LengthTemperature::constant(parse_temperature(old->second, run_dir.model()));
   }
   return run;
 }

@@ -34,10 +34,8 @@ struct LoadedRun {
   std::unique_ptr<Model> model;   // in eval mode
   LengthTemperature temperature;  // fitted on the validation reviews (identity: none recorded)
 };
-// The temperature recorded in a model file's metadata; throws std::runtime_error naming the file for
-// anything but a positive finite number.
-double parse_temperature(const std::string& text, const std::filesystem::path& file);
-// The same for the length-dependent temperature's "a b shortest longest" (kLengthTemperatureKey).
+// The length-dependent temperature's "a b shortest longest" recorded in a model file's metadata
+// (kLengthTemperatureKey); throws std::runtime_error naming the file for anything else.
 LengthTemperature parse_length_temperature(const std::string& text, const std::filesystem::path& file);
 // Throws std::runtime_error naming the missing or bad file.
 LoadedRun load_run(const std::filesystem::path& dir);

@@ -11,6 +11,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "examples/common/commands.hpp"
 #include "examples/common/precision.hpp"
 #include "examples/imdb/data.hpp"
 #include "examples/imdb/features/clause_negation.hpp"
@@ -86,22 +87,6 @@ optim::Schedule make_schedule(const Config& c, std::int64_t total_steps, std::in
 // A JSON scalar as a user types it on the command line (strings unquoted).
 std::string flag_text(const nlohmann::json& value) {
   return value.is_string() ? value.get<std::string>() : value.dump();
-}
-
-// --resume continues the saved run, so every setting that shapes it must be the saved one.
-void check_resume_matches(const Config& config, const tr::RunDirectory& run) {
-  const fs::path saved_path = run.config();
-  const nlohmann::json saved = to_json(read_config(run));
-  const nlohmann::json given = to_json(config);
-  for (const auto& [key, value] : saved.items()) {
-    // The data may have moved (it is read again either way); the resolved precision is the saved one
-    // (train() takes it from there).
-    if (key == "data" || key == "precision-resolved") continue;
-    if (given.at(key) != value) {
-      throw UsageError(fmt::format("--resume: --{} {} differs from {} in {}", key, flag_text(given.at(key)),
-                                   flag_text(value), saved_path.string()));
-    }
-  }
 }
 
 // --init-from: the pretrained run's embedding and encoder, every mismatch with the classifier reported
@@ -189,6 +174,20 @@ void fit_ngram_table(Model& model, const Config& config, const ds::EncodedDatase
       kept, config.ngram_min_docs, counts.documents(1), counts.documents(0), watch.seconds()));
 }
 
+// What a new run's model reads from the training reviews before its first step (a resumed run has it in
+// its checkpoint).
+void fit_statistics(Model& model, const Config& config, const ds::EncodedDataset& train, tr::Progress& progress) {
+  if (model.wide && model.wide->scale.defined()) fit_wide_feature_scale(model, train, progress);
+  if (model.deep->ngrams && config.ngram_init == "nb") fit_ngram_table(model, config, train, progress);
+}
+
+// "N parameters (M trained)": a fixed n-gram table counts, but is not trained.
+std::string parameter_counts(const Model& model) {
+  std::size_t trained = 0;
+  for (const auto& p : model.parameters()) trained += p.requires_grad() ? p.numel() : 0;
+  return fmt::format("{} parameters ({} trained)", model.num_parameters(), trained);
+}
+
 // NAME_encoder and NAME_wide: each part's accuracy alone, when the model has both parts.
 void put_part_accuracies(nlohmann::json& line, const std::string& name, const EvalResult& r) {
   if (!r.encoder_accuracy || !r.wide_accuracy) return;
@@ -203,205 +202,155 @@ std::string parts_alone(const EvalResult& r) {
                      100.0 * *r.wide_accuracy);
 }
 
-}  // namespace
+// The reviews read, split and encoded with the run's vocabulary (built, or a resumed run's, or
+// --init-from's).
+struct Prepared {
+  ds::Vocabulary vocab;
+  EncodedSplits data;
+};
 
-tapegrad::datasets::CropOptions crop_options(const Config& config) {
-  return {config.crop, static_cast<std::size_t>(config.crop_min), static_cast<std::size_t>(config.crop_max)};
-}
-
-TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, bool interactive,
-                  const std::function<bool(std::int64_t step)>& stop_after_step, const Parallel& parallel) {
-  const bool writer = parallel.writes_files();
-  const tr::Stopwatch wall;
-  if (const auto problem = validate(settings)) throw UsageError(*problem);
-  tapegrad::set_num_threads(static_cast<int>(settings.threads));
-  const tr::RunDirectory run = run_directory(settings.out);
-  Config config = settings;
-  if (config.resume) {
-    run.check_resumable({tr::RunDirectory::kCheckpoint, tr::RunDirectory::kConfig, kVocabFile});
-    // A run trains in one precision from start to end: the one it started in, wherever --precision auto
-    // resolves now.
-    config.precision_resolved = read_config(run).precision_resolved;
-    check_resume_matches(config, run);
-  } else {
-    run.check_new(config.overwrite);
-  }
-  tr::Progress progress(log, interactive, static_cast<std::size_t>(config.log_every));
-  config.precision_resolved =
-      examples::start_precision(config.precision, config.precision_resolved, config.resume, progress);
-  TrainResult result;
-
-  // Data.
+Prepared prepare_data(const Config& config, const tr::RunDirectory& run, tr::Progress& progress, TrainResult& result) {
   const RawData raw = read_data(config.data, config.no_download);
   progress.message(fmt::format("data: {} ({}): {} train + {} test reviews read in {:.1f} s", raw.path.string(),
                                raw.source, raw.reviews.train.size(), raw.reviews.test.size(), raw.seconds));
   const tr::Stopwatch prep;
   const auto split = split_of(raw, config);
-  const ds::Vocabulary vocab = config.resume ? ds::Vocabulary::load(run.file(kVocabFile))
-                               : !config.init_from.empty()
-                                   ? ds::Vocabulary::load(fs::path(config.init_from) / kVocabFile)
-                                   : build_vocabulary(raw, split, config);
-  const EncodedSplits data = encode_splits(raw, split, vocab, config);
+  ds::Vocabulary vocab = config.resume               ? ds::Vocabulary::load(run.file(kVocabFile))
+                         : !config.init_from.empty() ? ds::Vocabulary::load(fs::path(config.init_from) / kVocabFile)
+                                                     : build_vocabulary(raw, split, config);
+  EncodedSplits data = encode_splits(raw, split, vocab, config);
   result.data_seconds = raw.seconds + prep.seconds();
   progress.message(
       fmt::format("vocabulary: {} tokens; encoded {} train / {} valid / {} test reviews (max-len {}, "
                   "truncate {}); data ready in {:.1f} s",
                   vocab.size(), data.train.size(), data.valid.size(), data.test.size(), config.max_len, config.truncate,
                   result.data_seconds));
+  return {std::move(vocab), std::move(data)};
+}
 
-  // Model and optimization. Several ranks must agree on the settings and on the vocabulary.
-  parallel.verify_same_settings(to_json(config), {"data"});
-  parallel.verify_same_vocabulary(vocab);
-  const auto model = make_model(config, vocab);
-  if (!config.init_from.empty() && !config.resume) init_from_pretrained(*model, config, progress);
-  if (model->wide && model->wide->scale.defined() && !config.resume)
-    fit_wide_feature_scale(*model, data.train, progress);
-  if (model->deep->ngrams && config.ngram_init == "nb" && !config.resume)
-    fit_ngram_table(*model, config, data.train, progress);
-  // Several ranks: the same model everywhere (checked), gradients averaged; each trains its rows.
-  const tr::Replicas replicas = parallel.attach ? parallel.attach(*model) : tr::Replicas{};
-  auto optimizer = make_optimizer(config, model->parameters());
-  // Counterfactual negation, with word polarities counted on the training reviews alone.
-  std::optional<features::ClauseNegation> clause_negation;
-  if (config.clause_negation > 0.0 && !features::ClauseNegation::can_negate(vocab)) {
+// Counterfactual negation, with word polarities counted on the training reviews alone.
+std::optional<features::ClauseNegation> make_clause_negation(const Config& config, const ds::Vocabulary& vocab,
+                                                             const ds::EncodedDataset& train, tr::Progress& progress) {
+  if (config.clause_negation == 0.0) return std::nullopt;
+  if (!features::ClauseNegation::can_negate(vocab)) {
     progress.message("clause negation: off, the vocabulary has no \"not\"");
-  } else if (config.clause_negation > 0.0) {
-    // A stronger prior than naive Bayes' usual 1, so that a word seen in a handful of reviews of one
-    // label does not count as polar.
-    constexpr double kPolaritySmoothing = 10.0;
-    clause_negation.emplace(vocab, features::token_log_count_ratios(data.train, vocab.size(), kPolaritySmoothing),
-                            features::ClauseNegationOptions{config.clause_negation, config.polarity_margin});
-    progress.message(fmt::format("clause negation: {} of {} words polar (|log-count ratio| >= {})",
-                                 clause_negation->polar_words(), vocab.size(), config.polarity_margin));
+    return std::nullopt;
   }
+  // A stronger prior than naive Bayes' usual 1, so that a word seen in a handful of reviews of one label
+  // does not count as polar.
+  constexpr double kPolaritySmoothing = 10.0;
+  std::optional<features::ClauseNegation> negation;
+  negation.emplace(vocab, features::token_log_count_ratios(train, vocab.size(), kPolaritySmoothing),
+                   features::ClauseNegationOptions{config.clause_negation, config.polarity_margin});
+  progress.message(fmt::format("clause negation: {} of {} words polar (|log-count ratio| >= {})",
+                               negation->polar_words(), vocab.size(), config.polarity_margin));
+  return negation;
+}
+
+ds::BatchOptions batch_options(const Config& config) {
   ds::BatchOptions batching;
   batching.batch_size = static_cast<std::size_t>(config.batch_size);
   batching.seed = static_cast<std::uint64_t>(config.seed);
   batching.bucket_chunk = static_cast<std::size_t>(config.bucket);
   batching.trim = true;
-  ds::DataLoader loader(data.train, batching);
-  const auto steps_per_epoch = static_cast<std::int64_t>(loader.size());
-  const std::int64_t total_steps = steps_per_epoch * config.epochs;
-  std::optional<optim::ExponentialMovingAverage<float>> ema;
-  if (config.ema > 0) ema.emplace(model->parameters(), config.ema);
+  return batching;
+}
 
+tr::TrainerOptions trainer_options(const Config& config, std::int64_t steps_per_epoch,
+                                   const std::function<bool(std::int64_t step)>& stop_after_step) {
   tr::TrainerOptions options;
   options.epochs = config.epochs;
   options.steps_per_epoch = steps_per_epoch;
-  options.schedule = make_schedule(config, total_steps, steps_per_epoch);
+  options.schedule = make_schedule(config, steps_per_epoch * config.epochs, steps_per_epoch);
   options.log_every = config.log_every;
   options.clip_norm = config.clip_norm;
   options.resume = config.resume;
   options.autocast = config.precision_resolved == "bf16";
   options.detect_anomaly = config.detect_anomaly;
   options.stop_after_step = stop_after_step;
+  return options;
+}
 
-  // The run folder, only once the data and the settings are known to work.
-  if (!config.resume && writer) {
-    for (const auto& name : run.start_new(config.overwrite)) {
-      progress.message(fmt::format("--overwrite: removed the previous run's {} from {}", name, run.dir().string()));
-    }
-    vocab.save(run.file(kVocabFile));
-    run.write_config(to_json(config));
+// One step's loss on this rank's rows of the batch, after word dropout, crops and clause negation (drawn
+// for the whole batch, seeded by the step).
+tr::StepOutput<float> step_loss(Model& model, ds::Batch batch, const Config& config,
+                                const std::optional<features::ClauseNegation>& clause_negation,
+                                const tr::Replicas& replicas, std::int64_t step) {
+  const auto seed = static_cast<std::uint64_t>(config.seed), draw = static_cast<std::uint64_t>(step);
+  ds::word_dropout(batch.ids, batch.padding_mask, config.word_dropout, ds::Vocabulary::unk_id, seed, draw);
+  ds::random_crop(batch.ids, batch.padding_mask, crop_options(config), ds::Vocabulary::pad_id, seed, draw);
+  if (clause_negation) {
+    clause_negation->apply(batch.ids, batch.padding_mask, batch.labels, ds::Vocabulary::pad_id, seed, draw);
   }
-
-  const auto batch_size = static_cast<std::size_t>(config.batch_size);
-  std::vector<EvalResult> validations;  // the EvalResult of each of the trainer's validations
-  tr::TrainerHooks<float> hooks;
-  hooks.begin_epoch = [&](std::int64_t epoch) { loader.set_epoch(static_cast<std::uint64_t>(epoch)); };
-  hooks.forward = [&](std::int64_t step, std::int64_t b) {
-    ds::Batch batch = loader.batch(static_cast<std::size_t>(b));
-    ds::word_dropout(batch.ids, batch.padding_mask, config.word_dropout, ds::Vocabulary::unk_id,
-                     static_cast<std::uint64_t>(config.seed), static_cast<std::uint64_t>(step));
-    ds::random_crop(batch.ids, batch.padding_mask, crop_options(config), ds::Vocabulary::pad_id,
-                    static_cast<std::uint64_t>(config.seed), static_cast<std::uint64_t>(step));
-    if (clause_negation) {
-      clause_negation->apply(batch.ids, batch.padding_mask, batch.labels, ds::Vocabulary::pad_id,
-                             static_cast<std::uint64_t>(config.seed), static_cast<std::uint64_t>(step));
-    }
-    if (replicas.size > 1) {
-      // This rank's rows of the global batch (after word dropout and crops, drawn for the whole batch).
-      std::vector<std::size_t> rows(batch.indices.size());
-      std::iota(rows.begin(), rows.end(), std::size_t{0});
-      batch = ds::take_rows(batch, tr::shard(rows, replicas.size, replicas.rank));
-    }
-    const auto parts = model->forward_parts(batch.ids, batch.padding_mask);
-    const auto logits = parts.total();
-    tr::StepOutput<float> output;
-    output.loss = parts.wide.defined() && config.wide_loss == "separate"
-                      ? tapegrad::add(tapegrad::cross_entropy(parts.deep, batch.labels),
-                                      tapegrad::cross_entropy(parts.wide, batch.labels))
-                      : tapegrad::cross_entropy(logits, batch.labels);
-    const std::size_t rows = batch.indices.size();
-    const auto& l = logits.data();
-    for (std::size_t r = 0; r < rows; ++r) {
-      output.correct += ((l(r, 1) > l(r, 0) ? 1 : 0) == batch.labels(r)) ? 1 : 0;
-    }
-    // The tokens the model read: a crop or a clause is shorter than its review.
-    output.tokens = static_cast<double>(std::count(batch.padding_mask.begin(), batch.padding_mask.end(), false));
-    output.count = static_cast<double>(rows);
-    return output;
-  };
-  hooks.validate = [&] {
-    const EvalResult valid = evaluate(*model, data.valid, batch_size, tr::interrupt_requested);
-    const auto finite = [](const xt::xarray<double>& x) {
-      return std::all_of(x.begin(), x.end(), [](double v) { return std::isfinite(v); });
-    };
-    if (!finite(valid.logits) || !finite(valid.encoder_logits) || !finite(valid.wide_logits))
-      throw tr::NonFiniteValidation("the validation logits are not finite");
-    validations.push_back(valid);
-    tr::Evaluation e;
-    e.score = valid.accuracy;  // NaN without validation reviews: every epoch's model is then kept
-    e.metrics = {{"valid_loss", valid.loss}, {"valid_acc", valid.accuracy}};
-    e.summary = fmt::format("valid loss {:.4f} acc {:.2f}%", valid.loss, 100.0 * valid.accuracy);
-    if (const auto weights = fit_part_weights(valid, model->options.wide_weight_by_length)) {
-      // The model is judged as it will predict: with its parts weighted as fitted after training.
-      e.score = weights->accuracy;
-      e.metrics["valid_acc_sum"] = valid.accuracy;
-      e.metrics["valid_acc"] = weights->accuracy;
-      put_part_accuracies(e.metrics, "valid_acc", valid);
-      e.summary = fmt::format("valid loss {:.4f} acc {:.2f}% (weighted {}; {})", valid.loss, 100.0 * weights->accuracy,
-                              describe(*weights), parts_alone(valid));
-    }
-    if (model->wide && model->wide->negation_factor.defined()) {
-      const double factor = static_cast<double>(model->wide->negation_factor.data()(0));
-      e.metrics["negation_factor"] = factor;
-      e.summary += fmt::format("; negation factor {:.3f}", factor);
-    }
-    e.stopped = valid.stopped;
-    return e;
-  };
-  if (ema) {
-    // The averaged parameters are validated and saved as the best model; the checkpoint keeps the
-    // trained ones and the averages, so that --resume continues both.
-    hooks.after_step = [&] { ema->update(); };
-    hooks.evaluation_scope = [&] {
-      return std::static_pointer_cast<void>(
-          std::make_shared<optim::ExponentialMovingAverage<float>::AveragedParameters>(*ema));
-    };
-    hooks.extra_state = [&] { return ema->state_dict(); };
-    hooks.load_extra_state = [&](const tapegrad::StateDict<float>& state) { ema->load_state_dict(state); };
-  }
-  hooks.replicas = replicas;
-  tr::Trainer<float> trainer(run, *model, *optimizer, std::move(options), std::move(hooks), progress);
-  if (data.valid.size() == 0) {
-    progress.message(
-        "no validation reviews (--valid-fraction too small for this data): the last epoch's model is kept");
-  }
-  std::size_t trained_numel = 0;
-  for (const auto& p : model->parameters()) trained_numel += p.requires_grad() ? p.numel() : 0;
-  progress.message(fmt::format("model: {} parameters ({} trained); {} steps of {} reviews per epoch, {} epochs",
-                               model->num_parameters(), trained_numel, steps_per_epoch, config.batch_size, config.epochs));
   if (replicas.size > 1) {
-    progress.message(fmt::format("data-parallel: {} ranks x {} thread(s); global batch {} = {} per rank", replicas.size,
-                                 config.threads, config.batch_size,
-                                 (config.batch_size + replicas.size - 1) / replicas.size));
+    std::vector<std::size_t> rows(batch.indices.size());
+    std::iota(rows.begin(), rows.end(), std::size_t{0});
+    batch = ds::take_rows(batch, tr::shard(rows, replicas.size, replicas.rank));
   }
-  const tr::TrainerResult trained = trainer.run();
-  // Everything after training (the parts' weights, the temperature, the test set) in the precision the
-  // run trained and validated in.
-  const tapegrad::autocast evaluation_precision(config.precision_resolved == "bf16");
+  const auto parts = model.forward_parts(batch.ids, batch.padding_mask);
+  const auto logits = parts.total();
+  tr::StepOutput<float> output;
+  output.loss = parts.wide.defined() && config.wide_loss == "separate"
+                    ? tapegrad::add(tapegrad::cross_entropy(parts.deep, batch.labels),
+                                    tapegrad::cross_entropy(parts.wide, batch.labels))
+                    : tapegrad::cross_entropy(logits, batch.labels);
+  const std::size_t rows = batch.indices.size();
+  const auto& l = logits.data();
+  for (std::size_t r = 0; r < rows; ++r) {
+    output.correct += ((l(r, 1) > l(r, 0) ? 1 : 0) == batch.labels(r)) ? 1 : 0;
+  }
+  // The tokens the model read: a crop or a clause is shorter than its review.
+  output.tokens = static_cast<double>(std::count(batch.padding_mask.begin(), batch.padding_mask.end(), false));
+  output.count = static_cast<double>(rows);
+  return output;
+}
 
+// A validation, scored as the model will predict: with its parts weighted as fitted after training.
+tr::Evaluation validation(Model& model, const ds::EncodedDataset& valid_set, std::size_t batch_size,
+                          std::vector<EvalResult>& validations) {
+  const EvalResult valid = evaluate(model, valid_set, batch_size, tr::interrupt_requested);
+  const auto finite = [](const xt::xarray<double>& x) {
+    return std::all_of(x.begin(), x.end(), [](double v) { return std::isfinite(v); });
+  };
+  if (!finite(valid.logits) || !finite(valid.encoder_logits) || !finite(valid.wide_logits))
+    throw tr::NonFiniteValidation("the validation logits are not finite");
+  validations.push_back(valid);
+  tr::Evaluation e;
+  e.score = valid.accuracy;  // NaN without validation reviews: every epoch's model is then kept
+  e.metrics = {{"valid_loss", valid.loss}, {"valid_acc", valid.accuracy}};
+  e.summary = fmt::format("valid loss {:.4f} acc {:.2f}%", valid.loss, 100.0 * valid.accuracy);
+  if (const auto weights = fit_part_weights(valid, model.options.wide_weight_by_length)) {
+    e.score = weights->accuracy;
+    e.metrics["valid_acc_sum"] = valid.accuracy;
+    e.metrics["valid_acc"] = weights->accuracy;
+    put_part_accuracies(e.metrics, "valid_acc", valid);
+    e.summary = fmt::format("valid loss {:.4f} acc {:.2f}% (weighted {}; {})", valid.loss, 100.0 * weights->accuracy,
+                            describe(*weights), parts_alone(valid));
+  }
+  if (model.wide && model.wide->negation_factor.defined()) {
+    const double factor = static_cast<double>(model.wide->negation_factor.data()(0));
+    e.metrics["negation_factor"] = factor;
+    e.summary += fmt::format("; negation factor {:.3f}", factor);
+  }
+  e.stopped = valid.stopped;
+  return e;
+}
+
+// --ema: the averaged parameters are validated and saved as the best model; the checkpoint keeps the
+// trained ones and the averages, so that --resume continues both.
+void average_parameters(optim::ExponentialMovingAverage<float>& ema, tr::TrainerHooks<float>& hooks) {
+  hooks.after_step = [&ema] { ema.update(); };
+  hooks.evaluation_scope = [&ema] {
+    return std::static_pointer_cast<void>(
+        std::make_shared<optim::ExponentialMovingAverage<float>::AveragedParameters>(ema));
+  };
+  hooks.extra_state = [&ema] { return ema.state_dict(); };
+  hooks.load_extra_state = [&ema](const tapegrad::StateDict<float>& state) { ema.load_state_dict(state); };
+}
+
+// The trainer's outcome in result: an EpochRecord per validation and the best one.
+void take_outcome(const tr::TrainerResult& trained, const std::vector<EvalResult>& validations,
+                  std::int64_t steps_per_epoch, TrainResult& result) {
   result.interrupted = trained.interrupted;
   result.logged_losses = trained.logged_losses;
   for (std::size_t i = 0; i < trained.validations.size(); ++i) {
@@ -424,66 +373,52 @@ TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, 
                                : std::numeric_limits<double>::quiet_NaN();
   result.train_seconds = trained.train_seconds;
   result.train_tokens_per_second = trained.train_tokens / std::max(trained.train_seconds, 1e-9);
-  if (result.interrupted || !writer) {
-    result.wall_seconds = wall.seconds();
-    return result;
-  }
+}
 
-  // Temperature scaling (Guo et al. 2017) that makes the best model's probabilities honest, fitted on
-  // the validation reviews and kept in the model file's metadata for predict. It depends on the
-  // review's length: the n-gram part sums more evidence the longer the review, and with one
-  // temperature the validation reviews of 30-120 tokens came out underconfident and those above 500
-  // overconfident.
-  auto metadata = tr::load_model(run.model(), *model);
+// Temperature scaling (Guo et al. 2017) that makes the best model's probabilities honest, fitted on the
+// validation reviews and kept in the model file's metadata for predict. It depends on the review's
+// length: the n-gram part sums more evidence the longer the review, and with one temperature the
+// validation reviews of 30-120 tokens came out underconfident and those above 500 overconfident. The
+// best model is loaded into `model` first; without validation reviews the temperature is 1.
+LengthTemperature calibrate(Model& model, const ds::EncodedDataset& valid_set, std::size_t batch_size,
+                            const tr::RunDirectory& run, tr::Progress& progress, TrainResult& result) {
+  auto metadata = tr::load_model(run.model(), model);
   LengthTemperature temperature;
-  if (data.valid.size() > 0) {
-    const EvalResult valid = evaluate(*model, data.valid, batch_size, tr::interrupt_requested);
-    if (!valid.stopped) {
-      // With a wide part, the weights of the two parts (a, b(n)) that fit the validation reviews best:
-      // logits a * encoder + b(n) * wide = (encoder + (b(n) / a) * wide) / (1 / a), the wide weight and
-      // the temperature. Weights that are not both positive (a part that hurts) keep the plain sum.
-      const auto weights = fit_part_weights(valid, model->options.wide_weight_by_length);
-      xt::xarray<double> logits = valid.logits;
-      if (weights && weights->encoder > 0 && weights->wide.problem().empty()) {
-        model->set_wide_weight(weights->wide.a / weights->encoder, weights->wide.b / weights->encoder,
-                               weights->wide.shortest, weights->wide.longest);
-        for (std::size_t i = 0; i < valid.count; ++i) {  // what the model now computes
-          const double w = static_cast<double>(model->wide_weight_at(valid.lengths[i]));
-          for (std::size_t c = 0; c < 2; ++c) logits(i, c) = valid.encoder_logits(i, c) + w * valid.wide_logits(i, c);
-        }
-        progress.message("the parts' weights fitted on validation: " + describe(*weights));
-      }
-      temperature = fit_length_temperature(logits, valid.labels, valid.lengths);
-      progress.message("the temperature fitted on validation: " + describe(temperature));
-      metadata[kLengthTemperatureKey] = temperature.to_string();
-      tr::save_model(run.model(), *model, metadata);
-      // How the model reads short texts, on validation data: one short window of each review (the
-      // contrast pairs are a test, never a criterion).
-      EvalResult windows = evaluate(*model, data.valid, batch_size, tr::interrupt_requested, kValidWindows);
-      if (!windows.stopped) {
-        result.valid_window_ece = calibration_of(windows, temperature).calibrated.expected_calibration_error;
-        result.valid_windows = std::move(windows);
-      }
+  if (valid_set.size() == 0) return temperature;
+  const EvalResult valid = evaluate(model, valid_set, batch_size, tr::interrupt_requested);
+  if (valid.stopped) return temperature;
+  // With a wide part, the weights of the two parts (a, b(n)) that fit the validation reviews best:
+  // logits a * encoder + b(n) * wide = (encoder + (b(n) / a) * wide) / (1 / a), the wide weight and the
+  // temperature. Weights that are not both positive (a part that hurts) keep the plain sum.
+  const auto weights = fit_part_weights(valid, model.options.wide_weight_by_length);
+  xt::xarray<double> logits = valid.logits;
+  if (weights && weights->encoder > 0 && weights->wide.problem().empty()) {
+    model.set_wide_weight(weights->wide.a / weights->encoder, weights->wide.b / weights->encoder,
+                          weights->wide.shortest, weights->wide.longest);
+    for (std::size_t i = 0; i < valid.count; ++i) {  // what the model now computes
+      const double w = static_cast<double>(model.wide_weight_at(valid.lengths[i]));
+      for (std::size_t c = 0; c < 2; ++c) logits(i, c) = valid.encoder_logits(i, c) + w * valid.wide_logits(i, c);
     }
+    progress.message("the parts' weights fitted on validation: " + describe(*weights));
   }
-  // The test set, once, with the best-validation model (rank 0 alone).
-  result.test = evaluate(*model, data.test, batch_size, tr::interrupt_requested);
-  if (result.test.stopped) {
-    result.interrupted = true;
-    progress.message(
-        "interrupted during the test evaluation; the run's files are complete, evaluate them with "
-        "`train_imdb evaluate --run " +
-        run.dir().string() + "`");
-    result.wall_seconds = wall.seconds();
-    return result;
+  temperature = fit_length_temperature(logits, valid.labels, valid.lengths);
+  progress.message("the temperature fitted on validation: " + describe(temperature));
+  metadata[kLengthTemperatureKey] = temperature.to_string();
+  tr::save_model(run.model(), model, metadata);
+  // How the model reads short texts, on validation data: one short window of each review (the contrast
+  // pairs are a test, never a criterion).
+  EvalResult windows = evaluate(model, valid_set, batch_size, tr::interrupt_requested, kValidWindows);
+  if (!windows.stopped) {
+    result.valid_window_ece = calibration_of(windows, temperature).calibrated.expected_calibration_error;
+    result.valid_windows = std::move(windows);
   }
-  result.test_calibration = calibration_of(result.test, temperature);
-  if (const auto pairs_file = default_contrast_pairs_file()) {
-    result.contrast = contrast_pairs_of(*model, vocab, config, *pairs_file);
-  }
-  if (const auto pairs_file = development_contrast_pairs_file()) {
-    result.contrast_dev = contrast_pairs_of(*model, vocab, config, *pairs_file);
-  }
+  return temperature;
+}
+
+// metrics.jsonl's test line: the test score, the temperature, calibration, the short windows and the
+// contrast pairs.
+nlohmann::json test_line(const TrainResult& result, const LengthTemperature& temperature,
+                         const tr::TrainerResult& trained) {
   nlohmann::json reliability = nlohmann::json::array();
   for (const auto& bin : result.test_calibration.calibrated.bins) {
     reliability.push_back({{"lower", bin.lower},
@@ -492,38 +427,143 @@ TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, 
                            {"confidence", bin.mean_confidence},
                            {"accuracy", bin.accuracy}});
   }
-  nlohmann::json test_line = {
-      {"step", trained.step},
-      {"split", "test"},
-      {"best_epoch", result.best_epoch},
-      {"test_loss", result.test.loss},
-      {"test_acc", result.test.accuracy},
-      {"temperature_a", temperature.a},
-      {"temperature_b", temperature.b},
-      {"temperature_shortest", temperature.shortest},
-      {"temperature_longest", temperature.longest},
-      {"test_ece", result.test_calibration.calibrated.expected_calibration_error},
-      {"test_ece_uncalibrated", result.test_calibration.uncalibrated.expected_calibration_error},
-      {"test_short_reviews", result.test_calibration.short_count},
-      {"test_short_ece", result.test_calibration.short_ece},
-      {"test_short_ece_uncalibrated", result.test_calibration.short_ece_uncalibrated},
-      {"reliability", reliability},
-      {"elapsed", trained.train_seconds}};
-  put_part_accuracies(test_line, "test_acc", result.test);
+  nlohmann::json line = {{"step", trained.step},
+                         {"split", "test"},
+                         {"best_epoch", result.best_epoch},
+                         {"test_loss", result.test.loss},
+                         {"test_acc", result.test.accuracy},
+                         {"temperature_a", temperature.a},
+                         {"temperature_b", temperature.b},
+                         {"temperature_shortest", temperature.shortest},
+                         {"temperature_longest", temperature.longest},
+                         {"test_ece", result.test_calibration.calibrated.expected_calibration_error},
+                         {"test_ece_uncalibrated", result.test_calibration.uncalibrated.expected_calibration_error},
+                         {"test_short_reviews", result.test_calibration.short_count},
+                         {"test_short_ece", result.test_calibration.short_ece},
+                         {"test_short_ece_uncalibrated", result.test_calibration.short_ece_uncalibrated},
+                         {"reliability", reliability},
+                         {"elapsed", trained.train_seconds}};
+  put_part_accuracies(line, "test_acc", result.test);
   if (result.valid_windows) {
-    test_line["valid_window_acc"] = result.valid_windows->accuracy;
-    test_line["valid_window_ece"] = result.valid_window_ece;
-    put_part_accuracies(test_line, "valid_window_acc", *result.valid_windows);
+    line["valid_window_acc"] = result.valid_windows->accuracy;
+    line["valid_window_ece"] = result.valid_window_ece;
+    put_part_accuracies(line, "valid_window_acc", *result.valid_windows);
   }
   if (result.contrast) {
-    test_line["contrast_pairs"] = result.contrast->pairs;
-    test_line["contrast_pair_acc"] = result.contrast->accuracy;
+    line["contrast_pairs"] = result.contrast->pairs;
+    line["contrast_pair_acc"] = result.contrast->accuracy;
   }
   if (result.contrast_dev) {
-    test_line["dev_contrast_pairs"] = result.contrast_dev->pairs;
-    test_line["dev_contrast_pair_acc"] = result.contrast_dev->accuracy;
+    line["dev_contrast_pairs"] = result.contrast_dev->pairs;
+    line["dev_contrast_pair_acc"] = result.contrast_dev->accuracy;
   }
-  trainer.metrics().write(test_line);
+  return line;
+}
+
+// The test set, once, with the best-validation model, and the contrast pairs; false when Ctrl-C stopped
+// it.
+bool evaluate_test(Model& model, const Prepared& prepared, const Config& config, const LengthTemperature& temperature,
+                   const tr::RunDirectory& run, tr::Progress& progress, TrainResult& result) {
+  result.test =
+      evaluate(model, prepared.data.test, static_cast<std::size_t>(config.batch_size), tr::interrupt_requested);
+  if (result.test.stopped) {
+    progress.message(
+        "interrupted during the test evaluation; the run's files are complete, evaluate them with "
+        "`train_imdb evaluate --run " +
+        run.dir().string() + "`");
+    return false;
+  }
+  result.test_calibration = calibration_of(result.test, temperature);
+  if (const auto pairs_file = default_contrast_pairs_file()) {
+    result.contrast = contrast_pairs_of(model, prepared.vocab, config, *pairs_file);
+  }
+  if (const auto pairs_file = development_contrast_pairs_file()) {
+    result.contrast_dev = contrast_pairs_of(model, prepared.vocab, config, *pairs_file);
+  }
+  return true;
+}
+
+}  // namespace
+
+tapegrad::datasets::CropOptions crop_options(const Config& config) {
+  return {config.crop, static_cast<std::size_t>(config.crop_min), static_cast<std::size_t>(config.crop_max)};
+}
+
+TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, bool interactive,
+                  const std::function<bool(std::int64_t step)>& stop_after_step, const Parallel& parallel) {
+  const bool writer = parallel.writes_files();
+  const tr::Stopwatch wall;
+  const tr::RunDirectory run = run_directory(settings.out);
+  Config config = examples::checked_against_run(
+      flags(), settings, run, {tr::RunDirectory::kCheckpoint, tr::RunDirectory::kConfig, kVocabFile}, &validate);
+  tapegrad::set_num_threads(static_cast<int>(config.threads));
+  tr::Progress progress(log, interactive, static_cast<std::size_t>(config.log_every));
+  config.precision_resolved =
+      examples::start_precision(config.precision, config.precision_resolved, config.resume, progress);
+  TrainResult result;
+  const Prepared prepared = prepare_data(config, run, progress, result);
+  const EncodedSplits& data = prepared.data;
+
+  // Model and optimization. Several ranks must agree on the settings and on the vocabulary.
+  parallel.verify_same_settings(to_json(config), {"data"});
+  parallel.verify_same_vocabulary(prepared.vocab);
+  const auto model = make_model(config, prepared.vocab);
+  if (!config.init_from.empty() && !config.resume) init_from_pretrained(*model, config, progress);
+  if (!config.resume) fit_statistics(*model, config, data.train, progress);
+  // Several ranks: the same model everywhere (checked), gradients averaged; each trains its rows.
+  const tr::Replicas replicas = parallel.attach ? parallel.attach(*model) : tr::Replicas{};
+  auto optimizer = make_optimizer(config, model->parameters());
+  const auto clause_negation = make_clause_negation(config, prepared.vocab, data.train, progress);
+  ds::DataLoader loader(data.train, batch_options(config));
+  const auto steps_per_epoch = static_cast<std::int64_t>(loader.size());
+  std::optional<optim::ExponentialMovingAverage<float>> ema;
+  if (config.ema > 0) ema.emplace(model->parameters(), config.ema);
+  tr::TrainerOptions options = trainer_options(config, steps_per_epoch, stop_after_step);
+
+  // The run folder, only once the data and the settings are known to work.
+  if (!config.resume && writer) {
+    examples::start_run_folder(run, config.overwrite, to_json(config), progress,
+                               [&] { prepared.vocab.save(run.file(kVocabFile)); });
+  }
+
+  const auto batch_size = static_cast<std::size_t>(config.batch_size);
+  std::vector<EvalResult> validations;  // the EvalResult of each of the trainer's validations
+  tr::TrainerHooks<float> hooks;
+  hooks.begin_epoch = [&](std::int64_t epoch) { loader.set_epoch(static_cast<std::uint64_t>(epoch)); };
+  hooks.forward = [&](std::int64_t step, std::int64_t b) {
+    return step_loss(*model, loader.batch(static_cast<std::size_t>(b)), config, clause_negation, replicas, step);
+  };
+  hooks.validate = [&] { return validation(*model, data.valid, batch_size, validations); };
+  if (ema) average_parameters(*ema, hooks);
+  hooks.replicas = replicas;
+  tr::Trainer<float> trainer(run, *model, *optimizer, std::move(options), std::move(hooks), progress);
+  if (data.valid.size() == 0) {
+    progress.message(
+        "no validation reviews (--valid-fraction too small for this data): the last epoch's model is kept");
+  }
+  progress.message(fmt::format("model: {}; {} steps of {} reviews per epoch, {} epochs", parameter_counts(*model),
+                               steps_per_epoch, config.batch_size, config.epochs));
+  if (replicas.size > 1) {
+    progress.message(fmt::format("data-parallel: {} ranks x {} thread(s); global batch {} = {} per rank", replicas.size,
+                                 config.threads, config.batch_size,
+                                 (config.batch_size + replicas.size - 1) / replicas.size));
+  }
+  const tr::TrainerResult trained = trainer.run();
+  // Everything after training (the parts' weights, the temperature, the test set) in the precision the
+  // run trained and validated in.
+  const tapegrad::autocast evaluation_precision(config.precision_resolved == "bf16");
+  take_outcome(trained, validations, steps_per_epoch, result);
+  if (result.interrupted || !writer) {
+    result.wall_seconds = wall.seconds();
+    return result;
+  }
+  const LengthTemperature temperature = calibrate(*model, data.valid, batch_size, run, progress, result);
+  if (!evaluate_test(*model, prepared, config, temperature, run, progress, result)) {
+    result.interrupted = true;
+    result.wall_seconds = wall.seconds();
+    return result;
+  }
+  trainer.metrics().write(test_line(result, temperature, trained));
   result.wall_seconds = wall.seconds();
   print_summary(out, config, result);
   return result;

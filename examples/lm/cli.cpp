@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "examples/common/command_line.hpp"
+#include "examples/common/commands.hpp"
 #include "examples/common/precision.hpp"
 #include "examples/common/settings.hpp"
 #include "examples/lm/bench.hpp"
@@ -20,7 +21,6 @@
 #include "tapegrad/autograd/autocast.hpp"
 #include "tapegrad/autograd/matmul.hpp"
 #include "tapegrad/train/errors.hpp"
-#include "tapegrad/train/interrupt.hpp"
 #include "tapegrad/train/run_directory.hpp"
 
 namespace lm {
@@ -30,68 +30,7 @@ namespace tt = tapegrad::train;
 
 namespace {
 
-void add_training_flags(CLI::App& app, Config& c) {
-  auto group = [&](const char* name) { return app.add_option_group(name); };
-  auto* data = group("Data");
-  data->add_option("--data", c.data, "aclImdb folder or .tar.gz (default: found automatically)");
-  data->add_flag("--no-download", c.no_download, "fail instead of downloading the data");
-  data->add_option("--vocab-size", c.vocab_size, "vocabulary size including <pad> and <unk> (masked: 50000)")
-      ->capture_default_str();
-  data->add_option("--context", c.context, "tokens per review the model sees (its positions)")->capture_default_str();
-  data->add_option("--valid-fraction", c.valid_fraction, "share of train/ held out, as train_imdb's (seeded)")
-      ->capture_default_str();
-  data->add_option("--valid-reviews", c.valid_reviews,
-                   "validation reviews scored during training, a fixed seeded subset (0: all); the best model is "
-                   "then scored on all")
-      ->capture_default_str();
-
-  auto* model = group("Model (the masked objective defaults to train_imdb's classifier)");
-  model->add_option("--objective", c.objective, "causal (GPT) | masked (BERT-style, for train_imdb --init-from)")
-      ->capture_default_str();
-  model->add_option("--arch", c.arch, "the causal model: gpt | llama (RMSNorm, rotary positions, SwiGLU)")
-      ->capture_default_str();
-  model->add_option("--layers", c.layers, "Transformer layers (masked: 1)")->capture_default_str();
-  model->add_option("--d-model", c.d_model, "embedding width (masked: 64)")->capture_default_str();
-  model->add_option("--heads", c.heads, "attention heads (must divide --d-model)")->capture_default_str();
-  model->add_option("--ff", c.ff, "feed-forward width (masked: 128)")->capture_default_str();
-  model->add_option("--hidden", c.hidden, "--arch llama's SwiGLU width (the default matches GPT's parameters)")
-      ->capture_default_str();
-  model->add_option("--dropout", c.dropout, "dropout probability (masked: 0.1)")->capture_default_str();
-  model->add_option("--attn-dropout", c.attn_dropout, "attention-weight dropout probability (masked: 0.1)")
-      ->capture_default_str();
-  model->add_option("--activation", c.activation, "relu|gelu (masked: relu)")->capture_default_str();
-  model->add_option("--norm", c.norm, "pre|post LayerNorm (causal: pre only; masked: post)")->capture_default_str();
-  model->add_option("--pos", c.pos, "positions: learned|sinusoidal")->capture_default_str();
-
-  auto* opt = group("Optimization (AdamW, warmup then cosine decay)");
-  opt->add_option("--lr", c.lr, "peak learning rate (masked: 0.001)")->capture_default_str();
-  opt->add_option("--warmup", c.warmup, "warmup steps (masked: 30)")->capture_default_str();
-  opt->add_option("--weight-decay", c.weight_decay, "decoupled weight decay")->capture_default_str();
-  opt->add_option("--clip-norm", c.clip_norm, "gradient norm clipping, 0 disables")->capture_default_str();
-  opt->add_option("--batch-size", c.batch_size, "reviews per step (masked: 16)")->capture_default_str();
-  opt->add_option("--steps", c.steps, "optimizer steps (masked: 300)")->capture_default_str();
-  opt->add_option("--eval-every", c.eval_every, "steps between validations and checkpoints (masked: 100)")
-      ->capture_default_str();
-  opt->add_option("--seed", c.seed, "seeds the split (as train_imdb's), init, order, dropout and masking")
-      ->capture_default_str();
-  opt->add_option("--bucket", c.bucket, "bucketing chunk in batches (0 = off)")->capture_default_str();
-
-  auto* run = group("Run");
-  run->add_option("--threads", c.threads, "BLAS threads")->capture_default_str();
-  run->add_option("--precision", c.precision, examples::kPrecisionHelp)->capture_default_str();
-  run->add_option("--log-every", c.log_every, "steps between metrics.jsonl lines and plain progress lines")
-      ->capture_default_str();
-  run->add_option("--out", c.out, "run folder")->capture_default_str();
-  run->add_flag("--resume", c.resume, "continue the run in --out from its last checkpoint");
-  run->add_flag("--detect-anomaly", c.detect_anomaly,
-                "check every op's output and gradients for NaN/inf and stop naming the op (slower)");
-  run->add_flag("--overwrite", c.overwrite, "replace a previous run in --out");
-}
-
-bool given(const CLI::App& app, const std::string& flag) {
-  const CLI::Option* option = app.get_option_no_throw(flag);
-  return option != nullptr && option->count() > 0;
-}
+bool given(const CLI::App& app, const std::string& flag) { return examples::given_on(app, flags().at(flag)); }
 
 // A flag given on the command line that the chosen model does not have: refused rather than ignored.
 std::optional<std::string> inapplicable_flag(const CLI::App& app, const Config& config) {
@@ -112,21 +51,7 @@ std::optional<std::string> inapplicable_flag(const CLI::App& app, const Config& 
 Config with_saved_settings(const CLI::App& app, const Config& config) {
   const tt::RunDirectory run(config.out, {kVocabFile});
   run.check_resumable({tt::RunDirectory::kConfig});
-  nlohmann::json merged = to_json(config);
-  // Named: items() of a temporary would outlive it in the range-for.
-  const nlohmann::json saved = to_json(read_config(run));
-  for (const auto& [key, value] : saved.items()) {
-    // Not a flag: train() takes it from config.json once the --precision given is checked against the run's.
-    if (key == "precision-resolved") continue;
-    if (!given(app, "--" + key)) merged[key] = value;
-  }
-  Config result = config_from_json(merged);
-  result.no_download = config.no_download;
-  result.threads = config.threads;
-  result.log_every = config.log_every;
-  result.out = config.out;
-  result.resume = true;
-  return result;
+  return examples::with_saved_settings(flags(), app, config, read_config(run));
 }
 
 int train_command(const CLI::App& app, Config config, std::ostream& out, std::ostream& err, bool interactive,
@@ -141,22 +66,10 @@ int train_command(const CLI::App& app, Config config, std::ostream& out, std::os
   if (!config.data.empty() && !fs::exists(config.data)) {
     throw tt::UsageError(fmt::format("--data {} does not exist", config.data));
   }
-  tt::install_interrupt_handler();
-  TrainResult result;
-  try {
-    // Ranks other than 0 train silently; their errors still reach stderr through exit_code_of.
-    std::ostream silent(nullptr);
-    const bool rank0 = parallel.writes_files();
-    result = train(config, rank0 ? out : silent, rank0 ? err : silent, interactive && rank0, {}, parallel);
-  } catch (...) {
-    tt::remove_interrupt_handler();
-    throw;
-  }
-  tt::remove_interrupt_handler();
-  if (parallel.writes_files() && fs::exists(fs::path(config.out) / tt::RunDirectory::kConfig)) {
-    out << fmt::format("report: {}\n", write_report(config.out).string()) << std::flush;
-  }
-  return result.interrupted ? tt::kInterruptedExitCode : 0;
+  return examples::run_training(
+      parallel, out, err, interactive,
+      [&](std::ostream& o, std::ostream& e, bool bar) { return train(config, o, e, bar, {}, parallel).interrupted; },
+      fs::path(config.out) / tt::RunDirectory::kConfig, [&] { return write_report(config.out); });
 }
 
 struct EvaluateArgs {
@@ -204,7 +117,7 @@ int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& o
       kProgram);
   app.require_subcommand(0, 1);
   Config config;
-  add_training_flags(app, config);
+  flags().add_to(app, config);
 
   GenerateArgs gen;
   CLI::App* generate_app =
@@ -258,16 +171,7 @@ int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& o
     for (CLI::App* sub : {generate_app, evaluate_app, bench_app, report_app})
       if (sub->parsed()) command = sub;
     if (!command) return train_command(app, config, out, err, interactive, parallel);
-    for (CLI::App* group : app.get_subcommands([](CLI::App* sub) { return sub->get_name().empty(); })) {
-      for (const CLI::Option* option : group->get_options()) {
-        if (option->count() == 0) continue;
-        throw tt::UsageError(fmt::format("{} is a training flag; put {} flags after the subcommand", option->get_name(),
-                                         command->get_name()));
-      }
-    }
-    if (parallel.size > 1) {
-      throw tt::UsageError(fmt::format("{} runs in one process: start it without mpirun", command->get_name()));
-    }
+    examples::check_subcommand(app, *command, parallel);
     if (command == generate_app) return generate_command(gen, in, out, err);
     if (command == evaluate_app) return evaluate_command(eval_args, out, err);
     if (command == bench_app) return bench_command(bench, out, err);

@@ -2,107 +2,129 @@
 
 #include <fmt/format.h>
 
-#include <cmath>
-#include <initializer_list>
-#include <stdexcept>
-#include <tuple>
+#include <cstdint>
+#include <limits>
+#include <vector>
 
+#include "examples/common/commands.hpp"
 #include "examples/common/precision.hpp"
 #include "examples/common/settings.hpp"
 #include "tapegrad/datasets/text/vocab.hpp"
 
 namespace lm {
 
-void apply_masked_defaults(Config& c, const std::function<bool(const char* flag)>& given) {
-  // train_imdb's defaults (examples/imdb/config.hpp); tests/examples checks that they agree.
-  const auto set = [&](const char* flag, auto& field, auto value) {
-    if (!given(flag)) field = value;
+namespace {
+
+namespace lim = examples::limits;
+using examples::flag;
+
+examples::Flags<Config> make_flags() {
+  using C = Config;
+  const auto int64_max = static_cast<long double>(std::numeric_limits<std::int64_t>::max());
+  const std::vector<std::string> precisions = {"fp32", "bf16", "auto"};
+  return {
+      kProgram,
+      kConfigVersion,
+      examples::Keys::dashes,
+      {{"Data",
+        {flag("--data", &C::data, "aclImdb folder or .tar.gz (default: found as datasets/README.md describes)")
+             .shown_as("found")
+             .free_on_resume(),
+         flag("--no-download", &C::no_download, "fail instead of downloading the data").not_saved(),
+         flag("--vocab-size", &C::vocab_size,
+              "vocabulary size including <pad> and <unk> (and <mask>, appended last, for the masked objective)")
+             .in(examples::closed(3, lim::kVocabSize)),
+         flag("--context", &C::context, "tokens per review the model sees (its positions; the head of the review)")
+             .in(examples::closed(2, lim::kSequenceLength)),
+         flag("--valid-fraction", &C::valid_fraction, "share of train/ held out, as train_imdb's (seeded)")
+             .in(examples::between(0, 1)),
+         flag("--valid-reviews", &C::valid_reviews,
+              "validation reviews scored during training, a fixed seeded subset (0: all); the best model is then "
+              "scored on all")
+             .in(examples::closed(0, lim::kSteps))}},
+       {"Model (the masked objective defaults to train_imdb's classifier)",
+        {flag("--objective", &C::objective, "causal (GPT or Llama) | masked (BERT-style, for train_imdb --init-from)")
+             .one_of({"causal", "masked"}),
+         flag("--arch", &C::arch, "the causal model: gpt | llama (RMSNorm, rotary positions, SwiGLU)")
+             .one_of({"gpt", "llama"}),
+         flag("--layers", &C::layers, "Transformer layers").in(examples::closed(1, lim::kLayers)),
+         flag("--d-model", &C::d_model, "embedding width").in(examples::closed(1, lim::kWidth)),
+         flag("--heads", &C::heads, "attention heads (must divide --d-model)").in(examples::closed(1, lim::kHeads)),
+         flag("--ff", &C::ff, "feed-forward width (not with --arch llama)").in(examples::closed(1, lim::kWidth)),
+         flag("--hidden", &C::hidden, "--arch llama's SwiGLU width (the default matches GPT's parameter count)")
+             .in(examples::closed(1, lim::kWidth)),
+         flag("--dropout", &C::dropout, "dropout probability").in(examples::below(0, 1)),
+         flag("--attn-dropout", &C::attn_dropout, "attention-weight dropout probability (not with --arch llama)")
+             .in(examples::below(0, 1)),
+         flag("--activation", &C::activation, "relu|gelu (not with --arch llama)").one_of({"relu", "gelu"}),
+         flag("--norm", &C::norm, "pre|post LayerNorm (causal: pre only; not with --arch llama)")
+             .one_of({"pre", "post"}),
+         flag("--pos", &C::pos, "positions: learned|sinusoidal (not with --arch llama)")
+             .one_of({"learned", "sinusoidal"})}},
+       {"Optimization (AdamW, warmup then cosine decay)",
+        {flag("--lr", &C::lr, "peak learning rate (linear warmup, then cosine decay to 0 at the last step)")
+             .in(examples::closed(0, lim::kLearningRate)),
+         flag("--warmup", &C::warmup, "warmup steps (fewer than --steps)").in(examples::closed(0, lim::kSteps - 1)),
+         flag("--weight-decay", &C::weight_decay, "decoupled weight decay").in(examples::at_least(0)),
+         flag("--clip-norm", &C::clip_norm, "gradient norm clipping (0: off)").in(examples::at_least(0)),
+         flag("--batch-size", &C::batch_size, "reviews per step").in(examples::closed(1, lim::kBatchSize)),
+         flag("--steps", &C::steps, "optimizer steps (one pass over the 22,500 training reviews is 5,625)")
+             .in(examples::closed(1, lim::kSteps)),
+         flag("--eval-every", &C::eval_every, "steps between validations and checkpoints")
+             .in(examples::closed(1, lim::kSteps)),
+         flag("--seed", &C::seed, "seeds the split (as train_imdb's), initialization, order, dropout and masking")
+             .in(examples::closed(0, int64_max)),
+         flag("--bucket", &C::bucket, "length-bucketing chunk in batches (0: off)")
+             .in(examples::closed(0, lim::kSteps))}},
+       {"Run", examples::join(
+                   {flag("--threads", &C::threads, "BLAS threads").in(examples::closed(1, lim::kThreads)).not_saved(),
+                    flag("--precision", &C::precision, examples::kPrecisionHelp).one_of(precisions),
+                    examples::saved("precision-resolved", &C::precision_resolved),
+                    flag("--log-every", &C::log_every, "steps between metrics.jsonl lines and plain progress lines")
+                        .in(examples::closed(1, lim::kSteps))
+                        .not_saved(),
+                    flag("--out", &C::out, "run folder").not_saved()},
+                   examples::run_flags<C>())}}};
+}
+
+}  // namespace
+
+const examples::Flags<Config>& flags() {
+  static const examples::Flags<Config> table = make_flags();
+  return table;
+}
+
+const nlohmann::json& masked_defaults() {
+  // train_imdb's defaults (examples/imdb/config.hpp); tests/examples checks that they agree. Then the
+  // masked objective's recipe, not the classifier's shape.
+  static const nlohmann::json defaults = {
+      {"--vocab-size", 50000},  {"--layers", 1},      {"--d-model", 64},       {"--heads", 4},   {"--ff", 128},
+      {"--activation", "relu"}, {"--norm", "post"},   {"--pos", "sinusoidal"}, {"--lr", 1e-3},   {"--dropout", 0.1},
+      {"--attn-dropout", 0.1},  {"--batch-size", 16}, {"--steps", 300},        {"--warmup", 30}, {"--eval-every", 100},
   };
-  set("--vocab-size", c.vocab_size, std::int64_t{50000});
-  set("--layers", c.layers, std::int64_t{1});
-  set("--d-model", c.d_model, std::int64_t{64});
-  set("--heads", c.heads, std::int64_t{4});
-  set("--ff", c.ff, std::int64_t{128});
-  set("--activation", c.activation, std::string("relu"));
-  set("--norm", c.norm, std::string("post"));
-  set("--pos", c.pos, std::string("sinusoidal"));
-  set("--lr", c.lr, 1e-3);
-  // The masked objective's recipe, not the classifier's shape.
-  set("--dropout", c.dropout, 0.1);
-  set("--attn-dropout", c.attn_dropout, 0.1);
-  set("--batch-size", c.batch_size, std::int64_t{16});
-  set("--steps", c.steps, std::int64_t{300});
-  set("--warmup", c.warmup, std::int64_t{30});
-  set("--eval-every", c.eval_every, std::int64_t{100});
+  return defaults;
+}
+
+std::string flags_markdown() {
+  return flags().markdown_table("`--objective masked`", [](const examples::Flag& f) -> std::string {
+    const auto it = masked_defaults().find(f.name);
+    if (it == masked_defaults().end()) return "";
+    return it->is_string() ? it->get<std::string>() : it->dump();
+  });
+}
+
+void apply_masked_defaults(Config& c, const std::function<bool(const char* flag)>& given) {
+  for (const auto& [name, value] : masked_defaults().items()) {
+    if (!given(name.c_str())) flags().assign(c, name, value);
+  }
 }
 
 std::optional<std::string> validate(const Config& c) {
-  const std::pair<const char*, std::int64_t> positive[] = {
-      {"--vocab-size", c.vocab_size}, {"--context", c.context},       {"--layers", c.layers},
-      {"--d-model", c.d_model},       {"--heads", c.heads},           {"--ff", c.ff},
-      {"--hidden", c.hidden},         {"--batch-size", c.batch_size}, {"--steps", c.steps},
-      {"--eval-every", c.eval_every}, {"--threads", c.threads},       {"--log-every", c.log_every}};
-  for (const auto& [flag, value] : positive) {
-    if (value <= 0) return fmt::format("{} {} must be positive", flag, value);
-  }
-  namespace lim = examples::limits;
-  const std::tuple<const char*, std::int64_t, std::int64_t> at_most[] = {
-      {"--vocab-size", c.vocab_size, lim::kVocabSize},
-      {"--context", c.context, lim::kSequenceLength},
-      {"--layers", c.layers, lim::kLayers},
-      {"--d-model", c.d_model, lim::kWidth},
-      {"--heads", c.heads, lim::kHeads},
-      {"--ff", c.ff, lim::kWidth},
-      {"--hidden", c.hidden, lim::kWidth},
-      {"--batch-size", c.batch_size, lim::kBatchSize},
-      {"--steps", c.steps, lim::kSteps},
-      {"--eval-every", c.eval_every, lim::kSteps},
-      {"--threads", c.threads, lim::kThreads},
-      {"--log-every", c.log_every, lim::kSteps},
-      {"--warmup", c.warmup, lim::kSteps},
-      {"--bucket", c.bucket, lim::kSteps},
-      {"--valid-reviews", c.valid_reviews, lim::kSteps}};
-  for (const auto& [flag, value, limit] : at_most) {
-    if (value > limit) return fmt::format("{} {} is above the limit of {}", flag, value, limit);
-  }
+  if (auto problem = flags().check(c)) return problem;
   if (auto problem = examples::table_memory_problem("--vocab-size", c.vocab_size, "--context", c.context, c.d_model))
     return problem;
-  if (c.lr > lim::kLearningRate) return fmt::format("--lr {} is above the limit of {}", c.lr, lim::kLearningRate);
-  if (c.vocab_size < 3) {
-    return fmt::format("--vocab-size {} leaves no room for a token besides <pad> and <unk>", c.vocab_size);
-  }
-  if (c.context < 2) return fmt::format("--context {} leaves no token to predict from another", c.context);
   if (c.d_model % c.heads != 0) return fmt::format("--d-model {} is not divisible by --heads {}", c.d_model, c.heads);
-  for (const auto& [flag, value] : {std::pair{"--warmup", c.warmup},
-                                    {"--seed", c.seed},
-                                    {"--bucket", c.bucket},
-                                    {"--valid-reviews", c.valid_reviews}}) {
-    if (value < 0) return fmt::format("{} {} must not be negative", flag, value);
-  }
   if (c.warmup >= c.steps) return fmt::format("--warmup {} must be less than --steps {}", c.warmup, c.steps);
-  for (const auto& [flag, value] : {std::pair{"--dropout", c.dropout}, {"--attn-dropout", c.attn_dropout}}) {
-    if (!(value >= 0.0 && value < 1.0)) return fmt::format("{} {} is outside [0, 1)", flag, value);
-  }
-  for (const auto& [flag, value] :
-       {std::pair{"--lr", c.lr}, {"--weight-decay", c.weight_decay}, {"--clip-norm", c.clip_norm}}) {
-    if (!(value >= 0.0) || std::isinf(value)) return fmt::format("{} {} must be a finite number >= 0", flag, value);
-  }
-  if (!(c.valid_fraction > 0.0 && c.valid_fraction < 1.0)) {
-    return fmt::format("--valid-fraction {} is outside (0, 1)", c.valid_fraction);
-  }
-  struct Choice {
-    const char* flag;
-    const std::string& value;
-    std::initializer_list<const char*> choices;
-  };
-  const Choice choices[] = {
-      {"--objective", c.objective, {"causal", "masked"}}, {"--arch", c.arch, {"gpt", "llama"}},
-      {"--activation", c.activation, {"relu", "gelu"}},   {"--norm", c.norm, {"pre", "post"}},
-      {"--pos", c.pos, {"learned", "sinusoidal"}},
-  };
-  for (const auto& choice : choices) {
-    if (auto problem = examples::choice_problem(choice.flag, choice.value, choice.choices)) return problem;
-  }
   if (c.arch == "llama" && c.objective != "causal") {
     return fmt::format(
         "--arch llama --objective {}: llama is a causal model; the masked objective trains train_imdb's encoder "
@@ -119,74 +141,9 @@ std::optional<std::string> validate(const Config& c) {
   return examples::precision_problem(c.precision, c.precision_resolved);
 }
 
-nlohmann::json to_json(const Config& c) {
-  return {
-      {"data", c.data},
-      {"vocab-size", c.vocab_size},
-      {"context", c.context},
-      {"valid-fraction", c.valid_fraction},
-      {"valid-reviews", c.valid_reviews},
-      {"objective", c.objective},
-      {"arch", c.arch},
-      {"layers", c.layers},
-      {"d-model", c.d_model},
-      {"heads", c.heads},
-      {"ff", c.ff},
-      {"hidden", c.hidden},
-      {"dropout", c.dropout},
-      {"attn-dropout", c.attn_dropout},
-      {"activation", c.activation},
-      {"norm", c.norm},
-      {"pos", c.pos},
-      {"lr", c.lr},
-      {"warmup", c.warmup},
-      {"weight-decay", c.weight_decay},
-      {"clip-norm", c.clip_norm},
-      {"batch-size", c.batch_size},
-      {"steps", c.steps},
-      {"eval-every", c.eval_every},
-      {"seed", c.seed},
-      {"bucket", c.bucket},
-      {"precision", c.precision},
-      {"precision-resolved", c.precision_resolved},
-  };
-}
+nlohmann::json to_json(const Config& c) { return flags().to_json(c); }
 
-Config config_from_json(const nlohmann::json& json) {
-  examples::check_known_keys(json, to_json(Config()));
-  Config c;
-  examples::read_setting(json, "data", c.data);
-  examples::read_setting(json, "vocab-size", c.vocab_size);
-  examples::read_setting(json, "context", c.context);
-  examples::read_setting(json, "valid-fraction", c.valid_fraction);
-  examples::read_setting(json, "valid-reviews", c.valid_reviews);
-  examples::read_setting(json, "objective", c.objective);
-  examples::read_setting(json, "arch", c.arch);
-  examples::read_setting(json, "layers", c.layers);
-  examples::read_setting(json, "d-model", c.d_model);
-  examples::read_setting(json, "heads", c.heads);
-  examples::read_setting(json, "ff", c.ff);
-  examples::read_setting(json, "hidden", c.hidden);
-  examples::read_setting(json, "dropout", c.dropout);
-  examples::read_setting(json, "attn-dropout", c.attn_dropout);
-  examples::read_setting(json, "activation", c.activation);
-  examples::read_setting(json, "norm", c.norm);
-  examples::read_setting(json, "pos", c.pos);
-  examples::read_setting(json, "lr", c.lr);
-  examples::read_setting(json, "warmup", c.warmup);
-  examples::read_setting(json, "weight-decay", c.weight_decay);
-  examples::read_setting(json, "clip-norm", c.clip_norm);
-  examples::read_setting(json, "batch-size", c.batch_size);
-  examples::read_setting(json, "steps", c.steps);
-  examples::read_setting(json, "eval-every", c.eval_every);
-  examples::read_setting(json, "seed", c.seed);
-  examples::read_setting(json, "bucket", c.bucket);
-  c.precision = "fp32";  // a run saved before the setting existed trained in fp32
-  examples::read_setting(json, "precision", c.precision);
-  c.precision_resolved = c.precision == "auto" ? "" : c.precision;
-  examples::read_setting(json, "precision-resolved", c.precision_resolved);
-  return c;
-}
+Config config_from_json(const nlohmann::json& json) { return flags().from_json(json); }
 
 tapegrad::models::GPTOptions gpt_options(const Config& c, std::size_t vocab_size) {
   tapegrad::models::GPTOptions o;

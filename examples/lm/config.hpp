@@ -8,11 +8,14 @@
 #include <optional>
 #include <string>
 
+#include "examples/common/flags.hpp"
 #include "tapegrad/models/classifier.hpp"
 #include "tapegrad/models/gpt.hpp"
 #include "tapegrad/models/llama.hpp"
 
 namespace lm {
+
+inline constexpr const char* kProgram = "train_lm";
 
 struct Config {
   // Data: the text of the IMDb training reviews; the validation reviews are train_imdb's (same seed
@@ -28,8 +31,7 @@ struct Config {
 
   // Model.
   std::string objective = "causal";  // causal (GPT) | masked (BERT-style encoder for train_imdb --init-from)
-  // The causal model: gpt (models::GPT) | llama (models::Llama: RMSNorm, RoPE, SwiGLU). An old
-  // config.json without the key reads as gpt.
+  // The causal model: gpt (models::GPT) | llama (models::Llama: RMSNorm, RoPE, SwiGLU).
   std::string arch = "gpt";
   std::int64_t layers = 2;
   std::int64_t d_model = 128;
@@ -55,7 +57,7 @@ struct Config {
   std::int64_t seed = 0;           // seeds the split (as train_imdb's --seed), init, order, dropout, masking
   std::int64_t bucket = 50;        // bucketing chunk in batches, 0 = off
   // fp32 | bf16 (the forward and backward under tapegrad::autocast) | auto (bf16 where the CPU has native
-  // bfloat16 products). A run saved before the setting existed trained in fp32.
+  // bfloat16 products).
   std::string precision = "auto";
   // What precision resolved to when the run started (fp32 | bf16), which --resume keeps; train() sets
   // it, empty before.
@@ -70,16 +72,24 @@ struct Config {
   bool detect_anomaly = false;  // tapegrad::DetectAnomalyGuard while training: names the op of a NaN
 };
 
-// The masked objective's defaults: train_imdb's classifier as the model (so that --init-from fits it as
-// is), and its own recipe (dropout 0.1, 300 steps of 16 reviews). cli applies them to the flags not
-// given on the command line.
+// Every flag of train_lm and config.json's keys, declared once (examples/common/flags.hpp).
+inline constexpr int kConfigVersion = 2;
+const examples::Flags<Config>& flags();
+
+// The masked objective's defaults, keyed by flag: train_imdb's classifier as the model (so that
+// --init-from fits it as is), and its own recipe (dropout 0.1, 300 steps of 16 reviews).
+const nlohmann::json& masked_defaults();
+// The flags table of examples/lm/README.md, with the masked defaults as its last column.
+std::string flags_markdown();
+// Sets the masked defaults of the flags not given on the command line.
 void apply_masked_defaults(Config& config, const std::function<bool(const char* flag)>& given);
 
 // The first bad setting as one line naming the flag and the value, or nothing.
 std::optional<std::string> validate(const Config& config);
 
+// config.json: "version" and every saved setting.
 nlohmann::json to_json(const Config& config);
-// Keys that are absent keep their defaults; throws std::runtime_error naming a key of the wrong type.
+// Reads what to_json wrote, strictly; throws std::runtime_error naming the key (or the version) at fault.
 Config config_from_json(const nlohmann::json& json);
 
 // The models the settings describe over a vocabulary of vocab_size tokens.

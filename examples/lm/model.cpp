@@ -7,6 +7,7 @@
 #include <vector>
 #include <xtensor/xadapt.hpp>
 
+#include "examples/common/commands.hpp"
 #include "tapegrad/autograd/loss.hpp"
 #include "tapegrad/autograd/shape_ops.hpp"
 #include "tapegrad/autograd/tape.hpp"
@@ -147,19 +148,7 @@ Validation validate(const LanguageModel& model, tapegrad::nn::Module<float>& mod
 }
 
 Config read_config(const tapegrad::train::RunDirectory& run) {
-  Config config;
-  try {
-    config = config_from_json(run.read_config());
-  } catch (const std::runtime_error& e) {
-    // read_config names the file already; config_from_json names only the key.
-    const std::string message = e.what();
-    if (message.rfind(run.config().string(), 0) == 0) throw;
-    throw std::runtime_error(fmt::format("{}: {}", run.config().string(), message));
-  }
-  if (const auto problem = validate(config)) {
-    throw std::runtime_error(fmt::format("{}: {}", run.config().string(), *problem));
-  }
-  return config;
+  return examples::read_run_settings(flags(), run, &validate);
 }
 
 LoadedRun load_run(const std::filesystem::path& dir) {

@@ -19,7 +19,6 @@
 
 namespace lm {
 
-inline constexpr const char* kProgram = "train_lm";
 inline constexpr const char* kVocabFile = "vocab.txt";
 
 class LanguageModel {

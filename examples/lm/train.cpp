@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "examples/common/commands.hpp"
 #include "examples/common/precision.hpp"
 #include "tapegrad/autograd/autocast.hpp"
 #include "tapegrad/autograd/elementwise.hpp"
@@ -30,47 +31,8 @@ std::string validation_summary(const Validation& v) {
   return fmt::format("valid loss {:.4f} ppl {:.2f} acc {:.2f}%", v.loss, v.perplexity, 100.0 * v.accuracy);
 }
 
-// --resume continues the saved run: every setting that shapes it must be the saved one.
-void check_resume_matches(const Config& config, const tt::RunDirectory& run) {
-  const nlohmann::json saved = run.read_config();
-  const nlohmann::json given = to_json(config);
-  for (const auto& [key, value] : saved.items()) {
-    // The data may have moved; the resolved precision is the saved one (train() takes it from there).
-    if (key == "data" || key == "precision-resolved" || !given.contains(key)) continue;
-    if (given.at(key) != value) {
-      throw tt::UsageError(fmt::format("--resume: --{} {} differs from {} in {}", key, given.at(key).dump(),
-                                       value.dump(), run.config().string()));
-    }
-  }
-}
-
-}  // namespace
-
-TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, bool interactive,
-                  const std::function<bool(std::int64_t)>& stop_after_step, const Parallel& parallel) {
-  const bool writer = parallel.writes_files();
-  const tt::Stopwatch wall;
-  if (const auto problem = validate(settings)) throw tt::UsageError(*problem);
-  tapegrad::set_num_threads(static_cast<int>(settings.threads));
-  const tt::RunDirectory run(settings.out, {kVocabFile});
-  Config config = settings;
-  if (config.resume) {
-    run.check_resumable({tt::RunDirectory::kConfig, tt::RunDirectory::kCheckpoint, kVocabFile});
-    // A run trains in one precision from start to end: the one it started in, wherever --precision auto
-    // resolves now.
-    config.precision_resolved = read_config(run).precision_resolved;
-    check_resume_matches(config, run);
-  } else {
-    run.check_new(config.overwrite);
-  }
-  tt::Progress progress(log, interactive, static_cast<std::size_t>(config.log_every));
-  config.precision_resolved =
-      examples::start_precision(config.precision, config.precision_resolved, config.resume, progress);
-  TrainResult result;
-
-  const Data data =
-      prepare_data(config, config.resume ? std::optional(ds::Vocabulary::load(run.file(kVocabFile))) : std::nullopt);
-  result.data_seconds = data.seconds;
+// The data's lines at the start, and the bigram baselines of a causal run (rank 0 fits them).
+void announce_data(const Config& config, const Data& data, bool writer, tt::Progress& progress, TrainResult& result) {
   const bool sampled = data.valid_sample.size() < data.valid.size();
   progress.message(fmt::format(
       "data: {} ({}): {} train / {} valid reviews (the train/ split only), vocabulary {} tokens, {} tokens kept "
@@ -83,48 +45,34 @@ TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, 
                     "reviews; the best model is then scored on all of them",
                     data.valid_sample.size(), data.valid.size()));
   }
-  if (config.objective == "causal" && writer) {
-    result.baselines = bigram_baselines(data);
-    for (const auto& b : result.baselines) {
-      progress.message(fmt::format(
-          "baseline: {} on the validation reviews: loss {:.4f}, perplexity {:.2f} ({} tokens){}", b.name, b.loss,
-          b.perplexity, b.tokens,
-          sampled ? fmt::format("; on the subset: perplexity {:.2f}", b.sample_perplexity) : std::string()));
-    }
+  if (config.objective != "causal" || !writer) return;
+  result.baselines = bigram_baselines(data);
+  for (const auto& b : result.baselines) {
+    progress.message(
+        fmt::format("baseline: {} on the validation reviews: loss {:.4f}, perplexity {:.2f} ({} tokens){}", b.name,
+                    b.loss, b.perplexity, b.tokens,
+                    sampled ? fmt::format("; on the subset: perplexity {:.2f}", b.sample_perplexity) : std::string()));
   }
+}
 
-  // Several ranks must agree on the settings and on the vocabulary.
-  parallel.verify_same_settings(to_json(config), {"data"});
-  parallel.verify_same_vocabulary(data.vocab);
-  LanguageModel model(config, data.vocab);
-  auto& module = model.module();
-  // Several ranks: the same model everywhere (checked), gradients averaged; each trains its rows.
-  const tt::Replicas replicas = parallel.attach ? parallel.attach(module) : tt::Replicas{};
+tapegrad::optim::AdamW<float> make_optimizer(const Config& config, tapegrad::nn::Module<float>& module) {
   tapegrad::optim::AdamWOptions adamw;
   adamw.lr = config.lr;
   adamw.betas = {0.9, 0.98};
   adamw.weight_decay = config.weight_decay;
-  tapegrad::optim::AdamW<float> optimizer(module.parameters(), adamw);
+  return tapegrad::optim::AdamW<float>(module.parameters(), adamw);
+}
 
+ds::BatchOptions batch_options(const Config& config) {
   ds::BatchOptions batching;
   batching.batch_size = static_cast<std::size_t>(config.batch_size);
   batching.seed = static_cast<std::uint64_t>(config.seed);
   batching.bucket_chunk = static_cast<std::size_t>(config.bucket);
   batching.trim = true;
-  ds::DataLoader loader(data.train, batching);
-  std::uint64_t loader_epoch = 0;
+  return batching;
+}
 
-  if (!config.resume && writer) {
-    for (const auto& name : run.start_new(config.overwrite)) {
-      progress.message(fmt::format("new run in {}: removed the previous run's {}", run.dir().string(), name));
-    }
-    data.vocab.save(run.file(kVocabFile));
-    run.write_config(to_json(config));
-  }
-  progress.message(fmt::format("model: {} ({} objective), {} parameters; {} steps of {} reviews ({} per pass)",
-                               module.name(), config.objective, module.num_parameters(), config.steps,
-                               config.batch_size, loader.size()));
-
+tt::TrainerOptions trainer_options(const Config& config, const std::function<bool(std::int64_t)>& stop_after_step) {
   tt::TrainerOptions options;
   options.epochs = 1;
   options.steps_per_epoch = config.steps;
@@ -136,40 +84,163 @@ TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, 
   options.autocast = config.precision_resolved == "bf16";
   options.detect_anomaly = config.detect_anomaly;
   options.stop_after_step = stop_after_step;
+  return options;
+}
+
+// The training batches: the shuffled passes over the training reviews, walked whatever the steps per
+// validation.
+class Batches {
+ public:
+  Batches(const Data& data, const Config& config) : loader_(data.train, batch_options(config)) {}
+  std::size_t per_pass() const { return loader_.size(); }
+  ds::Batch at(std::int64_t step) {
+    const auto s = static_cast<std::size_t>(step);
+    if (s / loader_.size() != epoch_) {
+      epoch_ = s / loader_.size();
+      loader_.set_epoch(epoch_);
+    }
+    return loader_.batch(s % loader_.size());
+  }
+
+ private:
+  ds::DataLoader loader_;
+  std::uint64_t epoch_ = 0;
+};
+
+// One step's loss, on this rank's rows of the global batch.
+tt::StepOutput<float> step_loss(LanguageModel& model, const ds::EncodedDataset& train, const ds::Batch& batch,
+                                std::int64_t step, const tt::Replicas& replicas) {
+  tt::StepOutput<float> o;
+  if (replicas.size <= 1) {
+    const auto loss = model.loss(batch, static_cast<std::uint64_t>(step));
+    o.loss = loss.loss;
+    o.count = double(loss.count);
+    o.correct = double(loss.correct);
+    for (std::size_t r : batch.indices) o.tokens += double(train.length(r));
+    return o;
+  }
+  // This rank's loss, a mean over its n targets, is weighted by n * ranks / N (N: the batch's targets on
+  // all ranks), so that the gradients' average over the ranks is the gradient of the mean over all N;
+  // each rank then counts N / ranks targets for the logs.
+  std::vector<std::size_t> all(batch.indices.size());
+  std::iota(all.begin(), all.end(), std::size_t{0});
+  const std::vector<std::size_t> rows = tt::shard(all, replicas.size, replicas.rank);
+  const auto loss = model.loss(batch, static_cast<std::uint64_t>(step), rows);
+  std::vector<double> total = {double(loss.count)};
+  replicas.all_reduce_sum(total);
+  const double share = total[0] > 0 ? double(loss.count) * double(replicas.size) / total[0] : 0.0;
+  o.loss = tapegrad::mul(loss.loss, static_cast<float>(share));
+  o.count = total[0] / double(replicas.size);
+  o.correct = double(loss.correct);
+  for (std::size_t r : rows) o.tokens += double(train.length(batch.indices[r]));
+  return o;
+}
+
+// metrics.jsonl's first line of a new run: the baselines and the validation sets' sizes.
+nlohmann::json start_line(const Config& config, const Data& data, const TrainResult& result) {
+  nlohmann::json line = {{"step", 0}, {"objective", config.objective}};
+  for (const auto& b : result.baselines) {
+    const std::string key = b.name == "add-one bigram" ? "baseline_add_one_ppl" : "baseline_kneser_ney_ppl";
+    line[key] = b.perplexity;
+    line[key + "_sample"] = b.sample_perplexity;
+  }
+  line["valid_reviews"] = data.valid.size();
+  line["valid_sample_reviews"] = data.valid_sample.size();
+  return line;
+}
+
+void take_outcome(const tt::TrainerResult& r, TrainResult& result) {
+  result.interrupted = r.interrupted;
+  result.steps = r.step;
+  result.best_step = r.best_step;
+  if (r.best_step > 0) {
+    result.best.loss = r.best_metrics.value("valid_loss", 0.0);
+    result.best.perplexity = r.best_metrics.value("valid_ppl", 0.0);
+    result.best.accuracy = r.best_metrics.value("valid_acc", 0.0);
+  }
+  result.train_seconds = r.train_seconds;
+  result.tokens_per_second = r.train_seconds > 0 ? r.train_tokens / r.train_seconds : 0.0;
+}
+
+// The best model on every validation review (the subset's score when the subset is all of them).
+Validation final_validation(const TrainResult& result, LanguageModel& model, const Data& data, const Config& config,
+                            const tt::RunDirectory& run, tt::Progress& progress) {
+  if (data.valid_sample.size() == data.valid.size() || result.best_step == 0) return result.best;
+  auto& module = model.module();
+  tt::load_model(run.model(), module);
+  const Validation v = validate(model, module, data.valid, static_cast<std::size_t>(config.batch_size));
+  progress.message(
+      fmt::format("final validation of the best model (step {}) on all {} validation reviews: {} ({:.1f} s)",
+                  result.best_step, data.valid.size(), validation_summary(v), v.seconds));
+  return v;
+}
+
+// metrics.jsonl's final line and the summary on out.
+void report_final(const TrainResult& result, const Data& data, tt::MetricsLog& metrics, std::ostream& out) {
+  metrics.write({{"step", result.steps},
+                 {"final", true},
+                 {"best_step", result.best_step},
+                 {"best_valid_ppl", result.best.perplexity},
+                 {"final_valid_loss", result.final.loss},
+                 {"final_valid_ppl", result.final.perplexity},
+                 {"final_valid_acc", result.final.accuracy},
+                 {"train_seconds", result.train_seconds},
+                 {"wall_seconds", result.wall_seconds}});
+  const bool sampled = data.valid_sample.size() < data.valid.size();
+  out << fmt::format("best validation (step {}{}): loss {:.4f}, perplexity {:.2f}, next-token accuracy {:.2f}%\n",
+                     result.best_step,
+                     sampled ? fmt::format(", {} of the validation reviews", data.valid_sample.size()) : "",
+                     result.best.loss, result.best.perplexity, 100.0 * result.best.accuracy);
+  out << fmt::format(
+      "final validation (the best model, all {} validation reviews): loss {:.4f}, perplexity {:.2f}, "
+      "next-token accuracy {:.2f}%\n",
+      data.valid.size(), result.final.loss, result.final.perplexity, 100.0 * result.final.accuracy);
+  for (const auto& b : result.baselines) out << fmt::format("{}: perplexity {:.2f}\n", b.name, b.perplexity);
+  out << fmt::format("time: {} wall ({} data, {} training at {} tokens/s)\n", tt::format_duration(result.wall_seconds),
+                     tt::format_duration(result.data_seconds), tt::format_duration(result.train_seconds),
+                     tt::format_rate(result.tokens_per_second));
+}
+
+}  // namespace
+
+TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, bool interactive,
+                  const std::function<bool(std::int64_t)>& stop_after_step, const Parallel& parallel) {
+  const bool writer = parallel.writes_files();
+  const tt::Stopwatch wall;
+  const tt::RunDirectory run(settings.out, {kVocabFile});
+  Config config = examples::checked_against_run(
+      flags(), settings, run, {tt::RunDirectory::kConfig, tt::RunDirectory::kCheckpoint, kVocabFile}, &validate);
+  tapegrad::set_num_threads(static_cast<int>(config.threads));
+  tt::Progress progress(log, interactive, static_cast<std::size_t>(config.log_every));
+  config.precision_resolved =
+      examples::start_precision(config.precision, config.precision_resolved, config.resume, progress);
+  TrainResult result;
+  const Data data =
+      prepare_data(config, config.resume ? std::optional(ds::Vocabulary::load(run.file(kVocabFile))) : std::nullopt);
+  result.data_seconds = data.seconds;
+  announce_data(config, data, writer, progress, result);
+
+  // Several ranks must agree on the settings and on the vocabulary.
+  parallel.verify_same_settings(to_json(config), {"data"});
+  parallel.verify_same_vocabulary(data.vocab);
+  LanguageModel model(config, data.vocab);
+  auto& module = model.module();
+  // Several ranks: the same model everywhere (checked), gradients averaged; each trains its rows.
+  const tt::Replicas replicas = parallel.attach ? parallel.attach(module) : tt::Replicas{};
+  auto optimizer = make_optimizer(config, module);
+  Batches batches(data, config);
+  if (!config.resume && writer) {
+    examples::start_run_folder(run, config.overwrite, to_json(config), progress,
+                               [&] { data.vocab.save(run.file(kVocabFile)); });
+  }
+  progress.message(fmt::format("model: {} ({} objective), {} parameters; {} steps of {} reviews ({} per pass)",
+                               module.name(), config.objective, module.num_parameters(), config.steps,
+                               config.batch_size, batches.per_pass()));
+
+  const tt::TrainerOptions options = trainer_options(config, stop_after_step);
   tt::TrainerHooks<float> hooks;
   hooks.forward = [&](std::int64_t step, std::int64_t) {
-    // The run walks the shuffled passes over the training reviews, whatever the steps per validation.
-    const auto s = static_cast<std::size_t>(step);
-    if (s / loader.size() != loader_epoch) {
-      loader_epoch = s / loader.size();
-      loader.set_epoch(loader_epoch);
-    }
-    const ds::Batch batch = loader.batch(s % loader.size());
-    if (replicas.size <= 1) {
-      const auto loss = model.loss(batch, static_cast<std::uint64_t>(step));
-      tt::StepOutput<float> o;
-      o.loss = loss.loss;
-      o.count = double(loss.count);
-      o.correct = double(loss.correct);
-      for (std::size_t r : batch.indices) o.tokens += double(data.train.length(r));
-      return o;
-    }
-    // This rank's rows of the global batch. Its loss, a mean over its n targets, is weighted by
-    // n * ranks / N (N: the batch's targets on all ranks), so that the gradients' average over the ranks
-    // is the gradient of the mean over all N; each rank then counts N / ranks targets for the logs.
-    std::vector<std::size_t> all(batch.indices.size());
-    std::iota(all.begin(), all.end(), std::size_t{0});
-    const std::vector<std::size_t> rows = tt::shard(all, replicas.size, replicas.rank);
-    const auto loss = model.loss(batch, static_cast<std::uint64_t>(step), rows);
-    std::vector<double> total = {double(loss.count)};
-    replicas.all_reduce_sum(total);
-    const double share = total[0] > 0 ? double(loss.count) * double(replicas.size) / total[0] : 0.0;
-    tt::StepOutput<float> o;
-    o.loss = tapegrad::mul(loss.loss, static_cast<float>(share));
-    o.count = total[0] / double(replicas.size);
-    o.correct = double(loss.correct);
-    for (std::size_t r : rows) o.tokens += double(data.train.length(batch.indices[r]));
-    return o;
+    return step_loss(model, data.train, batches.at(step), step, replicas);
   };
   hooks.validate = [&] {
     const Validation v = validate(model, module, data.valid_sample, static_cast<std::size_t>(config.batch_size));
@@ -186,72 +257,14 @@ TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, 
                                  config.threads, config.batch_size,
                                  (config.batch_size + replicas.size - 1) / replicas.size));
   }
-  if (!config.resume && writer) {
-    nlohmann::json line = {{"step", 0}, {"objective", config.objective}};
-    for (const auto& b : result.baselines) {
-      const std::string key = b.name == "add-one bigram" ? "baseline_add_one_ppl" : "baseline_kneser_ney_ppl";
-      line[key] = b.perplexity;
-      line[key + "_sample"] = b.sample_perplexity;
-    }
-    line["valid_reviews"] = data.valid.size();
-    line["valid_sample_reviews"] = data.valid_sample.size();
-    trainer.metrics().write(line);
-  }
+  if (!config.resume && writer) trainer.metrics().write(start_line(config, data, result));
   const tt::TrainerResult r = trainer.run();
-  // The final validation in the precision the run trained and validated in.
+  // The final validation in the precision the run trained and validated in; rank 0 alone scores it.
   const tapegrad::autocast evaluation_precision(options.autocast);
-
-  result.interrupted = r.interrupted;
-  result.steps = r.step;
-  result.best_step = r.best_step;
-  if (r.best_step > 0) {
-    result.best.loss = r.best_metrics.value("valid_loss", 0.0);
-    result.best.perplexity = r.best_metrics.value("valid_ppl", 0.0);
-    result.best.accuracy = r.best_metrics.value("valid_acc", 0.0);
-  }
-  result.train_seconds = r.train_seconds;
-  result.tokens_per_second = r.train_seconds > 0 ? r.train_tokens / r.train_seconds : 0.0;
-  if (!writer) {  // rank 0 alone scores the final model and writes
-    result.wall_seconds = wall.seconds();
-    return result;
-  }
-  if (!r.interrupted) {
-    // The best model (model.safetensors) on every validation review; the subset's score when it is all.
-    if (sampled && r.best_step > 0) {
-      tt::load_model(run.model(), module);
-      result.final = validate(model, module, data.valid, static_cast<std::size_t>(config.batch_size));
-      progress.message(
-          fmt::format("final validation of the best model (step {}) on all {} validation reviews: {} "
-                      "({:.1f} s)",
-                      r.best_step, data.valid.size(), validation_summary(result.final), result.final.seconds));
-    } else {
-      result.final = result.best;
-    }
-  }
+  take_outcome(r, result);
+  if (writer && !r.interrupted) result.final = final_validation(result, model, data, config, run, progress);
   result.wall_seconds = wall.seconds();
-  if (!r.interrupted) {
-    trainer.metrics().write({{"step", r.step},
-                             {"final", true},
-                             {"best_step", r.best_step},
-                             {"best_valid_ppl", result.best.perplexity},
-                             {"final_valid_loss", result.final.loss},
-                             {"final_valid_ppl", result.final.perplexity},
-                             {"final_valid_acc", result.final.accuracy},
-                             {"train_seconds", result.train_seconds},
-                             {"wall_seconds", result.wall_seconds}});
-    out << fmt::format("best validation (step {}{}): loss {:.4f}, perplexity {:.2f}, next-token accuracy {:.2f}%\n",
-                       r.best_step,
-                       sampled ? fmt::format(", {} of the validation reviews", data.valid_sample.size()) : "",
-                       result.best.loss, result.best.perplexity, 100.0 * result.best.accuracy);
-    out << fmt::format(
-        "final validation (the best model, all {} validation reviews): loss {:.4f}, perplexity {:.2f}, "
-        "next-token accuracy {:.2f}%\n",
-        data.valid.size(), result.final.loss, result.final.perplexity, 100.0 * result.final.accuracy);
-    for (const auto& b : result.baselines) out << fmt::format("{}: perplexity {:.2f}\n", b.name, b.perplexity);
-    out << fmt::format("time: {} wall ({} data, {} training at {} tokens/s)\n",
-                       tt::format_duration(result.wall_seconds), tt::format_duration(result.data_seconds),
-                       tt::format_duration(result.train_seconds), tt::format_rate(result.tokens_per_second));
-  }
+  if (writer && !r.interrupted) report_final(result, data, trainer.metrics(), out);
   return result;
 }
 

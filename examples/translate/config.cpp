@@ -2,18 +2,15 @@
 
 #include <fmt/format.h>
 
-#include <cmath>
 #include <cstdint>
 #include <limits>
-#include <nlohmann/json.hpp>
 #include <stdexcept>
-#include <tuple>
 
+#include "examples/common/commands.hpp"
 #include "examples/common/precision.hpp"
 #include "examples/common/settings.hpp"
 #include "tapegrad/autograd/messages.hpp"
 #include "tapegrad/datasets/numbers/numbers.hpp"
-#include "tapegrad/io/json.hpp"
 
 namespace translate {
 
@@ -26,58 +23,91 @@ Direction parse_direction(const std::string& name) {
 
 std::string direction_name(Direction d) { return d == Direction::WordsToDigits ? "words2digits" : "digits2words"; }
 
-void Config::validate() const {
-  parse_direction(direction);
-  if (activation != "relu" && activation != "gelu")
-    throw std::invalid_argument(
-        fmt::format("unknown activation '{}' (expected relu or gelu)", tapegrad::clip_for_message(activation)));
-  // Positive, and below bounds far above any useful run, where memory or time would explode before
-  // anything happens (a 10^9-wide model is a bad_alloc, 10^9 layers never finish building).
-  namespace lim = examples::limits;
-  const std::tuple<const char*, std::uint64_t, std::int64_t> counts[] = {
-      {"--valid-size", valid_size, 10'000'000},  // make_numbers_dataset's limit
-      {"--test-size", test_size, 10'000'000},    // the test set is evaluated, and an example drawn from it
-      {"--d-model", d_model, lim::kWidth},
-      {"--nhead", nhead, lim::kHeads},
-      {"--num-encoder-layers", num_encoder_layers, lim::kLayers},
-      {"--num-decoder-layers", num_decoder_layers, lim::kLayers},
-      {"--dim-feedforward", dim_feedforward, lim::kWidth},
-      {"--batch-size", batch_size, lim::kBatchSize},
-      {"--beam", beam, lim::kBeam}};
-  for (const auto& [flag, value, limit] : counts) {
-    if (value == 0) throw std::invalid_argument(fmt::format("{} 0 must be positive", flag));
-    if (value > std::uint64_t(limit))
-      throw std::invalid_argument(fmt::format("{} {} is above the limit of {}", flag, value, limit));
-  }
-  const std::tuple<const char*, std::int64_t, std::int64_t> steps_like[] = {{"--steps", steps, lim::kSteps},
-                                                                            {"--warmup", warmup, lim::kSteps},
-                                                                            {"--log-every", log_every, lim::kSteps},
-                                                                            {"--eval-every", eval_every, lim::kSteps},
-                                                                            {"--threads", threads, lim::kThreads}};
-  for (const auto& [flag, value, limit] : steps_like) {
-    if (value <= 0) throw std::invalid_argument(fmt::format("{} {} must be positive", flag, value));
-    if (value > limit) throw std::invalid_argument(fmt::format("{} {} is above the limit of {}", flag, value, limit));
-  }
-  if (d_model % nhead != 0)
-    throw std::invalid_argument(fmt::format("--d-model {} is not divisible by --nhead {}", d_model, nhead));
-  const auto in_range = [](const char* flag, double v, double lo, double hi, const char* range) {
-    if (!(v >= lo && v <= hi)) throw std::invalid_argument(fmt::format("{} {} is outside {}", flag, v, range));
-  };
-  in_range("--dropout", dropout, 0.0, std::nextafter(1.0, 0.0), "[0, 1)");
-  in_range("--label-smoothing", label_smoothing, 0.0, 1.0, "[0, 1]");
-  in_range("--beta1", beta1, 0.0, std::nextafter(1.0, 0.0), "[0, 1)");
-  in_range("--beta2", beta2, 0.0, std::nextafter(1.0, 0.0), "[0, 1)");
-  in_range("--lr-factor", lr_factor, 0.0, 1000.0, "[0, 1000]");
-  in_range("--eps", eps, 0.0, 1.0, "[0, 1]");
-  const double inf = std::numeric_limits<double>::infinity();
-  in_range("--clip-norm", clip_norm, 0.0, std::nextafter(inf, 0.0), "[0, inf) (0 = off)");
-  in_range("--time-limit", time_limit, 0.0, std::nextafter(inf, 0.0), "[0, inf) seconds (0 = none)");
-  if (out.empty()) throw std::invalid_argument("--out must name a folder");
-  if (const auto problem = examples::precision_problem(precision, precision_resolved, "precision_resolved")) {
-    throw std::invalid_argument(*problem);
-  }
-  model_options().validate();
+namespace {
+
+namespace lim = examples::limits;
+using examples::flag;
+
+examples::Flags<Config> make_flags() {
+  using C = Config;
+  const auto uint64_max = static_cast<long double>(std::numeric_limits<std::uint64_t>::max());
+  const auto count = [](long double limit) { return examples::closed(1, limit); };
+  return {
+      kProgram,
+      kConfigVersion,
+      examples::Keys::underscores,
+      {{"Task",
+        {flag("--direction", &C::direction, "words2digits|digits2words").one_of({"words2digits", "digits2words"})}},
+       {"Data",
+        {flag("--valid-size", &C::valid_size, "validation numbers").in(count(10'000'000)),
+         flag("--test-size", &C::test_size, "test numbers").in(count(10'000'000)),
+         flag("--seed", &C::seed, "seeds the sets, the initialization, the shuffle and dropout")
+             .in(examples::closed(0, uint64_max))}},
+       {"Model",
+        {flag("--d-model", &C::d_model, "embedding width").in(count(lim::kWidth)),
+         flag("--nhead", &C::nhead, "attention heads (must divide --d-model)").in(count(lim::kHeads)),
+         flag("--num-encoder-layers", &C::num_encoder_layers, "encoder layers").in(count(lim::kLayers)),
+         flag("--num-decoder-layers", &C::num_decoder_layers, "decoder layers").in(count(lim::kLayers)),
+         flag("--dim-feedforward", &C::dim_feedforward, "feed-forward width").in(count(lim::kWidth)),
+         flag("--dropout", &C::dropout, "dropout probability").in(examples::below(0, 1)),
+         flag("--activation", &C::activation, "relu|gelu").one_of({"relu", "gelu"}),
+         flag("--norm-first", &C::norm_first, "pre-LN instead of the paper's post-LN").or_off("--post-norm"),
+         flag("--tie-output", &C::tie_output, "the output projection shares the target embedding")
+             .or_off("--no-tie-output")}},
+       {"Optimization",
+        {flag("--batch-size", &C::batch_size, "sentences per step").in(count(lim::kBatchSize)),
+         flag("--steps", &C::steps, "training steps").in(count(lim::kSteps)),
+         flag("--time-limit", &C::time_limit,
+              "stop training after this many seconds (0: none; a run is its --steps on any machine)")
+             .in(examples::at_least(0)),
+         flag("--warmup", &C::warmup, "Noam warmup steps").in(count(lim::kSteps)),
+         flag("--lr-factor", &C::lr_factor,
+              "Noam factor: lr = factor * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)")
+             .in(examples::closed(0, 1000)),
+         examples::saved("beta1", &C::beta1).in(examples::below(0, 1)),
+         flag("--beta2", &C::beta2, "Adam beta2 (beta1 is 0.9)").in(examples::below(0, 1)),
+         flag("--eps", &C::eps, "Adam epsilon").in(examples::closed(0, 1)),
+         flag("--label-smoothing", &C::label_smoothing, "label smoothing").in(examples::closed(0, 1)),
+         flag("--clip-norm", &C::clip_norm, "gradient norm clipping (0: off)").in(examples::at_least(0))}},
+       {"Run", examples::join(
+                   {flag("--threads", &C::threads, "BLAS threads").in(count(lim::kThreads)).free_on_resume(),
+                    flag("--precision", &C::precision, examples::kPrecisionHelp).one_of({"fp32", "bf16", "auto"}),
+                    examples::saved("precision_resolved", &C::precision_resolved),
+                    flag("--log-every", &C::log_every, "steps between metrics.jsonl lines and plain progress lines")
+                        .in(count(lim::kSteps)),
+                    flag("--eval-every", &C::eval_every, "steps between validations (the best model is kept)")
+                        .in(count(lim::kSteps)),
+                    flag("--beam", &C::beam, "also evaluate the test set with this beam size").in(count(lim::kBeam)),
+                    flag("--out", &C::out, "run folder (config.json, metrics.jsonl, checkpoint, model, report.html)")
+                        .command_line_on_resume()},
+                   examples::run_flags<C>())}}};
 }
+
+}  // namespace
+
+const examples::Flags<Config>& flags() {
+  static const examples::Flags<Config> table = make_flags();
+  return table;
+}
+
+std::optional<std::string> validate(const Config& c) {
+  if (auto problem = flags().check(c)) return problem;
+  if (c.d_model % c.nhead != 0) return fmt::format("--d-model {} is not divisible by --nhead {}", c.d_model, c.nhead);
+  if (c.out.empty()) return "--out must name a folder";
+  if (auto problem = examples::precision_problem(c.precision, c.precision_resolved, "precision_resolved")) {
+    return problem;
+  }
+  try {
+    c.model_options().validate();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return std::nullopt;
+}
+
+nlohmann::json to_json(const Config& c) { return flags().to_json(c); }
+
+Config config_from_json(const nlohmann::json& json) { return flags().from_json(json); }
 
 tapegrad::models::TransformerOptions Config::model_options() const {
   tapegrad::models::TransformerOptions o;
@@ -94,45 +124,6 @@ tapegrad::models::TransformerOptions Config::model_options() const {
   o.padding_idx = tapegrad::datasets::kNumberPad;
   o.tie_output = tie_output;
   return o;
-}
-
-// clang-format does not reformat this macro the same way twice.
-// clang-format off
-#define TRANSLATE_CONFIG_FIELDS(X) \
-  X(direction) X(valid_size) X(test_size) X(seed) X(d_model) X(nhead) \
-  X(num_encoder_layers) X(num_decoder_layers) X(dim_feedforward) X(dropout) X(activation) X(norm_first) \
-  X(tie_output) X(batch_size) X(steps) X(time_limit) X(warmup) X(lr_factor) \
-  X(beta1) X(beta2) X(eps) X(label_smoothing) X(clip_norm) X(threads) \
-  X(log_every) X(eval_every) X(beam) X(out) X(precision) X(precision_resolved)
-// clang-format on
-
-std::string Config::to_json() const {
-  nlohmann::json j;
-#define TRANSLATE_TO_JSON(field) j[#field] = field;
-  TRANSLATE_CONFIG_FIELDS(TRANSLATE_TO_JSON)
-#undef TRANSLATE_TO_JSON
-  return j.dump();
-}
-
-Config Config::from_json(const std::string& text) {
-  nlohmann::json j;
-  try {
-    j = tapegrad::io::parse_json(text);
-  } catch (const std::runtime_error& e) {
-    throw std::runtime_error(fmt::format("bad configuration: {}", e.what()));
-  }
-  Config c;
-  c.precision = "fp32";  // a run saved before the setting existed trained in fp32
-  try {
-    examples::check_known_keys(j, nlohmann::json::parse(Config().to_json()));
-#define TRANSLATE_FROM_JSON(field) examples::read_setting(j, #field, c.field);
-    TRANSLATE_CONFIG_FIELDS(TRANSLATE_FROM_JSON)
-#undef TRANSLATE_FROM_JSON
-    if (!j.contains("precision_resolved")) c.precision_resolved = c.precision == "auto" ? "" : c.precision;
-  } catch (const std::runtime_error& e) {
-    throw std::runtime_error(fmt::format("bad configuration: {}", e.what()));
-  }
-  return c;
 }
 
 }  // namespace translate

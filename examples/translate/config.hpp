@@ -3,8 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
+#include "examples/common/flags.hpp"
 #include "tapegrad/models/transformer.hpp"
 
 namespace translate {
@@ -42,7 +45,7 @@ struct Config {
   std::size_t beam = 1;
   std::string out = "runs/translate";
   // fp32 | bf16 (the forward and backward under tapegrad::autocast) | auto (bf16 where the CPU has native
-  // bfloat16 products). A run saved before the setting existed trained in fp32.
+  // bfloat16 products).
   std::string precision = "auto";
   // What precision resolved to when the run started (fp32 | bf16), which --resume keeps; train() sets
   // it, empty before.
@@ -52,11 +55,20 @@ struct Config {
   bool overwrite = false;       // a new run may replace the run already in out
   bool detect_anomaly = false;  // tapegrad::DetectAnomalyGuard while training: names the op of a NaN
 
-  // Throws std::invalid_argument naming a bad field.
-  void validate() const;
   tapegrad::models::TransformerOptions model_options() const;
-  std::string to_json() const;
-  static Config from_json(const std::string& text);  // throws std::runtime_error
 };
+
+// Every flag of train_translate and config.json's keys (the fields' names), declared once
+// (examples/common/flags.hpp).
+inline constexpr const char* kProgram = "train_translate";
+inline constexpr int kConfigVersion = 2;
+const examples::Flags<Config>& flags();
+
+// The first bad setting as one line naming the flag and the value, or nothing.
+std::optional<std::string> validate(const Config& config);
+// config.json: "version" and every saved setting.
+nlohmann::json to_json(const Config& config);
+// Reads what to_json wrote, strictly; throws std::runtime_error naming the key (or the version) at fault.
+Config config_from_json(const nlohmann::json& json);
 
 }  // namespace translate

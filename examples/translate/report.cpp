@@ -32,11 +32,10 @@ std::string percent_cell(const json& line, const char* key) {
 
 }  // namespace
 
-std::string report_html(const fs::path& run_dir) {
-  const auto run = run_directory(run_dir);
-  const json config_json = run.read_config();
-  const Config config = Config::from_json(config_json.dump());
+namespace {
 
+// What the page shows of metrics.jsonl.
+struct Curves {
   Series loss_train{"train_loss", "train (per log window)", "#1565c0", {}, false};
   Series acc_train{"train_acc", "train tokens (per log window)", "#1565c0", {}, false};
   Series loss_valid{"valid_loss", "validation", "#e65100", {}, true};
@@ -44,24 +43,32 @@ std::string report_html(const fs::path& run_dir) {
   Series exact_valid{"valid_exact", "validation exact match", "#2e7d32", {}, true};
   std::vector<json> validations;
   std::optional<json> test;
+};
+
+Curves read_curves(const tapegrad::train::RunDirectory& run) {
+  Curves c;
   for (const json& line : tapegrad::train::read_metrics(run.metrics())) {
     if (line.value("split", "") == "test") {
-      test = line;
+      c.test = line;
       continue;
     }
     const auto step = number(line, "step");
     if (!step) continue;
     if (!line.contains("valid_exact")) {
-      if (const auto v = number(line, "loss")) loss_train.points.emplace_back(*step, *v);
-      if (const auto v = number(line, "acc")) acc_train.points.emplace_back(*step, 100.0 * *v);
+      if (const auto v = number(line, "loss")) c.loss_train.points.emplace_back(*step, *v);
+      if (const auto v = number(line, "acc")) c.acc_train.points.emplace_back(*step, 100.0 * *v);
       continue;
     }
-    validations.push_back(line);
-    if (const auto v = number(line, "valid_loss")) loss_valid.points.emplace_back(*step, *v);
-    if (const auto v = number(line, "valid_acc")) acc_valid.points.emplace_back(*step, 100.0 * *v);
-    if (const auto v = number(line, "valid_exact")) exact_valid.points.emplace_back(*step, 100.0 * *v);
+    c.validations.push_back(line);
+    if (const auto v = number(line, "valid_loss")) c.loss_valid.points.emplace_back(*step, *v);
+    if (const auto v = number(line, "valid_acc")) c.acc_valid.points.emplace_back(*step, 100.0 * *v);
+    if (const auto v = number(line, "valid_exact")) c.exact_valid.points.emplace_back(*step, 100.0 * *v);
   }
+  return c;
+}
 
+// A table row per validation.
+std::string validation_rows(const std::vector<json>& validations) {
   std::string rows;
   double previous_elapsed = 0.0;
   for (const auto& v : validations) {
@@ -77,32 +84,38 @@ std::string report_html(const fs::path& run_dir) {
         number(v, "tokens_per_s").value_or(0.0));
     previous_elapsed = elapsed;
   }
-  std::string summary =
-      fmt::format("<tr><th>validations</th><td>{} (every {} steps)</td></tr>", validations.size(), config.eval_every);
-  if (!validations.empty()) {
-    summary +=
-        fmt::format("<tr><th>steps</th><td>{} of {}</td></tr>", validations.back().value("step", 0), config.steps);
-    summary += fmt::format("<tr><th>training time</th><td>{} (validation not included)</td></tr>",
-                           examples::charts::duration(number(validations.back(), "elapsed").value_or(0.0)));
-  }
-  if (test) {
-    std::string beam;
-    if (const auto b = number(*test, "test_exact_beam")) {
-      beam = fmt::format("; beam {}: {:.2f}%", test->value("beam", 0), 100.0 * *b);
-    }
-    summary += fmt::format(
-        "<tr><th>test</th><td id=\"test-score\">exact match {} (greedy){} with the model of step {}</td></tr>",
-        percent_cell(*test, "test_exact"), beam, test->value("best_step", 0));
-  } else {
-    summary += "<tr><th>test</th><td>not evaluated (the run did not finish)</td></tr>";
-  }
-  std::string config_rows;
-  for (const auto& [key, value] : config_json.items()) {
-    config_rows += fmt::format("<tr><th><code>{}</code></th><td>{}</td></tr>\n", html::escape(key),
-                               html::escape(value.is_string() ? value.get<std::string>() : value.dump()));
-  }
+  return rows;
+}
 
-  const json data = {{"validations", validations.size()}};
+// The summary table: validations, steps, training time and the test score.
+std::string summary_rows(const Curves& c, const Config& config) {
+  std::string summary =
+      fmt::format("<tr><th>validations</th><td>{} (every {} steps)</td></tr>", c.validations.size(), config.eval_every);
+  if (!c.validations.empty()) {
+    summary +=
+        fmt::format("<tr><th>steps</th><td>{} of {}</td></tr>", c.validations.back().value("step", 0), config.steps);
+    summary += fmt::format("<tr><th>training time</th><td>{} (validation not included)</td></tr>",
+                           examples::charts::duration(number(c.validations.back(), "elapsed").value_or(0.0)));
+  }
+  if (!c.test) return summary + "<tr><th>test</th><td>not evaluated (the run did not finish)</td></tr>";
+  std::string beam;
+  if (const auto b = number(*c.test, "test_exact_beam")) {
+    beam = fmt::format("; beam {}: {:.2f}%", c.test->value("beam", 0), 100.0 * *b);
+  }
+  return summary + fmt::format(
+                       "<tr><th>test</th><td id=\"test-score\">exact match {} (greedy){} with the model of step "
+                       "{}</td></tr>",
+                       percent_cell(*c.test, "test_exact"), beam, c.test->value("best_step", 0));
+}
+
+}  // namespace
+
+std::string report_html(const fs::path& run_dir) {
+  const auto run = run_directory(run_dir);
+  const json config_json = run.read_config();
+  const Config config = config_from_json(config_json);
+  const Curves c = read_curves(run);
+  const json data = {{"validations", c.validations.size()}};
   const std::string body = fmt::format(
       R"(<h1>Training report</h1>
 <p class="note">run <code>{run}</code> &middot; {direction} &middot; d_model {d}, {heads} heads, {enc}+{dec} layers
@@ -121,10 +134,10 @@ translation is right (exact match).</p>
       fmt::arg("run", html::escape(run_dir.string())), fmt::arg("direction", html::escape(config.direction)),
       fmt::arg("d", config.d_model), fmt::arg("heads", config.nhead), fmt::arg("enc", config.num_encoder_layers),
       fmt::arg("dec", config.num_decoder_layers),
-      fmt::arg("loss_chart", line_chart("loss-chart", "step", "loss", {loss_train, loss_valid})),
-      fmt::arg("acc_chart", line_chart("acc-chart", "step", "accuracy (%)", {acc_train, acc_valid, exact_valid})),
-      fmt::arg("summary", summary), fmt::arg("rows", rows), fmt::arg("config_rows", config_rows),
-      fmt::arg("data", html::script_json(data)));
+      fmt::arg("loss_chart", line_chart("loss-chart", "step", "loss", {c.loss_train, c.loss_valid})),
+      fmt::arg("acc_chart", line_chart("acc-chart", "step", "accuracy (%)", {c.acc_train, c.acc_valid, c.exact_valid})),
+      fmt::arg("summary", summary_rows(c, config)), fmt::arg("rows", validation_rows(c.validations)),
+      fmt::arg("config_rows", examples::charts::settings_rows(config_json)), fmt::arg("data", html::script_json(data)));
   return report_page("train_translate report", body);
 }
 

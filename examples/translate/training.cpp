@@ -10,6 +10,7 @@
 #include <xtensor/xadapt.hpp>
 #include <xtensor/xview.hpp>
 
+#include "examples/common/commands.hpp"
 #include "examples/common/precision.hpp"
 #include "examples/translate/attention_svg.hpp"
 #include "tapegrad/autograd/autocast.hpp"
@@ -168,75 +169,18 @@ LoadedRun load_run(const fs::path& dir) {
   return loaded;
 }
 
-Config read_config(const tr::RunDirectory& run) {
-  try {
-    const Config config = Config::from_json(run.read_config().dump());
-    config.validate();
-    return config;
-  } catch (const std::exception& e) {
-    // read_config names the file already; from_json and validate name only the key or the setting.
-    const std::string message = e.what();
-    if (message.rfind(run.config().string(), 0) == 0) throw std::runtime_error(message);
-    throw std::runtime_error(fmt::format("{}: {}", run.config().string(), message));
-  }
-}
+Config read_config(const tr::RunDirectory& run) { return examples::read_run_settings(flags(), run, &validate); }
 
-TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, bool interactive,
-                  const std::function<bool(std::int64_t step)>& stop_after_step, const examples::Parallel& parallel) {
-  const bool writer = parallel.writes_files();
-  const tr::Stopwatch wall;
-  try {
-    settings.validate();
-  } catch (const std::invalid_argument& e) {
-    throw tr::UsageError(e.what());
-  }
-  const Direction dir = parse_direction(settings.direction);
-  tapegrad::set_num_threads(settings.threads);
-  const tr::RunDirectory run = run_directory(settings.out);
-  Config c = settings;
-  if (c.resume) {
-    run.check_resumable();
-    // A run trains in one precision from start to end: the one it started in, wherever --precision auto
-    // resolves now.
-    c.precision_resolved = read_config(run).precision_resolved;
-  } else {
-    run.check_new(c.overwrite);
-  }
-  tr::Progress progress(log, interactive, static_cast<std::size_t>(c.log_every));
-  c.precision_resolved = examples::start_precision(c.precision, c.precision_resolved, c.resume, progress);
+namespace {
 
-  const auto data = evaluation_sets(c);
-  // The thread count may differ between ranks (results do not depend on it), as may the folder's path
-  // on another machine.
-  parallel.verify_same_settings(nlohmann::json::parse(c.to_json()), {"threads", "out"});
-  tapegrad::Generator gen(c.seed);
-  Model model(c.model_options(), gen);
-  // Several ranks: the same model everywhere (checked), gradients averaged; each trains its rows.
-  const tr::Replicas replicas = parallel.attach ? parallel.attach(model) : tr::Replicas{};
+tapegrad::optim::Adam<float> make_optimizer(const Config& c, Model& model) {
   tapegrad::optim::AdamOptions adam;
   adam.betas = {c.beta1, c.beta2};
   adam.eps = c.eps;
-  tapegrad::optim::Adam<float> optimizer(model.parameters(), adam);
-  const auto options_for_loss = loss_options(c);
-  // Training numbers are drawn afresh for every batch from the training split; with several ranks each
-  // draws the whole global batch, so that their samplers stay the same.
-  tapegrad::Generator sampler(c.seed ^ 0x5eedULL);
+  return tapegrad::optim::Adam<float>(model.parameters(), adam);
+}
 
-  if (!c.resume && writer) {
-    for (const auto& name : run.start_new(c.overwrite)) {
-      progress.message(fmt::format("--overwrite: removed the previous run's {} from {}", name, run.dir().string()));
-    }
-    run.write_config(nlohmann::json::parse(c.to_json()));
-  }
-  progress.message(fmt::format(
-      "train_translate: {} | training numbers drawn afresh for every batch from the training split | valid {} test "
-      "{} | {} parameters | {} thread(s)",
-      direction_name(dir), data.valid.size(), data.test.size(), model.num_parameters(), c.threads));
-  if (replicas.size > 1) {
-    progress.message(fmt::format("data-parallel: {} ranks x {} thread(s); global batch {} = {} per rank", replicas.size,
-                                 c.threads, c.batch_size, (c.batch_size + replicas.size - 1) / replicas.size));
-  }
-
+tr::TrainerOptions trainer_options(const Config& c, const std::function<bool(std::int64_t step)>& stop_after_step) {
   tr::TrainerOptions options;
   options.epochs = 1;  // no epochs: every batch is new
   options.steps_per_epoch = c.steps;
@@ -250,82 +194,169 @@ TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, 
   options.autocast = c.precision_resolved == "bf16";
   options.detect_anomaly = c.detect_anomaly;
   options.stop_after_step = stop_after_step;
+  return options;
+}
 
-  tr::TrainerHooks<float> hooks;
-  hooks.forward = [&](std::int64_t, std::int64_t) {
-    std::vector<Ids> src, tgt;
-    for (std::size_t i = 0; i < c.batch_size; ++i) {
-      const std::uint64_t value = ds::draw_number(sampler, ds::NumberSplit::Train, c.seed);
-      src.push_back(encode_source(source_text(value, dir), dir));
-      tgt.push_back(encode_target(target_text(value, dir), dir));
-    }
-    tr::StepOutput<float> output;
-    if (replicas.size == 1) {
-      const Batch b = make_batch(src, tgt);
-      Forced f = teacher_forced(model, b, options_for_loss);
-      output.loss = f.loss;
-      output.count = static_cast<double>(b.target_tokens);
-      output.correct = static_cast<double>(f.correct);
-      output.tokens = static_cast<double>(b.target_tokens);
-      return output;
-    }
-    // This rank's rows of the global batch. The ranks' rows hold different numbers of target tokens, so
-    // a per-rank mean would weigh a token of a short shard more: each rank's loss is the sum over its
-    // tokens divided by the tokens per rank of the whole batch, and the ranks' average gradient is then
-    // the gradient of the mean over all the batch's tokens, as one process computes it. count (that
-    // share) makes the logged loss the batch's mean too.
-    std::vector<std::size_t> rows(src.size());
-    std::iota(rows.begin(), rows.end(), std::size_t{0});
-    std::size_t total_tokens = 0;
-    Batch mine;
-    for (int r = 0; r < replicas.size; ++r) {
-      std::vector<Ids> shard_src, shard_tgt;
-      for (const std::size_t i : tr::shard(rows, replicas.size, r)) {
-        shard_src.push_back(src[i]);
-        shard_tgt.push_back(tgt[i]);
-      }
-      Batch b = make_batch(shard_src, shard_tgt);
-      total_tokens += b.target_tokens;
-      if (r == replicas.rank) mine = std::move(b);
-    }
-    auto summed = options_for_loss;
-    summed.reduction = tapegrad::Reduction::Sum;
-    Forced f = teacher_forced(model, mine, summed);
-    const double per_rank = static_cast<double>(total_tokens) / replicas.size;
-    output.loss = f.loss * static_cast<float>(1.0 / per_rank);
-    output.count = per_rank;
+// One step's loss on a fresh global batch, drawn from the training split (every rank draws the whole
+// batch, so that their samplers stay the same) and trained on this rank's rows of it.
+tr::StepOutput<float> step_loss(Model& model, tapegrad::Generator& sampler, const Config& c, Direction dir,
+                                const tr::Replicas& replicas, const tapegrad::CrossEntropyOptions& loss) {
+  std::vector<Ids> src, tgt;
+  for (std::size_t i = 0; i < c.batch_size; ++i) {
+    const std::uint64_t value = ds::draw_number(sampler, ds::NumberSplit::Train, c.seed);
+    src.push_back(encode_source(source_text(value, dir), dir));
+    tgt.push_back(encode_target(target_text(value, dir), dir));
+  }
+  tr::StepOutput<float> output;
+  if (replicas.size == 1) {
+    const Batch b = make_batch(src, tgt);
+    Forced f = teacher_forced(model, b, loss);
+    output.loss = f.loss;
+    output.count = static_cast<double>(b.target_tokens);
     output.correct = static_cast<double>(f.correct);
-    output.tokens = static_cast<double>(mine.target_tokens);
+    output.tokens = static_cast<double>(b.target_tokens);
     return output;
-  };
-  const auto valid_sources = sources_of(data.valid, dir), valid_targets = targets_of(data.valid, dir);
-  hooks.validate = [&] {
-    // Teacher-forced loss and token accuracy, then the exact match of greedy decoding.
-    model.eval();
-    double loss_sum = 0, tokens = 0, correct = 0;
-    {
-      tapegrad::NoGradGuard no_grad;
-      for (std::size_t i = 0; i < valid_sources.size(); i += kEvalBatch) {
-        const std::size_t end = std::min(valid_sources.size(), i + kEvalBatch);
-        const Batch b = make_batch({valid_sources.begin() + i, valid_sources.begin() + end},
-                                   {valid_targets.begin() + i, valid_targets.begin() + end});
-        const Forced f = teacher_forced(model, b, options_for_loss);
-        loss_sum += static_cast<double>(f.loss.item()) * double(b.target_tokens);
-        tokens += double(b.target_tokens);
-        correct += double(f.correct);
-      }
+  }
+  // The ranks' rows hold different numbers of target tokens, so a per-rank mean would weigh a token of a
+  // short shard more: each rank's loss is the sum over its tokens divided by the tokens per rank of the
+  // whole batch, and the ranks' average gradient is then the gradient of the mean over all the batch's
+  // tokens, as one process computes it. count (that share) makes the logged loss the batch's mean too.
+  std::vector<std::size_t> rows(src.size());
+  std::iota(rows.begin(), rows.end(), std::size_t{0});
+  std::size_t total_tokens = 0;
+  Batch mine;
+  for (int r = 0; r < replicas.size; ++r) {
+    std::vector<Ids> shard_src, shard_tgt;
+    for (const std::size_t i : tr::shard(rows, replicas.size, r)) {
+      shard_src.push_back(src[i]);
+      shard_tgt.push_back(tgt[i]);
     }
-    const Score v = exact_match(model, data.valid, dir, 1);
-    tr::Evaluation e;
-    e.score = v.fraction();
-    const double loss = tokens > 0 ? loss_sum / tokens : std::nan("");
-    const double accuracy = tokens > 0 ? correct / tokens : std::nan("");
-    e.metrics = {{"valid_loss", loss}, {"valid_acc", accuracy}, {"valid_exact", v.fraction()}};
-    e.summary = fmt::format("valid loss {:.4f} acc {:.2f}% exact match {:.2f}% ({}/{})", loss, 100.0 * accuracy,
-                            v.percent(), v.correct, v.total);
-    e.stopped = tr::interrupt_requested();
-    return e;
-  };
+    Batch b = make_batch(shard_src, shard_tgt);
+    total_tokens += b.target_tokens;
+    if (r == replicas.rank) mine = std::move(b);
+  }
+  auto summed = loss;
+  summed.reduction = tapegrad::Reduction::Sum;
+  Forced f = teacher_forced(model, mine, summed);
+  const double per_rank = static_cast<double>(total_tokens) / replicas.size;
+  output.loss = f.loss * static_cast<float>(1.0 / per_rank);
+  output.count = per_rank;
+  output.correct = static_cast<double>(f.correct);
+  output.tokens = static_cast<double>(mine.target_tokens);
+  return output;
+}
+
+// A validation: the teacher-forced loss and token accuracy, then the exact match of greedy decoding.
+tr::Evaluation validation(Model& model, const std::vector<std::uint64_t>& values, Direction dir,
+                          const tapegrad::CrossEntropyOptions& loss) {
+  model.eval();
+  const auto sources = sources_of(values, dir), targets = targets_of(values, dir);
+  double loss_sum = 0, tokens = 0, correct = 0;
+  {
+    tapegrad::NoGradGuard no_grad;
+    for (std::size_t i = 0; i < sources.size(); i += kEvalBatch) {
+      const std::size_t end = std::min(sources.size(), i + kEvalBatch);
+      const Batch b =
+          make_batch({sources.begin() + i, sources.begin() + end}, {targets.begin() + i, targets.begin() + end});
+      const Forced f = teacher_forced(model, b, loss);
+      loss_sum += static_cast<double>(f.loss.item()) * double(b.target_tokens);
+      tokens += double(b.target_tokens);
+      correct += double(f.correct);
+    }
+  }
+  const Score v = exact_match(model, values, dir, 1);
+  tr::Evaluation e;
+  e.score = v.fraction();
+  const double mean_loss = tokens > 0 ? loss_sum / tokens : std::nan("");
+  const double accuracy = tokens > 0 ? correct / tokens : std::nan("");
+  e.metrics = {{"valid_loss", mean_loss}, {"valid_acc", accuracy}, {"valid_exact", v.fraction()}};
+  e.summary = fmt::format("valid loss {:.4f} acc {:.2f}% exact match {:.2f}% ({}/{})", mean_loss, 100.0 * accuracy,
+                          v.percent(), v.correct, v.total);
+  e.stopped = tr::interrupt_requested();
+  return e;
+}
+
+// The test set, once, with the model of the best validation (greedy, and with --beam); its line in
+// metrics.jsonl and the summary on out.
+void evaluate_test(Model& model, const ds::NumbersDataset& data, const Config& c, Direction dir,
+                   const tr::TrainerResult& trained, double wall_seconds, tr::MetricsLog& metrics, std::ostream& out,
+                   TrainResult& result) {
+  result.test = exact_match(model, data.test, dir, 1);
+  nlohmann::json line = {{"step", trained.step},
+                         {"split", "test"},
+                         {"best_step", trained.best_step},
+                         {"test_exact", result.test.fraction()},
+                         {"elapsed", trained.train_seconds}};
+  out << fmt::format(
+      "test exact match (greedy): {:.2f}% ({}/{}) with the step {} model (valid {:.2f}%); {} steps, {:.0f} s of "
+      "training, {} in all\n",
+      result.test.percent(), result.test.correct, result.test.total, trained.best_step, 100.0 * trained.best_score,
+      trained.step, trained.train_seconds, tr::format_duration(wall_seconds));
+  if (c.beam > 1) {
+    result.test_beam = exact_match(model, data.test, dir, c.beam);
+    line["beam"] = c.beam;
+    line["test_exact_beam"] = result.test_beam.fraction();
+    out << fmt::format("test exact match (beam {}): {:.2f}% ({}/{})\n", c.beam, result.test_beam.percent(),
+                       result.test_beam.correct, result.test_beam.total);
+  }
+  metrics.write(line);
+  for (const auto& m : result.test.mistakes) out << "  mistake: " << m << "\n";
+}
+
+// The cross-attention of the first test number of seven digits or more (its map shows the reordering
+// best) in the run folder.
+void write_test_attention(Model& model, const ds::NumbersDataset& data, Direction dir, const tr::RunDirectory& run,
+                          std::ostream& out) {
+  if (data.test.empty()) return;
+  const auto long_one = std::find_if(data.test.begin(), data.test.end(), [](auto v) { return v >= 1'000'000; });
+  const std::uint64_t shown = long_one == data.test.end() ? data.test.front() : *long_one;
+  const Ids example = encode_source(source_text(shown, dir), dir);
+  const std::string svg = run.file(kAttentionFile).string();
+  write_attention(model, example, translate_all(model, {example}, 1).front(), dir, svg);
+  out << fmt::format("model {}, cross-attention of test example {} in {}\n", run.model().string(), shown, svg);
+}
+
+}  // namespace
+
+TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, bool interactive,
+                  const std::function<bool(std::int64_t step)>& stop_after_step, const examples::Parallel& parallel) {
+  const bool writer = parallel.writes_files();
+  const tr::Stopwatch wall;
+  const tr::RunDirectory run = run_directory(settings.out);
+  Config c = examples::checked_against_run(flags(), settings, run,
+                                           {tr::RunDirectory::kConfig, tr::RunDirectory::kCheckpoint}, &validate);
+  const Direction dir = parse_direction(c.direction);
+  tapegrad::set_num_threads(c.threads);
+  tr::Progress progress(log, interactive, static_cast<std::size_t>(c.log_every));
+  c.precision_resolved = examples::start_precision(c.precision, c.precision_resolved, c.resume, progress);
+
+  const auto data = evaluation_sets(c);
+  // The thread count may differ between ranks (results do not depend on it), as may the folder's path
+  // on another machine.
+  parallel.verify_same_settings(to_json(c), {"threads", "out"});
+  tapegrad::Generator gen(c.seed);
+  Model model(c.model_options(), gen);
+  // Several ranks: the same model everywhere (checked), gradients averaged; each trains its rows.
+  const tr::Replicas replicas = parallel.attach ? parallel.attach(model) : tr::Replicas{};
+  auto optimizer = make_optimizer(c, model);
+  const auto loss = loss_options(c);
+  // Training numbers are drawn afresh for every batch from the training split.
+  tapegrad::Generator sampler(c.seed ^ 0x5eedULL);
+
+  if (!c.resume && writer) examples::start_run_folder(run, c.overwrite, to_json(c), progress);
+  progress.message(fmt::format(
+      "train_translate: {} | training numbers drawn afresh for every batch from the training split | valid {} test "
+      "{} | {} parameters | {} thread(s)",
+      direction_name(dir), data.valid.size(), data.test.size(), model.num_parameters(), c.threads));
+  if (replicas.size > 1) {
+    progress.message(fmt::format("data-parallel: {} ranks x {} thread(s); global batch {} = {} per rank", replicas.size,
+                                 c.threads, c.batch_size, (c.batch_size + replicas.size - 1) / replicas.size));
+  }
+
+  const tr::TrainerOptions options = trainer_options(c, stop_after_step);
+  tr::TrainerHooks<float> hooks;
+  hooks.forward = [&](std::int64_t, std::int64_t) { return step_loss(model, sampler, c, dir, replicas, loss); };
+  hooks.validate = [&] { return validation(model, data.valid, dir, loss); };
   hooks.generators = {{"sampler", &sampler}};
   hooks.replicas = replicas;
   tr::Trainer<float> trainer(run, model, optimizer, options, hooks, progress);
@@ -340,41 +371,10 @@ TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, 
   result.best_valid = trained.best_score;
   result.validations = trained.validations.size();
   result.train_seconds = trained.train_seconds;
-  if (result.interrupted || !writer) {
-    result.wall_seconds = wall.seconds();
-    return result;
-  }
-
-  // The test set, once, with the model of the best validation score.
-  tr::load_model(run.model(), model);
-  result.test = exact_match(model, data.test, dir, 1);
-  nlohmann::json line = {{"step", trained.step},
-                         {"split", "test"},
-                         {"best_step", trained.best_step},
-                         {"test_exact", result.test.fraction()},
-                         {"elapsed", trained.train_seconds}};
-  out << fmt::format(
-      "test exact match (greedy): {:.2f}% ({}/{}) with the step {} model (valid {:.2f}%); {} steps, {:.0f} s of "
-      "training, {} in all\n",
-      result.test.percent(), result.test.correct, result.test.total, trained.best_step, 100.0 * trained.best_score,
-      trained.step, trained.train_seconds, tr::format_duration(wall.seconds()));
-  if (c.beam > 1) {
-    result.test_beam = exact_match(model, data.test, dir, c.beam);
-    line["beam"] = c.beam;
-    line["test_exact_beam"] = result.test_beam.fraction();
-    out << fmt::format("test exact match (beam {}): {:.2f}% ({}/{})\n", c.beam, result.test_beam.percent(),
-                       result.test_beam.correct, result.test_beam.total);
-  }
-  trainer.metrics().write(line);
-  for (const auto& m : result.test.mistakes) out << "  mistake: " << m << "\n";
-  if (!data.test.empty()) {
-    // The first test number of seven digits or more: its map shows the reordering best.
-    const auto long_one = std::find_if(data.test.begin(), data.test.end(), [](auto v) { return v >= 1'000'000; });
-    const std::uint64_t shown = long_one == data.test.end() ? data.test.front() : *long_one;
-    const Ids example = encode_source(source_text(shown, dir), dir);
-    const std::string svg = run.file(kAttentionFile).string();
-    write_attention(model, example, translate_all(model, {example}, 1).front(), dir, svg);
-    out << fmt::format("model {}, cross-attention of test example {} in {}\n", run.model().string(), shown, svg);
+  if (!result.interrupted && writer) {
+    tr::load_model(run.model(), model);
+    evaluate_test(model, data, c, dir, trained, wall.seconds(), trainer.metrics(), out, result);
+    write_test_attention(model, data, dir, run, out);
   }
   result.wall_seconds = wall.seconds();
   return result;

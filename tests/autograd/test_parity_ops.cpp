@@ -176,8 +176,8 @@ std::vector<std::pair<std::string, Op<T>>> cases() {
        [](const Args<T>& a) {
          return var(a.in("x"), {0, 2}, 0, true);
        }},
-      {"max_dim1", [](const Args<T>& a) { return max(a.in("x"), 1); }},
-      {"max_dim0_keepdim", [](const Args<T>& a) { return max(a.in("x"), 0, true); }},
+      {"max_dim1", [](const Args<T>& a) { return max(a.in("x"), 1).values; }},
+      {"max_dim0_keepdim", [](const Args<T>& a) { return max(a.in("x"), 0, true).values; }},
       {"sum_dim1_keepdim", [](const Args<T>& a) { return sum(a.in("x"), {1}, true); }},
       {"sum_dims02",
        [](const Args<T>& a) {
@@ -239,9 +239,9 @@ std::vector<std::pair<std::string, Op<T>>> cases() {
       {"maximum_broadcast_tie", [](const Args<T>& a) { return maximum(a.in("a"), a.in("b")); }},
       {"minimum_nan", [](const Args<T>& a) { return minimum(a.in("a"), a.in("b")); }},
       {"maximum_nan", [](const Args<T>& a) { return maximum(a.in("a"), a.in("b")); }},
-      {"min_dim1_ties", [](const Args<T>& a) { return min(a.in("x"), 1); }},
-      {"min_dim0_keepdim_ties", [](const Args<T>& a) { return min(a.in("x"), 0, true); }},
-      {"min_dim_neg1_nan", [](const Args<T>& a) { return min(a.in("x"), -1); }},
+      {"min_dim1_ties", [](const Args<T>& a) { return min(a.in("x"), 1).values; }},
+      {"min_dim0_keepdim_ties", [](const Args<T>& a) { return min(a.in("x"), 0, true).values; }},
+      {"min_dim_neg1_nan", [](const Args<T>& a) { return min(a.in("x"), -1).values; }},
       {"logsumexp_dim1", [](const Args<T>& a) { return logsumexp(a.in("x"), 1); }},
       {"logsumexp_dim_neg1_keepdim_offset", [](const Args<T>& a) { return logsumexp(a.in("x"), -1, true); }},
       {"logsumexp_dims02",

@@ -1,4 +1,4 @@
-// Shape ops (transpose ... expand, pad, repeat) and reductions (sum, mean, var, std, norm, cumsum,
+// Shape ops (clone, transpose ... expand, pad, repeat) and reductions (sum, mean, var, std, norm, cumsum,
 // logsumexp, max, min, argmax, argmin): values, gradients, ties and error messages.
 #include <fmt/format.h>
 
@@ -94,12 +94,12 @@ TEST_CASE("transpose and permute gradients", "[shape][gradcheck]") {
       (Inputs{rand_input({2, 1, 3, 2}, 4)}));
 }
 
-TEST_CASE("reshape, view, flatten, squeeze, unsqueeze", "[shape]") {
+TEST_CASE("reshape, flatten, squeeze, unsqueeze", "[shape]") {
   auto x = iota({2, 3, 4});
   auto r = reshape(x, {4, -1});
   CHECK(r.shape() == Shape{4, 6});
   CHECK(r.to_vector() == x.to_vector());
-  CHECK(view(x, {-1}).shape() == Shape{24});
+  CHECK(reshape(x, {-1}).shape() == Shape{24});
   CHECK(reshape(Tensor<double>::zeros({0, 3}), {-1, 3, 1}).shape() == Shape{0, 3, 1});
   CHECK(reshape(Tensor<double>::scalar(2), {1, 1}).shape() == Shape{1, 1});
 
@@ -137,7 +137,6 @@ TEST_CASE("reshape-family gradients, one node per op", "[shape][gradcheck]") {
   CHECK_GRADCHECK([](const Inputs& in) { return unsqueeze(in[0], -2); }, (Inputs{rand_input({2, 3}, 10)}));
   auto x = rand_input({2, 3}, 11);
   CHECK(reshape(x, {6}).grad_fn_name() == "reshape");
-  CHECK(view(x, {6}).grad_fn_name() == "reshape");
   CHECK(flatten(x).grad_fn_name() == "flatten");
   CHECK(squeeze(x).grad_fn_name() == "squeeze");
   CHECK(unsqueeze(x, 0).grad_fn_name() == "unsqueeze");
@@ -188,6 +187,23 @@ TEST_CASE("cat and stack join tensors", "[shape]") {
   CHECK(s0.to_vector() == std::vector<double>{0, 1, 2, 3, 4, 5, 6, 7});
   CHECK(stack(std::vector<Tensor<double>>{a, c}, 1).data() == values({0, 1, 4, 5, 2, 3, 6, 7}, {2, 2, 2}));
   CHECK(stack(std::vector<Tensor<double>>{a, c}, -1).data() == values({0, 4, 1, 5, 2, 6, 3, 7}, {2, 2, 2}));
+  // A braced list, as torch.cat([a, b], 1) is written, needs no element type.
+  CHECK(cat({a, b}, 1).data() == values({0, 1, 10, 2, 3, 11}, {2, 3}));
+  CHECK(cat({a, c}).shape() == Shape{4, 2});
+  CHECK(stack({a, c}, 1).data() == stack(std::vector<Tensor<double>>{a, c}, 1).data());
+  CHECK(stack({a}).shape() == Shape{1, 2, 2});
+}
+
+TEST_CASE("clone copies and stays on the tape", "[shape][gradcheck]") {
+  auto x = rand_input({2, 3}, 18);
+  auto y = clone(x);
+  CHECK(y.to_vector() == x.to_vector());
+  CHECK(y.grad_fn_name() == "clone");
+  CHECK(x.clone().grad_fn_name() == "clone");
+  CHECK_FALSE(y.data().data() == x.data().data());
+  CHECK_GRADCHECK([](const Inputs& in) { return clone(in[0]) * in[0]; }, (Inputs{rand_input({3, 2}, 17)}));
+  NoGradGuard no_grad;
+  CHECK(clone(x).is_leaf());
 }
 
 TEST_CASE("cat and stack gradients", "[shape][gradcheck]") {
@@ -286,7 +302,7 @@ TEST_CASE("shape op errors name the op and the values", "[shape][errors]") {
   CHECK_OP_ERROR(reshape(x, {-2, 3}), Contains("reshape") && Contains("invalid size -2") && Contains("[-2, 3]"));
   CHECK_OP_ERROR(reshape(Tensor<double>::zeros({0}), {-1, 0}),
                  Contains("reshape") && Contains("cannot infer") && Contains("[-1, 0]") && Contains("[0]"));
-  CHECK_OP_ERROR(view(x, {5}), Contains("reshape") && Contains("[5]"));
+  CHECK_OP_ERROR(reshape(x, {5}), Contains("reshape") && Contains("[5]"));
   CHECK_OP_ERROR(flatten(x, 1, 0),
                  Contains("flatten") && Contains("start_dim 1") && Contains("end_dim 0") && Contains("[2, 3]"));
   CHECK_OP_ERROR(flatten(x, 2), Contains("flatten") && Contains("dim 2"));
@@ -426,31 +442,42 @@ TEST_CASE("var gradients", "[reduce][gradcheck]") {
 
 TEST_CASE("max over a dim and argmax pick the first maximum", "[reduce]") {
   auto x = Tensor<double>::from_vector({1, 3, 3, 2, 2, 0}, {2, 3});
-  CHECK(max(x, 1).data() == values({3, 2}, {2}));
-  CHECK(max(x, 0, true).data() == values({2, 3, 3}, {1, 3}));
+  CHECK(max(x, 1).values.data() == values({3, 2}, {2}));
+  CHECK(max(x, 0, true).values.data() == values({2, 3, 3}, {1, 3}));
+  // torch.max(x, 1) is the named tuple (values [3, 2], indices [1, 0]); keepdim keeps both shapes.
+  const auto [best, where] = max(x, 1);
+  CHECK(best.data() == values({3, 2}, {2}));
+  CHECK((where == xt::xarray<std::int64_t>({1, 0})));
+  CHECK((max(x, 0, true).indices == xt::xarray<std::int64_t>({{1, 0, 0}})));
   CHECK((argmax(x, 1) == xt::xarray<std::int64_t>({1, 0})));
   CHECK((argmax(x, -2, true) == xt::xarray<std::int64_t>({{1, 0, 0}})));
   auto y = iota({2, 3, 4});
-  CHECK(max(y, 1).data() == values({8, 9, 10, 11, 20, 21, 22, 23}, {2, 4}));
+  CHECK(max(y, 1).values.data() == values({8, 9, 10, 11, 20, 21, 22, 23}, {2, 4}));
   CHECK((argmax(y, 2) == xt::xarray<std::int64_t>({{3, 3, 3}, {3, 3, 3}})));
-  CHECK(max(Tensor<double>::scalar(5), 0).item() == 5);
+  CHECK(max(Tensor<double>::scalar(5), 0).values.item() == 5);
   CHECK(argmax(Tensor<double>::scalar(5), 0)() == 0);
   // NaN propagates, as in torch.
   const double nan = std::numeric_limits<double>::quiet_NaN();
   auto n = Tensor<double>::from_vector({1, nan, 3}, {3});
-  CHECK(std::isnan(max(n, 0).item()));
+  CHECK(std::isnan(max(n, 0).values.item()));
   CHECK(argmax(n, 0)() == 1);
   CHECK(std::isnan(max(n).item()));
   CHECK(max(x).item() == 3);
+  // torch.argmax(x) without a dim: the flat position of the first maximum, 0-d.
+  CHECK(argmax(x).dimension() == 0);
+  CHECK(argmax(x)() == 1);
+  CHECK(argmax(n)() == 1);
+  CHECK(argmin(x)() == 5);
+  CHECK(argmax(Tensor<double>::scalar(5))() == 0);
 }
 
 TEST_CASE("max over a dim sends the gradient to the first arg-max", "[reduce]") {
   // torch: x.max(1).values.sum().backward() gives [[0, 1, 0], [1, 0, 0]].
   auto x = Tensor<double>::from_vector({1, 3, 3, 2, 2, 0}, {2, 3}, true);
-  sum(max(x, 1)).backward();
+  sum(max(x, 1).values).backward();
   CHECK(x.grad() == values({0, 1, 0, 1, 0, 0}, {2, 3}));
   auto z = Tensor<double>::from_vector({5, 5, 1, 5}, {2, 2}, true);
-  max(z, 0).backward(xt::xarray<double>({2.0, 3.0}));
+  max(z, 0).values.backward(xt::xarray<double>({2.0, 3.0}));
   CHECK(z.grad() == values({2, 3, 0, 0}, {2, 2}));
 }
 
@@ -491,9 +518,10 @@ TEST_CASE("min over everything: max(x)'s rules mirrored, as torch 1.13", "[reduc
 TEST_CASE("max gradients", "[reduce][gradcheck]") {
   // Random inputs have no ties, so the max is locally smooth.
   for (bool keepdim : {false, true}) {
-    CHECK_GRADCHECK([&](const Inputs& in) { return max(in[0], -1, keepdim); }, (Inputs{rand_input({3, 4}, 70)}));
-    CHECK_GRADCHECK([&](const Inputs& in) { return max(in[0], 1, keepdim); }, (Inputs{rand_input({2, 3, 4}, 71)}));
-    CHECK_GRADCHECK([&](const Inputs& in) { return max(in[0], 0, keepdim); }, (Inputs{rand_input({4, 2}, 72)}));
+    CHECK_GRADCHECK([&](const Inputs& in) { return max(in[0], -1, keepdim).values; }, (Inputs{rand_input({3, 4}, 70)}));
+    CHECK_GRADCHECK([&](const Inputs& in) { return max(in[0], 1, keepdim).values; },
+                    (Inputs{rand_input({2, 3, 4}, 71)}));
+    CHECK_GRADCHECK([&](const Inputs& in) { return max(in[0], 0, keepdim).values; }, (Inputs{rand_input({4, 2}, 72)}));
   }
   CHECK_GRADCHECK([](const Inputs& in) { return max(in[0]); }, (Inputs{rand_input({3, 4}, 73)}));
   CHECK(max(rand_input({2}, 74)).grad_fn_name() == "max");
@@ -576,19 +604,20 @@ TEST_CASE("logsumexp gradients", "[reduce][gradcheck]") {
 TEST_CASE("min over a dim and argmin pick the first minimum, NaN first of all", "[reduce]") {
   // torch 1.13: torch.min(tensor([[1, 0, 0], [2, 2, 5]]), 1) = (values [0, 2], indices [1, 0]).
   auto x = Tensor<double>::from_vector({1, 0, 0, 2, 2, 5}, {2, 3});
-  CHECK(min(x, 1).data() == values({0, 2}, {2}));
-  CHECK(min(x, 0, true).data() == values({1, 0, 0}, {1, 3}));
+  CHECK(min(x, 1).values.data() == values({0, 2}, {2}));
+  CHECK(min(x, 0, true).values.data() == values({1, 0, 0}, {1, 3}));
+  CHECK((min(x, 1).indices == xt::xarray<std::int64_t>({1, 0})));
   CHECK((argmin(x, 1) == xt::xarray<std::int64_t>({1, 0})));
   CHECK((argmin(x, -2, true) == xt::xarray<std::int64_t>({{0, 0, 0}})));
   auto y = iota({2, 3, 4});
-  CHECK(min(y, 1).data() == values({0, 1, 2, 3, 12, 13, 14, 15}, {2, 4}));
+  CHECK(min(y, 1).values.data() == values({0, 1, 2, 3, 12, 13, 14, 15}, {2, 4}));
   CHECK((argmin(y, 2) == xt::xarray<std::int64_t>({{0, 0, 0}, {0, 0, 0}})));
-  CHECK(min(Tensor<double>::scalar(5), 0).item() == 5);
+  CHECK(min(Tensor<double>::scalar(5), 0).values.item() == 5);
   CHECK(argmin(Tensor<double>::scalar(5), -1)() == 0);
   // torch: min([[3, 1, 1], [2, nan, nan], [nan, 0, nan]], 1) = ([1, nan, nan], indices [1, 1, 0]).
   const double nan = std::numeric_limits<double>::quiet_NaN();
   auto n = Tensor<double>::from_vector({3, 1, 1, 2, nan, nan, nan, 0, nan}, {3, 3}, true);
-  auto m = min(n, 1);
+  auto m = min(n, 1).values;
   CHECK(m.data()(0) == 1);
   CHECK(std::isnan(m.data()(1)));
   CHECK(std::isnan(m.data()(2)));
@@ -602,10 +631,10 @@ TEST_CASE("min over a dim and argmin pick the first minimum, NaN first of all", 
 TEST_CASE("min over a dim sends the gradient to the first arg-min", "[reduce]") {
   // torch: x.min(1).values.sum().backward() gives [[0, 1, 0], [1, 0, 0]]; z.min(0) with ties in column 0.
   auto x = Tensor<double>::from_vector({1, 0, 0, 2, 2, 5}, {2, 3}, true);
-  sum(min(x, 1)).backward();
+  sum(min(x, 1).values).backward();
   CHECK(x.grad() == values({0, 1, 0, 1, 0, 0}, {2, 3}));
   auto z = Tensor<double>::from_vector({1, 1, 5, 1}, {2, 2}, true);
-  auto m = min(z, 0);
+  auto m = min(z, 0).values;
   CHECK(m.grad_fn_name() == "min");
   m.backward(xt::xarray<double>({2.0, 3.0}));
   CHECK(z.grad() == values({2, 3, 0, 0}, {2, 2}));
@@ -614,16 +643,17 @@ TEST_CASE("min over a dim sends the gradient to the first arg-min", "[reduce]") 
 TEST_CASE("min gradients", "[reduce][gradcheck]") {
   // Random inputs have no ties, so the min is locally smooth.
   for (bool keepdim : {false, true}) {
-    CHECK_GRADCHECK([&](const Inputs& in) { return min(in[0], -1, keepdim); }, (Inputs{rand_input({3, 4}, 90)}));
-    CHECK_GRADCHECK([&](const Inputs& in) { return min(in[0], 1, keepdim); }, (Inputs{rand_input({2, 3, 4}, 91)}));
-    CHECK_GRADCHECK([&](const Inputs& in) { return min(in[0], 0, keepdim); }, (Inputs{rand_input({4, 2}, 92)}));
+    CHECK_GRADCHECK([&](const Inputs& in) { return min(in[0], -1, keepdim).values; }, (Inputs{rand_input({3, 4}, 90)}));
+    CHECK_GRADCHECK([&](const Inputs& in) { return min(in[0], 1, keepdim).values; },
+                    (Inputs{rand_input({2, 3, 4}, 91)}));
+    CHECK_GRADCHECK([&](const Inputs& in) { return min(in[0], 0, keepdim).values; }, (Inputs{rand_input({4, 2}, 92)}));
   }
 }
 
 TEST_CASE("logsumexp and min record nothing under NoGradGuard", "[reduce]") {
   auto x = rand_input({2, 3}, 93);
   NoGradGuard no_grad;
-  for (const auto& y : {logsumexp(x, 1), min(x, 0), logsumexp(x, {})}) {
+  for (const auto& y : {logsumexp(x, 1), min(x, 0).values, logsumexp(x, {})}) {
     CHECK(y.is_leaf());
     CHECK_FALSE(y.requires_grad());
   }
@@ -642,6 +672,8 @@ TEST_CASE("reduction errors name the op and the values", "[reduce][errors]") {
   CHECK_OP_ERROR(max(Tensor<double>::zeros({0})), Contains("max") && Contains("empty") && Contains("[0]"));
   CHECK_OP_ERROR(argmax(x, -3), Contains("argmax") && Contains("dim -3"));
   CHECK_OP_ERROR(argmax(Tensor<double>::zeros({0, 2}), 0), Contains("argmax") && Contains("size 0"));
+  CHECK_OP_ERROR(argmax(Tensor<double>::zeros({0, 2})), Contains("argmax") && Contains("empty") && Contains("[0, 2]"));
+  CHECK_OP_ERROR(argmin(Tensor<double>::zeros({0})), Contains("argmin") && Contains("empty") && Contains("[0]"));
   CHECK_OP_ERROR(logsumexp(x, 2), Contains("logsumexp") && Contains("dim 2") && Contains("rank 2"));
   CHECK_OP_ERROR(logsumexp(x, {1, -1}),
                  Contains("logsumexp") && Contains("dim -1 appears more than once") && Contains("[1, -1]"));

@@ -1,8 +1,12 @@
-// Tensor itself: factories, shape queries, item/to_vector, requires_grad_, detach, seeded random draws.
+// Tensor itself: factories, shape queries, item/to_vector, requires_grad_, detach, seeded random draws,
+// and shapes as text.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdint>
+#include <sstream>
 #include <stdexcept>
+#include <type_traits>
 
 #include "tapegrad/autograd/ops.hpp"
 #include "tests/helpers.hpp"
@@ -127,6 +131,28 @@ TEST_CASE("item needs exactly one element", "[tensor]") {
   CHECK_THROWS_WITH(Tensor<double>::zeros({2, 3}).item(),
                     "item: only a one-element tensor has an item, this one has shape [2, 3]");
   CHECK_THROWS_AS(Tensor<double>::zeros({0}).item(), std::invalid_argument);
+}
+
+TEST_CASE("item<U> converts as LibTorch's and refuses a value U cannot hold", "[tensor]") {
+  const auto d = Tensor<double>::scalar(-2.75);
+  STATIC_REQUIRE(std::is_same_v<decltype(d.item<float>()), float>);
+  CHECK(d.item<float>() == -2.75f);
+  CHECK(d.item<std::int64_t>() == -2);  // toward zero
+  CHECK(d.item<int>() == -2);
+  CHECK(d.item<bool>());
+  CHECK_FALSE(Tensor<float>::scalar(0.0f).item<bool>());
+  CHECK(Tensor<float>::scalar(3.5f).item<double>() == 3.5);
+  CHECK(Tensor<double>::scalar(INFINITY).item<float>() == INFINITY);
+  CHECK(std::isnan(Tensor<double>::scalar(NAN).item<float>()));
+  CHECK_THROWS_AS(Tensor<double>::scalar(NAN).item<int>(), std::range_error);
+  CHECK_THROWS_WITH(Tensor<double>::scalar(3e9).item<std::int32_t>(),
+                    Catch::Contains("item") && Catch::Contains("3000000000") && Catch::Contains("32-bit integer"));
+  CHECK_THROWS_WITH(Tensor<double>::scalar(-1.0).item<unsigned>(), Catch::Contains("-1"));
+  CHECK_THROWS_WITH(Tensor<double>::scalar(1e300).item<float>(),
+                    Catch::Contains("1e+300") && Catch::Contains("32-bit floating-point"));
+  CHECK(Tensor<double>::scalar(9.2e18).item<std::int64_t>() == 9200000000000000000LL);
+  CHECK_THROWS_AS(Tensor<double>::scalar(9.3e18).item<std::int64_t>(), std::range_error);
+  CHECK_THROWS_WITH(Tensor<double>::zeros({2}).item<float>(), Catch::Contains("one-element"));
 }
 
 TEST_CASE("an undefined tensor says so instead of crashing", "[tensor]") {
@@ -254,4 +280,10 @@ TEST_CASE("format_shape and python_tuple write shapes as messages and Python's r
   CHECK(python_tuple({}) == "()");
   CHECK(python_tuple({8}) == "(8,)");
   CHECK(python_tuple({4, 5}) == "(4, 5)");
+}
+
+TEST_CASE("a shape prints as format_shape writes it", "[tensor]") {
+  std::ostringstream out;
+  out << Tensor<float>::zeros({2, 3}).shape() << " " << Shape{} << " " << Shape{7};
+  CHECK(out.str() == "[2, 3] [] [7]");
 }

@@ -336,7 +336,7 @@ TEST_CASE("train_lm: bad settings are one line naming the flag, exit code 2", "[
   CHECK(error({"--norm", "post"}) == "train_lm: --norm post: the causal model (GPT) is pre-LN only");
   CHECK(error({"--d-model", "30", "--heads", "4"}) == "train_lm: --d-model 30 is not divisible by --heads 4");
   CHECK(error({"--warmup", "6000"}) == "train_lm: --warmup 6000 must be less than --steps 5600");
-  CHECK(error({"--context", "1"}) == "train_lm: --context 1 leaves no token to predict from another");
+  CHECK(error({"--context", "1"}) == "train_lm: --context 1 is outside [2, 1000000]");
   // The subcommands' --threads, bounded like training's (4294967298 used to become 2 threads).
   for (const auto& args : {std::vector<std::string>{"evaluate", "--run", "x", "--threads", "4294967298"},
                            {"generate", "--run", "x", "--threads", "4294967298", "good"}}) {
@@ -519,23 +519,22 @@ TEST_CASE("train_lm --arch llama: train, evaluate, generate with and without the
   CHECK_THROWS_WITH(loaded.model->gpt(), "this run's model is a Llama, not a GPT");
 }
 
-TEST_CASE("train_lm: a run folder from before --arch reads as gpt", "[lm]") {
-  // A gpt run's config.json without the keys --arch added is an old run's: the same settings, a GPT.
-  // (The file itself cannot be edited: model.safetensors records its checksum.)
+TEST_CASE("train_lm: a run folder of an older train_lm is refused, naming its version", "[lm]") {
+  // Its settings are not guessed (a run from before --arch would otherwise read as some default model).
   TempDir tmp;
   const fs::path run = tmp.path / "run";
   REQUIRE(run_lm(tiny(run)).code == 0);
-  const nlohmann::json saved = nlohmann::json::parse(read_bytes(run / "config.json"));
-  CHECK(saved["arch"] == "gpt");
-  nlohmann::json old = saved;
-  old.erase("arch");
-  old.erase("hidden");
-  const lm::Config config = lm::config_from_json(old);
-  CHECK(config.arch == "gpt");
-  CHECK(lm::to_json(config) == saved);
-  const lm::LanguageModel model(config, lm::load_run(run).vocab);
-  CHECK(model.causal());
-  CHECK(model.gpt().max_len() == 48);
+  nlohmann::json saved = nlohmann::json::parse(read_bytes(run / "config.json"));
+  CHECK(saved["version"] == lm::kConfigVersion);
+  saved.erase("version");
+  saved.erase("arch");
+  std::ofstream(run / "config.json", std::ios::binary) << saved.dump();
+  // (evaluate refuses the edited file before, by its checksum in model.safetensors.)
+  const CliResult r = run_lm({"--resume", "--out", run.string()});
+  CHECK(r.code == 1);
+  CHECK(r.err == fmt::format("train_lm: {}: no \"version\": a run of an older train_lm (version 1), which this one "
+                             "does not read (it reads version 2); train it anew\n",
+                             (run / "config.json").string()));
 }
 
 TEST_CASE("train_lm --arch: bad combinations are one line naming the flags, exit code 2", "[lm]") {

@@ -105,6 +105,90 @@ std::size_t ClauseNegation::polar_words() const {
                                                 [&](double r) { return std::abs(r) >= options_.polarity_margin; }));
 }
 
+double ClauseNegation::polarity(std::int64_t id) const {
+  return id >= 0 && static_cast<std::size_t>(id) < polarity_.size() ? polarity_[static_cast<std::size_t>(id)] : 0.0;
+}
+
+ClauseNegation::Role ClauseNegation::role(std::int64_t id) const {
+  return id >= 0 && static_cast<std::size_t>(id) < roles_.size() ? roles_[static_cast<std::size_t>(id)] : Role::other;
+}
+
+void ClauseNegation::find_pieces(const std::int64_t* id, std::size_t real, double sign,
+                                 std::vector<Piece>& pieces) const {
+  pieces.clear();
+  for (std::size_t begin = 0; begin < real;) {
+    std::size_t end = begin;
+    bool negated = false;
+    while (end < real && role(id[end]) != Role::clause_end && role(id[end]) != Role::sentence_end) {
+      negated |= role(id[end]) == Role::negator;
+      ++end;
+    }
+    for (std::size_t c = begin; c < end && !negated; ++c) {
+      const Role cr = role(id[c]);
+      if (cr != Role::copula_after && cr != Role::copula_before) continue;
+      std::size_t w = c + 1;
+      while (w < end && w - c - 1 < kMaxModifiers && role(id[w]) == Role::modifier) ++w;
+      if (w >= end || sign * polarity(id[w]) < options_.polarity_margin) continue;
+      // The piece kept: the polar word must be its only one, or the flipped label would be a guess.
+      const std::size_t first = c - std::min(c - begin, kBeforeCopula);
+      const std::size_t last = std::min(end, w + 1 + kAfterWord);
+      bool alone = true;
+      for (std::size_t t = first; t < last && alone; ++t) {
+        alone = t == w || std::abs(polarity(id[t])) < options_.polarity_margin;
+      }
+      if (alone) pieces.push_back({first, c, last});
+    }
+    begin = end + 1;
+  }
+}
+
+// The subject negated instead of the verb, a quarter of the time where the clause allows it: "the acting
+// was superb" -> "no acting was superb" / "none of the acting was superb", "it was superb" -> "nothing
+// about it was superb".
+const std::vector<std::int64_t>* ClauseNegation::subject_negation(const std::int64_t* id, const Piece& piece,
+                                                                  double never_draw, std::size_t& subject) const {
+  const auto [first, copula, last] = piece;
+  subject = copula;  // none
+  if (never_draw < 0.25 || never_draw >= 0.5) return nullptr;
+  const std::int64_t before = copula > first ? id[copula - 1] : Vocabulary::unk_id;
+  if ((before == it_id_ || before == this_id_) && !nothing_about_.empty()) {
+    subject = copula - 1;
+    return &nothing_about_;
+  }
+  // A determiner one to three words before the copula, only plain words between.
+  for (std::size_t s = copula; s > first + 1 && copula - s < 3 && subject == copula; --s) {
+    if (role(id[s - 1]) != Role::other) break;
+    if (id[s - 2] == the_id_ || id[s - 2] == this_id_) subject = s - 2;
+  }
+  if (subject == copula) return nullptr;
+  const std::vector<std::int64_t>* words = never_draw < 0.375 || none_of_the_.empty() ? &no_ : &none_of_the_;
+  if (words->empty()) {
+    subject = copula;
+    return nullptr;
+  }
+  return words;
+}
+
+void ClauseNegation::rewrite(const std::int64_t* id, const Piece& piece, std::size_t real, bool negate,
+                             double never_draw, std::vector<std::int64_t>& text) const {
+  std::size_t subject = piece.copula;
+  const std::vector<std::int64_t>* subject_words = negate ? subject_negation(id, piece, never_draw, subject) : nullptr;
+  const std::int64_t negation = never_draw < 0.25 ? never_id_ : not_id_;
+  text.clear();
+  for (std::size_t t = piece.first; t < piece.last; ++t) {
+    if (subject_words && t == subject) {
+      text.insert(text.end(), subject_words->begin(), subject_words->end());
+      if (subject_words == &nothing_about_) text.push_back(id[t]);  // "nothing about it"
+      continue;
+    }
+    const bool verb_negated = negate && !subject_words && t == piece.copula;
+    if (verb_negated && role(id[t]) == Role::copula_before) text.push_back(negation);
+    text.push_back(id[t]);
+    if (verb_negated && role(id[t]) == Role::copula_after) text.push_back(negation);
+  }
+  if (piece.last < real && role(id[piece.last]) == Role::sentence_end) text.push_back(id[piece.last]);
+}
+
 std::size_t ClauseNegation::apply(xt::xarray<std::int64_t>& ids, xt::xarray<bool>& padding_mask,
                                   xt::xarray<std::int64_t>& labels, std::int64_t pad_id, std::uint64_t seed,
                                   std::uint64_t step) const {
@@ -118,14 +202,8 @@ std::size_t ClauseNegation::apply(xt::xarray<std::int64_t>& ids, xt::xarray<bool
   // Its own stream ("negate" in ASCII), apart from word dropout's and the crops' for the same (seed, step).
   Generator gen(seed ^ 0x6e6567617465ULL ^ (0x9E3779B97F4A7C15ULL * (step + 1)));
   const std::size_t rows = ids.shape(0), cols = ids.shape(1);
-  const auto polarity = [&](std::int64_t id) {
-    return id >= 0 && static_cast<std::size_t>(id) < polarity_.size() ? polarity_[static_cast<std::size_t>(id)] : 0.0;
-  };
-  const auto role = [&](std::int64_t id) {
-    return id >= 0 && static_cast<std::size_t>(id) < roles_.size() ? roles_[static_cast<std::size_t>(id)] : Role::other;
-  };
   std::size_t rewritten = 0;
-  std::vector<std::array<std::size_t, 3>> pieces;  // per qualifying copula: first, copula, last (exclusive)
+  std::vector<Piece> pieces;
   std::vector<std::int64_t> text;
   for (std::size_t r = 0; r < rows; ++r) {
     // Four draws per row whether or not it is rewritten, so that one row's fate does not shift the next's.
@@ -136,74 +214,12 @@ std::size_t ClauseNegation::apply(xt::xarray<std::int64_t>& ids, xt::xarray<bool
     std::int64_t* id = ids.data() + r * cols;
     bool* pad = padding_mask.data() + r * cols;
     const std::size_t real = static_cast<std::size_t>(std::find(pad, pad + cols, true) - pad);
-    const double sign = label == 1 ? 1.0 : -1.0;
-
-    pieces.clear();
-    for (std::size_t begin = 0; begin < real;) {
-      std::size_t end = begin;
-      bool negated = false;
-      while (end < real && role(id[end]) != Role::clause_end && role(id[end]) != Role::sentence_end) {
-        negated |= role(id[end]) == Role::negator;
-        ++end;
-      }
-      for (std::size_t c = begin; c < end && !negated; ++c) {
-        const Role cr = role(id[c]);
-        if (cr != Role::copula_after && cr != Role::copula_before) continue;
-        std::size_t w = c + 1;
-        while (w < end && w - c - 1 < kMaxModifiers && role(id[w]) == Role::modifier) ++w;
-        if (w >= end || sign * polarity(id[w]) < options_.polarity_margin) continue;
-        // The piece kept: the polar word must be its only one, or the flipped label would be a guess.
-        const std::size_t first = c - std::min(c - begin, kBeforeCopula);
-        const std::size_t last = std::min(end, w + 1 + kAfterWord);
-        bool alone = true;
-        for (std::size_t t = first; t < last && alone; ++t) {
-          alone = t == w || std::abs(polarity(id[t])) < options_.polarity_margin;
-        }
-        if (alone) pieces.push_back({first, c, last});
-      }
-      begin = end + 1;
-    }
+    find_pieces(id, real, label == 1 ? 1.0 : -1.0, pieces);
     if (pieces.empty()) continue;
-    const auto [first, copula, last] =
+    const Piece& piece =
         pieces[std::min(pieces.size() - 1, static_cast<std::size_t>(which * static_cast<double>(pieces.size())))];
     const bool negate = negate_draw < 0.5;
-    // The subject negated instead of the verb, a quarter of the time where the clause allows it: "the
-    // acting was superb" -> "no acting was superb" / "none of the acting was superb", "it was superb"
-    // -> "nothing about it was superb".
-    std::size_t subject = copula;  // none
-    const std::vector<std::int64_t>* subject_negation = nullptr;
-    if (negate && never_draw >= 0.25 && never_draw < 0.5) {
-      const std::int64_t before = copula > first ? id[copula - 1] : Vocabulary::unk_id;
-      if ((before == it_id_ || before == this_id_) && !nothing_about_.empty()) {
-        subject = copula - 1;
-        subject_negation = &nothing_about_;
-      } else {
-        // A determiner one to three words before the copula, only plain words between.
-        for (std::size_t s = copula; s > first + 1 && copula - s < 3 && subject == copula; --s) {
-          if (role(id[s - 1]) != Role::other) break;
-          if (id[s - 2] == the_id_ || id[s - 2] == this_id_) subject = s - 2;
-        }
-        if (subject != copula) subject_negation = never_draw < 0.375 || none_of_the_.empty() ? &no_ : &none_of_the_;
-        if (subject_negation && subject_negation->empty()) {
-          subject = copula;
-          subject_negation = nullptr;
-        }
-      }
-    }
-    const std::int64_t negation = never_draw < 0.25 ? never_id_ : not_id_;
-    text.clear();
-    for (std::size_t t = first; t < last; ++t) {
-      if (subject_negation && t == subject) {
-        text.insert(text.end(), subject_negation->begin(), subject_negation->end());
-        if (subject_negation == &nothing_about_) text.push_back(id[t]);  // "nothing about it"
-        continue;
-      }
-      const bool verb_negated = negate && !subject_negation && t == copula;
-      if (verb_negated && role(id[t]) == Role::copula_before) text.push_back(negation);
-      text.push_back(id[t]);
-      if (verb_negated && role(id[t]) == Role::copula_after) text.push_back(negation);
-    }
-    if (last < real && role(id[last]) == Role::sentence_end) text.push_back(id[last]);
+    rewrite(id, piece, real, negate, never_draw, text);
     if (text.size() > cols) continue;
     std::copy(text.begin(), text.end(), id);
     std::fill(id + text.size(), id + cols, pad_id);

@@ -60,6 +60,23 @@ class ClauseNegation {
   std::vector<double> polarity_;  // per id
   std::int64_t not_id_ = 0, never_id_ = 0, the_id_ = 0, this_id_ = 0, it_id_ = 0;
   std::vector<std::int64_t> no_, none_of_the_, nothing_about_;  // empty when the vocabulary lacks a word
+
+  // A piece of a review that may be rewritten: its first token, its copula and its end (exclusive).
+  struct Piece {
+    std::size_t first, copula, last;
+  };
+  double polarity(std::int64_t id) const;
+  Role role(std::int64_t id) const;
+  // The pieces of a row's first `real` tokens whose polar word (of the label's sign) follows a copula in
+  // a clause without negation, alone of its kind in the piece.
+  void find_pieces(const std::int64_t* id, std::size_t real, double sign, std::vector<Piece>& pieces) const;
+  // The words that negate the piece's subject instead of its verb, if the draw and the clause allow it;
+  // `subject` gets the position they replace.
+  const std::vector<std::int64_t>* subject_negation(const std::int64_t* id, const Piece& piece, double never_draw,
+                                                    std::size_t& subject) const;
+  // The piece's tokens rewritten: the verb negated (never or not), or the subject, or none.
+  void rewrite(const std::int64_t* id, const Piece& piece, std::size_t real, bool negate, double never_draw,
+               std::vector<std::int64_t>& text) const;
   ClauseNegationOptions options_;
 };
 
