@@ -77,7 +77,7 @@ std::vector<OpInfo> entries() {
       // Normalization.
       {"layer_norm_last",
        In{{"x", {2, 3, 6}, -2, 2}, {"weight", {6}}, {"bias", {6}}},
-       [](const auto& v) { return layer_norm(v[0], {6}, v[1], v[2]); },
+       [](const auto& v) { return layer_norm(v[0], {v[0].shape().back()}, v[1], v[2]); },
        {},
        {"layer_norm_last"},
        {{64, 256, 64}, {64}, {64}}},
