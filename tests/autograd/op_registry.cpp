@@ -22,6 +22,9 @@ In two(const char* a, Shape sa, const char* b, Shape sb, double low = -1.0, doub
   return {{a, std::move(sa), low, high}, {b, std::move(sb), low, high}};
 }
 
+// A unary op's further gradcheck samples: 0-d, 1-d, 2-d and 3-d.
+std::vector<std::vector<Shape>> ranks() { return {{Shape{}}, {Shape{5}}, {Shape{2, 3}}, {Shape{2, 3, 4}}}; }
+
 std::vector<OpInfo> entries() {
   // x and target, for the losses.
   const auto xt = [](Shape sx, Shape st, double tlow = -1.0, double thigh = 1.0) {
@@ -290,29 +293,49 @@ std::vector<OpInfo> entries() {
        },
        {"norm_p2_dims02"}},
       // Element-wise.
+      OpInfo{"neg", x({2, 3}), [](const auto& v) { return neg(v[0]); }, [](const auto& v) { return v[0].neg(); }}
+          .also_on(ranks()),
+      OpInfo{"exp", x({2, 3}, -2, 2), [](const auto& v) { return exp(v[0]); }, [](const auto& v) { return v[0].exp(); }}
+          .also_on(ranks()),
+      OpInfo{"log", x({2, 3}, 0.2, 3), [](const auto& v) { return log(v[0]); },
+             [](const auto& v) { return v[0].log(); }}
+          .also_on(ranks()),
+      OpInfo{"sqrt", x({2, 3}, 0.2, 3), [](const auto& v) { return sqrt(v[0]); },
+             [](const auto& v) { return v[0].sqrt(); }}
+          .also_on(ranks()),
+      OpInfo{"tanh", x({2, 3}, -3, 3), [](const auto& v) { return tanh(v[0]); },
+             [](const auto& v) { return v[0].tanh(); }}
+          .also_on(ranks()),
+      OpInfo{"sigmoid", x({2, 3}, -6, 6), [](const auto& v) { return sigmoid(v[0]); },
+             [](const auto& v) { return v[0].sigmoid(); }}
+          .also_on(ranks()),
       {"abs", x({3, 5}), [](const auto& v) { return abs(v[0]); }, [](const auto& v) { return v[0].abs(); }, {"abs"}},
-      {"log1p",
-       x({3, 4}, -0.5, 2),
-       [](const auto& v) { return log1p(v[0]); },
-       [](const auto& v) { return v[0].log1p(); },
-       {"log1p"}},
-      {"sin",
-       x({3, 4}, -3, 3),
-       [](const auto& v) { return sin(v[0]); },
-       [](const auto& v) { return v[0].sin(); },
-       {"sin"}},
-      {"cos",
-       x({3, 4}, -3, 3),
-       [](const auto& v) { return cos(v[0]); },
-       [](const auto& v) { return v[0].cos(); },
-       {"cos"}},
-      {"gelu", x({4, 5}, -3, 3), [](const auto& v) { return gelu(v[0]); }, {}, {"gelu"}, {ff}},
-      {"gelu_tanh",
-       x({4, 5}, -3, 3),
-       [](const auto& v) { return gelu(v[0], GeluApproximate::Tanh); },
-       {},
-       {"gelu_tanh"}},
-      {"silu", x({4, 5}, -3, 3), [](const auto& v) { return silu(v[0]); }, {}, {"silu"}, {ff}},
+      OpInfo{"log1p",
+             x({3, 4}, -0.5, 3),
+             [](const auto& v) { return log1p(v[0]); },
+             [](const auto& v) { return v[0].log1p(); },
+             {"log1p"}}
+          .also_on(ranks()),
+      OpInfo{"sin",
+             x({3, 4}, -4, 4),
+             [](const auto& v) { return sin(v[0]); },
+             [](const auto& v) { return v[0].sin(); },
+             {"sin"}}
+          .also_on(ranks()),
+      OpInfo{"cos",
+             x({3, 4}, -4, 4),
+             [](const auto& v) { return cos(v[0]); },
+             [](const auto& v) { return v[0].cos(); },
+             {"cos"}}
+          .also_on(ranks()),
+      OpInfo{"gelu", x({4, 5}, -4, 4), [](const auto& v) { return gelu(v[0]); }, {}, {"gelu"}, {ff}}.also_on(ranks()),
+      OpInfo{"gelu_tanh",
+             x({4, 5}, -4, 4),
+             [](const auto& v) { return gelu(v[0], GeluApproximate::Tanh); },
+             {},
+             {"gelu_tanh"}}
+          .also_on(ranks()),
+      OpInfo{"silu", x({4, 5}, -6, 6), [](const auto& v) { return silu(v[0]); }, {}, {"silu"}, {ff}}.also_on(ranks()),
       {"leaky_relu", x({3, 5}), [](const auto& v) { return leaky_relu(v[0]); }, {}, {"leaky_relu"}, {ff}},
       {"leaky_relu_slope02",
        x({3, 5}),

@@ -66,6 +66,14 @@ struct OpInfo {
   std::vector<std::string> fixtures;
   std::vector<Shape> bench;  ///< the inputs' shapes of the benchmark case; none: no benchmark case
   GradcheckOptions gradcheck;
+  /// The inputs' shapes of further gradcheck samples (a 0-d tensor, other ranks), beyond `inputs`.
+  std::vector<std::vector<Shape>> more_samples;
+
+  /// This entry, gradchecked also on those shapes.
+  OpInfo also_on(std::vector<std::vector<Shape>> shapes) && {
+    more_samples = std::move(shapes);
+    return std::move(*this);
+  }
 };
 
 /// Every entry, in the order of the fixture script where there is one.

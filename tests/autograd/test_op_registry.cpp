@@ -75,10 +75,15 @@ void check_method(const OpInfo& op) {
 TEST_CASE("every op of the registry passes gradcheck in double", "[registry][gradcheck]") {
   for (const auto& op : op_registry()) {
     DYNAMIC_SECTION(op.name) {
-      const auto inputs = sample_inputs<double>(op, 1);
-      const auto result = gradcheck(op.function.get<double>(), inputs, op.gradcheck);
-      INFO(result.message);
-      CHECK(result.ok);
+      std::vector<std::vector<Shape>> samples{{}};  // the inputs' own shapes first
+      samples.insert(samples.end(), op.more_samples.begin(), op.more_samples.end());
+      std::uint64_t seed = 1;
+      for (const auto& shapes : samples) {
+        const auto inputs = sample_inputs<double>(op, seed++, shapes);
+        const auto result = gradcheck(op.function.get<double>(), inputs, op.gradcheck);
+        INFO("sample " << seed - 1 << ": " << result.message);
+        CHECK(result.ok);
+      }
     }
   }
 }
@@ -107,6 +112,7 @@ TEST_CASE("the registry's names are unique and its fixture cases exist in both d
     CHECK(names.insert(op.name).second);
     CHECK(op.function);
     if (!op.bench.empty()) CHECK(op.bench.size() == op.inputs.size());
+    for (const auto& shapes : op.more_samples) CHECK(shapes.size() == op.inputs.size());
     for (const auto& key : op.fixtures)
       for (const std::string tag : {".f32", ".f64"}) {
         INFO(key << tag);
