@@ -9,6 +9,7 @@
 
 #include "tapegrad/autograd/blas.hpp"
 #include "tapegrad/autograd/dropout.hpp"
+#include "tapegrad/autograd/instantiate.hpp"
 #include "tapegrad/autograd/parallel.hpp"
 #include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/autograd/vector_math.hpp"
@@ -634,17 +635,8 @@ std::pair<Tensor<T>, Tensor<T>> multi_head_self_attention(const Tensor<T>& qkv, 
                       is_causal, scale, need_weights, gen);
 }
 
-#define TAPEGRAD_ATTENTION(T)                                                                                    \
-  template std::pair<Tensor<T>, Tensor<T>> scaled_dot_product_attention<T>(                                      \
-      const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, const AttentionMasks<T>&, double, bool,              \
-      std::optional<double>, bool, Generator*);                                                                  \
-  template std::pair<Tensor<T>, Tensor<T>> multi_head_attention<T>(                                              \
-      const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, std::size_t, const AttentionMasks<T>&, double, bool, \
-      std::optional<double>, bool, Generator*);                                                                  \
-  template std::pair<Tensor<T>, Tensor<T>> multi_head_self_attention<T>(                                         \
-      const Tensor<T>&, std::size_t, const AttentionMasks<T>&, double, bool, std::optional<double>, bool, Generator*);
-TAPEGRAD_ATTENTION(float)
-TAPEGRAD_ATTENTION(double)
-#undef TAPEGRAD_ATTENTION
+TAPEGRAD_INSTANTIATE(scaled_dot_product_attention);
+TAPEGRAD_INSTANTIATE(multi_head_attention);
+TAPEGRAD_INSTANTIATE(multi_head_self_attention);
 
 }  // namespace tapegrad

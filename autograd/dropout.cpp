@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "tapegrad/autograd/elementwise.hpp"
+#include "tapegrad/autograd/instantiate.hpp"
 #include "tapegrad/autograd/parallel.hpp"
 #include "tapegrad/autograd/tape.hpp"
 
@@ -39,7 +40,6 @@ Tensor<T> dropout(const Tensor<T>& x, double p, bool training, Generator& gen) {
   return out;
 }
 
-template Tensor<float> dropout<float>(const Tensor<float>&, double, bool, Generator&);
-template Tensor<double> dropout<double>(const Tensor<double>&, double, bool, Generator&);
+TAPEGRAD_INSTANTIATE(dropout);
 
 }  // namespace tapegrad

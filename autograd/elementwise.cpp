@@ -7,6 +7,7 @@
 #include "tapegrad/autograd/activation_kernels.hpp"
 #include "tapegrad/autograd/broadcast.hpp"
 #include "tapegrad/autograd/elementwise_kernels.hpp"
+#include "tapegrad/autograd/instantiate.hpp"
 #include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/autograd/vector_math.hpp"
 
@@ -413,39 +414,39 @@ Tensor<T> clamp(const Tensor<T>& x, std::optional<detail::scalar_t<T>> min, std:
   return out;
 }
 
-#define TAPEGRAD_INSTANTIATE(T)                                            \
-  template Tensor<T> add<T>(const Tensor<T>&, const Tensor<T>&);           \
-  template Tensor<T> sub<T>(const Tensor<T>&, const Tensor<T>&);           \
-  template Tensor<T> mul<T>(const Tensor<T>&, const Tensor<T>&);           \
-  template Tensor<T> div<T>(const Tensor<T>&, const Tensor<T>&);           \
-  template Tensor<T> pow<T>(const Tensor<T>&, const Tensor<T>&);           \
-  template Tensor<T> add<T>(const Tensor<T>&, detail::scalar_t<T>);        \
-  template Tensor<T> mul<T>(const Tensor<T>&, detail::scalar_t<T>);        \
-  template Tensor<T> div<T>(const Tensor<T>&, detail::scalar_t<T>);        \
-  template Tensor<T> pow<T>(const Tensor<T>&, detail::scalar_t<T>);        \
-  template Tensor<T> rsub<T>(const Tensor<T>&, detail::scalar_t<T>);       \
-  template Tensor<T> rdiv<T>(const Tensor<T>&, detail::scalar_t<T>);       \
-  template Tensor<T> neg<T>(const Tensor<T>&);                             \
-  template Tensor<T> exp<T>(const Tensor<T>&);                             \
-  template Tensor<T> log<T>(const Tensor<T>&);                             \
-  template Tensor<T> sqrt<T>(const Tensor<T>&);                            \
-  template Tensor<T> tanh<T>(const Tensor<T>&);                            \
-  template Tensor<T> sigmoid<T>(const Tensor<T>&);                         \
-  template Tensor<T> relu<T>(const Tensor<T>&);                            \
-  template Tensor<T> gelu<T>(const Tensor<T>&, GeluApproximate);           \
-  template Tensor<T> minimum<T>(const Tensor<T>&, const Tensor<T>&);       \
-  template Tensor<T> maximum<T>(const Tensor<T>&, const Tensor<T>&);       \
-  template Tensor<T> abs<T>(const Tensor<T>&);                             \
-  template Tensor<T> log1p<T>(const Tensor<T>&);                           \
-  template Tensor<T> sin<T>(const Tensor<T>&);                             \
-  template Tensor<T> cos<T>(const Tensor<T>&);                             \
-  template Tensor<T> silu<T>(const Tensor<T>&);                            \
-  template Tensor<T> leaky_relu<T>(const Tensor<T>&, detail::scalar_t<T>); \
-  template Tensor<T> softplus<T>(const Tensor<T>&, T, T);                  \
-  template Tensor<T> elu<T>(const Tensor<T>&, T);                          \
-  template Tensor<T> clamp<T>(const Tensor<T>&, std::optional<T>, std::optional<T>);
-TAPEGRAD_INSTANTIATE(float)
-TAPEGRAD_INSTANTIATE(double)
-#undef TAPEGRAD_INSTANTIATE
+TAPEGRAD_INSTANTIATE(sub);
+TAPEGRAD_INSTANTIATE(rsub);
+TAPEGRAD_INSTANTIATE(rdiv);
+TAPEGRAD_INSTANTIATE(neg);
+TAPEGRAD_INSTANTIATE(exp);
+TAPEGRAD_INSTANTIATE(log);
+TAPEGRAD_INSTANTIATE(sqrt);
+TAPEGRAD_INSTANTIATE(tanh);
+TAPEGRAD_INSTANTIATE(sigmoid);
+TAPEGRAD_INSTANTIATE(relu);
+TAPEGRAD_INSTANTIATE(gelu);
+TAPEGRAD_INSTANTIATE(minimum);
+TAPEGRAD_INSTANTIATE(maximum);
+TAPEGRAD_INSTANTIATE(abs);
+TAPEGRAD_INSTANTIATE(log1p);
+TAPEGRAD_INSTANTIATE(sin);
+TAPEGRAD_INSTANTIATE(cos);
+TAPEGRAD_INSTANTIATE(silu);
+TAPEGRAD_INSTANTIATE(leaky_relu);
+TAPEGRAD_INSTANTIATE(softplus);
+TAPEGRAD_INSTANTIATE(elu);
+TAPEGRAD_INSTANTIATE(clamp);
+#define TAPEGRAD_OVERLOADS(T)                                       \
+  template Tensor<T> add<T>(const Tensor<T>&, const Tensor<T>&);    \
+  template Tensor<T> mul<T>(const Tensor<T>&, const Tensor<T>&);    \
+  template Tensor<T> div<T>(const Tensor<T>&, const Tensor<T>&);    \
+  template Tensor<T> pow<T>(const Tensor<T>&, const Tensor<T>&);    \
+  template Tensor<T> add<T>(const Tensor<T>&, detail::scalar_t<T>); \
+  template Tensor<T> mul<T>(const Tensor<T>&, detail::scalar_t<T>); \
+  template Tensor<T> div<T>(const Tensor<T>&, detail::scalar_t<T>); \
+  template Tensor<T> pow<T>(const Tensor<T>&, detail::scalar_t<T>);
+TAPEGRAD_OVERLOADS(float)
+TAPEGRAD_OVERLOADS(double)
+#undef TAPEGRAD_OVERLOADS
 
 }  // namespace tapegrad

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tapegrad/autograd/elementwise_kernels.hpp"
+#include "tapegrad/autograd/instantiate.hpp"
 #include "tapegrad/autograd/parallel.hpp"
 #include "tapegrad/autograd/shape.hpp"
 #include "tapegrad/autograd/tape.hpp"
@@ -309,20 +310,16 @@ Tensor<T> embedding_bag(const Tensor<T>& weight, const xt::xarray<std::int64_t>&
   return bag_impl<T>(op, weight, input, std::move(bags), std::move(out_shape), mode, pad, per_sample_weights);
 }
 
-template Tensor<float> embedding<float>(const Tensor<float>&, const xt::xarray<std::int64_t>&,
-                                        std::optional<std::int64_t>);
-template Tensor<double> embedding<double>(const Tensor<double>&, const xt::xarray<std::int64_t>&,
-                                          std::optional<std::int64_t>);
-#define TAPEGRAD_EMBEDDING_BAG(T)                                                                                     \
-  template Tensor<T> embedding_bag_sum<T>(const Tensor<T>&, const xt::xarray<std::int64_t>&,                          \
-                                          std::optional<std::int64_t>, const Tensor<T>&);                             \
+TAPEGRAD_INSTANTIATE(embedding);
+TAPEGRAD_INSTANTIATE(embedding_bag_sum);
+#define TAPEGRAD_OVERLOADS(T)                                                                                         \
   template Tensor<T> embedding_bag<T>(const Tensor<T>&, const xt::xarray<std::int64_t>&, EmbeddingBagMode,            \
                                       std::optional<std::int64_t>, const Tensor<T>&);                                 \
   template Tensor<T> embedding_bag<T>(const Tensor<T>&, const xt::xarray<std::int64_t>&,                              \
                                       const xt::xarray<std::int64_t>&, EmbeddingBagMode, std::optional<std::int64_t>, \
                                       bool, const Tensor<T>&);
-TAPEGRAD_EMBEDDING_BAG(float)
-TAPEGRAD_EMBEDDING_BAG(double)
-#undef TAPEGRAD_EMBEDDING_BAG
+TAPEGRAD_OVERLOADS(float)
+TAPEGRAD_OVERLOADS(double)
+#undef TAPEGRAD_OVERLOADS
 
 }  // namespace tapegrad

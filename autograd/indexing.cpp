@@ -10,6 +10,7 @@
 
 #include "tapegrad/autograd/broadcast.hpp"
 #include "tapegrad/autograd/elementwise_kernels.hpp"
+#include "tapegrad/autograd/instantiate.hpp"
 #include "tapegrad/autograd/parallel.hpp"
 #include "tapegrad/autograd/strided_copy.hpp"
 #include "tapegrad/autograd/tape.hpp"
@@ -283,10 +284,7 @@ xt::xarray<T> scatter_picked(const xt::xarray<T>& g, const std::int64_t* positio
       }
   return dx;
 }
-template xt::xarray<float> scatter_picked<float>(const xt::xarray<float>&, const std::int64_t*, const Shape&, AroundDim,
-                                                 std::size_t);
-template xt::xarray<double> scatter_picked<double>(const xt::xarray<double>&, const std::int64_t*, const Shape&,
-                                                   AroundDim, std::size_t);
+TAPEGRAD_INSTANTIATE(scatter_picked);
 }  // namespace detail
 
 template <typename T>
@@ -411,8 +409,7 @@ void put_view(const char* op, xt::xarray<T>& dst, const StridedView& v, const xt
   strided_copy(v.shape, values.data(), contiguous_strides(v.shape), dst.data() + v.offset, v.strides);
 }
 
-template void put_view<float>(const char*, xt::xarray<float>&, const StridedView&, const xt::xarray<float>&);
-template void put_view<double>(const char*, xt::xarray<double>&, const StridedView&, const xt::xarray<double>&);
+TAPEGRAD_INSTANTIATE(put_view);
 
 }  // namespace detail
 
@@ -451,8 +448,7 @@ Tensor<T> index_put(const Tensor<T>& x, const std::vector<indexing::TensorIndex>
   return index_put(x, indices, Tensor<T>::scalar(value));
 }
 
-template Tensor<float> index<float>(const Tensor<float>&, const std::vector<indexing::TensorIndex>&);
-template Tensor<double> index<double>(const Tensor<double>&, const std::vector<indexing::TensorIndex>&);
+TAPEGRAD_INSTANTIATE(index);
 template Tensor<float> index_put<float>(const Tensor<float>&, const std::vector<indexing::TensorIndex>&,
                                         const Tensor<float>&);
 template Tensor<double> index_put<double>(const Tensor<double>&, const std::vector<indexing::TensorIndex>&,
@@ -460,16 +456,11 @@ template Tensor<double> index_put<double>(const Tensor<double>&, const std::vect
 template Tensor<float> index_put<float>(const Tensor<float>&, const std::vector<indexing::TensorIndex>&, float);
 template Tensor<double> index_put<double>(const Tensor<double>&, const std::vector<indexing::TensorIndex>&, double);
 
-template Tensor<float> gather<float>(const Tensor<float>&, std::int64_t, const IndexArray&);
-template Tensor<double> gather<double>(const Tensor<double>&, std::int64_t, const IndexArray&);
-template Tensor<float> index_select<float>(const Tensor<float>&, std::int64_t, const IndexArray&);
-template Tensor<double> index_select<double>(const Tensor<double>&, std::int64_t, const IndexArray&);
+TAPEGRAD_INSTANTIATE(gather);
+TAPEGRAD_INSTANTIATE(index_select);
 
-template ValuesIndices<float> topk<float>(const Tensor<float>&, std::int64_t, std::int64_t, bool, bool);
-template ValuesIndices<double> topk<double>(const Tensor<double>&, std::int64_t, std::int64_t, bool, bool);
-template ValuesIndices<float> sort<float>(const Tensor<float>&, std::int64_t, bool);
-template ValuesIndices<double> sort<double>(const Tensor<double>&, std::int64_t, bool);
-template Tensor<float> one_hot<float>(const IndexArray&, std::int64_t);
-template Tensor<double> one_hot<double>(const IndexArray&, std::int64_t);
+TAPEGRAD_INSTANTIATE(topk);
+TAPEGRAD_INSTANTIATE(sort);
+TAPEGRAD_INSTANTIATE(one_hot);
 
 }  // namespace tapegrad

@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "tapegrad/autograd/instantiate.hpp"
 #include "tapegrad/autograd/parallel.hpp"
 #include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/autograd/vector_math.hpp"
@@ -334,13 +335,8 @@ Tensor<T> add_layer_norm(const Tensor<T>& x, const Tensor<T>& residual, const Sh
   return layer_norm_impl<T>("add_layer_norm", x, &residual, normalized_shape, weight, bias, eps);
 }
 
-#define TAPEGRAD_LAYER_NORM(T)                                                                                  \
-  template Tensor<T> layer_norm<T>(const Tensor<T>&, const Shape&, const Tensor<T>&, const Tensor<T>&, double); \
-  template Tensor<T> add_layer_norm<T>(const Tensor<T>&, const Tensor<T>&, const Shape&, const Tensor<T>&,      \
-                                       const Tensor<T>&, double);                                               \
-  template Tensor<T> rms_norm<T>(const Tensor<T>&, const Shape&, const Tensor<T>&, std::optional<double>);
-TAPEGRAD_LAYER_NORM(float)
-TAPEGRAD_LAYER_NORM(double)
-#undef TAPEGRAD_LAYER_NORM
+TAPEGRAD_INSTANTIATE(layer_norm);
+TAPEGRAD_INSTANTIATE(add_layer_norm);
+TAPEGRAD_INSTANTIATE(rms_norm);
 
 }  // namespace tapegrad

@@ -11,6 +11,7 @@
 
 #include "tapegrad/autograd/broadcast.hpp"
 #include "tapegrad/autograd/elementwise_kernels.hpp"
+#include "tapegrad/autograd/instantiate.hpp"
 #include "tapegrad/autograd/parallel.hpp"
 #include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/autograd/vector_math.hpp"
@@ -477,28 +478,15 @@ Tensor<T> kl_div(const Tensor<T>& input, const Tensor<T>& target, Reduction redu
   return out;
 }
 
-template Tensor<float> cross_entropy<float>(const Tensor<float>&, const IndexArray&, const CrossEntropyOptions&);
-template Tensor<double> cross_entropy<double>(const Tensor<double>&, const IndexArray&, const CrossEntropyOptions&);
-template Tensor<float> nll_loss<float>(const Tensor<float>&, const IndexArray&, Reduction, std::int64_t);
-template Tensor<double> nll_loss<double>(const Tensor<double>&, const IndexArray&, Reduction, std::int64_t);
-template Tensor<float> mse_loss<float>(const Tensor<float>&, const Tensor<float>&, Reduction);
-template Tensor<double> mse_loss<double>(const Tensor<double>&, const Tensor<double>&, Reduction);
-template Tensor<float> l1_loss<float>(const Tensor<float>&, const Tensor<float>&, Reduction);
-template Tensor<double> l1_loss<double>(const Tensor<double>&, const Tensor<double>&, Reduction);
-template Tensor<float> binary_cross_entropy<float>(const Tensor<float>&, const Tensor<float>&,
-                                                   const BinaryCrossEntropyOptions<float>&);
-template Tensor<double> binary_cross_entropy<double>(const Tensor<double>&, const Tensor<double>&,
-                                                     const BinaryCrossEntropyOptions<double>&);
-template Tensor<float> binary_cross_entropy_with_logits<float>(const Tensor<float>&, const Tensor<float>&,
-                                                               const BinaryCrossEntropyWithLogitsOptions<float>&);
-template Tensor<double> binary_cross_entropy_with_logits<double>(const Tensor<double>&, const Tensor<double>&,
-                                                                 const BinaryCrossEntropyWithLogitsOptions<double>&);
+TAPEGRAD_INSTANTIATE(cross_entropy);
+TAPEGRAD_INSTANTIATE(nll_loss);
+TAPEGRAD_INSTANTIATE(mse_loss);
+TAPEGRAD_INSTANTIATE(l1_loss);
+TAPEGRAD_INSTANTIATE(binary_cross_entropy);
+TAPEGRAD_INSTANTIATE(binary_cross_entropy_with_logits);
 
-template Tensor<float> smooth_l1_loss<float>(const Tensor<float>&, const Tensor<float>&, Reduction, double);
-template Tensor<double> smooth_l1_loss<double>(const Tensor<double>&, const Tensor<double>&, Reduction, double);
-template Tensor<float> huber_loss<float>(const Tensor<float>&, const Tensor<float>&, Reduction, double);
-template Tensor<double> huber_loss<double>(const Tensor<double>&, const Tensor<double>&, Reduction, double);
-template Tensor<float> kl_div<float>(const Tensor<float>&, const Tensor<float>&, Reduction, bool);
-template Tensor<double> kl_div<double>(const Tensor<double>&, const Tensor<double>&, Reduction, bool);
+TAPEGRAD_INSTANTIATE(smooth_l1_loss);
+TAPEGRAD_INSTANTIATE(huber_loss);
+TAPEGRAD_INSTANTIATE(kl_div);
 
 }  // namespace tapegrad

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tapegrad/autograd/broadcast.hpp"
+#include "tapegrad/autograd/instantiate.hpp"
 #include "tapegrad/autograd/tape.hpp"
 
 namespace tapegrad {
@@ -189,13 +190,9 @@ Tensor<T> triu(const Tensor<T>& x, std::int64_t diagonal) {
   return triangle("triu", x, diagonal, false);
 }
 
-template Tensor<float> masked_fill<float>(const Tensor<float>&, const BoolArray&, detail::scalar_t<float>);
-template Tensor<double> masked_fill<double>(const Tensor<double>&, const BoolArray&, detail::scalar_t<double>);
-template Tensor<float> where<float>(const BoolArray&, const Tensor<float>&, const Tensor<float>&);
-template Tensor<double> where<double>(const BoolArray&, const Tensor<double>&, const Tensor<double>&);
-template Tensor<float> tril<float>(const Tensor<float>&, std::int64_t);
-template Tensor<double> tril<double>(const Tensor<double>&, std::int64_t);
-template Tensor<float> triu<float>(const Tensor<float>&, std::int64_t);
-template Tensor<double> triu<double>(const Tensor<double>&, std::int64_t);
+TAPEGRAD_INSTANTIATE(masked_fill);
+TAPEGRAD_INSTANTIATE(where);
+TAPEGRAD_INSTANTIATE(tril);
+TAPEGRAD_INSTANTIATE(triu);
 
 }  // namespace tapegrad

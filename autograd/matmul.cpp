@@ -11,6 +11,7 @@
 #include "tapegrad/autograd/blas.hpp"
 #include "tapegrad/autograd/broadcast.hpp"
 #include "tapegrad/autograd/elementwise_kernels.hpp"
+#include "tapegrad/autograd/instantiate.hpp"
 #include "tapegrad/autograd/parallel.hpp"
 #include "tapegrad/autograd/tape.hpp"
 
@@ -351,13 +352,8 @@ Tensor<T> linear_activation(const Tensor<T>& x, const Tensor<T>& weight, const T
 int set_num_threads(int threads) { return blas::set_num_threads(threads); }
 int get_num_threads() { return blas::get_num_threads(); }
 
-template Tensor<float> matmul<float>(const Tensor<float>&, const Tensor<float>&);
-template Tensor<double> matmul<double>(const Tensor<double>&, const Tensor<double>&);
-template Tensor<float> linear<float>(const Tensor<float>&, const Tensor<float>&, const Tensor<float>&);
-template Tensor<double> linear<double>(const Tensor<double>&, const Tensor<double>&, const Tensor<double>&);
-template Tensor<float> linear_activation<float>(const Tensor<float>&, const Tensor<float>&, const Tensor<float>&,
-                                                Activation);
-template Tensor<double> linear_activation<double>(const Tensor<double>&, const Tensor<double>&, const Tensor<double>&,
-                                                  Activation);
+TAPEGRAD_INSTANTIATE(matmul);
+TAPEGRAD_INSTANTIATE(linear);
+TAPEGRAD_INSTANTIATE(linear_activation);
 
 }  // namespace tapegrad

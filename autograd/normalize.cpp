@@ -9,6 +9,7 @@
 
 #include "tapegrad/autograd/elementwise.hpp"
 #include "tapegrad/autograd/elementwise_kernels.hpp"
+#include "tapegrad/autograd/instantiate.hpp"
 #include "tapegrad/autograd/parallel.hpp"
 #include "tapegrad/autograd/reduce.hpp"
 #include "tapegrad/autograd/shape_ops.hpp"
@@ -105,11 +106,7 @@ Tensor<T> cosine_similarity(const Tensor<T>& x1, const Tensor<T>& x2, std::int64
   return out;
 }
 
-#define TAPEGRAD_INSTANTIATE(T)                                                    \
-  template Tensor<T> normalize<T>(const Tensor<T>&, double, std::int64_t, double); \
-  template Tensor<T> cosine_similarity<T>(const Tensor<T>&, const Tensor<T>&, std::int64_t, double);
-TAPEGRAD_INSTANTIATE(float)
-TAPEGRAD_INSTANTIATE(double)
-#undef TAPEGRAD_INSTANTIATE
+TAPEGRAD_INSTANTIATE(normalize);
+TAPEGRAD_INSTANTIATE(cosine_similarity);
 
 }  // namespace tapegrad

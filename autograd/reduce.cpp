@@ -9,6 +9,7 @@
 #include "tapegrad/autograd/broadcast.hpp"
 #include "tapegrad/autograd/elementwise_kernels.hpp"
 #include "tapegrad/autograd/indexing.hpp"
+#include "tapegrad/autograd/instantiate.hpp"
 #include "tapegrad/autograd/parallel.hpp"
 #include "tapegrad/autograd/strided_copy.hpp"
 #include "tapegrad/autograd/tape.hpp"
@@ -619,26 +620,26 @@ Tensor<T> norm(const Tensor<T>& x, double p, const std::vector<std::int64_t>& di
   return out;
 }
 
-#define TAPEGRAD_INSTANTIATE(T)                                                                      \
-  template Tensor<T> sum<T>(const Tensor<T>&);                                                       \
-  template Tensor<T> mean<T>(const Tensor<T>&);                                                      \
-  template Tensor<T> sum<T>(const Tensor<T>&, const std::vector<std::int64_t>&, bool);               \
-  template Tensor<T> mean<T>(const Tensor<T>&, const std::vector<std::int64_t>&, bool);              \
-  template Tensor<T> var<T>(const Tensor<T>&, const std::vector<std::int64_t>&, std::int64_t, bool); \
-  template Tensor<T> std<T>(const Tensor<T>&, const std::vector<std::int64_t>&, std::int64_t, bool); \
-  template Tensor<T> cumsum<T>(const Tensor<T>&, std::int64_t);                                      \
-  template Tensor<T> norm<T>(const Tensor<T>&, double, const std::vector<std::int64_t>&, bool);      \
-  template Tensor<T> logsumexp<T>(const Tensor<T>&, const std::vector<std::int64_t>&, bool);         \
-  template ValuesIndices<T> max<T>(const Tensor<T>&, std::int64_t, bool);                            \
-  template ValuesIndices<T> min<T>(const Tensor<T>&, std::int64_t, bool);                            \
-  template Tensor<T> max<T>(const Tensor<T>&);                                                       \
-  template Tensor<T> min<T>(const Tensor<T>&);                                                       \
-  template xt::xarray<std::int64_t> argmax<T>(const Tensor<T>&, std::int64_t, bool);                 \
-  template xt::xarray<std::int64_t> argmin<T>(const Tensor<T>&, std::int64_t, bool);                 \
-  template xt::xarray<std::int64_t> argmax<T>(const Tensor<T>&);                                     \
+TAPEGRAD_INSTANTIATE(var);
+TAPEGRAD_INSTANTIATE(std);
+TAPEGRAD_INSTANTIATE(cumsum);
+TAPEGRAD_INSTANTIATE(norm);
+TAPEGRAD_INSTANTIATE(logsumexp);
+#define TAPEGRAD_OVERLOADS(T)                                                           \
+  template Tensor<T> sum<T>(const Tensor<T>&);                                          \
+  template Tensor<T> mean<T>(const Tensor<T>&);                                         \
+  template Tensor<T> sum<T>(const Tensor<T>&, const std::vector<std::int64_t>&, bool);  \
+  template Tensor<T> mean<T>(const Tensor<T>&, const std::vector<std::int64_t>&, bool); \
+  template ValuesIndices<T> max<T>(const Tensor<T>&, std::int64_t, bool);               \
+  template ValuesIndices<T> min<T>(const Tensor<T>&, std::int64_t, bool);               \
+  template Tensor<T> max<T>(const Tensor<T>&);                                          \
+  template Tensor<T> min<T>(const Tensor<T>&);                                          \
+  template xt::xarray<std::int64_t> argmax<T>(const Tensor<T>&, std::int64_t, bool);    \
+  template xt::xarray<std::int64_t> argmin<T>(const Tensor<T>&, std::int64_t, bool);    \
+  template xt::xarray<std::int64_t> argmax<T>(const Tensor<T>&);                        \
   template xt::xarray<std::int64_t> argmin<T>(const Tensor<T>&);
-TAPEGRAD_INSTANTIATE(float)
-TAPEGRAD_INSTANTIATE(double)
-#undef TAPEGRAD_INSTANTIATE
+TAPEGRAD_OVERLOADS(float)
+TAPEGRAD_OVERLOADS(double)
+#undef TAPEGRAD_OVERLOADS
 
 }  // namespace tapegrad

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "tapegrad/autograd/elementwise_kernels.hpp"
+#include "tapegrad/autograd/instantiate.hpp"
 #include "tapegrad/autograd/parallel.hpp"
 #include "tapegrad/autograd/tape.hpp"
 
@@ -115,11 +116,7 @@ Tensor<T> rotary_embedding(const Tensor<T>& x, const Tensor<T>& cos, const Tenso
   return out;
 }
 
-#define TAPEGRAD_ROTARY(T)                                                                             \
-  template std::pair<xt::xarray<T>, xt::xarray<T>> rotary_tables<T>(std::size_t, std::size_t, double); \
-  template Tensor<T> rotary_embedding<T>(const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, std::size_t);
-TAPEGRAD_ROTARY(float)
-TAPEGRAD_ROTARY(double)
-#undef TAPEGRAD_ROTARY
+TAPEGRAD_INSTANTIATE(rotary_tables);
+TAPEGRAD_INSTANTIATE(rotary_embedding);
 
 }  // namespace tapegrad

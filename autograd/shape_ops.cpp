@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "tapegrad/autograd/broadcast.hpp"
+#include "tapegrad/autograd/instantiate.hpp"
 #include "tapegrad/autograd/strided_copy.hpp"
 #include "tapegrad/autograd/strided_view.hpp"
 #include "tapegrad/autograd/tape.hpp"
@@ -491,28 +492,28 @@ Tensor<T> repeat(const Tensor<T>& x, const std::vector<std::int64_t>& repeats) {
   return out;
 }
 
-#define TAPEGRAD_INSTANTIATE(T)                                                                               \
-  template Tensor<T> clone<T>(const Tensor<T>&);                                                              \
-  template Tensor<T> transpose<T>(const Tensor<T>&, std::int64_t, std::int64_t);                              \
-  template Tensor<T> permute<T>(const Tensor<T>&, const std::vector<std::int64_t>&);                          \
-  template Tensor<T> reshape<T>(const Tensor<T>&, const std::vector<std::int64_t>&);                          \
-  template Tensor<T> flatten<T>(const Tensor<T>&, std::int64_t, std::int64_t);                                \
-  template Tensor<T> squeeze<T>(const Tensor<T>&);                                                            \
-  template Tensor<T> squeeze<T>(const Tensor<T>&, std::int64_t);                                              \
-  template Tensor<T> unsqueeze<T>(const Tensor<T>&, std::int64_t);                                            \
-  template Tensor<T> narrow<T>(const Tensor<T>&, std::int64_t, std::int64_t, std::int64_t);                   \
-  template Tensor<T> slice<T>(const Tensor<T>&, std::int64_t, std::int64_t, std::int64_t, std::int64_t);      \
-  template Tensor<T> select<T>(const Tensor<T>&, std::int64_t, std::int64_t);                                 \
-  template Tensor<T> cat<T>(const std::vector<Tensor<T>>&, std::int64_t);                                     \
-  template Tensor<T> stack<T>(const std::vector<Tensor<T>>&, std::int64_t);                                   \
-  template std::vector<Tensor<T>> split<T>(const Tensor<T>&, std::int64_t, std::int64_t);                     \
-  template std::vector<Tensor<T>> split<T>(const Tensor<T>&, const std::vector<std::int64_t>&, std::int64_t); \
-  template std::vector<Tensor<T>> chunk<T>(const Tensor<T>&, std::int64_t, std::int64_t);                     \
-  template Tensor<T> expand<T>(const Tensor<T>&, const Shape&);                                               \
-  template Tensor<T> pad<T>(const Tensor<T>&, const std::vector<std::int64_t>&, T);                           \
-  template Tensor<T> repeat<T>(const Tensor<T>&, const std::vector<std::int64_t>&);
-TAPEGRAD_INSTANTIATE(float)
-TAPEGRAD_INSTANTIATE(double)
-#undef TAPEGRAD_INSTANTIATE
+TAPEGRAD_INSTANTIATE(clone);
+TAPEGRAD_INSTANTIATE(transpose);
+TAPEGRAD_INSTANTIATE(permute);
+TAPEGRAD_INSTANTIATE(reshape);
+TAPEGRAD_INSTANTIATE(flatten);
+TAPEGRAD_INSTANTIATE(unsqueeze);
+TAPEGRAD_INSTANTIATE(narrow);
+TAPEGRAD_INSTANTIATE(slice);
+TAPEGRAD_INSTANTIATE(select);
+TAPEGRAD_INSTANTIATE(chunk);
+TAPEGRAD_INSTANTIATE(expand);
+TAPEGRAD_INSTANTIATE(pad);
+TAPEGRAD_INSTANTIATE(repeat);
+#define TAPEGRAD_OVERLOADS(T)                                                             \
+  template Tensor<T> cat<T>(const std::vector<Tensor<T>>&, std::int64_t);                 \
+  template Tensor<T> stack<T>(const std::vector<Tensor<T>>&, std::int64_t);               \
+  template Tensor<T> squeeze<T>(const Tensor<T>&);                                        \
+  template Tensor<T> squeeze<T>(const Tensor<T>&, std::int64_t);                          \
+  template std::vector<Tensor<T>> split<T>(const Tensor<T>&, std::int64_t, std::int64_t); \
+  template std::vector<Tensor<T>> split<T>(const Tensor<T>&, const std::vector<std::int64_t>&, std::int64_t);
+TAPEGRAD_OVERLOADS(float)
+TAPEGRAD_OVERLOADS(double)
+#undef TAPEGRAD_OVERLOADS
 
 }  // namespace tapegrad

@@ -5,6 +5,7 @@
 #include <limits>
 #include <vector>
 
+#include "tapegrad/autograd/instantiate.hpp"
 #include "tapegrad/autograd/parallel.hpp"
 #include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/autograd/vector_math.hpp"
@@ -151,9 +152,7 @@ Tensor<T> log_softmax(const Tensor<T>& x, std::int64_t dim) {
   return softmax_impl<true>("log_softmax", x, dim);
 }
 
-template Tensor<float> softmax<float>(const Tensor<float>&, std::int64_t);
-template Tensor<double> softmax<double>(const Tensor<double>&, std::int64_t);
-template Tensor<float> log_softmax<float>(const Tensor<float>&, std::int64_t);
-template Tensor<double> log_softmax<double>(const Tensor<double>&, std::int64_t);
+TAPEGRAD_INSTANTIATE(softmax);
+TAPEGRAD_INSTANTIATE(log_softmax);
 
 }  // namespace tapegrad

@@ -3,11 +3,14 @@
 //
 //   bench_tapegrad <case> <threads> [fp32|bf16]
 //   bench_tapegrad --machine
+//   bench_tapegrad --ops
 //
 // bf16 runs the case's products under tapegrad::autocast (the optimizer outside it), as torch's side
 // runs under torch.autocast("cpu", dtype=torch.bfloat16); gemm_2048 in bf16 multiplies bfloat16
 // operands (the kernel's ceiling). --machine prints the machine line as JSON.
-// The cases, their shapes and their inputs mirror benchmarks/bench_torch.py exactly.
+// The cases, their shapes and their inputs mirror benchmarks/bench_torch.py exactly. The per-op cases
+// come from the op table (tests/autograd/op_registry.cpp): "op:<entry>" times an entry's forward and
+// backward at its benchmark shapes, and the torch-side names below are entries of it; --ops lists them.
 #include <cblas.h>
 #include <sys/resource.h>
 
@@ -28,6 +31,7 @@
 #include "tapegrad/nn/embedding.hpp"
 #include "tapegrad/optim/adamw.hpp"
 #include "tapegrad/optim/clip_grad.hpp"
+#include "tests/autograd/op_registry.hpp"
 
 using namespace tapegrad;
 
@@ -126,7 +130,40 @@ models::TransformerClassifierOptions classifier_options(const ModelConfig& c) {
   return o;
 }
 
+// The torch-side cases that are entries of the op table, by entry.
+const std::vector<std::pair<std::string, std::string>> kTableCases = {{"softmax", "softmax_last"},
+                                                                      {"log_softmax", "log_softmax_last"},
+                                                                      {"layer_norm", "layer_norm_last"},
+                                                                      {"gelu", "gelu"},
+                                                                      {"silu", "silu"},
+                                                                      {"leaky_relu", "leaky_relu"},
+                                                                      {"softplus", "softplus"},
+                                                                      {"elu", "elu"},
+                                                                      {"cumsum", "cumsum_dim1"},
+                                                                      {"minimum", "minimum_broadcast"}};
+
+// An op table entry's forward and backward at its benchmark shapes: input i from pattern salt 3, 5,
+// 6, ... and the output's gradient from salt 4, as the hand-written cases draw theirs.
+std::vector<double> run_table_case(const testing::OpInfo& op) {
+  if (op.bench.empty()) {
+    std::fprintf(stderr, "bench_tapegrad: the op table's entry '%s' has no benchmark shapes\n", op.name.c_str());
+    std::exit(2);
+  }
+  std::vector<TensorF> in;
+  for (std::size_t i = 0; i < op.bench.size(); ++i) in.push_back(input(op.bench[i], i == 0 ? 3 : 4 + i, true));
+  const auto& f = op.function.get<float>();
+  const Shape out_shape = f(in).shape();
+  auto g = xt::xarray<float>(input(out_shape, 4, false).data());
+  return measure([&] {
+    f(in).backward(g);
+    for (auto& x : in) x.zero_grad();
+  });
+}
+
 std::vector<double> run_case(const std::string& name, bool bf16) {
+  if (name.compare(0, 3, "op:") == 0) return run_table_case(testing::find_op(name.substr(3)));
+  for (const auto& [torch_name, entry] : kTableCases)
+    if (name == torch_name) return run_table_case(testing::find_op(entry));
   if (name == "gemm_2048") {
     auto a = pattern(2048 * 2048, 1), b = pattern(2048 * 2048, 2);
     std::vector<float> c(2048 * 2048);
@@ -153,54 +190,28 @@ std::vector<double> run_case(const std::string& name, bool bf16) {
     auto a = input({256, 256, 16}, 1, false), b = input({256, 16, 256}, 2, false);
     return measure([&] { auto c = matmul(a, b); });
   }
-  if (name == "softmax" || name == "log_softmax") {  // the attention scores [B, H, L, L], dim -1
-    auto x = input({64, 4, 256, 256}, 3, true);
-    auto g = xt::xarray<float>(input({64, 4, 256, 256}, 4, false).data());
-    const bool log = name == "log_softmax";
-    return measure([&] {
-      auto y = log ? log_softmax(x, -1) : softmax(x, -1);
-      y.backward(g);
-      x.zero_grad();
-    });
-  }
-  if (name == "layer_norm") {  // [B, L, d] over d
-    auto x = input({64, 256, 64}, 3, true), w = input({64}, 5, true), b = input({64}, 6, true);
-    auto g = xt::xarray<float>(input({64, 256, 64}, 4, false).data());
-    return measure([&] {
-      auto y = layer_norm(x, {64}, w, b, 1e-5);
-      y.backward(g);
-      x.zero_grad(), w.zero_grad(), b.zero_grad();
-    });
-  }
   // The elementwise ops of a training step, at the default model's shapes: the feed-forward
   // activation [B, L, ff], dropout there, a residual add [B, L, d], and the embedding's scale plus the
   // positional rows broadcast over the batch.
-  if (name == "relu" || name == "gelu" || name == "dropout") {
+  // (gelu is the op table's.)
+  if (name == "relu" || name == "dropout") {
     auto x = input({64, 256, 128}, 3, true);
     auto g = xt::xarray<float>(input({64, 256, 128}, 4, false).data());
     Generator gen(0);
     return measure([&] {
-      auto y = name == "relu" ? relu(x) : name == "gelu" ? gelu(x) : dropout(x, 0.1, true, gen);
+      auto y = name == "relu" ? relu(x) : dropout(x, 0.1, true, gen);
       y.backward(g);
       x.zero_grad();
     });
   }
-  // The ops a model of one's own reaches for (activations, clamp, an elementwise minimum with a
-  // broadcast bound), at the feed-forward's shape.
-  if (name == "silu" || name == "leaky_relu" || name == "clamp" || name == "minimum" || name == "softplus" ||
-      name == "elu" || name == "cumsum") {
-    auto x = input({64, 256, 128}, 3, true), bound = input({128}, 5, true);
+  // clamp to [-0.5, 0.5] at the feed-forward's shape (the other ops a model of one's own reaches for,
+  // silu, leaky_relu, softplus, elu, cumsum and a broadcast minimum, are the op table's).
+  if (name == "clamp") {
+    auto x = input({64, 256, 128}, 3, true);
     auto g = xt::xarray<float>(input({64, 256, 128}, 4, false).data());
     return measure([&] {
-      auto y = name == "silu"         ? silu(x)
-               : name == "leaky_relu" ? leaky_relu(x, 0.01f)
-               : name == "clamp"      ? clamp(x, -0.5, 0.5)
-               : name == "softplus"   ? softplus(x)
-               : name == "elu"        ? elu(x)
-               : name == "cumsum"     ? cumsum(x, 1)  // along the sequence
-                                      : minimum(x, bound);
-      y.backward(g);
-      x.zero_grad(), bound.zero_grad();
+      clamp(x, -0.5, 0.5).backward(g);
+      x.zero_grad();
     });
   }
   if (name == "logsumexp") {  // over the last dim of the attention scores' shape, as softmax
@@ -415,9 +426,16 @@ int main(int argc, char** argv) {
                 has_native_bfloat16() ? "true" : "false");
     return 0;
   }
+  if (argc == 2 && std::string(argv[1]) == "--ops") {  // the op table's cases
+    for (const auto& op : testing::op_registry())
+      if (!op.bench.empty()) std::printf("op:%s\n", op.name.c_str());
+    return 0;
+  }
   const std::string precision = argc == 4 ? argv[3] : "fp32";
   if ((argc != 3 && argc != 4) || (precision != "fp32" && precision != "bf16")) {
-    std::fprintf(stderr, "usage: bench_tapegrad <case> <threads> [fp32|bf16]\n       bench_tapegrad --machine\n");
+    std::fprintf(stderr,
+                 "usage: bench_tapegrad <case> <threads> [fp32|bf16]\n       bench_tapegrad --machine\n"
+                 "       bench_tapegrad --ops\n");
     return 2;
   }
   const std::string name = argv[1];

@@ -1,13 +1,16 @@
-// mse_loss, l1_loss, smooth_l1_loss, huber_loss, kl_div, binary_cross_entropy and
-// binary_cross_entropy_with_logits: gradcheck in double for every reduction (input and target both
-// differentiable), hand-computed values, numerical stability at the edges, and errors. Parity with
-// torch's values is in test_parity_ops.cpp.
+// The losses of loss.cpp: mse_loss, l1_loss, smooth_l1_loss, huber_loss, kl_div, binary_cross_entropy
+// and binary_cross_entropy_with_logits (gradcheck in double for every reduction, input and target both
+// differentiable), cross_entropy and nll_loss: hand-computed values, numerical stability at the edges,
+// and errors. Parity with torch's values is in test_op_registry.cpp and test_parity_ops.cpp.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
+#include <xtensor/xmath.hpp>
+#include <xtensor/xview.hpp>
 
 #include "tapegrad/autograd/ops.hpp"
 #include "tests/helpers.hpp"
@@ -268,4 +271,190 @@ TEST_CASE("every loss refuses a reduction it does not take, naming it", "[loss][
   }
   CHECK_THROWS_WITH(kl_div(x, y, bad), Catch::Contains("kl_div") && Catch::Contains("(7)"));
   CHECK_THROWS_WITH(kl_div(x, TD::zeros({4})), Catch::Contains("kl_div") && Catch::Contains("[2, 3]"));
+}
+
+namespace {
+xt::xarray<double> values(const std::vector<double>& v, const Shape& shape) {
+  return Tensor<double>::from_vector(v, shape).data();
+}
+IndexArray ids(const std::vector<std::int64_t>& v, const Shape& shape) {
+  IndexArray a = IndexArray::from_shape(shape);
+  std::copy(v.begin(), v.end(), a.begin());
+  return a;
+}
+const double kInf = std::numeric_limits<double>::infinity();
+}  // namespace
+
+// cross_entropy and nll_loss.
+
+TEST_CASE("cross_entropy with label smoothing matches a hand computation for each reduction", "[loss]") {
+  // Row 0: logits [1, 2, 3], target 2; row 1: logits [0, 0, 0], target 0; eps = 0.2.
+  auto x = Tensor<double>::from_vector({1, 2, 3, 0, 0, 0}, {2, 3});
+  const double lse = std::log(std::exp(1.0) + std::exp(2.0) + std::exp(3.0));
+  const double eps = 0.2;
+  const double row0 = (1 - eps) * (lse - 3) + eps * ((lse - 1) + (lse - 2) + (lse - 3)) / 3;
+  const double row1 = std::log(3.0);                         // uniform: every -log p_c is log 3
+  CHECK(row0 == Approx(0.6076059644443805).epsilon(1e-12));  // torch's value
+  CrossEntropyOptions o;
+  o.label_smoothing = eps;
+  o.reduction = Reduction::None;
+  CHECK(allclose(cross_entropy(x, ids({2, 0}, {2}), o).data(), values({row0, row1}, {2}), 1e-12));
+  o.reduction = Reduction::Sum;
+  CHECK(cross_entropy(x, ids({2, 0}, {2}), o).item() == Approx(1.7062182531124903).epsilon(1e-12));
+  o.reduction = Reduction::Mean;
+  CHECK(cross_entropy(x, ids({2, 0}, {2}), o).item() == Approx(0.8531091265562452).epsilon(1e-12));
+  // Without smoothing it is -log softmax at the target.
+  CHECK(cross_entropy(x, ids({2, 0}, {2})).item() == Approx(((lse - 3) + row1) / 2).epsilon(1e-12));
+  // An unbatched [C] input with a 0-d target gives a 0-d loss for every reduction.
+  o.reduction = Reduction::None;
+  auto single = cross_entropy(Tensor<double>::from_vector({1, 2, 3}, {3}), ids({2}, {}), o);
+  CHECK(single.shape().empty());
+  CHECK(single.item() == Approx(0.6076059644443805).epsilon(1e-12));
+}
+
+TEST_CASE("cross_entropy ignore_index: ignored samples add nothing and are not counted", "[loss]") {
+  auto x = Tensor<double>::from_vector({1, 2, 3, 0, 0, 0}, {2, 3});
+  CrossEntropyOptions o;
+  o.label_smoothing = 0.2;
+  CHECK(cross_entropy(x, ids({2, -100}, {2}), o).item() == Approx(0.6076059644443805).epsilon(1e-12));
+  o.ignore_index = 1;
+  o.reduction = Reduction::None;
+  CHECK(allclose(cross_entropy(x, ids({2, 1}, {2}), o).data(), values({0.6076059644443805, 0.0}, {2}), 1e-12));
+  // Everything ignored: Mean is 0/0 = NaN and Sum is 0, as in torch; no gradient flows.
+  auto y = Tensor<double>::from_vector({0.5, -1, 2, 1.5}, {2, 2}, true);
+  CrossEntropyOptions all;
+  all.label_smoothing = 0.1;
+  auto mean_loss = cross_entropy(y, ids({-100, -100}, {2}), all);
+  CHECK(std::isnan(mean_loss.item()));
+  mean_loss.backward();
+  CHECK(allclose(y.grad(), values({0, 0, 0, 0}, {2, 2})));
+  all.reduction = Reduction::Sum;
+  CHECK(cross_entropy(y, ids({-100, -100}, {2}), all).item() == 0.0);
+  CHECK(std::isnan(cross_entropy(Tensor<double>::from_vector({1, 2}, {2}), ids({-100}, {})).item()));
+  CHECK(std::isnan(nll_loss(y, ids({-100, -100}, {2})).item()));
+}
+
+TEST_CASE("cross_entropy edge cases: empty batch, -inf logits, recording or not", "[loss]") {
+  // torch: an empty batch has Mean NaN and Sum 0.
+  auto empty = Tensor<double>::zeros({0, 3});
+  CHECK(std::isnan(cross_entropy(empty, IndexArray::from_shape({0})).item()));
+  CrossEntropyOptions sum;
+  sum.reduction = Reduction::Sum;
+  CHECK(cross_entropy(empty, IndexArray::from_shape({0}), sum).item() == 0.0);
+  // A -inf logit off the target is probability 0; without smoothing the loss stays finite (torch: 0).
+  auto x = Tensor<double>::from_vector({0, -kInf}, {1, 2}, true);
+  auto loss = cross_entropy(x, ids({0}, {1}));
+  CHECK(loss.item() == 0.0);
+  loss.backward();
+  CHECK(allclose(x.grad(), values({0, 0}, {1, 2})));
+  // The value does not depend on whether the backward is recorded.
+  auto logits = rand_input({4, 5}, 24, -3, 3);
+  CrossEntropyOptions o;
+  o.label_smoothing = 0.3;
+  const double recorded = cross_entropy(logits, ids({0, 4, 2, 1}, {4}), o).item();
+  NoGradGuard no_grad;
+  CHECK(cross_entropy(logits, ids({0, 4, 2, 1}, {4}), o).item() == recorded);
+}
+
+TEST_CASE("cross_entropy's fused gradient matches torch (softmax minus the smoothed one-hot)", "[loss]") {
+  auto x = Tensor<double>::from_vector({0.5, -1.0, 2.0, 0.0, 1.5, 0.3, -0.7, 0.2, 0.0, 0.0, 1.0, -2.0}, {3, 4}, true);
+  CrossEntropyOptions o;
+  o.label_smoothing = 0.1;
+  auto loss = cross_entropy(x, ids({2, -100, 3}, {3}), o);
+  CHECK(loss.item() == Approx(1.954786902798657).epsilon(1e-12));
+  loss.backward();
+  CHECK(allclose(x.grad(),
+                 values({0.06672235475748987, 0.005176896704374434, -0.10745003855691287, 0.03555078709504861, 0, 0, 0,
+                         0, 0.09051595459500929, 0.09051595459500929, 0.2675263974169758, -0.4485583066069944},
+                        {3, 4}),
+                 1e-10, 1e-14));
+  CHECK(loss.grad_fn_name() == "cross_entropy");
+}
+
+TEST_CASE("cross_entropy passes gradcheck for each reduction, ignore_index and label smoothing", "[loss][gradcheck]") {
+  const IndexArray target = ids({1, 3, -100, 0, 3}, {5});
+  for (auto reduction : {Reduction::None, Reduction::Mean, Reduction::Sum})
+    for (double eps : {0.0, 0.25, 1.0}) {
+      INFO("reduction " << static_cast<int>(reduction) << ", label_smoothing " << eps);
+      CrossEntropyOptions o;
+      o.reduction = reduction;
+      o.label_smoothing = eps;
+      CHECK_GRADCHECK([&](const Inputs& in) { return cross_entropy(in[0], target, o); },
+                      (Inputs{rand_input({5, 4}, 21, -3, 3)}));
+      CHECK_GRADCHECK([&](const Inputs& in) { return cross_entropy(in[0], ids({2}, {}), o); },
+                      (Inputs{rand_input({6}, 22, -3, 3)}));
+    }
+  CrossEntropyOptions custom;
+  custom.ignore_index = 3;
+  custom.label_smoothing = 0.3;
+  CHECK_GRADCHECK(
+      [&](const Inputs& in) {
+        return cross_entropy(in[0], ids({1, 3, 2, 0, 3}, {5}), custom);
+      },
+      (Inputs{rand_input({5, 4}, 23, -3, 3)}));
+}
+
+TEST_CASE("nll_loss picks -input at the target with torch's reductions", "[loss]") {
+  auto lp = Tensor<double>::from_vector({-1, -2, -3, -0.5, -0.25, -4}, {2, 3}, true);
+  CHECK(nll_loss(lp, ids({1, 2}, {2})).item() == Approx((2 + 4) / 2.0));
+  CHECK(nll_loss(lp, ids({1, 2}, {2}), Reduction::Sum).item() == Approx(6.0));
+  CHECK(allclose(nll_loss(lp, ids({1, 2}, {2}), Reduction::None).data(), values({2, 4}, {2})));
+  CHECK(nll_loss(lp, ids({1, 2}, {2}), Reduction::Mean, 2).item() == Approx(2.0));  // 1 counted target
+  CHECK(allclose(nll_loss(lp, ids({0, 2}, {2}), Reduction::None, 2).data(), values({1, 0}, {2})));
+  CHECK(nll_loss(Tensor<double>::from_vector({-1, -2, -3}, {3}), ids({1}, {})).item() == 2.0);
+  auto loss = nll_loss(lp, ids({1, 2}, {2}));
+  loss.backward();
+  CHECK(allclose(lp.grad(), values({0, -0.5, 0, 0, 0, -0.5}, {2, 3})));
+  // log_softmax then nll_loss is cross_entropy.
+  auto x = Tensor<double>::from_vector({0.5, -1.0, 2.0, 1.5, 0.3, -0.7}, {2, 3});
+  CHECK(nll_loss(log_softmax(x, 1), ids({0, 2}, {2})).item() ==
+        Approx(cross_entropy(x, ids({0, 2}, {2})).item()).epsilon(1e-12));
+}
+
+TEST_CASE("nll_loss passes gradcheck", "[loss][gradcheck]") {
+  const IndexArray target = ids({2, -100, 0, 2}, {4});
+  for (auto reduction : {Reduction::None, Reduction::Mean, Reduction::Sum}) {
+    CHECK_GRADCHECK([&](const Inputs& in) { return nll_loss(in[0], target, reduction); },
+                    (Inputs{rand_input({4, 3}, 31)}));
+    CHECK_GRADCHECK([&](const Inputs& in) { return nll_loss(in[0], ids({1}, {}), reduction); },
+                    (Inputs{rand_input({3}, 32)}));
+  }
+}
+
+TEST_CASE("cross_entropy works in float", "[loss]") {
+  auto x = Tensor<float>::from_vector({1, 2, 3, 0, 0, 0}, {2, 3}, true);
+  CrossEntropyOptions o;
+  o.label_smoothing = 0.2;
+  auto loss = cross_entropy(x, ids({2, 0}, {2}), o);
+  CHECK(loss.item() == Approx(0.8531091265562452f));
+  loss.backward();
+  CHECK(x.grad()(1, 0) == Approx((1.f / 3 - (0.8f + 0.2f / 3)) / 2));
+}
+
+TEST_CASE("loss errors name the target, its position, the class count and the shapes", "[loss][errors]") {
+  auto x = Tensor<double>::zeros({3, 4});
+  CHECK_THROWS_AS(cross_entropy(x, ids({0, 5, 1}, {3})), std::invalid_argument);
+  CHECK_THROWS_WITH(cross_entropy(x, ids({0, 5, 1}, {3})),
+                    Catch::Contains("cross_entropy") && Catch::Contains("target 5") && Catch::Contains("position 1") &&
+                        Catch::Contains("4 classes"));
+  CHECK_THROWS_WITH(cross_entropy(x, ids({0, 1, -1}, {3})),
+                    Catch::Contains("target -1") && Catch::Contains("position 2"));
+  CHECK_THROWS_WITH(cross_entropy(x, ids({0, 1}, {2})),
+                    Catch::Contains("[2]") && Catch::Contains("[3, 4]") && Catch::Contains("expected target [3]"));
+  CHECK_THROWS_WITH(cross_entropy(Tensor<double>::zeros({4}), ids({1}, {1})),
+                    Catch::Contains("0-d target") && Catch::Contains("[1]"));
+  CHECK_THROWS_WITH(cross_entropy(Tensor<double>::zeros({2, 3, 4}), ids({0, 1}, {2})),
+                    Catch::Contains("[N, C] or [C]") && Catch::Contains("[2, 3, 4]"));
+  for (double bad : {1.5, -0.1, std::nan("")}) {
+    CrossEntropyOptions o;
+    o.label_smoothing = bad;
+    CHECK_THROWS_AS(cross_entropy(x, ids({0, 1, 2}, {3}), o), std::invalid_argument);
+    CHECK_THROWS_WITH(cross_entropy(x, ids({0, 1, 2}, {3}), o), Catch::Contains("label_smoothing"));
+  }
+  CrossEntropyOptions o;
+  o.label_smoothing = 1.5;
+  CHECK_THROWS_WITH(cross_entropy(x, ids({0, 1, 2}, {3}), o), Catch::Contains("got 1.5"));
+  CHECK_THROWS_WITH(nll_loss(x, ids({0, 4, 1}, {3})),
+                    Catch::Contains("nll_loss") && Catch::Contains("target 4") && Catch::Contains("position 1"));
+  CHECK_THROWS_WITH(nll_loss(x, ids({0, 1, 2, 3}, {4})), Catch::Contains("nll_loss") && Catch::Contains("[4]"));
 }
