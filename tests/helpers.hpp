@@ -1,10 +1,11 @@
-// Shared test helpers: random tensors and token ids, a gradcheck assertion that prints the failing element, a
-// temporary folder removed at the end of the test, and the pid of a process that is gone.
+// Shared test helpers: random tensors and token ids, arrays from lists, a gradcheck assertion that prints the failing
+// element, a temporary folder removed at the end of the test, and the pid of a process that is gone.
 #pragma once
 
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdlib>
@@ -72,6 +73,18 @@ bool allclose(const xt::xarray<T>& a, const xt::xarray<T>& b, double rtol = 1e-5
     if (!std::isnan(x) && !(std::abs(x - y) <= atol + rtol * std::abs(y))) return false;
   }
   return true;
+}
+
+/// The values of a [shape] tensor read row-major from v, as an array.
+inline xt::xarray<double> values(const std::vector<double>& v, const Shape& shape) {
+  return Tensor<double>::from_vector(v, shape).data();
+}
+
+/// An index array of the given shape holding v row-major.
+inline IndexArray ids(const std::vector<std::int64_t>& v, const Shape& shape) {
+  IndexArray a = IndexArray::from_shape(shape);
+  std::copy(v.begin(), v.end(), a.begin());
+  return a;
 }
 
 }  // namespace tapegrad::testing

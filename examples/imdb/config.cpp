@@ -99,6 +99,13 @@ std::vector<examples::Flag> ngram_flags() {
       flag("--ngram-max", &C::ngram_max, "longest hashed n-gram (2 = bigrams only)").in(closed(2, lim::kNgramMax)),
       flag("--ngram-dim", &C::ngram_dim, "width of the n-gram table's rows, projected to --d-model (0 = d-model)")
           .in(closed(0, lim::kWidth)),
+      flag("--ngram-init", &C::ngram_init,
+           "normal|nb: the n-gram table drawn at random and trained, or fixed at each bucket's naive-Bayes "
+           "log-count ratio on the training reviews (needs --ngram-dim 1)")
+          .one_of({"normal", "nb"}),
+      flag("--ngram-min-docs", &C::ngram_min_docs,
+           "with --ngram-init nb, buckets held by fewer training reviews read 0")
+          .in(closed(0, lim::kBatchSize)),
       flag("--wide-buckets", &C::wide_buckets,
            "rows of a linear model over each review's hashed n-grams, added to the logits (0 = none)")
           .in(examples::zero_or(2, lim::kNgramBuckets)),
@@ -206,6 +213,10 @@ std::optional<std::string> validate(const Config& c) {
     return problem;
   if (c.ngram_dim > c.d_model) {
     return fmt::format("--ngram-dim {} is outside [0, --d-model {}]", c.ngram_dim, c.d_model);
+  }
+  if (c.ngram_init == "nb" && c.ngram_buckets > 0 && c.ngram_dim != 1) {
+    return fmt::format("--ngram-init nb needs --ngram-dim 1 (one log-count ratio per bucket), got --ngram-dim {}",
+                       c.ngram_dim);
   }
   if (auto problem = ngram_memory_problem(c)) return problem;
   if (c.d_model % c.heads != 0) return fmt::format("--d-model {} is not divisible by --heads {}", c.d_model, c.heads);

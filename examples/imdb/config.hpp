@@ -49,14 +49,21 @@ struct Config {
   std::string pos = "sinusoidal";   // sinusoidal | learned
   // Hashed n-gram embeddings added to the token embeddings (fastText's bigrams and trigrams): the
   // table's rows, 0 = none; and the longest n-gram (2 .. ngram_max).
-  std::int64_t ngram_buckets = 0;
+  std::int64_t ngram_buckets = 8'000'000;
   std::int64_t ngram_max = 3;
-  std::int64_t ngram_dim = 0;  // the n-gram table's width, projected to d_model; 0 = d_model
+  std::int64_t ngram_dim = 1;  // the n-gram table's width, projected to d_model; 0 = d_model
+  // How the n-gram table starts: "normal" (drawn like the token embeddings, and trained) or "nb" (one
+  // column, each bucket's naive-Bayes log-count ratio over the training reviews, and fixed: the encoder
+  // reads at each position how strongly the bigram and trigram that end there lean to either label).
+  std::string ngram_init = "nb";
+  // With "nb", buckets held by fewer training reviews than this read 0: a rarer n-gram's ratio mostly
+  // restates the labels of the reviews that hold it, which the encoder would learn to trust.
+  std::int64_t ngram_min_docs = 10;
   // A linear model over each review's set of hashed n-grams (1 .. wide_max_n) whose logits are added to
   // the encoder's: the table's rows, 0 = none; and how it trains: "separate" (each part's own loss,
   // summed, so that neither leans on the other; their weights are fitted on validation afterwards) or
   // "joint" (one loss on the summed logits).
-  std::int64_t wide_buckets = 8'000'000;
+  std::int64_t wide_buckets = 0;
   std::int64_t wide_max_n = 3;
   std::string wide_loss = "separate";  // separate | joint
   bool wide_nb =
@@ -84,7 +91,7 @@ struct Config {
   double clip_norm = 1.0;  // 0 disables
   double ema = 0.0;        // decay of the parameters' moving average used to evaluate and save; 0 = off
   std::int64_t batch_size = 64;
-  std::int64_t epochs = 3;
+  std::int64_t epochs = 4;
   std::int64_t seed = 0;
   std::int64_t bucket = 50;  // bucketing chunk in batches, 0 = off
   // A train_lm --objective masked run (a folder): its vocabulary, and its embedding and encoder as the

@@ -21,6 +21,8 @@ namespace fs = std::filesystem;
 std::unique_ptr<Model> make_model(const Config& config, const tapegrad::datasets::Vocabulary& vocab) {
   tapegrad::Generator gen(static_cast<std::uint64_t>(config.seed));
   auto model = std::make_unique<Model>(model_options(config, vocab.size()), gen);
+  // Fixed statistics of the training reviews, not trained (train() fills them in).
+  if (model->deep->ngrams && config.ngram_init == "nb") model->deep->ngrams->weight.requires_grad_(false);
   if (config.wide_negation && model->wide) {
     model->wide->negation = features::NegationScope(features::negator_ids(vocab), features::scope_end_ids(vocab));
   }

@@ -121,23 +121,71 @@ void init_from_pretrained(Model& model, const Config& config, tr::Progress& prog
                                dir.string(), loaded.size()));
 }
 
-// --wide-nb: NBSVM's feature scale, the naive-Bayes log-count ratio of every n-gram bucket over the
-// training reviews (as read, before word dropout). A resumed run has it in its checkpoint.
-void fit_wide_feature_scale(Model& model, const ds::EncodedDataset& train, tr::Progress& progress) {
-  const tr::Stopwatch watch;
-  features::NgramLogCountRatio counts(model.wide->num_buckets, model.wide->max_n);
+// Naive Bayes' log-count ratios of the training reviews (as read, before word dropout) over the n-gram
+// buckets of `table_buckets` rows up to max_n, each review's ids read through `features`.
+template <typename Features>
+features::NgramLogCountRatio count_ngrams(const ds::EncodedDataset& train, std::size_t table_buckets, std::size_t max_n,
+                                          const Features& features) {
+  features::NgramLogCountRatio counts(table_buckets, max_n);
   constexpr std::size_t kChunk = 256;
   for (std::size_t begin = 0; begin < train.size(); begin += kChunk) {
     std::vector<std::size_t> indices(std::min(kChunk, train.size() - begin));
     std::iota(indices.begin(), indices.end(), begin);
     const ds::Batch batch = ds::collate(train, indices);
-    // The same features the bag reads: with negation marking, over the marked ids.
-    counts.add(model.wide->negation.mark(batch.ids, batch.padding_mask), batch.padding_mask, batch.labels);
+    counts.add(features(batch), batch.padding_mask, batch.labels);
   }
+  return counts;
+}
+
+// --wide-nb: NBSVM's feature scale, the ratio of every bucket of the wide part. A resumed run has it in
+// its checkpoint.
+void fit_wide_feature_scale(Model& model, const ds::EncodedDataset& train, tr::Progress& progress) {
+  const tr::Stopwatch watch;
+  // The same features the bag reads: with negation marking, over the marked ids.
+  const auto counts = count_ngrams(train, model.wide->num_buckets, model.wide->max_n, [&](const ds::Batch& batch) {
+    return model.wide->negation.mark(batch.ids, batch.padding_mask);
+  });
   model.wide->set_feature_scale(counts.ratio(1.0));
   progress.message(
       fmt::format("--wide-nb: log-count ratios of {} n-gram buckets from {} + {} training reviews in {:.1f} s",
                   model.wide->num_buckets, counts.documents(1), counts.documents(0), watch.seconds()));
+}
+
+// --ngram-init nb: the encoder's n-gram table (one column, fixed) holds each bucket's ratio, divided by
+// sqrt(d_model) because the classifier multiplies its embeddings by sqrt(d_model): a bigram's ratio then
+// enters the encoder at the scale of a token embedding, times the learned projection. A resumed run has
+// the table in its checkpoint.
+void fit_ngram_table(Model& model, const Config& config, const ds::EncodedDataset& train, tr::Progress& progress) {
+  const tr::Stopwatch watch;
+  auto& ngrams = *model.deep->ngrams;
+  const auto counts =
+      count_ngrams(train, ngrams.num_buckets, ngrams.max_n, [](const ds::Batch& batch) { return batch.ids; });
+  const auto ratio = counts.ratio(1.0, static_cast<std::size_t>(config.ngram_min_docs));
+  const double scale = 1.0 / std::sqrt(static_cast<double>(config.d_model));
+  auto& table = ngrams.weight.mutable_data();
+  std::size_t kept = 0;
+  for (std::size_t b = 0; b < ngrams.num_buckets; ++b) {
+    table(b, 0) = static_cast<float>(scale * ratio(b));
+    kept += ratio(b) != 0.0;
+  }
+  progress.message(fmt::format(
+      "--ngram-init nb: the n-gram table holds the log-count ratios of {} buckets held by {} or more of the {} + {} "
+      "training reviews ({:.1f} s)",
+      kept, config.ngram_min_docs, counts.documents(1), counts.documents(0), watch.seconds()));
+}
+
+// What a new run's model reads from the training reviews before its first step (a resumed run has it in
+// its checkpoint).
+void fit_statistics(Model& model, const Config& config, const ds::EncodedDataset& train, tr::Progress& progress) {
+  if (model.wide && model.wide->scale.defined()) fit_wide_feature_scale(model, train, progress);
+  if (model.deep->ngrams && config.ngram_init == "nb") fit_ngram_table(model, config, train, progress);
+}
+
+// "N parameters (M trained)": a fixed n-gram table counts, but is not trained.
+std::string parameter_counts(const Model& model) {
+  std::size_t trained = 0;
+  for (const auto& p : model.parameters()) trained += p.requires_grad() ? p.numel() : 0;
+  return fmt::format("{} parameters ({} trained)", model.num_parameters(), trained);
 }
 
 // NAME_encoder and NAME_wide: each part's accuracy alone, when the model has both parts.
@@ -461,8 +509,7 @@ TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, 
   parallel.verify_same_vocabulary(prepared.vocab);
   const auto model = make_model(config, prepared.vocab);
   if (!config.init_from.empty() && !config.resume) init_from_pretrained(*model, config, progress);
-  if (model->wide && model->wide->scale.defined() && !config.resume)
-    fit_wide_feature_scale(*model, data.train, progress);
+  if (!config.resume) fit_statistics(*model, config, data.train, progress);
   // Several ranks: the same model everywhere (checked), gradients averaged; each trains its rows.
   const tr::Replicas replicas = parallel.attach ? parallel.attach(*model) : tr::Replicas{};
   auto optimizer = make_optimizer(config, model->parameters());
@@ -494,8 +541,8 @@ TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, 
     progress.message(
         "no validation reviews (--valid-fraction too small for this data): the last epoch's model is kept");
   }
-  progress.message(fmt::format("model: {} parameters; {} steps of {} reviews per epoch, {} epochs",
-                               model->num_parameters(), steps_per_epoch, config.batch_size, config.epochs));
+  progress.message(fmt::format("model: {}; {} steps of {} reviews per epoch, {} epochs", parameter_counts(*model),
+                               steps_per_epoch, config.batch_size, config.epochs));
   if (replicas.size > 1) {
     progress.message(fmt::format("data-parallel: {} ranks x {} thread(s); global batch {} = {} per rank", replicas.size,
                                  config.threads, config.batch_size,

@@ -12,12 +12,10 @@
 using namespace tapegrad;
 using tapegrad::testing::allclose;
 using tapegrad::testing::rand_input;
+using tapegrad::testing::values;
 
 namespace {
 using Inputs = std::vector<Tensor<double>>;
-xt::xarray<double> values(const std::vector<double>& v, const Shape& shape) {
-  return Tensor<double>::from_vector(v, shape).data();
-}
 }  // namespace
 
 TEST_CASE("dropout in eval or with p = 0 is the identity and draws nothing", "[dropout]") {

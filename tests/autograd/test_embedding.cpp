@@ -11,18 +11,12 @@
 
 using namespace tapegrad;
 using tapegrad::testing::allclose;
+using tapegrad::testing::ids;
 using tapegrad::testing::rand_input;
+using tapegrad::testing::values;
 
 namespace {
 using Inputs = std::vector<Tensor<double>>;
-xt::xarray<double> values(const std::vector<double>& v, const Shape& shape) {
-  return Tensor<double>::from_vector(v, shape).data();
-}
-IndexArray ids(const std::vector<std::int64_t>& v, const Shape& shape) {
-  IndexArray a = IndexArray::from_shape(shape);
-  std::copy(v.begin(), v.end(), a.begin());
-  return a;
-}
 }  // namespace
 
 TEST_CASE("embedding picks rows for ids of any shape", "[embedding]") {

@@ -13,6 +13,8 @@
 #include "tests/helpers.hpp"
 
 using namespace tapegrad;
+using tapegrad::testing::ids;
+using tapegrad::testing::values;
 using namespace tapegrad::indexing;
 using Catch::Contains;
 using tapegrad::testing::rand_input;
@@ -123,17 +125,6 @@ TEST_CASE("index and index_put errors name the index, the dim and the shape", "[
                     Contains("index_put") && Contains("[2]") && Contains("indexed shape [3]"));
   CHECK_THROWS_WITH(index_put(x, {0}, TD::zeros({2, 3})), Contains("[2, 3]") && Contains("[3]"));
 }
-
-namespace {
-xt::xarray<double> values(const std::vector<double>& v, const Shape& shape) {
-  return Tensor<double>::from_vector(v, shape).data();
-}
-IndexArray ids(const std::vector<std::int64_t>& v, const Shape& shape) {
-  IndexArray a = IndexArray::from_shape(shape);
-  std::copy(v.begin(), v.end(), a.begin());
-  return a;
-}
-}  // namespace
 
 // gather, index_select, topk, sort and one_hot.
 

@@ -12,12 +12,10 @@
 using namespace tapegrad;
 using tapegrad::testing::allclose;
 using tapegrad::testing::rand_input;
+using tapegrad::testing::values;
 
 namespace {
 using Inputs = std::vector<Tensor<double>>;
-xt::xarray<double> values(const std::vector<double>& v, const Shape& shape) {
-  return Tensor<double>::from_vector(v, shape).data();
-}
 }  // namespace
 
 TEST_CASE("layer_norm of [1, 2, 4] matches a hand computation with the biased variance", "[layer_norm]") {

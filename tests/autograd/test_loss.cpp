@@ -17,7 +17,9 @@
 
 using namespace tapegrad;
 using tapegrad::testing::allclose;
+using tapegrad::testing::ids;
 using tapegrad::testing::rand_input;
+using tapegrad::testing::values;
 using TD = Tensor<double>;
 using Inputs = std::vector<TD>;
 
@@ -274,14 +276,6 @@ TEST_CASE("every loss refuses a reduction it does not take, naming it", "[loss][
 }
 
 namespace {
-xt::xarray<double> values(const std::vector<double>& v, const Shape& shape) {
-  return Tensor<double>::from_vector(v, shape).data();
-}
-IndexArray ids(const std::vector<std::int64_t>& v, const Shape& shape) {
-  IndexArray a = IndexArray::from_shape(shape);
-  std::copy(v.begin(), v.end(), a.begin());
-  return a;
-}
 const double kInf = std::numeric_limits<double>::infinity();
 }  // namespace
 

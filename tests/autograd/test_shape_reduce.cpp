@@ -14,6 +14,7 @@ using namespace tapegrad;
 using Catch::Contains;
 using tapegrad::testing::allclose;
 using tapegrad::testing::rand_input;
+using tapegrad::testing::values;
 using Inputs = std::vector<Tensor<double>>;
 
 namespace {
@@ -24,10 +25,6 @@ Tensor<T> iota(const Shape& shape, bool requires_grad = false) {
   std::vector<T> v(numel(shape));
   for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<T>(i);
   return Tensor<T>::from_vector(v, shape, requires_grad);
-}
-
-xt::xarray<double> values(const std::vector<double>& v, const Shape& shape) {
-  return Tensor<double>::from_vector(v, shape).data();
 }
 
 }  // namespace

@@ -12,23 +12,17 @@
 
 using namespace tapegrad;
 using tapegrad::testing::allclose;
+using tapegrad::testing::ids;
 using tapegrad::testing::rand_input;
+using tapegrad::testing::values;
 
 namespace {
 using Inputs = std::vector<Tensor<double>>;
-xt::xarray<double> values(const std::vector<double>& v, const Shape& shape) {
-  return Tensor<double>::from_vector(v, shape).data();
-}
 // sin(0.37 * i) for i = 0..23 as [2, 3, 4]: the input of the torch reference values below.
 Tensor<double> wave_2x3x4(bool requires_grad = false) {
   std::vector<double> v(24);
   for (std::size_t i = 0; i < v.size(); ++i) v[i] = std::sin(0.37 * static_cast<double>(i));
   return Tensor<double>::from_vector(v, {2, 3, 4}, requires_grad);
-}
-IndexArray ids(const std::vector<std::int64_t>& v, const Shape& shape) {
-  IndexArray a = IndexArray::from_shape(shape);
-  std::copy(v.begin(), v.end(), a.begin());
-  return a;
 }
 const double kInf = std::numeric_limits<double>::infinity();
 }  // namespace

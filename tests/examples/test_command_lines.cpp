@@ -205,7 +205,8 @@ std::vector<std::string> companions(const std::string& program, const std::strin
   std::vector<std::string> args;
   if (flag == heads) args = {"--d-model", value};
   if (flag == "--d-model") args = {heads, "1"};
-  if (flag == "--ngram-dim") args = {"--d-model", "65536", heads, "1"};
+  if (flag == "--ngram-dim")
+    args = {"--d-model", "65536", heads, "1", "--ngram-init", "normal", "--ngram-buckets", "2"};
   if (flag == "--vocab-size" || flag == length || flag == "--ngram-buckets") return {"--d-model", "1", heads, "1"};
   if (program == "train_lm" && flag == "--warmup") args = {"--steps", "1000000000"};
   if (program == "train_lm" && flag == "--steps") args = {"--warmup", "0"};

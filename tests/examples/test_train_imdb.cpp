@@ -403,11 +403,60 @@ TEST_CASE("train_imdb: a model file of the encoder classifier's names alone is r
                         Catch::Contains("train the run again"));
 }
 
+TEST_CASE("train_imdb --ngram-init nb: the n-gram table holds fixed log-count ratios of common n-grams", "[imdb]") {
+  TempDir tmp;
+  imdb::Config config = tiny_config(tmp.path, 2);
+  config.wide_buckets = 0;
+  config.ngram_buckets = 97;
+  config.ngram_max = 3;
+  config.ngram_dim = 1;
+  config.ngram_init = "nb";
+  config.ngram_min_docs = 2;
+  std::ostringstream out, log;
+  const imdb::TrainResult result = imdb::train(config, out, log, false);
+  REQUIRE_FALSE(result.interrupted);
+
+  // After two epochs the table is still naive Bayes' ratio over the training reviews' n-grams (words,
+  // bigrams, trigrams) held by two or more of them, divided by sqrt(d_model); rarer buckets read 0.
+  imdb::LoadedRun run = imdb::load_run(tmp.path);
+  const auto& ngrams = run.model->deep->ngrams;
+  REQUIRE(ngrams != nullptr);
+  CHECK_FALSE(ngrams->weight.requires_grad());
+  const imdb::RawData raw = imdb::read_data(kFixture.string(), true);
+  const auto splits = imdb::encode_splits(raw, imdb::split_of(raw, run.config), run.vocab, run.config);
+  std::vector<std::size_t> all(splits.train.size());
+  std::iota(all.begin(), all.end(), std::size_t{0});
+  const auto batch = tapegrad::datasets::collate(splits.train, all);
+  imdb::features::NgramLogCountRatio counts(97, 3);
+  counts.add(batch.ids, batch.padding_mask, batch.labels);
+  const xt::xarray<double> ratio = counts.ratio(1.0, 2);
+  std::size_t kept = 0;
+  for (std::size_t b = 0; b < 97; ++b) {
+    CHECK(ngrams->weight.data()(b, 0) == Approx(ratio(b) / std::sqrt(8.0)).epsilon(1e-6));
+    kept += ratio(b) != 0.0;
+  }
+  CHECK(kept > 0);
+  CHECK(kept < 97);
+  CHECK_THAT(log.str(), Catch::Contains(fmt::format("the log-count ratios of {} buckets held by 2 or more", kept)));
+  // The projection into the model's width trains.
+  const auto fresh = imdb::make_model(config, run.vocab);
+  CHECK(xt::amax(xt::abs(run.model->deep->ngram_proj->weight.data() - fresh->deep->ngram_proj->weight.data()))() >
+        1e-4);
+
+  // A table of several columns cannot hold one ratio per bucket.
+  config.ngram_dim = 4;
+  CHECK(imdb::validate(config).value_or("").find("--ngram-init nb needs --ngram-dim 1") != std::string::npos);
+  config.ngram_init = "uniform";
+  CHECK(imdb::validate(config).value_or("").find("--ngram-init") != std::string::npos);
+}
+
 TEST_CASE("train_imdb --ngram-buckets: the hashed n-gram table is trained, saved and used by predict", "[imdb]") {
   TempDir tmp;
   imdb::Config config = tiny_config(tmp.path, 2);
   config.ngram_buckets = 97;
   config.ngram_max = 3;
+  config.ngram_dim = 0;
+  config.ngram_init = "normal";
   std::ostringstream out, log;
   const imdb::TrainResult result = imdb::train(config, out, log, false);
   REQUIRE_FALSE(result.interrupted);
@@ -690,12 +739,14 @@ TEST_CASE("train_imdb config.json round-trips every setting", "[imdb]") {
   CHECK_THROWS_WITH(imdb::parse_length_temperature("0.5 -0.05 10", "m.safetensors"),
                     Catch::Contains("m.safetensors: metadata calibration.length_temperature is \"0.5 -0.05 10\": "
                                     "not four numbers"));
-  CHECK(imdb::model_options(imdb::Config{}, 100).wide_weight_by_length);
-  CHECK(imdb::model_options(imdb::Config{}, 100).wide_negation_factor == -1.0);
-  c = imdb::Config{};
+  imdb::Config wide;
+  wide.wide_buckets = 8'000'000;
+  CHECK(imdb::model_options(wide, 100).wide_weight_by_length);
+  CHECK(imdb::model_options(wide, 100).wide_negation_factor == -1.0);
+  c = wide;
   c.wide_negation = false;
   CHECK_FALSE(imdb::model_options(c, 100).wide_negation_factor.has_value());
-  c = imdb::Config{};
+  c = wide;
   c.wide_negation_factor = 0.0;
   CHECK_FALSE(imdb::model_options(c, 100).wide_negation_factor.has_value());
   c.wide_negation_factor = std::numeric_limits<double>::infinity();

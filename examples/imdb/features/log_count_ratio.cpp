@@ -45,7 +45,7 @@ void NgramLogCountRatio::add(const xt::xarray<std::int64_t>& ids, const tapegrad
   }
 }
 
-xt::xarray<double> NgramLogCountRatio::ratio(double alpha) const {
+xt::xarray<double> NgramLogCountRatio::ratio(double alpha, std::size_t min_documents) const {
   if (!(alpha > 0.0) || std::isinf(alpha)) {
     throw std::invalid_argument(fmt::format("NgramLogCountRatio: alpha {} must be a finite number > 0", alpha));
   }
@@ -54,6 +54,7 @@ xt::xarray<double> NgramLogCountRatio::ratio(double alpha) const {
     for (std::size_t b = 1; b < num_buckets_; ++b) total[c] += alpha + static_cast<double>(counts_[c][b]);
   xt::xarray<double> r = xt::zeros<double>({num_buckets_});
   for (std::size_t b = 1; b < num_buckets_; ++b) {
+    if (std::size_t{counts_[0][b]} + counts_[1][b] < min_documents) continue;
     const double p = (alpha + static_cast<double>(counts_[1][b])) / total[1];
     const double q = (alpha + static_cast<double>(counts_[0][b])) / total[0];
     r(b) = std::log(p / q);

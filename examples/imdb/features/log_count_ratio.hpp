@@ -25,8 +25,10 @@ class NgramLogCountRatio {
   // else, or a label count other than B, throws std::invalid_argument naming it).
   void add(const xt::xarray<std::int64_t>& ids, const tapegrad::BoolArray& padding_mask,
            const xt::xarray<std::int64_t>& labels);
-  // The ratios [num_buckets]; alpha > 0 (else std::invalid_argument).
-  xt::xarray<double> ratio(double alpha = 1.0) const;
+  // The ratios [num_buckets]; alpha > 0 (else std::invalid_argument). A bucket held by fewer than
+  // min_documents documents of either class together gets 0: its ratio would mostly restate the labels of
+  // the few training documents that hold it.
+  xt::xarray<double> ratio(double alpha = 1.0, std::size_t min_documents = 0) const;
   // Documents counted so far, per class.
   std::size_t documents(int label) const { return documents_[label == 0 ? 0 : 1]; }
 

@@ -33,6 +33,13 @@ TEST_CASE("NgramLogCountRatio: naive Bayes' log-count ratios per bucket", "[imdb
   CHECK(r(23) == Approx(std::log((1.0 / p1) / (3.0 / q1))));
   CHECK(r(39) == Approx(std::log((2.0 / p1) / (2.0 / q1))));
   CHECK(r(50) == Approx(std::log(q1 / p1)));
+  // With min_documents 2 only bucket 39 ("5", in two documents) and 23 ("9", in two) keep a ratio; the
+  // totals still count every bucket.
+  const auto common = counts.ratio(1.0, 2);
+  CHECK(common(39) == r(39));
+  CHECK(common(23) == r(23));
+  CHECK(common(31) == 0.0);
+  CHECK(common(50) == 0.0);
   CHECK_THROWS_WITH(counts.add(ids, pad, xt::xarray<std::int64_t>{1, 2, 0}),
                     Catch::Contains("label 2 of document 1 is not 0 or 1"));
   CHECK_THROWS_WITH(counts.add(ids, pad, xt::xarray<std::int64_t>{1, 0}), Catch::Contains("must be [batch]"));
