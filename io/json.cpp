@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <optional>
 #include <stdexcept>
+#include <string>
 
 #include "tapegrad/autograd/messages.hpp"
 
@@ -10,23 +12,79 @@ namespace tapegrad::io {
 
 namespace {
 
-// Thrown by the parser callback when the nesting passes the limit.
-struct TooDeep {};
+// A first pass over the text that builds nothing: it checks the nesting and counts the top level's
+// entries, so that a refused text costs no memory and the value is then built by nlohmann's plain
+// parser. (Its callback parser, the other way to bound the nesting, rescans a whole object each time
+// one of its members ends: quadratic in the number of members.)
+class Limits : public nlohmann::json::json_sax_t {
+ public:
+  explicit Limits(int max_depth) : max_depth_(max_depth) {}
+
+  std::optional<std::string> problem;  // set when the pass stopped
+  std::size_t top_entries = 0;         // members of the outermost object or array
+
+  bool null() override { return value(); }
+  bool boolean(bool) override { return value(); }
+  bool number_integer(number_integer_t) override { return value(); }
+  bool number_unsigned(number_unsigned_t) override { return value(); }
+  bool number_float(number_float_t, const string_t&) override { return value(); }
+  bool string(string_t&) override { return value(); }
+  bool binary(binary_t&) override { return value(); }
+  bool start_object(std::size_t) override { return open(false); }
+  bool key(string_t&) override {
+    if (open_ == 1) ++top_entries;
+    return true;
+  }
+  bool end_object() override { return close(); }
+  bool start_array(std::size_t) override { return open(true); }
+  bool end_array() override { return close(); }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
+    // Syntax errors and numbers beyond double's range.
+    problem = fmt::format("is not valid JSON: {}", clip_for_message(e.what(), 200));
+    return false;
+  }
+
+ private:
+  bool value() {
+    if (open_ == 1 && top_is_array_) ++top_entries;
+    return true;
+  }
+  bool open(bool array) {
+    if (open_ >= max_depth_) {
+      problem = fmt::format("nests arrays or objects deeper than {} levels", max_depth_);
+      return false;
+    }
+    value();
+    if (open_ == 0) top_is_array_ = array;
+    ++open_;
+    return true;
+  }
+  bool close() {
+    --open_;
+    return true;
+  }
+
+  int max_depth_;
+  int open_ = 0;
+  bool top_is_array_ = false;
+};
 
 }  // namespace
 
-nlohmann::json parse_json(std::string_view text, int max_depth) {
+nlohmann::json parse_json(std::string_view text, int max_depth, std::size_t max_entries) {
+  Limits limits(max_depth);
   try {
-    return nlohmann::json::parse(text, [max_depth](int depth, nlohmann::json::parse_event_t event, nlohmann::json&) {
-      if (depth >= max_depth && (event == nlohmann::json::parse_event_t::object_start ||
-                                 event == nlohmann::json::parse_event_t::array_start)) {
-        throw TooDeep{};
-      }
-      return true;
-    });
-  } catch (const TooDeep&) {
-    throw std::runtime_error(fmt::format("nests arrays or objects deeper than {} levels", max_depth));
-  } catch (const nlohmann::json::exception& e) {  // syntax errors, numbers beyond double's range
+    nlohmann::json::sax_parse(text, &limits);
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(fmt::format("is not valid JSON: {}", clip_for_message(e.what(), 200)));
+  }
+  if (limits.problem) throw std::runtime_error(*limits.problem);
+  if (limits.top_entries > max_entries) {
+    throw std::runtime_error(fmt::format("has {} entries, more than the limit of {}", limits.top_entries, max_entries));
+  }
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {  // the first pass accepted it; kept for safety
     throw std::runtime_error(fmt::format("is not valid JSON: {}", clip_for_message(e.what(), 200)));
   }
 }

@@ -5,6 +5,8 @@
 /// (an error message quoting it, a metrics line written back by --resume).
 #pragma once
 
+#include <cstddef>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <string_view>
 
@@ -14,9 +16,12 @@ namespace tapegrad::io {
 /// at most 3 or 4 deep.
 constexpr int kMaxJsonDepth = 32;
 
-/// Parses text. Throws std::runtime_error "nests arrays or objects deeper than N levels" or "is not
-/// valid JSON: <why>" (a syntax error, a number beyond double's range), never nlohmann's exceptions;
-/// the caller prefixes what it read (a file, a header).
-nlohmann::json parse_json(std::string_view text, int max_depth = kMaxJsonDepth);
+/// Parses text in time linear in its size. Throws std::runtime_error "nests arrays or objects deeper
+/// than N levels", "has N entries, more than the limit of M" (members of the outermost object or
+/// array, checked before the value is built) or "is not valid JSON: <why>" (a syntax error, a number
+/// beyond double's range), never nlohmann's exceptions; the caller prefixes what it read (a file, a
+/// header).
+nlohmann::json parse_json(std::string_view text, int max_depth = kMaxJsonDepth,
+                          std::size_t max_entries = std::numeric_limits<std::size_t>::max());
 
 }  // namespace tapegrad::io

@@ -74,10 +74,10 @@ std::string brief(const nlohmann::json& j) { return clip_for_message(j.dump()); 
 std::string quoted(const std::string& name) { return "\"" + clip_for_message(name) + "\""; }
 
 // Parses the header with its nesting bounded, so that no recursive walk of it (dump, comparisons) can
-// overflow the stack.
+// overflow the stack, and its entries bounded before any is built.
 nlohmann::json parse_header(const std::string& path, const std::string& header) {
   try {
-    return parse_json(header, kMaxHeaderDepth);
+    return parse_json(header, kMaxHeaderDepth, kMaxHeaderEntries);
   } catch (const std::runtime_error& e) {
     fail(path, fmt::format("header {}", e.what()));
   }

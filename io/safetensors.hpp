@@ -8,6 +8,7 @@
 /// saves to the same path whose process was killed are removed by the next save.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -26,6 +27,10 @@ constexpr std::uint64_t kMaxHeaderBytes = 100'000'000;
 /// The deepest nesting of arrays and objects File accepts in a header (a valid one nests 3 deep); a
 /// deeper one is refused while parsing, so no recursive walk of the JSON can overflow the stack.
 constexpr int kMaxHeaderDepth = 32;
+/// The most entries (tensors and "__metadata__") File accepts in a header: far more than a model
+/// holds, and a header with more is refused after a pass that builds nothing, in one line, instead of
+/// becoming a map of a million empty tensors (a 100 MB header fits about two million).
+constexpr std::size_t kMaxHeaderEntries = 100'000;
 
 /// Every dtype of the format; the typed getters and the writer handle F32, F64, I64, U64 and BOOL.
 enum class Dtype { BOOL, U8, I8, F8_E5M2, F8_E4M3, I16, U16, F16, BF16, I32, U32, F32, F64, I64, U64 };
@@ -75,7 +80,7 @@ std::map<std::string, TensorView> views_of(const std::map<std::string, Array>& t
 class File {
  public:
   /// Throws std::runtime_error naming the path for an unreadable, truncated or malformed file, a header
-  /// beyond kMaxHeaderBytes or kMaxHeaderDepth, or a BOOL tensor with a byte other than 0 and 1.
+  /// beyond kMaxHeaderBytes, kMaxHeaderDepth or kMaxHeaderEntries, or a BOOL tensor with a byte other than 0 and 1.
   explicit File(std::string path);
 
   const std::string& path() const { return path_; }

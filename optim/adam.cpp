@@ -16,7 +16,13 @@ namespace detail {
 
 void check_adam_options(const char* op, double lr, std::pair<double, double> betas, double eps, double weight_decay) {
   check_nonnegative(op, "learning rate", lr);
-  check_nonnegative(op, "epsilon value", eps);
+  // Stricter than torch, which accepts 0: without a positive floor, a parameter whose gradient has
+  // been 0 from the start (an embedding row never looked up) has m = v = 0 and is updated by 0 / 0.
+  if (!(eps > 0.0)) {
+    throw std::invalid_argument(fmt::format(
+        "{}: invalid epsilon value: {} (must be positive: a parameter whose gradient is 0 would be updated by 0/0)", op,
+        eps));
+  }
   if (!(betas.first >= 0.0 && betas.first < 1.0)) {
     throw std::invalid_argument(fmt::format("{}: invalid beta parameter at index 0: {}", op, betas.first));
   }

@@ -27,8 +27,8 @@ class AdamFamily : public Optimizer<T> {
   const Options& options() const { return options_; }
 
  protected:
-  /// Throws std::invalid_argument naming `name` and the value, for lr, eps or weight_decay < 0, or a
-  /// beta outside [0, 1).
+  /// Throws std::invalid_argument naming `name` and the value, for lr or weight_decay < 0, eps <= 0,
+  /// or a beta outside [0, 1).
   AdamFamily(std::vector<Tensor<T>> params, const Options& options, const char* name);
   std::vector<std::string> buffer_names() const override;
   bool counts_steps() const override { return true; }
@@ -51,8 +51,9 @@ class AdamFamily : public Optimizer<T> {
 template <typename T>
 class Adam : public detail::AdamFamily<T, AdamOptions> {
  public:
-  /// Throws std::invalid_argument, naming the value, for lr, eps or weight_decay < 0, or a beta
-  /// outside [0, 1).
+  /// Throws std::invalid_argument, naming the value, for lr or weight_decay < 0, eps <= 0 (torch
+  /// accepts 0, which makes the update of a parameter whose gradient is 0 be 0/0), or a beta outside
+  /// [0, 1).
   Adam(std::vector<Tensor<T>> params, AdamOptions options = {});
   void step() override;
 

@@ -22,8 +22,9 @@ struct AdamWOptions {
 template <typename T>
 class AdamW : public detail::AdamFamily<T, AdamWOptions> {
  public:
-  /// Throws std::invalid_argument, naming the value, for lr, eps or weight_decay < 0, or a beta
-  /// outside [0, 1).
+  /// Throws std::invalid_argument, naming the value, for lr or weight_decay < 0, eps <= 0 (torch
+  /// accepts 0, which makes the update of a parameter whose gradient is 0 be 0/0), or a beta outside
+  /// [0, 1).
   AdamW(std::vector<Tensor<T>> params, AdamWOptions options = {});
   void step() override;
 

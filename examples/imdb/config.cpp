@@ -143,7 +143,7 @@ std::vector<examples::Flag> optimization_flags() {
            "constant|linear|cosine|inv-sqrt|noam (linear: warmup, then linear decay to 0 at the last step)")
           .one_of({"constant", "linear", "cosine", "inv-sqrt", "noam"}),
       flag("--betas", &C::betas, "Adam betas"),
-      flag("--eps", &C::eps, "Adam epsilon").in(examples::at_least(0)),
+      flag("--eps", &C::eps, "Adam epsilon").in(examples::above(0)),
       flag("--weight-decay", &C::weight_decay, "decoupled for adamw, L2 for adam and sgd").in(examples::at_least(0)),
       flag("--momentum", &C::momentum, "sgd momentum").in(examples::below(0, 1)),
       flag("--clip-norm", &C::clip_norm, "gradient norm clipping (0: off)").in(examples::at_least(0)),

@@ -1,8 +1,12 @@
 #include "examples/translate/batches.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cctype>
 #include <stdexcept>
 
+#include "tapegrad/autograd/messages.hpp"
 #include "tapegrad/datasets/numbers/numbers.hpp"
 
 namespace translate {
@@ -26,6 +30,72 @@ std::string decode_target(const Ids& ids, Direction d) {
 }
 std::string decode_source(const Ids& ids, Direction d) {
   return d == Direction::WordsToDigits ? ds::decode_words(ids) : ds::decode_digits(ids);
+}
+
+namespace {
+
+// A word of the source side: a number word or the hyphen, not a digit or a special token.
+bool is_number_word(const std::string& word) {
+  const std::int64_t id = ds::number_token_id(word);
+  return id > ds::kNumberUnk && !(word.size() == 1 && std::isdigit(static_cast<unsigned char>(word[0])));
+}
+
+std::optional<std::string> unreadable_words(const std::string& text) {
+  // Split as encode_words does: on whitespace and around '-', lower-cased.
+  std::string word;
+  std::size_t words = 0;
+  std::optional<std::string> problem;
+  const auto flush = [&] {
+    if (word.empty() || problem) return word.clear();
+    std::string lower = word;
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (!is_number_word(lower)) {
+      problem = fmt::format("'{}' is not a number word", tapegrad::clip_for_message(word));
+    }
+    ++words;
+    word.clear();
+  };
+  for (char c : text) {
+    if (std::isspace(static_cast<unsigned char>(c)) || c == '-') {
+      flush();
+      if (c == '-') ++words;
+    } else {
+      word += c;
+    }
+  }
+  flush();
+  if (problem) return problem;
+  if (words == 0) return std::string("it holds no number words");
+  return std::nullopt;
+}
+
+std::optional<std::string> unreadable_digits(const std::string& text) {
+  std::size_t significant = 0;
+  bool any = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (std::isspace(static_cast<unsigned char>(c)) || c == ',') continue;
+    if (!std::isdigit(static_cast<unsigned char>(c))) {
+      // A multi-byte UTF-8 character is quoted whole.
+      std::size_t end = i + 1;
+      while (end < text.size() && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) ++end;
+      return fmt::format("'{}' is not a digit", tapegrad::clip_for_message(text.substr(i, end - i)));
+    }
+    any = true;
+    if (significant > 0 || c != '0') ++significant;
+  }
+  if (!any) return std::string("it holds no digits");
+  const std::size_t max_digits = std::to_string(ds::kMaxNumber).size();
+  if (significant > max_digits) {
+    return fmt::format("it is above {}, the largest number of the task", ds::kMaxNumber);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> untranslatable(const std::string& text, Direction d) {
+  return d == Direction::WordsToDigits ? unreadable_words(text) : unreadable_digits(text);
 }
 
 Batch make_batch(const std::vector<Ids>& sources, const std::vector<Ids>& targets) {

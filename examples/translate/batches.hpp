@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 #include <xtensor/xarray.hpp>
@@ -21,6 +22,10 @@ Ids encode_source(const std::string& text, Direction d);
 Ids encode_target(const std::string& text, Direction d);
 std::string decode_target(const Ids& ids, Direction d);
 std::string decode_source(const Ids& ids, Direction d);
+// Why a text given to translate cannot be a source of direction d, or nothing: it holds no words (no
+// digits), a word outside the number words (a character that is not a digit, or more digits than the
+// largest number), which the model would otherwise read as <unk> and answer anyway.
+std::optional<std::string> untranslatable(const std::string& text, Direction d);
 
 struct Batch {
   xt::xarray<std::int64_t> src;      // [B, S], padded with <pad>

@@ -11,6 +11,7 @@
 #include "examples/common/commands.hpp"
 #include "examples/common/precision.hpp"
 #include "examples/common/settings.hpp"
+#include "examples/translate/batches.hpp"
 #include "examples/translate/config.hpp"
 #include "examples/translate/report.hpp"
 #include "examples/translate/training.hpp"
@@ -92,6 +93,9 @@ int translate_command(const std::string& run_dir, std::size_t beam, const std::s
   if (texts.empty()) throw UsageError("nothing to translate (give text as arguments or on stdin)");
   std::vector<Ids> sources;
   for (const auto& t : texts) {
+    if (const auto problem = untranslatable(t, dir)) {
+      throw UsageError(fmt::format("cannot translate '{}': {}", tapegrad::clip_for_message(t), *problem));
+    }
     Ids ids = encode_source(t, dir);
     if (ids.size() > run.config.model_options().max_len) {
       throw UsageError(fmt::format("'{}' is {} tokens, longer than the model's {}", tapegrad::clip_for_message(t),

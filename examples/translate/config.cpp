@@ -66,7 +66,7 @@ examples::Flags<Config> make_flags() {
              .in(examples::closed(0, 1000)),
          examples::saved("beta1", &C::beta1).in(examples::below(0, 1)),
          flag("--beta2", &C::beta2, "Adam beta2 (beta1 is 0.9)").in(examples::below(0, 1)),
-         flag("--eps", &C::eps, "Adam epsilon").in(examples::closed(0, 1)),
+         flag("--eps", &C::eps, "Adam epsilon").in(examples::Range{0, 1, true, false}),
          flag("--label-smoothing", &C::label_smoothing, "label smoothing").in(examples::closed(0, 1)),
          flag("--clip-norm", &C::clip_norm, "gradient norm clipping (0: off)").in(examples::at_least(0))}},
        {"Run", examples::join(

@@ -9,11 +9,14 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
+#include "examples/translate/batches.hpp"
 #include "examples/translate/cli.hpp"
 #include "examples/translate/report.hpp"
 #include "examples/translate/training.hpp"
@@ -128,6 +131,22 @@ TEST_CASE("train_translate: a tiny run writes metrics.jsonl, the model, the chec
   CHECK(eval.out.rfind(fmt::format("words2digits test exact match (greedy): {:.2f}%", 100.0 * test_exact), 0) == 0);
   const CliResult tr = run_in_process({"translate", "--out", tmp.path.string()}, "one\n");
   CHECK(tr.code == 0);
+  // Text the model cannot read is refused by name, not answered with a number (it was "10" for "",
+  // "   " and "banana split", and "12" for "twelve banana").
+  for (const auto& [text, why] : std::vector<std::pair<std::string, std::string>>{
+           {"", "it holds no number words"},
+           {"   ", "it holds no number words"},
+           {"banana split", "'banana' is not a number word"},
+           {"twelve banana", "'banana' is not a number word"},
+           {"\xc3\xa9t\xc3\xa9", "'\xc3\xa9t\xc3\xa9' is not a number word"}}) {
+    const CliResult bad = run_in_process({"translate", "--out", tmp.path.string(), "one", text});
+    CHECK(bad.code == 2);
+    CHECK(bad.out.empty());
+    CHECK(bad.err == "train_translate: cannot translate '" + text + "': " + why + "\n");
+  }
+  const CliResult bad_line = run_in_process({"translate", "--out", tmp.path.string()}, "twelve\nforty-two 7\n");
+  CHECK(bad_line.code == 2);
+  CHECK(bad_line.err == "train_translate: cannot translate 'forty-two 7': '7' is not a number word\n");
   // A text longer than the model reads: a usage error that quotes its start, not the whole 1 MB line.
   std::string long_text;
   for (int i = 0; i < 250'000; ++i) long_text += "one ";
@@ -158,6 +177,28 @@ TEST_CASE("train_translate: a tiny run writes metrics.jsonl, the model, the chec
   CHECK(refused.code == 1);
   CHECK(refused.err.find((tmp.path / "model.safetensors").string()) != std::string::npos);
   CHECK(refused.err.find("checksum mismatch") != std::string::npos);
+}
+
+TEST_CASE("train_translate: untranslatable names what a source of either direction cannot hold", "[translate]") {
+  using translate::Direction;
+  using translate::untranslatable;
+  for (const char* ok : {"twelve", "Forty-Two", "one hundred and one", "nine hundred million"}) {
+    CHECK(untranslatable(ok, Direction::WordsToDigits) == std::nullopt);
+  }
+  CHECK(untranslatable("", Direction::WordsToDigits) == "it holds no number words");
+  CHECK(untranslatable("twelve 5", Direction::WordsToDigits) == "'5' is not a number word");
+  CHECK(untranslatable("<pad>", Direction::WordsToDigits) == "'<pad>' is not a number word");
+  CHECK(untranslatable("<UNK>", Direction::WordsToDigits) == "'<UNK>' is not a number word");
+  for (const char* ok : {"0", "42", "1,000,000", " 999999999 ", "000123"}) {
+    CHECK(untranslatable(ok, Direction::DigitsToWords) == std::nullopt);
+  }
+  CHECK(untranslatable(" , ", Direction::DigitsToWords) == "it holds no digits");
+  CHECK(untranslatable("12a", Direction::DigitsToWords) == "'a' is not a digit");
+  CHECK(untranslatable("1\xc3\xa9", Direction::DigitsToWords) == "'\xc3\xa9' is not a digit");
+  CHECK(untranslatable("twelve", Direction::DigitsToWords) == "'t' is not a digit");
+  CHECK(untranslatable("-5", Direction::DigitsToWords) == "'-' is not a digit");
+  CHECK(untranslatable("1000000000", Direction::DigitsToWords) ==
+        "it is above 999999999, the largest number of the task");
 }
 
 TEST_CASE("train_translate: Ctrl-C keeps the last complete checkpoint, and --resume ends as an uninterrupted run",

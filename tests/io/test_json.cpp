@@ -21,3 +21,14 @@ TEST_CASE("parse_json: nesting bounded, bad JSON and huge numbers as std::runtim
   CHECK_THROWS_WITH(parse_json("{\"a\": "), Catch::StartsWith("is not valid JSON: "));
   CHECK_THROWS_AS(parse_json(std::string("\"\xff\"")), std::runtime_error);
 }
+
+TEST_CASE("parse_json: the outermost object's or array's entries bounded before the value is built", "[io]") {
+  CHECK(parse_json(R"({"a": 1, "b": {"c": 2, "d": 3, "e": 4}})", 32, 2).size() == 2);
+  CHECK_THROWS_WITH(parse_json(R"({"a": 1, "b": 2, "c": {}})", 32, 2), "has 3 entries, more than the limit of 2");
+  CHECK(parse_json("[[1, 2, 3], {}]", 32, 2).size() == 2);
+  CHECK_THROWS_WITH(parse_json("[[1, 2, 3], {}, 5]", 32, 2), "has 3 entries, more than the limit of 2");
+  CHECK(parse_json("7", 32, 0) == 7);
+  // Nesting and syntax are still reported as such.
+  CHECK_THROWS_WITH(parse_json("[1, [[2]]]", 2, 5), "nests arrays or objects deeper than 2 levels");
+  CHECK_THROWS_WITH(parse_json("{\"a\": 1,", 32, 5), Catch::StartsWith("is not valid JSON: "));
+}

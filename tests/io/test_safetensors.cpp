@@ -242,6 +242,44 @@ TEST_CASE("every malformed file is reported with its path and the problem", "[io
   CHECK(st::File(path).metadata().at("k") == "v");
 }
 
+// A header of n empty F32 tensors t0, t1, ... (all at offset 0, a valid layout) and its file.
+std::string empty_tensors_file(std::size_t n) {
+  std::string header = "{";
+  for (std::size_t k = 0; k < n; ++k) {
+    header += (k ? ",\"t" : "\"t") + std::to_string(k) + R"(":{"dtype":"F32","shape":[0],"data_offsets":[0,0]})";
+  }
+  return make_file(header + "}", "");
+}
+
+TEST_CASE("a header's entries are bounded and read in time linear in their number", "[io]") {
+  TempDir dir;
+  // Each entry ending made nlohmann's callback parser rescan the whole header object: 20,000 entries
+  // took 11 s, 200,000 over 120 s to refuse, with a line per entry.
+  const auto many = dir.file("many.safetensors");
+  write_bytes(many, empty_tensors_file(st::kMaxHeaderEntries + 1));
+  try {
+    st::File f(many);
+    FAIL("a header of more than kMaxHeaderEntries entries was accepted");
+  } catch (const std::runtime_error& e) {
+    CHECK(std::string(e.what()) == many + ": header has 100001 entries, more than the limit of 100000");
+  }
+  // Metadata is an entry of the header too.
+  const auto with_metadata = dir.file("with_metadata.safetensors");
+  std::string bytes = empty_tensors_file(st::kMaxHeaderEntries);
+  bytes = make_file(R"({"__metadata__":{"k":"v"},)" + bytes.substr(9), "");
+  write_bytes(with_metadata, bytes);
+  CHECK_THROWS_WITH(st::File(with_metadata),
+                    with_metadata + ": header has 100001 entries, more than the limit of 100000");
+  // Many small tensors within the limit still load.
+  const auto small = dir.file("small.safetensors");
+  std::map<std::string, st::Array> tensors;
+  for (int k = 0; k < 20'000; ++k) tensors["w" + std::to_string(k)] = xt::xarray<float>({float(k)});
+  st::save_file(small, tensors);
+  const st::File file(small);
+  CHECK(file.names().size() == 20'000);
+  CHECK(file.get<float>("w19999")(0) == 19999.0f);
+}
+
 TEST_CASE("hostile headers are refused with a short message naming the file", "[io]") {
   TempDir dir;
   const auto path = dir.file("hostile.safetensors");

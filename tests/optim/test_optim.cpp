@@ -549,6 +549,16 @@ TEST_CASE("bad hyperparameters and parameter lists throw, naming the value", "[o
   CHECK_THROWS_WITH(Adam<double>(ps, AdamOptions{0.1, {1.0, 0.999}}), Catch::Contains("index 0: 1"));
   CHECK_THROWS_WITH(Adam<double>(ps, AdamOptions{0.1, {0.9, -0.1}}), Catch::Contains("index 1: -0.1"));
   CHECK_THROWS_WITH(Adam<double>(ps, AdamOptions{0.1, {0.9, 0.999}, -1e-8}), Catch::Contains("epsilon value: -1e-08"));
+  // eps 0, which torch accepts, is refused: a parameter whose gradient is 0 would be updated by 0/0.
+  CHECK_THROWS_WITH(Adam<double>(ps, AdamOptions{0.1, {0.9, 0.999}, 0.0}),
+                    "Adam: invalid epsilon value: 0 (must be positive: a parameter whose gradient is 0 would be "
+                    "updated by 0/0)");
+  CHECK_THROWS_WITH(AdamW<double>(ps, AdamWOptions{0.1, {0.9, 0.999}, 0.0}),
+                    Catch::StartsWith("AdamW: invalid epsilon value: 0 (must be positive"));
+  CHECK_THROWS_AS(Adam<double>(ps, AdamOptions{0.1, {0.9, 0.999}, std::nan("")}), std::invalid_argument);
+  CHECK_NOTHROW(Adam<double>(ps, AdamOptions{0.1, {0.9, 0.999}, 1e-300}));
+  // beta2 = 0 is defined (v is the last g^2: an update of about lr * sign(g)), as in torch.
+  CHECK_NOTHROW(Adam<double>(ps, AdamOptions{0.1, {0.9, 0.0}}));
   CHECK_THROWS_WITH(AdamW<double>(ps, AdamWOptions{-1.0}), Catch::Contains("AdamW: invalid learning rate: -1"));
   CHECK_THROWS_WITH(AdamW<double>(ps, AdamWOptions{0.1, {0.9, 0.999}, 1e-8, -0.01}),
                     Catch::Contains("weight_decay value: -0.01"));
