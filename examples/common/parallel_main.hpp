@@ -3,7 +3,12 @@
 // tapegrad::distributed); without it the program runs as one process.
 #pragma once
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <functional>
+#include <iostream>
+#include <string>
 
 #include "examples/common/parallel.hpp"
 #include "tapegrad/train/errors.hpp"
@@ -17,6 +22,20 @@
 #endif
 
 namespace examples {
+
+/// Output that could not be written is an error, as for cat and sort: a program whose answers went nowhere
+/// (a full disk, a closed stdout) ends with exit code 1 (or the run's own failing code) and a line on
+/// stderr, never 0.
+inline int check_output(const char* program, int code) {
+  errno = 0;
+  std::cout.flush();
+  const bool failed = !std::cout.good() || std::fflush(stdout) != 0 || std::ferror(stdout);
+  if (!failed) return code;
+  const int error = errno;
+  std::cerr << program << ": cannot write the output" << (error != 0 ? std::string(": ") + std::strerror(error) : "")
+            << std::endl;
+  return code == 0 ? 1 : code;
+}
 
 /// A program's main: `run(Parallel{})` in one process; started by mpirun in a build with MPI, `run` on
 /// every rank with that rank's Parallel, inside distributed::run (an exception on any rank ends the
@@ -39,7 +58,7 @@ inline int parallel_main(int argc, char** argv, const char* program, const std::
       parallel.verify_same = [&](const std::string& what, const std::string& text) {
         dist::verify_same_on_all_ranks(world, what, text);
       };
-      const int code = run(parallel);
+      const int code = check_output(program, run(parallel));
       if (code != 0 && code != tapegrad::train::kInterruptedExitCode && world.size() > 1) {
         dist::abort_job(fmt::format("{} failed (exit code {})", program, code), code);
       }
@@ -49,7 +68,7 @@ inline int parallel_main(int argc, char** argv, const char* program, const std::
 #else
   (void)argc, (void)argv, (void)program;
 #endif
-  return run(Parallel{});
+  return check_output(program, run(Parallel{}));
 }
 
 }  // namespace examples
