@@ -14,6 +14,9 @@
 
 namespace examples {
 
+/// The values --precision takes.
+inline const std::vector<std::string> kPrecisionChoices = {"fp32", "bf16", "auto"};
+
 /// The help of the training flag --precision, and of a subcommand's (whose default is the run's).
 inline constexpr const char* kPrecisionHelp =
     "fp32|bf16|auto: bf16 trains in mixed precision (bfloat16 matrix products accumulated in float; float weights, "

@@ -166,7 +166,7 @@ std::vector<examples::Flag> run_flags() {
   using C = Config;
   return examples::join(
       {flag("--threads", &C::threads, "BLAS threads").in(closed(1, lim::kThreads)).not_saved(),
-       flag("--precision", &C::precision, examples::kPrecisionHelp).one_of({"fp32", "bf16", "auto"}),
+       flag("--precision", &C::precision, examples::kPrecisionHelp).one_of(examples::kPrecisionChoices),
        examples::saved("precision-resolved", &C::precision_resolved),
        flag("--log-every", &C::log_every, "steps between metrics.jsonl lines and plain progress lines")
            .in(closed(1, lim::kSteps))

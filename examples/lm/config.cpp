@@ -21,7 +21,6 @@ using examples::flag;
 examples::Flags<Config> make_flags() {
   using C = Config;
   const auto int64_max = static_cast<long double>(std::numeric_limits<std::int64_t>::max());
-  const std::vector<std::string> precisions = {"fp32", "bf16", "auto"};
   return {
       kProgram,
       kConfigVersion,
@@ -78,7 +77,7 @@ examples::Flags<Config> make_flags() {
              .in(examples::closed(0, lim::kSteps))}},
        {"Run", examples::join(
                    {flag("--threads", &C::threads, "BLAS threads").in(examples::closed(1, lim::kThreads)).not_saved(),
-                    flag("--precision", &C::precision, examples::kPrecisionHelp).one_of(precisions),
+                    flag("--precision", &C::precision, examples::kPrecisionHelp).one_of(examples::kPrecisionChoices),
                     examples::saved("precision-resolved", &C::precision_resolved),
                     flag("--log-every", &C::log_every, "steps between metrics.jsonl lines and plain progress lines")
                         .in(examples::closed(1, lim::kSteps))

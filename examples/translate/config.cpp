@@ -71,7 +71,7 @@ examples::Flags<Config> make_flags() {
          flag("--clip-norm", &C::clip_norm, "gradient norm clipping (0: off)").in(examples::at_least(0))}},
        {"Run", examples::join(
                    {flag("--threads", &C::threads, "BLAS threads").in(count(lim::kThreads)).free_on_resume(),
-                    flag("--precision", &C::precision, examples::kPrecisionHelp).one_of({"fp32", "bf16", "auto"}),
+                    flag("--precision", &C::precision, examples::kPrecisionHelp).one_of(examples::kPrecisionChoices),
                     examples::saved("precision_resolved", &C::precision_resolved),
                     flag("--log-every", &C::log_every, "steps between metrics.jsonl lines and plain progress lines")
                         .in(count(lim::kSteps)),

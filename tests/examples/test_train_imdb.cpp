@@ -85,6 +85,19 @@ imdb::Config tiny_config(const fs::path& out, std::int64_t epochs) {
   return c;
 }
 
+// The fixture split and encoded as a finished run did it.
+imdb::EncodedSplits run_splits(const imdb::LoadedRun& run) {
+  const imdb::RawData raw = imdb::read_data(kFixture.string(), true);
+  return imdb::encode_splits(raw, imdb::split_of(raw, run.config), run.vocab, run.config);
+}
+
+// Every example of a dataset as one batch.
+tapegrad::datasets::Batch whole(const tapegrad::datasets::EncodedDataset& data) {
+  std::vector<std::size_t> all(data.size());
+  std::iota(all.begin(), all.end(), std::size_t{0});
+  return tapegrad::datasets::collate(data, all);
+}
+
 std::string read_bytes(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), {});
@@ -258,8 +271,7 @@ TEST_CASE("train_imdb trains a tiny model on the fixture and predict agrees with
   imdb::Config recorded = config;
   recorded.precision_resolved = "fp32";  // what --precision fp32 resolved to, which train() records
   CHECK(imdb::to_json(run.config) == imdb::to_json(recorded));
-  const imdb::RawData raw = imdb::read_data(kFixture.string(), true);
-  const auto splits = imdb::encode_splits(raw, imdb::split_of(raw, run.config), run.vocab, run.config);
+  const auto splits = run_splits(run);
   const imdb::EvalResult test = imdb::evaluate(*run.model, splits.test, 2);
   CHECK(test.accuracy == result.test.accuracy);
   CHECK(test.loss == Approx(result.test.loss).epsilon(1e-6));
@@ -422,11 +434,7 @@ TEST_CASE("train_imdb --ngram-init nb: the n-gram table holds fixed log-count ra
   const auto& ngrams = run.model->deep->ngrams;
   REQUIRE(ngrams != nullptr);
   CHECK_FALSE(ngrams->weight.requires_grad());
-  const imdb::RawData raw = imdb::read_data(kFixture.string(), true);
-  const auto splits = imdb::encode_splits(raw, imdb::split_of(raw, run.config), run.vocab, run.config);
-  std::vector<std::size_t> all(splits.train.size());
-  std::iota(all.begin(), all.end(), std::size_t{0});
-  const auto batch = tapegrad::datasets::collate(splits.train, all);
+  const auto batch = whole(run_splits(run).train);
   imdb::features::NgramLogCountRatio counts(97, 3);
   counts.add(batch.ids, batch.padding_mask, batch.labels);
   const xt::xarray<double> ratio = counts.ratio(1.0, 2);
@@ -495,12 +503,9 @@ TEST_CASE("train_imdb --wide-buckets --wide-nb: NB-scaled n-gram part, weights f
   imdb::LoadedRun run = imdb::load_run(tmp.path);
   REQUIRE(run.model->wide != nullptr);
   // The saved scale is naive Bayes' log-count ratio over the training reviews, and the table trained.
-  const imdb::RawData raw = imdb::read_data(kFixture.string(), true);
-  const auto splits = imdb::encode_splits(raw, imdb::split_of(raw, run.config), run.vocab, run.config);
+  const auto splits = run_splits(run);
   imdb::features::NgramLogCountRatio counts(101, 2);
-  std::vector<std::size_t> all(splits.train.size());
-  std::iota(all.begin(), all.end(), std::size_t{0});
-  const auto train_batch = tapegrad::datasets::collate(splits.train, all);
+  const auto train_batch = whole(splits.train);
   // The default --wide-negation: the bag and its ratios read the ids with negation scopes marked.
   REQUIRE_FALSE(run.model->wide->negation.empty());
   CHECK(run.model->wide->negation.negators() == imdb::features::negator_ids(run.vocab));
