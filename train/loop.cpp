@@ -97,6 +97,12 @@ Trainer<T>::Trainer(const RunDirectory& run, nn::Module<T>& model, optim::Optimi
     if (step_ > total_steps()) {
       throw std::runtime_error(fmt::format("{}: step {} is past the run's {} steps", path, step_, total_steps()));
     }
+    if (best_step_ > 0) {
+      // A finished run resumed trains no further: the program goes straight to its best model (scores it,
+      // or reports the scores stored with it), which must then be whole and of this run's config and files.
+      check_model(run_.model(), model_);
+      run_.check_files(run_.model());
+    }
     checkpoint_step_ = step_;
     progress_.message(fmt::format("resuming {} at step {} of {} (epoch {:.4g})", path, step_, total_steps(),
                                   double(step_) / double(options_.steps_per_epoch)));

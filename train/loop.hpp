@@ -135,8 +135,10 @@ template <typename T>
 class Trainer {
  public:
   /// With options.resume, loads the checkpoint of `run` (model, optimizer, generators, extra state)
-  /// and its place in training; then opens the run's metrics.jsonl. Throws std::invalid_argument for
-  /// bad options, std::runtime_error for an unreadable checkpoint.
+  /// and its place in training, and checks the best model file it names (checksum, shapes, and the
+  /// config and own files it was written with); then opens the run's metrics.jsonl. Throws
+  /// std::invalid_argument for bad options, std::runtime_error naming the file for an unreadable or
+  /// damaged checkpoint, model file, config or own file.
   Trainer(const RunDirectory& run, nn::Module<T>& model, optim::Optimizer<T>& optimizer, TrainerOptions options,
           TrainerHooks<T> hooks, Progress& progress);
 

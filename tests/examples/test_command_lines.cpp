@@ -236,6 +236,51 @@ std::size_t lines_of(const std::string& text) {
   return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
 }
 
+// train_imdb's and train_lm's tiny model on the fixture's reviews, trained in milliseconds on one thread,
+// without gradient clipping.
+std::vector<std::string> tiny_text_args() {
+  return {"--data",
+          std::string(TAPEGRAD_TEST_DATA_DIR) + "/aclImdb_small",
+          "--no-download",
+          "--d-model",
+          "8",
+          "--heads",
+          "2",
+          "--layers",
+          "1",
+          "--ff",
+          "16",
+          "--vocab-size",
+          "50",
+          "--batch-size",
+          "2",
+          "--valid-fraction",
+          "0.34",
+          "--warmup",
+          "1",
+          "--clip-norm",
+          "0",
+          "--threads",
+          "1"};
+}
+
+// A command line of `program` that trains a tiny run to its end in about a second, without --out.
+std::vector<std::string> tiny_run_args(const std::string& program) {
+  if (program == "train_translate") return tapegrad::testing::translate_tiny_args("4", "2");
+  std::vector<std::string> args = tiny_text_args();
+  if (program == "train_imdb") args.insert(args.end(), {"--max-len", "32", "--epochs", "2"});
+  if (program == "train_lm") args.insert(args.end(), {"--context", "32", "--steps", "4", "--eval-every", "2"});
+  return args;
+}
+
+// The command line that resumes the run in `run` of `program`.
+std::vector<std::string> resume_args(const std::string& program, const std::string& run) {
+  if (program == "train_translate") return {"--resume", "--out", run};
+  std::vector<std::string> args = {"--resume", "--out", run, "--threads", "1"};
+  args.insert(args.end(), {"--data", std::string(TAPEGRAD_TEST_DATA_DIR) + "/aclImdb_small", "--no-download"});
+  return args;
+}
+
 }  // namespace
 
 TEST_CASE("every program: integers beyond 64 bits, negative counts and numbers beyond a double are refused", "[cli]") {
@@ -346,35 +391,12 @@ TEST_CASE("every program: a diverging run stops naming the step, keeps its last 
   // is up to the last bits of the products (other kernels, other CPUs), so the step is read from the
   // run's own log, a metrics.jsonl line every step (--log-every 1), and the error must name the first
   // step whose loss the log does not hold.
-  const std::string fixture = std::string(TAPEGRAD_TEST_DATA_DIR) + "/aclImdb_small";
   struct Case {
     std::string program;
     std::vector<std::string> args;
     std::vector<std::string> use;  // a subcommand that loads the model (its run folder flag last)
   };
-  const std::vector<std::string> tiny_text = {"--data",
-                                              fixture,
-                                              "--no-download",
-                                              "--d-model",
-                                              "8",
-                                              "--heads",
-                                              "2",
-                                              "--layers",
-                                              "1",
-                                              "--ff",
-                                              "16",
-                                              "--vocab-size",
-                                              "50",
-                                              "--batch-size",
-                                              "2",
-                                              "--valid-fraction",
-                                              "0.34",
-                                              "--warmup",
-                                              "1",
-                                              "--clip-norm",
-                                              "0",
-                                              "--threads",
-                                              "1"};
+  const std::vector<std::string> tiny_text = tiny_text_args();
   // train_translate diverges with a huge learning rate and Adam without its second moment.
   auto translate_args = tapegrad::testing::translate_tiny_args("60", "3");
   translate_args.insert(translate_args.end(), {"--lr-factor", "1000", "--eps", "1", "--beta2", "0"});
@@ -489,6 +511,44 @@ TEST_CASE("every program: a diverging run stops naming the step, keeps its last 
     auto use = c.use;
     use.push_back(run);
     CHECK(p.run(use, "").code == 0);
+  }
+}
+
+TEST_CASE("every program: --resume of a finished run checks every file it uses, and refuses a damaged one by name",
+          "[cli]") {
+  // The run trains no further, so the program went straight to the scores stored with its best model: a
+  // model with one flipped byte exited 0 with them, and only a later use of the run found the damage.
+  for (const Program& p : programs()) {
+    INFO(p.name);
+    tapegrad::testing::TempDir tmp;
+    const std::filesystem::path good = tmp.path / "good";
+    auto args = tiny_run_args(p.name);
+    args.insert(args.end(), {"--out", good.string()});
+    const CliResult trained = p.run(args, "");
+    REQUIRE(trained.code == 0);
+    REQUIRE(p.run(resume_args(p.name, good.string()), "").code == 0);
+    std::vector<std::string> files = {"model.safetensors", "last.ckpt.safetensors", "config.json"};
+    if (std::filesystem::exists(good / "vocab.txt")) files.push_back("vocab.txt");
+    for (const std::string& name : files) {
+      INFO(name);
+      const std::filesystem::path run = tmp.path / ("damaged-" + name);
+      std::filesystem::copy(good, run);
+      // A byte of the values, not of the layout that parsing would refuse anyway: the last of a
+      // safetensors file, the last digit of config.json, a letter of the vocabulary's last token.
+      std::fstream file(run / name, std::ios::in | std::ios::out | std::ios::binary);
+      std::string bytes((std::istreambuf_iterator<char>(file)), {});
+      std::size_t at = bytes.size() - 1;
+      if (name == "config.json") at = bytes.find_last_of("0123456789");
+      if (name == "vocab.txt") at = bytes.find_last_not_of("\n");
+      REQUIRE(at < bytes.size());
+      file.seekp(static_cast<std::streamoff>(at));
+      file.put(static_cast<char>(bytes[at] ^ 1));
+      file.close();
+      const CliResult r = p.run(resume_args(p.name, run.string()), "");
+      CHECK(r.code != 0);
+      CHECK_THAT(r.err, Catch::Contains((run / name).string()));
+      CHECK_THAT(r.out, !Catch::Contains("validation") && !Catch::Contains("test"));
+    }
   }
 }
 
