@@ -13,6 +13,7 @@
 #include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/io/json.hpp"
 #include "tapegrad/optim/clip_grad.hpp"
+#include "tapegrad/train/divergence.hpp"
 #include "tapegrad/train/interrupt.hpp"
 #include "tapegrad/train/model_file.hpp"
 #include "tapegrad/train/timing.hpp"
@@ -113,6 +114,12 @@ Trainer<T>::Trainer(const RunDirectory& run, nn::Module<T>& model, optim::Optimi
 }
 
 template <typename T>
+std::string Trainer<T>::blame() const {
+  const std::string suspects = divergence_suspects(optimizer_, options_.clip_norm);
+  return suspects.empty() ? suspects : "; " + suspects;
+}
+
+template <typename T>
 MetricsLog& Trainer<T>::metrics() {
   if (!metrics_) {
     throw std::logic_error(
@@ -143,12 +150,12 @@ typename Trainer<T>::Sums Trainer<T>::train_step(std::int64_t epoch, std::int64_
   if (!std::isfinite(loss)) {
     // Before backward and the step: the model, the optimizer and the last checkpoint stay as they were.
     throw std::runtime_error(fmt::format(
-        "the training loss is {} at step {} (epoch {}); stopped without updating the model, {} (anomaly detection "
+        "the training loss is {} at step {} (epoch {}); stopped without updating the model, {}{} (anomaly detection "
         "names the op that produced it)",
         std::isnan(loss) ? "nan"
         : loss > 0       ? "inf"
                          : "-inf",
-        step_ + 1, epoch + 1, kept_checkpoint(checkpoint_step_)));
+        step_ + 1, epoch + 1, kept_checkpoint(checkpoint_step_), blame()));
   }
   out.loss.backward();
   mixed_precision.reset();  // the rest of the step (gradient sums, clipping, the update) has no products
@@ -287,9 +294,9 @@ bool Trainer<T>::validate_and_save(std::int64_t epoch, std::int64_t index, Train
   // them would replace the last good model and checkpoint with files that no load accepts.
   if (const auto bad = first_non_finite(model_)) {
     throw std::runtime_error(fmt::format(
-        "after step {} the model's {}; stopped before validating and saving it, {} (a smaller learning rate, "
+        "after step {} the model's {}; stopped before validating and saving it, {}{} (a smaller learning rate, "
         "clipping or a larger eps may help)",
-        step_, *bad, kept_checkpoint(checkpoint_step_)));
+        step_, *bad, kept_checkpoint(checkpoint_step_), blame()));
   }
   ValidationRecord record;
   record.step = step_;
@@ -332,9 +339,9 @@ bool Trainer<T>::validate_model(std::int64_t epoch, ValidationRecord& record,
       record.evaluation = hooks_.validate();
     } catch (const NonFiniteValidation& e) {
       throw std::runtime_error(fmt::format(
-          "{} at the validation after step {} (epoch {}); stopped without saving, {} (a smaller learning rate or "
+          "{} at the validation after step {} (epoch {}); stopped without saving, {}{} (a smaller learning rate or "
           "clipping may help)",
-          e.what(), step_, epoch + 1, kept_checkpoint(checkpoint_step_)));
+          e.what(), step_, epoch + 1, kept_checkpoint(checkpoint_step_), blame()));
     }
   } else {
     record.evaluation.score = std::numeric_limits<double>::quiet_NaN();

@@ -170,6 +170,8 @@ class Trainer {
   bool validate_model(std::int64_t epoch, ValidationRecord& record, const io::safetensors::Metadata& digests);
   /// The validation's metrics.jsonl line and progress message.
   void log_validation(std::int64_t epoch, const ValidationRecord& record);
+  /// "; likely to blame: ..." (train/divergence.hpp) for a divergence message, or "".
+  std::string blame() const;
   /// The trainer's own checkpoint entries added to `metadata`.
   io::safetensors::Metadata checkpoint_metadata(io::safetensors::Metadata metadata) const;
 

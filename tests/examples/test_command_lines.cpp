@@ -211,6 +211,9 @@ std::vector<std::string> companions(const std::string& program, const std::strin
   if (program == "train_lm" && flag == "--warmup") args = {"--steps", "1000000000"};
   if (program == "train_lm" && flag == "--steps") args = {"--warmup", "0"};
   if (program == "train_lm" && flag == "--hidden") args = {"--arch", "llama"};
+  // AdamW's decay factor 1 - lr * weight_decay must stay positive: each end of one with none of the other.
+  if (flag == "--lr" && program != "train_translate") args = {"--weight-decay", "0"};
+  if (flag == "--weight-decay") args = {"--lr", "0"};
   if (flag == "--crop-min") args = {"--crop-max", "1000000"};
   if (flag == "--crop-max") args = {"--crop-min", "1"};
   if (!args.empty() || flag == "--ff") args.insert(args.end(), small_tables.begin(), small_tables.end());
@@ -404,13 +407,17 @@ TEST_CASE("every program: a diverging run stops naming the step, keeps its last 
       {"train_imdb",
        {"--max-len", "32", "--epochs", "30", "--lr", "1000", "--optimizer", "sgd"},
        {"predict", "good", "--run"}},
+      // train_lm's AdamW cannot diverge in float by its flags alone (its steps are bounded by --lr, its decay
+      // factor refused outside (0, 1)): bf16 products of weights grown by --lr 1000 overflow instead.
       {"train_lm",
-       {"--context", "32", "--steps", "60", "--eval-every", "3", "--lr", "1000"},
+       {"--context", "32", "--steps", "60", "--eval-every", "1", "--lr", "1000", "--weight-decay", "0", "--precision",
+        "bf16"},
        {"generate", "--max-new-tokens", "5", "good", "--run"}},
       {"train_translate", translate_args, {"translate", "one", "--out"}},
   };
   for (Case& c : cases) {
     if (c.program != "train_translate") c.args.insert(c.args.begin(), tiny_text.begin(), tiny_text.end());
+    if (c.program == "train_lm") *(std::find(c.args.begin(), c.args.end(), "--layers") + 1) = "4";
     c.args.insert(c.args.end(), {"--log-every", "1"});
   }
   // What metrics.jsonl says of a run stopped at step `stop`: steps 1 to stop - 1 each logged a finite loss,
@@ -448,37 +455,46 @@ TEST_CASE("every program: a diverging run stops naming the step, keeps its last 
     const CliResult r = p.run(args, "");
     CHECK(r.code == 1);
     std::smatch named;
-    // A run stops at its first non-finite training loss, or (train_imdb, whose validation fits weights to
-    // the logits) at a validation whose logits are not finite, whichever comes first on this CPU's kernels.
+    // A run stops at its first non-finite training loss, at a validation whose logits are not finite
+    // (train_imdb, whose validation fits weights to the logits), or at a validation whose model holds NaN
+    // (a step's update overflowed), whichever comes first on this CPU's kernels; the extreme settings are
+    // named.
     REQUIRE(std::regex_search(
         r.err, named,
         std::regex(c.program +
                    R"(: (?:(the training loss is (?:nan|inf|-inf) at step (\d+) \(epoch (\d+)\)); stopped )"
                    R"(without updating the model|(the validation logits are not finite at the validation )"
-                   R"(after step (\d+) \(epoch (\d+)\)); stopped without saving), (?:the last checkpoint )"
-                   R"(\(step (\d+)\) is kept|there is no checkpoint yet) \((?:anomaly detection names the op )"
-                   R"(that produced it|a smaller learning rate or clipping may help)\)\n$)")));
+                   R"(after step (\d+) \(epoch (\d+)\)); stopped without saving|(after step (\d+) the model's )"
+                   R"("[^"]+" holds -?nan at flat index \d+); stopped before validating and saving it), )"
+                   R"((?:the last checkpoint \(step (\d+)\) is kept|there is no checkpoint yet); likely to )"
+                   R"(blame: lr \d[^(]* \(above \d+(?:\.\d+)?\).*, gradient clipping off \((?:anomaly )"
+                   R"(detection names the op that produced it|a smaller learning rate or clipping may help|)"
+                   R"(a smaller learning rate, clipping or a larger eps may help)\)\n$)")));
     // --detect-anomaly names the op instead.
     auto anomaly = args;
     anomaly.back() = (tmp.path / "anomaly").string();
     anomaly.push_back("--detect-anomaly");
     const CliResult detected = p.run(anomaly, "");
     CHECK(detected.code == 1);
-    const bool in_validation = named[4].matched;
+    const bool in_validation = named[4].matched, in_weights = named[7].matched;
     // Anomaly detection names the op that made a NaN; a validation's logits can be infinite instead.
     if (!in_validation || detected.err.find(named[4].str()) == std::string::npos)
       CHECK_THAT(detected.err, Catch::Contains(c.program + ": detect_anomaly: the "));
-    const std::string stop = in_validation ? named[4] : named[1];
+    const std::string stop = in_validation ? named[4] : in_weights ? named[7] : named[1];
     // The first step the log must not hold: the one whose loss was not finite, or the one after the
-    // validation that failed (its step trained and was logged).
-    const std::int64_t step = in_validation ? std::stoll(named[5]) + 1 : std::stoll(named[2]);
-    const std::int64_t epoch = std::stoll(in_validation ? named[6] : named[3]);
+    // validation that failed or the step that left NaN weights (that step trained and was logged).
+    const std::int64_t step = in_validation ? std::stoll(named[5]) + 1
+                              : in_weights  ? std::stoll(named[8]) + 1
+                                            : std::stoll(named[2]);
+    const std::int64_t epoch = in_weights ? 0 : std::stoll(in_validation ? named[6] : named[3]);
     INFO(stop);
     // The named step is the first whose loss is not finite (or whose validation is not), in the epoch it
     // belongs to; the checkpoint kept is the last one before it (the setup diverges after the first).
     double last_epoch = 0;
     const std::int64_t checkpoint = read_log(std::filesystem::path(run) / "metrics.jsonl", step, last_epoch);
-    if (in_validation) {
+    if (in_weights) {
+      // No epoch named: the message is about the model, between a step and its validation.
+    } else if (in_validation) {
       CHECK(last_epoch > double(epoch - 1));
       CHECK(last_epoch <= double(epoch));
     } else if (step > 1) {
@@ -487,14 +503,14 @@ TEST_CASE("every program: a diverging run stops naming the step, keeps its last 
     }
     // The message names the checkpoint the log shows, or says there is none (bf16 or other kernels can
     // make the first validation diverge already).
-    if (!named[7].matched) {
+    if (!named[9].matched) {
       CHECK(checkpoint == 0);
       CHECK_FALSE(std::filesystem::exists(std::filesystem::path(run) / "last.ckpt.safetensors"));
       continue;
     }
-    CHECK(std::stoll(named[7]) == checkpoint);
+    CHECK(std::stoll(named[9]) == checkpoint);
     REQUIRE(checkpoint > 0);
-    CHECK(checkpoint < (in_validation ? step - 1 : step));
+    CHECK(checkpoint < (in_validation || in_weights ? step - 1 : step));
     // The best model on disk is from that checkpoint's validation or an earlier one.
     const auto model = tapegrad::io::safetensors::File(run + "/model.safetensors").metadata();
     CHECK(std::stoll(model.at("step")) <= checkpoint);

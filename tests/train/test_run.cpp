@@ -23,7 +23,11 @@
 #include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/nn/dropout.hpp"
 #include "tapegrad/nn/linear.hpp"
+#include "tapegrad/optim/adagrad.hpp"
 #include "tapegrad/optim/adam.hpp"
+#include "tapegrad/optim/adamw.hpp"
+#include "tapegrad/optim/rmsprop.hpp"
+#include "tapegrad/optim/sgd.hpp"
 #include "tapegrad/train/train.hpp"
 #include "tests/helpers.hpp"
 
@@ -623,6 +627,48 @@ TEST_CASE("Trainer: a validation whose outputs are not finite stops the run nami
                                                             "saving, the last checkpoint (step 3) is kept"));
   Net saved(2);
   CHECK(train::load_checkpoint(second.run.checkpoint().string(), saved) == 3);
+}
+
+TEST_CASE("divergence_suspects names the extreme optimizer settings, and a diverged run's message carries them",
+          "[train]") {
+  Net net(1);
+  // Settings that train stably name nothing, gradient clipping off included.
+  CHECK(train::divergence_suspects(optim::Adam<double>(net.parameters()), 0.0).empty());
+  CHECK(train::divergence_suspects(optim::AdamW<double>(net.parameters()), 0.0).empty());
+  CHECK(train::divergence_suspects(optim::SGD<double>(net.parameters(), optim::SGDOptions{1.0}), 0.0).empty());
+  CHECK(train::divergence_suspects(optim::RMSprop<double>(net.parameters()), 0.0).empty());
+  CHECK(train::divergence_suspects(optim::Adagrad<double>(net.parameters()), 0.0).empty());
+  optim::AdamOptions adam{1000.0, {0.9, 0.0}, 1.0};
+  CHECK(train::divergence_suspects(optim::Adam<double>(net.parameters(), adam), 0.0) ==
+        "likely to blame: lr 1000 (above 0.1), beta2 0 (below 0.9), eps 1 (above 0.1: lr then scales the raw "
+        "gradient), gradient clipping off");
+  CHECK(train::divergence_suspects(optim::Adam<double>(net.parameters(), adam), 1.0) ==
+        "likely to blame: lr 1000 (above 0.1), beta2 0 (below 0.9), eps 1 (above 0.1: lr then scales the raw "
+        "gradient)");
+  CHECK(train::divergence_suspects(
+            optim::AdamW<double>(net.parameters(), optim::AdamWOptions{0.01, {0.9, 0.999}, 1e-30, 50.0}), 1.0) ==
+        "likely to blame: eps 1e-30 (below 1e-12), weight_decay 50 (lr * weight_decay 0.5 above 0.1)");
+  CHECK(
+      train::divergence_suspects(optim::SGD<double>(net.parameters(), optim::SGDOptions{1000.0, 0.0, 0.0, 5.0}), 0.0) ==
+      "likely to blame: lr 1000 (above 10), weight_decay 5 (above 1), gradient "
+      "clipping off");
+  CHECK(train::divergence_suspects(optim::RMSprop<double>(net.parameters(), optim::RMSpropOptions{0.01, 0.5}), 0.0) ==
+        "likely to blame: alpha 0.5 (below 0.9), gradient clipping off");
+
+  // A run that diverges with them says so, after what is kept.
+  Bare b;
+  optim::Adam<double> wild(b.model.parameters(), optim::AdamOptions{0.01, {0.9, 0.5}});
+  b.options.steps_per_epoch = 2;
+  b.hooks.forward = [&b](std::int64_t, std::int64_t) {
+    auto [x, labels] = draw(b.data, 4);
+    x.mutable_data()(0, 0) = std::numeric_limits<double>::infinity();
+    return loss_on(b.model, x, labels);
+  };
+  train::Trainer<double> trainer(b.run, b.model, wild, b.options, b.hooks, b.progress);
+  CHECK_THROWS_WITH(trainer.run(),
+                    "the training loss is nan at step 1 (epoch 1); stopped without updating the model, "
+                    "there is no checkpoint yet; likely to blame: beta2 0.5 (below 0.9), gradient "
+                    "clipping off (anomaly detection names the op that produced it)");
 }
 
 TEST_CASE("Trainer: autocast covers the forward, the backward and validation, and nothing else", "[train]") {
