@@ -321,6 +321,10 @@ bool Trainer<T>::validate_and_save(std::int64_t epoch, std::int64_t index, Train
                     hooks_.extra_state ? hooks_.extra_state() : StateDict<T>{}, hooks_.generators);
   }
   checkpoint_step_ = step_;
+  if (hooks_.replicas.writes_files() && run_.drop_previous()) {
+    progress_.message(fmt::format("--overwrite: deleted the previous run ({}) now that this run has a checkpoint",
+                                  run_.previous().string()));
+  }
   log_validation(epoch, record);
   result.validations.push_back(record);
   since_loss_ = since_count_ = since_correct_ = since_tokens_ = since_seconds_ = 0;

@@ -4,7 +4,8 @@
 ///   lr from the schedule -> zero_grad -> forward + loss (the program's) -> backward -> gradient
 ///   clipping -> optimizer step -> progress bar or lines -> a metrics.jsonl line every log_every steps
 ///   -> validation every eval_every steps and at each epoch's end, the best model saved as
-///   model.safetensors and the training checkpoint as last.ckpt.safetensors -> Ctrl-C and time limit.
+///   model.safetensors and the training checkpoint as last.ckpt.safetensors (the first of which deletes
+///   the overwritten run that RunDirectory kept in previous-run/) -> Ctrl-C and time limit.
 /// With autocast, the forward, backward and validation run under tapegrad::autocast (mixed precision).
 /// With resume it continues from the run folder's checkpoint exactly (model, optimizer, generators,
 /// the program's extra state, the best score so far), dropping later metrics lines.

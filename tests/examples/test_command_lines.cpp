@@ -568,6 +568,178 @@ TEST_CASE("every program: --resume of a finished run checks every file it uses, 
   }
 }
 
+TEST_CASE("every program: report warns on a damaged metrics.jsonl by line, and fails when a trained run has none left",
+          "[cli]") {
+  // A truncated log said "no data yet" with exit 0, and a garbage line was skipped without a word.
+  for (const Program& p : programs()) {
+    INFO(p.name);
+    tapegrad::testing::TempDir tmp;
+    const std::filesystem::path good = tmp.path / "good";
+    auto args = tiny_run_args(p.name);
+    args.insert(args.end(), {"--out", good.string()});
+    REQUIRE(p.run(args, "").code == 0);
+    const auto report = [&](const std::filesystem::path& run) {
+      return p.run({"report", p.name == "train_translate" ? "--out" : "--run", run.string()}, "");
+    };
+    const CliResult whole = report(good);
+    CHECK(whole.code == 0);
+    CHECK(whole.err.empty());
+    std::ifstream in(good / "metrics.jsonl");
+    const std::string log((std::istreambuf_iterator<char>(in)), {});
+    const std::size_t first_end = log.find('\n');
+    REQUIRE(first_end != std::string::npos);
+
+    // A garbage line between the first two: named by its number, and the rest still drawn.
+    const std::filesystem::path garbage = tmp.path / "garbage";
+    std::filesystem::copy(good, garbage);
+    std::ofstream(garbage / "metrics.jsonl") << log.substr(0, first_end + 1) << "{\"step\": 3, \"lo\n"
+                                             << log.substr(first_end + 1);
+    const CliResult warned = report(garbage);
+    CHECK(warned.code == 0);
+    CHECK_THAT(warned.err,
+               Catch::StartsWith(fmt::format("warning: {} line 2: not JSON (", (garbage / "metrics.jsonl").string())));
+    CHECK_THAT(warned.out, Catch::StartsWith("report: "));
+
+    // Cut short inside its first line, or emptied: nothing is left of a run that trained.
+    for (const std::string& kept : {log.substr(0, first_end / 2), std::string()}) {
+      const std::filesystem::path cut = tmp.path / ("cut" + std::to_string(kept.size()));
+      std::filesystem::copy(good, cut);
+      std::ofstream(cut / "metrics.jsonl", std::ios::trunc) << kept;
+      const CliResult failed = report(cut);
+      CHECK(failed.code == 1);
+      CHECK_THAT(failed.err, Catch::EndsWith(fmt::format(
+                                 "{}: {}: no readable line, yet the run has trained ({} exists): its log is lost or "
+                                 "damaged, so there is nothing to report\n",
+                                 p.name, (cut / "metrics.jsonl").string(), (cut / "last.ckpt.safetensors").string())));
+      CHECK(failed.out.empty());
+    }
+
+    // A run still starting (its config written, nothing trained yet) has no data yet, which is no error.
+    const std::filesystem::path starting = tmp.path / "starting";
+    std::filesystem::create_directory(starting);
+    std::filesystem::copy(good / "config.json", starting / "config.json");
+    const CliResult early = report(starting);
+    CHECK(early.code == 0);
+    CHECK(early.err.empty());
+    std::ifstream page(starting / "report.html");
+    CHECK_THAT(std::string((std::istreambuf_iterator<char>(page)), {}), Catch::Contains("no data yet"));
+  }
+}
+
+TEST_CASE("every program: the temporary files a killed save left are gone once the run starts or resumes", "[cli]") {
+  // A kill -9 in the middle of write_file_atomically leaves "<file>.tmp.<pid>.<n>", as large as the file;
+  // the next save of the same file removed it, but config.json and vocab.txt are never saved again.
+  for (const Program& p : programs()) {
+    INFO(p.name);
+    tapegrad::testing::TempDir tmp;
+    const std::filesystem::path run = tmp.path / "run";
+    auto args = tiny_run_args(p.name);
+    args.insert(args.end(), {"--out", run.string()});
+    REQUIRE(p.run(args, "").code == 0);
+    const auto plant = [&] {
+      const pid_t dead = tapegrad::testing::exited_pid();
+      for (const char* name : {"config.json", "vocab.txt", "last.ckpt.safetensors", "report.html"}) {
+        std::ofstream(run / fmt::format("{}.tmp.{}.{}", name, dead, 7)) << "cut short";
+      }
+    };
+    const auto temporaries = [&] {
+      std::vector<std::string> found;
+      for (const auto& entry : std::filesystem::recursive_directory_iterator(run)) {
+        const std::string name = entry.path().filename().string();
+        if (name.find(".tmp.") != std::string::npos) found.push_back(name);
+      }
+      return found;
+    };
+    plant();
+    const CliResult resumed = p.run(resume_args(p.name, run.string()), "");
+    CHECK(resumed.code == 0);
+    CHECK(temporaries().empty());
+    CHECK_THAT(resumed.err, Catch::Contains(fmt::format("removed {}/config.json.tmp.", run.string())) &&
+                                Catch::Contains(", left by a save that was killed"));
+    // The same when a new run starts over it.
+    plant();
+    auto again = args;
+    again.push_back("--overwrite");
+    CHECK(p.run(again, "").code == 0);
+    CHECK(temporaries().empty());
+  }
+}
+
+TEST_CASE("train_lm --overwrite: the previous run is replaced only once the new one has its first checkpoint",
+          "[cli]") {
+  // It was deleted at the start, so a new run that failed or was stopped early left nothing at all.
+  const Program& lm = programs().back();
+  REQUIRE(lm.name == "train_lm");
+  tapegrad::testing::TempDir tmp;
+  const std::filesystem::path run = tmp.path / "run";
+  auto args = tiny_run_args("train_lm");
+  args.insert(args.end(), {"--out", run.string()});
+  REQUIRE(lm.run(args, "").code == 0);
+  const auto read = [](const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), {});
+  };
+  const std::vector<std::string> kept = {"model.safetensors", "last.ckpt.safetensors", "config.json", "vocab.txt"};
+  std::map<std::string, std::string> before;
+  for (const auto& name : kept) before[name] = read(run / name);
+  const auto unchanged = [&] {
+    for (const auto& name : kept) {
+      INFO(name);
+      CHECK(read(run / name) == before[name]);
+    }
+    CHECK_FALSE(std::filesystem::exists(run / "previous-run"));
+  };
+
+  // A new run (other settings, no checkpoint for a long while) started with --overwrite, as a process,
+  // and signalled once it has moved the previous run aside.
+  std::string command = std::string("'") + TRAIN_LM_PROGRAM + "'";
+  auto long_run = tiny_text_args();
+  long_run.insert(long_run.end(), {"--context", "16", "--steps", "1000000", "--eval-every", "1000000", "--overwrite",
+                                   "--out", run.string()});
+  for (const auto& a : long_run) command += " '" + a + "'";
+  const auto signalled = [&](const std::string& signal) {
+    // An error file each: the wait for the line must not read an earlier process's.
+    const std::string err = (tmp.path / ("err." + signal)).string();
+    return tapegrad::testing::shell(fmt::format(
+        "{} 2> '{}' & pid=$!; until grep -qs 'moved to' '{}'; do kill -0 $pid 2> /dev/null || exit 99; sleep 0.02; "
+        "done; kill -{} $pid; wait $pid; echo $?",
+        command, err, err, signal));
+  };
+
+  // Ctrl-C before the first checkpoint: the previous run is back, byte for byte.
+  const auto [code, status] = signalled("INT");
+  CHECK(code == 0);
+  CHECK(status == "130\n");
+  CHECK_THAT(read(tmp.path / "err.INT"),
+             Catch::Contains(fmt::format("--overwrite: this run stopped before its first checkpoint, so the "
+                                         "previous run's config.json, metrics.jsonl, "
+                                         "last.ckpt.safetensors, model.safetensors, vocab.txt are back in {}",
+                                         run.string())));
+  unchanged();
+
+  // kill -9 there: the next start puts it back (here a --resume, which then finds the finished run).
+  const auto [killed_code, killed_status] = signalled("KILL");
+  CHECK(killed_code == 0);
+  CHECK(killed_status == "137\n");
+  CHECK(std::filesystem::exists(run / "previous-run" / "model.safetensors"));
+  const CliResult resumed = lm.run(resume_args("train_lm", run.string()), "");
+  CHECK(resumed.code == 0);
+  CHECK_THAT(resumed.err, Catch::Contains("put back the previous run's config.json, metrics.jsonl, "
+                                          "last.ckpt.safetensors, model.safetensors, vocab.txt"));
+  unchanged();
+
+  // A new run that reaches its first checkpoint deletes the previous one then.
+  auto replace = args;
+  replace.insert(replace.end(), {"--overwrite", "--seed", "5"});
+  const CliResult replaced = lm.run(replace, "");
+  CHECK(replaced.code == 0);
+  CHECK_THAT(replaced.err, Catch::Contains(fmt::format(
+                               "--overwrite: deleted the previous run ({}) now that this run has a checkpoint",
+                               (run / "previous-run").string())));
+  CHECK_FALSE(std::filesystem::exists(run / "previous-run"));
+  CHECK(read(run / "model.safetensors") != before["model.safetensors"]);
+}
+
 TEST_CASE("every program: --resume with a config.json nested 100,000 deep is an error naming the file", "[cli]") {
   // It parsed, and the error message quoting the bad value (dump()) overflowed the stack.
   for (const Program& p : programs()) {

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cctype>
 #include <cmath>
@@ -232,8 +233,8 @@ TEST_CASE("RunDirectory: a new run never replaces a finished one unless told to"
   std::ofstream(run.file("vocab.txt")) << "a\n";
   CHECK_NOTHROW(run.check_new(false));
 
-  // With a model or a checkpoint, only --overwrite may start again; then every file of the run goes.
-  // A model without a checkpoint (stopped between the first two saves) cannot be resumed.
+  // With a model or a checkpoint, only --overwrite may start again; then every file of the run moves
+  // aside. A model without a checkpoint (stopped between the first two saves) cannot be resumed.
   std::ofstream(run.model()) << "weights";
   CHECK_THROWS_MATCHES(run.start_new(false), train::UsageError,
                        Catch::Message(fmt::format("--out {} already holds a run (config.json, model.safetensors, "
@@ -248,8 +249,52 @@ TEST_CASE("RunDirectory: a new run never replaces a finished one unless told to"
                                                   run.dir().string())));
   fs::remove(run.checkpoint());
   CHECK(read_bytes(run.model()) == "weights");
-  const auto removed = run.start_new(true);
-  CHECK(removed == std::vector<std::string>{"config.json", "model.safetensors", "vocab.txt"});
+  const auto moved = run.start_new(true);
+  CHECK(moved == std::vector<std::string>{"config.json", "model.safetensors", "vocab.txt"});
+  CHECK(run.existing_files().empty());
+  CHECK(read_bytes(run.previous() / "model.safetensors") == "weights");
+  // Kept aside, the overwritten run still counts: a new run without --overwrite is refused.
+  CHECK_THROWS_WITH(run.check_new(false), Catch::Contains("already holds a run (previous-run/)"));
+  // The new run stops before its first checkpoint: the previous run comes back, the new one's files go.
+  run.write_config({{"lr", 1}});
+  std::ofstream(run.metrics()) << "{}\n";
+  CHECK(run.restore_previous() == std::vector<std::string>{"config.json", "model.safetensors", "vocab.txt"});
+  CHECK(read_bytes(run.model()) == "weights");
+  CHECK(read_bytes(run.file("vocab.txt")) == "a\n");
+  CHECK_FALSE(fs::exists(run.metrics()));
+  CHECK_FALSE(fs::exists(run.previous()));
+  CHECK(run.restore_previous().empty());
+  // Killed before its first checkpoint, the next start puts the previous run back (settle); killed after
+  // it, the next start deletes it.
+  run.start_new(true);
+  run.write_config({{"lr", 2}});
+  const auto put_back = run.settle();
+  REQUIRE(put_back.size() == 1);
+  CHECK_THAT(put_back[0], Catch::StartsWith("put back the previous run's config.json, model.safetensors, vocab.txt"));
+  CHECK(read_bytes(run.model()) == "weights");
+  run.start_new(true);
+  std::ofstream(run.checkpoint()) << "new state";
+  CHECK_THAT(run.settle(), Catch::Equals(std::vector<std::string>{fmt::format(
+                               "removed {}: the run that replaced it has a checkpoint", run.previous().string())}));
+  CHECK_FALSE(fs::exists(run.previous()));
+  CHECK(run.settle().empty());
+  fs::remove(run.checkpoint());
+  fs::remove(run.config());
+  // The temporary files of killed saves go too, whatever file they were for; a live process's stay.
+  const pid_t dead = tapegrad::testing::exited_pid();
+  for (const std::string name : {"report.html", "last.ckpt.safetensors", "config.json"}) {
+    std::ofstream(run.file(fmt::format("{}.tmp.{}.0", name, dead))) << "half";
+  }
+  const std::string live = fmt::format("model.safetensors.tmp.{}.3", ::getpid());
+  std::ofstream(run.file(live)) << "saving";
+  std::ofstream(run.file("notes.tmp.txt")) << "mine";
+  CHECK(run.settle().size() == 3);
+  std::vector<std::string> left;
+  for (const auto& entry : fs::directory_iterator(run.dir())) left.push_back(entry.path().filename().string());
+  std::sort(left.begin(), left.end());
+  CHECK(left == std::vector<std::string>{live, "notes.tmp.txt"});
+  fs::remove(run.file(live));
+  fs::remove(run.file("notes.tmp.txt"));
   CHECK(fs::is_empty(run.dir()));
 
   CHECK_THROWS_MATCHES(run.check_resumable(), train::UsageError,
