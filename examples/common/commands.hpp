@@ -89,8 +89,9 @@ std::vector<Flag> run_flags() {
            "that would change them is refused")
           .not_saved(),
       flag("--overwrite", &C::overwrite,
-           "start a new run in --out even if it holds one (whose files are then removed); without it a folder with "
-           "a checkpoint or a model is refused")
+           "start a new run in --out even if it holds one, whose files wait in previous-run/ until the new run's "
+           "first checkpoint (then deleted; put back if it stops before); without it a folder with a checkpoint or a "
+           "model is refused")
           .not_saved(),
       flag("--detect-anomaly", &C::detect_anomaly,
            "check every op's output and gradients for NaN/inf and stop naming the op (slower)")
