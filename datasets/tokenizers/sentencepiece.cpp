@@ -86,6 +86,15 @@ SentencePiece SentencePiece::from_proto(SentencePieceModelProto proto, const std
     for (int b = 0; b < 256; ++b)
       if (d->byte_ids[b] < 0)
         fail(source, fmt::format("trainer_spec.byte_fallback is true, but there is no BYTE piece <0x{:02X}>", b));
+  d->bpe_by_word = d->proto.model_type == SentencePieceModelType::bpe && d->proto.escape_whitespaces;
+  for (const auto& p : pieces) {
+    if (p.type == PieceType::unused) d->bpe_by_word = false;
+    const bool mergeable = p.type == PieceType::normal || p.type == PieceType::user_defined;
+    for (std::size_t at = p.piece.find(kSpaceSymbol, 1); mergeable && at != std::string::npos;
+         at = p.piece.find(kSpaceSymbol, at + 1))
+      if (at < kSpaceSymbol.size() || p.piece.compare(at - kSpaceSymbol.size(), kSpaceSymbol.size(), kSpaceSymbol) != 0)
+        d->bpe_by_word = false;
+  }
   d->trie = PieceTrie(trie_keys);
   d->user_defined = PieceTrie(user_keys);
   const auto control_id = [&](const std::string& name) -> std::int32_t {

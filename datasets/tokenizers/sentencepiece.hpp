@@ -78,17 +78,23 @@ class SentencePiece {
     std::int32_t unk_id = -1, bos_id = -1, eos_id = -1, pad_id = -1;
     std::int32_t byte_ids[256];
     float min_score = 0, max_score = 0;  ///< over NORMAL pieces, as the unigram model keeps them
+    /// BPE: no piece holds a "▁" after another character and none is UNUSED, so no merge crosses the
+    /// start of a word, and each word can be merged alone (and cached).
+    bool bpe_by_word = false;
   };
+  struct Cache;
 
-  explicit SentencePiece(std::shared_ptr<const Data> d) : d_(std::move(d)) {}
+  explicit SentencePiece(std::shared_ptr<const Data> d);
   const SentencePieceModelProto::Piece& piece(std::int64_t id) const;
   /// The length of the user-defined symbol at the start of `text`, or 0.
   std::size_t user_defined_prefix(std::string_view text) const;
   std::vector<Segment> segment_bpe(std::string_view normalized) const;
+  void segment_bpe_span(std::string_view span, std::vector<Segment>& out) const;
   std::vector<Segment> segment_unigram(std::string_view normalized) const;
   std::vector<Segment> segment(std::string_view normalized) const;
 
   std::shared_ptr<const Data> d_;
+  std::shared_ptr<Cache> cache_;  ///< BPE's segmentations of words, shared by copies
 };
 
 }  // namespace tapegrad::datasets::tokenizers

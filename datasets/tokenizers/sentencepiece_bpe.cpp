@@ -3,6 +3,7 @@
 // ones, as sentencepiece's bpe_model does; an UNUSED piece that a merge made is cut back into the two
 // pieces it was merged from.
 #include <algorithm>
+#include <mutex>
 #include <queue>
 #include <unordered_map>
 
@@ -39,7 +40,64 @@ struct Lower {
 
 }  // namespace
 
+struct SentencePiece::Cache {
+  static constexpr std::size_t kMaxEntries = 1 << 18;
+  std::mutex mutex;
+  std::unordered_map<std::string, std::vector<std::pair<std::uint32_t, std::int32_t>>> words;  ///< lengths, ids
+};
+
+SentencePiece::SentencePiece(std::shared_ptr<const Data> d) : d_(std::move(d)), cache_(std::make_shared<Cache>()) {}
+
 std::vector<SentencePiece::Segment> SentencePiece::segment_bpe(std::string_view normalized) const {
+  std::vector<Segment> out;
+  if (!d_->bpe_by_word) {
+    segment_bpe_span(normalized, out);
+    return out;
+  }
+  // Words start at each "▁" that follows another character; merging them one by one gives the
+  // merges of the whole text, since no piece crosses their starts.
+  constexpr std::string_view kSpace = "\xE2\x96\x81";
+  std::vector<Segment> word_segments;
+  for (std::size_t start = 0; start < normalized.size();) {
+    std::size_t end = start;
+    bool previous_space = false;
+    while (end < normalized.size()) {
+      const bool space = normalized.compare(end, kSpace.size(), kSpace) == 0;
+      if (space && end > start && !previous_space) break;
+      previous_space = space;
+      end += space ? kSpace.size() : 1;
+    }
+    const std::string_view word = normalized.substr(start, end - start);
+    bool cached = false;
+    {
+      std::lock_guard<std::mutex> lock(cache_->mutex);
+      const auto it = cache_->words.find(std::string(word));
+      if (it != cache_->words.end()) {
+        std::size_t at = 0;
+        for (const auto& [length, id] : it->second) {
+          out.push_back({word.substr(at, length), id});
+          at += length;
+        }
+        cached = true;
+      }
+    }
+    if (!cached) {
+      word_segments.clear();
+      segment_bpe_span(word, word_segments);
+      std::vector<std::pair<std::uint32_t, std::int32_t>> entry;
+      entry.reserve(word_segments.size());
+      for (const Segment& s : word_segments) entry.emplace_back(static_cast<std::uint32_t>(s.piece.size()), s.id);
+      out.insert(out.end(), word_segments.begin(), word_segments.end());
+      std::lock_guard<std::mutex> lock(cache_->mutex);
+      if (cache_->words.size() >= Cache::kMaxEntries) cache_->words.clear();
+      cache_->words.emplace(std::string(word), std::move(entry));
+    }
+    start = end;
+  }
+  return out;
+}
+
+void SentencePiece::segment_bpe_span(std::string_view normalized, std::vector<Segment>& out) const {
   const Data& d = *d_;
   std::vector<Symbol> symbols;
   for (std::string_view rest = normalized; !rest.empty();) {
@@ -76,7 +134,6 @@ std::vector<SentencePiece::Segment> SentencePiece::segment_bpe(std::string_view 
     consider(left.prev, top.left);
     consider(top.left, left.next);
   }
-  std::vector<Segment> out;
   const auto emit = [&](auto&& self, std::string_view piece) -> void {
     const auto id = static_cast<std::int32_t>(piece_to_id(piece));
     if (d.proto.pieces[static_cast<std::size_t>(id)].type == PieceType::unused) {
@@ -90,7 +147,6 @@ std::vector<SentencePiece::Segment> SentencePiece::segment_bpe(std::string_view 
     out.push_back({piece, id});
   };
   for (int i = symbols.empty() ? -1 : 0; i >= 0; i = symbols[i].next) emit(emit, symbols[i].piece);
-  return out;
 }
 
 }  // namespace tapegrad::datasets::tokenizers
