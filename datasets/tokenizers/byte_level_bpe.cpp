@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 #include <mutex>
+#include <queue>
 #include <stdexcept>
 
 #include "tapegrad/autograd/messages.hpp"
@@ -24,6 +25,8 @@ namespace {
 constexpr std::string_view kWho = "ByteLevelBPE";
 constexpr std::int64_t kMaxId = std::numeric_limits<std::int32_t>::max() - 1;
 constexpr std::int32_t kNoMerge = std::numeric_limits<std::int32_t>::max();
+// Pieces up to this many bytes merge by rescanning, longer ones through a heap (the same merges).
+constexpr std::size_t kShortPiece = 8;
 
 [[noreturn]] void fail(const std::string& source, const std::string& problem) {
   throw std::runtime_error(fmt::format("{}: {}: {}", kWho, source, problem));
@@ -83,6 +86,7 @@ std::pair<std::string, std::string> split_merge(const std::string& where, std::s
 
 struct ByteLevelBPE::Cache {
   static constexpr std::size_t kMaxEntries = 1 << 18;
+  static constexpr std::size_t kMaxPieceBytes = 256;
   std::mutex mutex;
   std::unordered_map<std::string, std::vector<std::int32_t>> pieces;
 };
@@ -256,14 +260,79 @@ ByteLevelBPE ByteLevelBPE::from_pretrained(const fs::path& dir) {
   if (!fs::exists(dir / "vocab.json", ec) || !fs::exists(dir / "merges.txt", ec))
     throw std::runtime_error(
         fmt::format("{}: {} holds neither tokenizer.json nor vocab.json and merges.txt", kWho, dir.string()));
-  const std::string vocab = read_whole_file(dir / "vocab.json", kWho);
-  const bool has_eot = vocab.find("\"<|endoftext|>\"") != std::string::npos;
-  return from_files(dir / "vocab.json", dir / "merges.txt",
-                    has_eot ? std::vector<std::string>{"<|endoftext|>"} : std::vector<std::string>{});
+  ByteLevelBPE bpe = from_files(dir / "vocab.json", dir / "merges.txt");
+  const std::int64_t eot = bpe.token_to_id("<|endoftext|>");
+  if (eot < 0) return bpe;
+  auto data = std::make_shared<Data>(*bpe.data_);
+  data->specials = {{"<|endoftext|>", eot}};
+  return ByteLevelBPE(std::move(data));
 }
 
+namespace {
+
+// A piece's merges, the lowest rank first and the leftmost of equal ranks, by rescanning the pairs
+// after each merge: fastest for the short pieces that most are.
+template <typename RankOf, typename Merged>
+void merge_short(std::vector<std::int32_t>& symbols, RankOf rank_of, Merged merged) {
+  std::vector<std::int32_t> ranks(symbols.empty() ? 0 : symbols.size() - 1);
+  for (std::size_t i = 0; i < ranks.size(); ++i) ranks[i] = rank_of(symbols[i], symbols[i + 1]);
+  while (!ranks.empty()) {
+    const auto best = std::min_element(ranks.begin(), ranks.end());  // the leftmost of equal ranks
+    if (*best == kNoMerge) break;
+    const auto i = static_cast<std::size_t>(best - ranks.begin());
+    symbols[i] = merged(symbols[i], symbols[i + 1]);
+    symbols.erase(symbols.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+    ranks.erase(ranks.begin() + static_cast<std::ptrdiff_t>(i));
+    if (i > 0) ranks[i - 1] = rank_of(symbols[i - 1], symbols[i]);
+    if (i < ranks.size()) ranks[i] = rank_of(symbols[i], symbols[i + 1]);
+  }
+}
+
+// The same merges through a heap of candidate pairs over a linked list, in O(n log n): a long piece
+// (a run of letters or punctuation thousands of bytes long) must not take quadratic time.
+template <typename RankOf, typename Merged>
+void merge_long(std::vector<std::int32_t>& symbols, RankOf rank_of, Merged merged) {
+  const auto n = static_cast<std::int32_t>(symbols.size());
+  std::vector<std::int32_t> next(symbols.size()), prev(symbols.size());
+  std::vector<bool> alive(symbols.size(), true);
+  for (std::int32_t i = 0; i < n; ++i) {
+    next[i] = i + 1 < n ? i + 1 : -1;
+    prev[i] = i - 1;
+  }
+  struct Candidate {
+    std::int32_t rank, left, left_id, right_id;
+    bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : left > o.left; }
+  };
+  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<Candidate>> heap;
+  const auto consider = [&](std::int32_t left) {
+    if (left < 0 || next[left] < 0) return;
+    const std::int32_t rank = rank_of(symbols[left], symbols[next[left]]);
+    if (rank != kNoMerge) heap.push({rank, left, symbols[left], symbols[next[left]]});
+  };
+  for (std::int32_t i = 0; i + 1 < n; ++i) consider(i);
+  while (!heap.empty()) {
+    const Candidate c = heap.top();
+    heap.pop();
+    const std::int32_t right = next[c.left];
+    // A candidate whose symbols have merged since it was queued is stale.
+    if (!alive[c.left] || right < 0 || symbols[c.left] != c.left_id || symbols[right] != c.right_id) continue;
+    symbols[c.left] = merged(c.left_id, c.right_id);
+    alive[right] = false;
+    next[c.left] = next[right];
+    if (next[right] >= 0) prev[next[right]] = c.left;
+    consider(prev[c.left]);
+    consider(c.left);
+  }
+  std::size_t kept = 0;
+  for (std::int32_t i = 0; i >= 0 && i < n; i = next[i]) symbols[kept++] = symbols[i];
+  symbols.resize(kept);
+}
+
+}  // namespace
+
 void ByteLevelBPE::encode_piece(std::string_view piece, std::vector<std::int64_t>& out) const {
-  {
+  const bool cacheable = piece.size() <= Cache::kMaxPieceBytes;
+  if (cacheable) {
     std::lock_guard<std::mutex> lock(cache_->mutex);
     const auto it = cache_->pieces.find(std::string(piece));
     if (it != cache_->pieces.end()) {
@@ -272,28 +341,22 @@ void ByteLevelBPE::encode_piece(std::string_view piece, std::vector<std::int64_t
     }
   }
   const Data& d = *data_;
-  std::vector<std::int32_t> symbols(piece.size());
-  for (std::size_t i = 0; i < piece.size(); ++i) symbols[i] = d.byte_ids[static_cast<unsigned char>(piece[i])];
-  // ranks[i]: the rank of merging symbols[i] and symbols[i + 1]; a merge rewrites only its neighbours'.
-  const auto rank_of = [&](std::size_t i) {
-    const auto it =
-        d.merges.find(static_cast<std::uint64_t>(symbols[i]) << 32 | static_cast<std::uint32_t>(symbols[i + 1]));
+  const auto key = [](std::int32_t a, std::int32_t b) {
+    return static_cast<std::uint64_t>(a) << 32 | static_cast<std::uint32_t>(b);
+  };
+  const auto rank_of = [&](std::int32_t a, std::int32_t b) {
+    const auto it = d.merges.find(key(a, b));
     return it == d.merges.end() ? kNoMerge : it->second.rank;
   };
-  std::vector<std::int32_t> ranks(symbols.empty() ? 0 : symbols.size() - 1);
-  for (std::size_t i = 0; i < ranks.size(); ++i) ranks[i] = rank_of(i);
-  while (!ranks.empty()) {
-    const auto best = std::min_element(ranks.begin(), ranks.end());  // the leftmost of equal ranks
-    if (*best == kNoMerge) break;
-    const auto i = static_cast<std::size_t>(best - ranks.begin());
-    symbols[i] =
-        d.merges.at(static_cast<std::uint64_t>(symbols[i]) << 32 | static_cast<std::uint32_t>(symbols[i + 1])).id;
-    symbols.erase(symbols.begin() + static_cast<std::ptrdiff_t>(i) + 1);
-    ranks.erase(ranks.begin() + static_cast<std::ptrdiff_t>(i));
-    if (i > 0) ranks[i - 1] = rank_of(i - 1);
-    if (i < ranks.size()) ranks[i] = rank_of(i);
-  }
+  const auto merged = [&](std::int32_t a, std::int32_t b) { return d.merges.at(key(a, b)).id; };
+  std::vector<std::int32_t> symbols(piece.size());
+  for (std::size_t i = 0; i < piece.size(); ++i) symbols[i] = d.byte_ids[static_cast<unsigned char>(piece[i])];
+  if (piece.size() <= kShortPiece)
+    merge_short(symbols, rank_of, merged);
+  else
+    merge_long(symbols, rank_of, merged);
   out.insert(out.end(), symbols.begin(), symbols.end());
+  if (!cacheable) return;
   std::lock_guard<std::mutex> lock(cache_->mutex);
   if (cache_->pieces.size() >= Cache::kMaxEntries) cache_->pieces.clear();
   cache_->pieces.emplace(std::string(piece), std::move(symbols));
@@ -314,22 +377,21 @@ std::vector<std::int64_t> ByteLevelBPE::encode_ordinary(std::string_view text) c
 std::vector<std::int64_t> ByteLevelBPE::encode(std::string_view text) const {
   std::vector<std::int64_t> out;
   const auto& specials = data_->specials;
+  // Each special token's next occurrence at or after `start`, searched again only once passed.
+  std::vector<std::size_t> next(specials.size());
+  for (std::size_t k = 0; k < specials.size(); ++k) next[k] = text.find(specials[k].first);
   std::size_t start = 0;
   while (start < text.size()) {
     // The leftmost special token; specials are sorted longest first, so the first found at a position wins.
-    std::size_t at = std::string_view::npos;
-    const std::pair<std::string, std::int64_t>* found = nullptr;
-    for (const auto& s : specials) {
-      const auto pos = text.find(s.first, start);
-      if (pos < at) {
-        at = pos;
-        found = &s;
-      }
+    std::size_t best = specials.size();
+    for (std::size_t k = 0; k < specials.size(); ++k) {
+      if (next[k] != std::string_view::npos && next[k] < start) next[k] = text.find(specials[k].first, start);
+      if (next[k] != std::string_view::npos && (best == specials.size() || next[k] < next[best])) best = k;
     }
-    if (!found) break;
-    encode_plain(text.substr(start, at - start), out);
-    out.push_back(found->second);
-    start = at + found->first.size();
+    if (best == specials.size()) break;
+    encode_plain(text.substr(start, next[best] - start), out);
+    out.push_back(specials[best].second);
+    start = next[best] + specials[best].first.size();
   }
   encode_plain(text.substr(start), out);
   return out;
