@@ -4,9 +4,9 @@
 /// written as "▁" U+2581), then BPE (the adjacent pair whose merged piece scores highest first, the
 /// leftmost of equal ones) or unigram (the Viterbi path of highest total score, an unknown character
 /// scoring the lowest piece score minus 10), then unknown pieces as their UTF-8 bytes <0xXX> when the
-/// model has byte fallback. decode(encode(text)) gives back the normalized text without its dummy
-/// prefix: the text itself under the identity rule, when it is valid UTF-8 without leading, trailing
-/// or repeated spaces (or remove_extra_whitespaces is off).
+/// model has byte fallback. decode(encode(text)) gives back the normalized text, without its dummy
+/// prefix and with "▁" as spaces: under the identity rule with remove_extra_whitespaces off (Llama's
+/// settings), the text itself when it is valid UTF-8 and holds no "▁" of its own.
 #pragma once
 
 #include <cstdint>
