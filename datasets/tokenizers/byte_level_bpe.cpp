@@ -102,6 +102,10 @@ ByteLevelBPE ByteLevelBPE::build(const std::string& source, std::vector<std::pai
   std::int64_t size = 0;
   for (const auto& [token, id] : vocab) size = std::max(size, id + 1);
   for (const auto& [token, id] : specials) size = std::max(size, id + 1);
+  // Ids number the tokens from 0; a sparse id would size the tables by its value, not the file's.
+  if (static_cast<std::size_t>(size) > vocab.size() + specials.size())
+    fail(source, fmt::format("its largest id is {}, but it holds only {} tokens: ids must number them from 0", size - 1,
+                             vocab.size() + specials.size()));
   data->tokens.resize(static_cast<std::size_t>(size));
   data->bytes_of.resize(static_cast<std::size_t>(size));
   data->used.assign(static_cast<std::size_t>(size), false);

@@ -8,17 +8,11 @@
 #include <unordered_map>
 
 #include "tapegrad/datasets/tokenizers/sentencepiece.hpp"
+#include "tapegrad/datasets/tokenizers/unicode.hpp"
 
 namespace tapegrad::datasets::tokenizers {
 
 namespace {
-
-// The length of the UTF-8 character that starts with byte c, by its lead byte alone (the normalized
-// text is valid UTF-8), as sentencepiece's OneCharLen.
-std::size_t one_char_length(unsigned char c) {
-  static constexpr std::size_t kLength[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
-  return kLength[c >> 4];
-}
 
 struct Symbol {
   int prev, next;
@@ -103,7 +97,7 @@ void SentencePiece::segment_bpe_span(std::string_view normalized, std::vector<Se
   for (std::string_view rest = normalized; !rest.empty();) {
     std::size_t n = user_defined_prefix(rest);
     const bool frozen = n > 0;
-    if (!frozen) n = std::min(rest.size(), one_char_length(static_cast<unsigned char>(rest[0])));
+    if (!frozen) n = std::min(rest.size(), utf8_length_from_lead(static_cast<unsigned char>(rest[0])));
     const int index = static_cast<int>(symbols.size());
     symbols.push_back({index - 1, n == rest.size() ? -1 : index + 1, frozen, rest.substr(0, n)});
     rest.remove_prefix(n);

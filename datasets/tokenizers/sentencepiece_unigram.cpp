@@ -6,15 +6,11 @@
 #include <algorithm>
 
 #include "tapegrad/datasets/tokenizers/sentencepiece.hpp"
+#include "tapegrad/datasets/tokenizers/unicode.hpp"
 
 namespace tapegrad::datasets::tokenizers {
 
 namespace {
-
-std::size_t one_char_length(unsigned char c) {
-  static constexpr std::size_t kLength[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
-  return kLength[c >> 4];
-}
 
 struct BestPath {
   std::int32_t id = -1;
@@ -33,7 +29,7 @@ std::vector<SentencePiece::Segment> SentencePiece::segment_unigram(std::string_v
   for (std::size_t start = 0; start < size;) {
     const float here = best[start].score;
     const std::size_t char_length =
-        std::min(size - start, one_char_length(static_cast<unsigned char>(normalized[start])));
+        std::min(size - start, utf8_length_from_lead(static_cast<unsigned char>(normalized[start])));
     bool has_single = false;
     d.trie.for_each_prefix(normalized.substr(start), [&](std::size_t length, std::int32_t id) {
       const auto& p = d.proto.pieces[static_cast<std::size_t>(id)];

@@ -21,6 +21,13 @@ struct CodePoint {
 /// The code point at text[i] (i < text.size()).
 CodePoint decode_utf8(std::string_view text, std::size_t i);
 
+/// The length of the UTF-8 sequence that lead byte c announces (1 for a byte that is no lead byte), as
+/// sentencepiece reads a normalized text, which is valid UTF-8.
+inline std::size_t utf8_length_from_lead(unsigned char c) {
+  constexpr unsigned char kLength[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
+  return kLength[c >> 4];
+}
+
 /// The UTF-8 encoding of a code point (at most U+10FFFF) appended to `out`.
 void append_utf8(char32_t cp, std::string& out);
 

@@ -252,6 +252,9 @@ TEST_CASE("tokenizers: byte-level BPE's readers name the file and the problem", 
   write_file(tmp.path / "neg.json", "{\"a\": -3}");
   CHECK_THAT(error_of([&] { ByteLevelBPE::from_files(tmp.path / "neg.json", merges); }),
              Catch::Contains("'a'") && Catch::Contains("-3"));
+  write_file(tmp.path / "sparse.json", "{\"a\": 0, \"b\": 2000000000}");
+  CHECK_THAT(error_of([&] { ByteLevelBPE::from_files(tmp.path / "sparse.json", merges); }),
+             Catch::Contains("largest id is 2000000000") && Catch::Contains("only 2 tokens"));
   write_file(tmp.path / "small.json", "{\"a\": 0, \"b\": 1}");
   CHECK_THAT(error_of([&] { ByteLevelBPE::from_files(tmp.path / "small.json", merges); }),
              Catch::Contains("no token for byte 0x00"));
