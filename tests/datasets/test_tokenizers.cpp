@@ -506,3 +506,30 @@ TEST_CASE("tokenizers: every training review, exact round trips and encoding in 
   CHECK(llama_s < 120.0);
   CHECK(unigram_s < 60.0);
 }
+
+TEST_CASE("tokenizers: the references' ids of every training review, where they are given", "[tokenizers]") {
+  // TAPEGRAD_TOKENIZER_REFERENCE: a folder holding the fixture scripts' --all output, gpt2.jsonl
+  // (make_gpt2_bpe_fixtures.py --all DIR/gpt2.jsonl) and spm.<model>.jsonl
+  // (make_sentencepiece_fixtures.py --all DIR/spm), made with the models of tokenizers.tar.xz.
+  const char* dir = std::getenv("TAPEGRAD_TOKENIZER_REFERENCE");
+  if (!dir) {
+    WARN("skipped: TAPEGRAD_TOKENIZER_REFERENCE is not set");
+    return;
+  }
+  const auto compare = [&](const fs::path& file, const std::function<Ids(const std::string&)>& encode) {
+    CAPTURE(file.string());
+    std::size_t rows = 0, mismatches = 0;
+    for (const json& row : read_jsonl(file)) {
+      ++rows;
+      if (encode(row["text"].get<std::string>()) != row["ids"].get<Ids>() && mismatches++ < 3)
+        FAIL_CHECK("row " << rows << " differs");
+    }
+    CHECK(rows == 25000);
+    CHECK(mismatches == 0);
+  };
+  compare(fs::path(dir) / "gpt2.jsonl", [](const std::string& t) { return gpt2().encode(t); });
+  for (const std::string name : {"llama_bpe", "unigram", "nfkc_unigram"}) {
+    const auto sp = SentencePiece::load(kFixtures / (name + ".model"));
+    compare(fs::path(dir) / ("spm." + name + ".jsonl"), [&](const std::string& t) { return sp.encode(t); });
+  }
+}
