@@ -50,16 +50,15 @@ std::vector<SentencePiece::Segment> SentencePiece::segment_bpe(std::string_view 
   }
   // Words start at each "▁" that follows another character; merging them one by one gives the
   // merges of the whole text, since no piece crosses their starts.
-  constexpr std::string_view kSpace = "\xE2\x96\x81";
   std::vector<Segment> word_segments;
   for (std::size_t start = 0; start < normalized.size();) {
     std::size_t end = start;
     bool previous_space = false;
     while (end < normalized.size()) {
-      const bool space = normalized.compare(end, kSpace.size(), kSpace) == 0;
+      const bool space = normalized.compare(end, kSpaceSymbol.size(), kSpaceSymbol) == 0;
       if (space && end > start && !previous_space) break;
       previous_space = space;
-      end += space ? kSpace.size() : 1;
+      end += space ? kSpaceSymbol.size() : 1;
     }
     const std::string_view word = normalized.substr(start, end - start);
     bool cached = false;

@@ -9,6 +9,9 @@
 
 namespace tapegrad::datasets::tokenizers {
 
+/// U+FFFD REPLACEMENT CHARACTER in UTF-8, what decoders write for bytes that are not valid UTF-8.
+inline constexpr std::string_view kReplacementCharacter = "\xEF\xBF\xBD";
+
 /// One decoded code point and the bytes it took; `valid` is false for a byte that does not start a
 /// well-formed UTF-8 sequence (an overlong form, a surrogate, beyond U+10FFFF, a cut or stray byte),
 /// which then counts as one byte with code point 0xFFFD.
