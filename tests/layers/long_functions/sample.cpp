@@ -1,0 +1,357 @@
+// A sample for scripts/long_functions.py (tests/CMakeLists.txt): the functions named "long_*" are over
+// 80 lines from signature to closing brace and must be reported, those named "short_*" must not.
+#define NOT_A_FUNCTION(x) \
+  { x; }
+
+namespace sample {
+
+// 80 lines exactly: not over the limit.
+int short_eighty() {
+  int total = 0;
+  total += 0;
+  total += 1;
+  total += 2;
+  total += 3;
+  total += 4;
+  total += 5;
+  total += 6;
+  total += 7;
+  total += 8;
+  total += 9;
+  total += 10;
+  total += 11;
+  total += 12;
+  total += 13;
+  total += 14;
+  total += 15;
+  total += 16;
+  total += 17;
+  total += 18;
+  total += 19;
+  total += 20;
+  total += 21;
+  total += 22;
+  total += 23;
+  total += 24;
+  total += 25;
+  total += 26;
+  total += 27;
+  total += 28;
+  total += 29;
+  total += 30;
+  total += 31;
+  total += 32;
+  total += 33;
+  total += 34;
+  total += 35;
+  total += 36;
+  total += 37;
+  total += 38;
+  total += 39;
+  total += 40;
+  total += 41;
+  total += 42;
+  total += 43;
+  total += 44;
+  total += 45;
+  total += 46;
+  total += 47;
+  total += 48;
+  total += 49;
+  total += 50;
+  total += 51;
+  total += 52;
+  total += 53;
+  total += 54;
+  total += 55;
+  total += 56;
+  total += 57;
+  total += 58;
+  total += 59;
+  total += 60;
+  total += 61;
+  total += 62;
+  total += 63;
+  total += 64;
+  total += 65;
+  total += 66;
+  total += 67;
+  total += 68;
+  total += 69;
+  total += 70;
+  total += 71;
+  total += 72;
+  total += 73;
+  total += 74;
+  total += 75;
+  return total;
+}
+
+// 81 lines, braces in a comment { and in strings ("{", '{') that must not count.
+int long_eighty_one() {
+  int total = 0;  // {{{
+  const char* brace = "{";
+  const char open = '{';
+  total += 0;
+  total += 1;
+  total += 2;
+  total += 3;
+  total += 4;
+  total += 5;
+  total += 6;
+  total += 7;
+  total += 8;
+  total += 9;
+  total += 10;
+  total += 11;
+  total += 12;
+  total += 13;
+  total += 14;
+  total += 15;
+  total += 16;
+  total += 17;
+  total += 18;
+  total += 19;
+  total += 20;
+  total += 21;
+  total += 22;
+  total += 23;
+  total += 24;
+  total += 25;
+  total += 26;
+  total += 27;
+  total += 28;
+  total += 29;
+  total += 30;
+  total += 31;
+  total += 32;
+  total += 33;
+  total += 34;
+  total += 35;
+  total += 36;
+  total += 37;
+  total += 38;
+  total += 39;
+  total += 40;
+  total += 41;
+  total += 42;
+  total += 43;
+  total += 44;
+  total += 45;
+  total += 46;
+  total += 47;
+  total += 48;
+  total += 49;
+  total += 50;
+  total += 51;
+  total += 52;
+  total += 53;
+  total += 54;
+  total += 55;
+  total += 56;
+  total += 57;
+  total += 58;
+  total += 59;
+  total += 60;
+  total += 61;
+  total += 62;
+  total += 63;
+  total += 64;
+  total += 65;
+  total += 66;
+  total += 67;
+  total += 68;
+  total += 69;
+  total += 70;
+  total += 71;
+  total += 72;
+  total += 73;
+  total += 74;
+  return total + brace[0] + open;
+}
+
+struct Holder {
+  // A constructor whose member initialisers use braces: one function from its signature on.
+  Holder(int a, int b) : first_{a}, second_{b} {
+    first_ += 0;
+    first_ += 1;
+    first_ += 2;
+    first_ += 3;
+    first_ += 4;
+    first_ += 5;
+    first_ += 6;
+    first_ += 7;
+    first_ += 8;
+    first_ += 9;
+    first_ += 10;
+    first_ += 11;
+    first_ += 12;
+    first_ += 13;
+    first_ += 14;
+    first_ += 15;
+    first_ += 16;
+    first_ += 17;
+    first_ += 18;
+    first_ += 19;
+    first_ += 20;
+    first_ += 21;
+    first_ += 22;
+    first_ += 23;
+    first_ += 24;
+    first_ += 25;
+    first_ += 26;
+    first_ += 27;
+    first_ += 28;
+    first_ += 29;
+    first_ += 30;
+    first_ += 31;
+    first_ += 32;
+    first_ += 33;
+    first_ += 34;
+    first_ += 35;
+    first_ += 36;
+    first_ += 37;
+    first_ += 38;
+    first_ += 39;
+    first_ += 40;
+    first_ += 41;
+    first_ += 42;
+    first_ += 43;
+    first_ += 44;
+    first_ += 45;
+    first_ += 46;
+    first_ += 47;
+    first_ += 48;
+    first_ += 49;
+    first_ += 50;
+    first_ += 51;
+    first_ += 52;
+    first_ += 53;
+    first_ += 54;
+    first_ += 55;
+    first_ += 56;
+    first_ += 57;
+    first_ += 58;
+    first_ += 59;
+    first_ += 60;
+    first_ += 61;
+    first_ += 62;
+    first_ += 63;
+    first_ += 64;
+    first_ += 65;
+    first_ += 66;
+    first_ += 67;
+    first_ += 68;
+    first_ += 69;
+    first_ += 70;
+    first_ += 71;
+    first_ += 72;
+    first_ += 73;
+    first_ += 74;
+    first_ += 75;
+    first_ += 76;
+    first_ += 77;
+    first_ += 78;
+    first_ += 79;
+  }
+  int short_method() const { return first_ + second_; }
+  int first_, second_;
+};
+
+// A lambda inside counts towards its function.
+int long_with_lambda() {
+  int total = 0;
+  const auto add = [&](int v) {
+    total += v + 0;
+    total += v + 1;
+    total += v + 2;
+    total += v + 3;
+    total += v + 4;
+    total += v + 5;
+    total += v + 6;
+    total += v + 7;
+    total += v + 8;
+    total += v + 9;
+    total += v + 10;
+    total += v + 11;
+    total += v + 12;
+    total += v + 13;
+    total += v + 14;
+    total += v + 15;
+    total += v + 16;
+    total += v + 17;
+    total += v + 18;
+    total += v + 19;
+    total += v + 20;
+    total += v + 21;
+    total += v + 22;
+    total += v + 23;
+    total += v + 24;
+    total += v + 25;
+    total += v + 26;
+    total += v + 27;
+    total += v + 28;
+    total += v + 29;
+    total += v + 30;
+    total += v + 31;
+    total += v + 32;
+    total += v + 33;
+    total += v + 34;
+    total += v + 35;
+    total += v + 36;
+    total += v + 37;
+    total += v + 38;
+    total += v + 39;
+    total += v + 40;
+    total += v + 41;
+    total += v + 42;
+    total += v + 43;
+    total += v + 44;
+    total += v + 45;
+    total += v + 46;
+    total += v + 47;
+    total += v + 48;
+    total += v + 49;
+    total += v + 50;
+    total += v + 51;
+    total += v + 52;
+    total += v + 53;
+    total += v + 54;
+    total += v + 55;
+    total += v + 56;
+    total += v + 57;
+    total += v + 58;
+    total += v + 59;
+    total += v + 60;
+    total += v + 61;
+    total += v + 62;
+    total += v + 63;
+    total += v + 64;
+    total += v + 65;
+    total += v + 66;
+    total += v + 67;
+    total += v + 68;
+    total += v + 69;
+    total += v + 70;
+    total += v + 71;
+    total += v + 72;
+    total += v + 73;
+    total += v + 74;
+    total += v + 75;
+    total += v + 76;
+    total += v + 77;
+    total += v + 78;
+    total += v + 79;
+  };
+  add(1);
+  return total;
+}
+
+const int kTable[] = {
+    0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22,
+    23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45,
+    46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68,
+    69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89,
+};
+
+}  // namespace sample
