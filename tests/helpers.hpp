@@ -47,6 +47,9 @@ inline pid_t exited_pid() {
   return child;
 }
 
+// The inputs of a function under gradcheck.
+using Inputs = std::vector<Tensor<double>>;
+
 // A random double tensor that requires grad, values in [low, high).
 inline Tensor<double> rand_input(const Shape& shape, std::uint64_t seed, double low = -1.0, double high = 1.0) {
   Generator gen(seed);

@@ -8,10 +8,9 @@
 #include "tests/helpers.hpp"
 
 using namespace tapegrad;
-using tapegrad::testing::rand_input;
+using namespace tapegrad::testing;
 
 namespace {
-using Inputs = std::vector<Tensor<double>>;
 
 // A fresh leaf of t's value (float or double) that requires grad.
 template <typename T>

@@ -45,14 +45,11 @@
 
 namespace fs = std::filesystem;
 
-using tapegrad::testing::TempDir;
+using namespace tapegrad::testing;
 
 namespace {
 
 const fs::path kFixture = fs::path(TAPEGRAD_TEST_DATA_DIR) / "aclImdb_small";
-
-using tapegrad::testing::CliResult;
-using tapegrad::testing::shell;
 
 CliResult run_in_process(std::vector<std::string> args, const std::string& input = "") {
   return tapegrad::testing::run_cli_in_process([](auto&&... a) { return imdb::run_cli(a...); }, "train_imdb",

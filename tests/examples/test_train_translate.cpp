@@ -29,12 +29,9 @@
 #include "tests/helpers.hpp"
 
 namespace fs = std::filesystem;
-using tapegrad::testing::TempDir;
+using namespace tapegrad::testing;
 
 namespace {
-
-using tapegrad::testing::CliResult;
-using tapegrad::testing::shell;
 
 CliResult run_in_process(std::vector<std::string> args, const std::string& input = "") {
   return tapegrad::testing::run_cli_in_process([](auto&&... a) { return translate::run_cli(a...); }, "train_translate",

@@ -20,13 +20,7 @@
 
 using namespace tapegrad;
 using namespace tapegrad::models;
-using tapegrad::testing::check_causal_bit_for_bit;
-using tapegrad::testing::check_forward_rows;
-using tapegrad::testing::check_generate_with_and_without_cache;
-using tapegrad::testing::check_learns_pattern;
-using tapegrad::testing::kPatternLength;
-using tapegrad::testing::kPatternVocab;
-using tapegrad::testing::random_ids;
+using namespace tapegrad::testing;
 
 namespace {
 
