@@ -1,10 +1,11 @@
-// Shared by the torch-parity tests: the dtype tags of the fixture files and the element-wise
+// Shared by the torch-parity tests: the fixture files, their dtype tags and the element-wise
 // comparison that names the worst element when a result strays from torch's.
 #pragma once
 
 #include <cmath>
 #include <limits>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -71,6 +72,14 @@ std::string mismatch(const xt::xarray<T>& got, const xt::xarray<T>& want, double
   out << "flat element " << at << ": " << got.data()[at] << ", torch has " << want.data()[at] << " (" << worst
       << " times the tolerance)";
   return out.str();
+}
+
+// A committed fixture file of tests/fixtures/ ("ops.safetensors", ...), read once per process.
+inline const io::safetensors::File& fixture_file(const std::string& name) {
+  static std::map<std::string, std::unique_ptr<io::safetensors::File>> files;
+  auto& file = files[name];
+  if (!file) file = std::make_unique<io::safetensors::File>(std::string(TAPEGRAD_TEST_FIXTURES_DIR) + "/" + name);
+  return *file;
 }
 
 // One case of a fixture file in one dtype: its differentiable inputs ("<prefix>.in.<name>") as fresh

@@ -20,15 +20,11 @@
 #include "tests/parity.hpp"
 
 using namespace tapegrad;
-using tapegrad::testing::dtype_tag;
-using tapegrad::testing::mismatch;
+using namespace tapegrad::testing;
 
 namespace {
 
-const io::safetensors::File& fixture() {
-  static const io::safetensors::File file(std::string(TAPEGRAD_TEST_FIXTURES_DIR) + "/ops.safetensors");
-  return file;
-}
+const io::safetensors::File& fixture() { return testing::fixture_file("ops.safetensors"); }
 
 // One case in one dtype: its differentiable inputs as fresh leaves that require grad, and its other
 // arguments, looked up by the names of the fixture script.

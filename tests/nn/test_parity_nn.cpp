@@ -25,15 +25,11 @@
 
 using namespace tapegrad;
 using namespace tapegrad::nn;
-using tapegrad::testing::dtype_tag;
-using tapegrad::testing::mismatch;
+using namespace tapegrad::testing;
 
 namespace {
 
-const io::safetensors::File& fixture() {
-  static const io::safetensors::File file(std::string(TAPEGRAD_TEST_FIXTURES_DIR) + "/modules.safetensors");
-  return file;
-}
+const io::safetensors::File& fixture() { return testing::fixture_file("modules.safetensors"); }
 
 // One case of the fixture in one dtype: its inputs as fresh leaves that require grad, its masks.
 template <typename T>
