@@ -11,8 +11,10 @@
 #include <optional>
 #include <stdexcept>
 
+#include "examples/common/batching.hpp"
 #include "examples/common/commands.hpp"
 #include "examples/common/precision.hpp"
+#include "examples/common/trainer_options.hpp"
 #include "examples/imdb/data.hpp"
 #include "examples/imdb/features/clause_negation.hpp"
 #include "examples/imdb/features/log_count_ratio.hpp"
@@ -247,28 +249,11 @@ std::optional<features::ClauseNegation> make_clause_negation(const Config& confi
   return negation;
 }
 
-ds::BatchOptions batch_options(const Config& config) {
-  ds::BatchOptions batching;
-  batching.batch_size = static_cast<std::size_t>(config.batch_size);
-  batching.seed = static_cast<std::uint64_t>(config.seed);
-  batching.bucket_chunk = static_cast<std::size_t>(config.bucket);
-  batching.trim = true;
-  return batching;
-}
-
 tr::TrainerOptions trainer_options(const Config& config, std::int64_t steps_per_epoch,
                                    const std::function<bool(std::int64_t step)>& stop_after_step) {
-  tr::TrainerOptions options;
-  options.epochs = config.epochs;
-  options.steps_per_epoch = steps_per_epoch;
-  options.schedule = make_schedule(config, steps_per_epoch * config.epochs, steps_per_epoch);
-  options.log_every = config.log_every;
-  options.clip_norm = config.clip_norm;
-  options.resume = config.resume;
-  options.autocast = config.precision_resolved == "bf16";
-  options.detect_anomaly = config.detect_anomaly;
-  options.stop_after_step = stop_after_step;
-  return options;
+  return examples::trainer_options(config, config.epochs, steps_per_epoch,
+                                   make_schedule(config, steps_per_epoch * config.epochs, steps_per_epoch),
+                                   stop_after_step);
 }
 
 // One step's loss on this rank's rows of the batch, after word dropout, crops and clause negation (drawn
@@ -514,7 +499,7 @@ TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, 
   const tr::Replicas replicas = parallel.attach ? parallel.attach(*model) : tr::Replicas{};
   auto optimizer = make_optimizer(config, model->parameters());
   const auto clause_negation = make_clause_negation(config, prepared.vocab, data.train, progress);
-  ds::DataLoader loader(data.train, batch_options(config));
+  ds::DataLoader loader(data.train, examples::batch_options(config));
   const auto steps_per_epoch = static_cast<std::int64_t>(loader.size());
   std::optional<optim::ExponentialMovingAverage<float>> ema;
   if (config.ema > 0) ema.emplace(model->parameters(), config.ema);
