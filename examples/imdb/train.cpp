@@ -50,6 +50,17 @@ namespace tr = tapegrad::train;
 
 namespace {
 
+// Adam or AdamW with the flags --lr, --betas, --eps and --weight-decay.
+template <typename Adam, typename Options>
+std::unique_ptr<optim::Optimizer<float>> make_adam(const Config& c, std::vector<tapegrad::Tensor<float>> params) {
+  Options o;
+  o.lr = c.lr;
+  o.betas = parse_betas(c.betas);
+  o.eps = c.eps;
+  o.weight_decay = c.weight_decay;
+  return std::make_unique<Adam>(std::move(params), o);
+}
+
 std::unique_ptr<optim::Optimizer<float>> make_optimizer(const Config& c, std::vector<tapegrad::Tensor<float>> params) {
   if (c.optimizer == "sgd") {
     optim::SGDOptions o{c.lr};
@@ -57,20 +68,8 @@ std::unique_ptr<optim::Optimizer<float>> make_optimizer(const Config& c, std::ve
     o.weight_decay = c.weight_decay;
     return std::make_unique<optim::SGD<float>>(std::move(params), o);
   }
-  if (c.optimizer == "adam") {
-    optim::AdamOptions o;
-    o.lr = c.lr;
-    o.betas = parse_betas(c.betas);
-    o.eps = c.eps;
-    o.weight_decay = c.weight_decay;
-    return std::make_unique<optim::Adam<float>>(std::move(params), o);
-  }
-  optim::AdamWOptions o;
-  o.lr = c.lr;
-  o.betas = parse_betas(c.betas);
-  o.eps = c.eps;
-  o.weight_decay = c.weight_decay;
-  return std::make_unique<optim::AdamW<float>>(std::move(params), o);
+  if (c.optimizer == "adam") return make_adam<optim::Adam<float>, optim::AdamOptions>(c, std::move(params));
+  return make_adam<optim::AdamW<float>, optim::AdamWOptions>(c, std::move(params));
 }
 
 optim::Schedule make_schedule(const Config& c, std::int64_t total_steps, std::int64_t steps_per_epoch) {
