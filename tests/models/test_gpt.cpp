@@ -25,12 +25,7 @@ using namespace tapegrad::testing;
 namespace {
 
 GPTOptions tiny(PositionalKind positional = PositionalKind::Learned) {
-  GPTOptions o;
-  o.vocab_size = 13;
-  o.max_len = 40;
-  o.d_model = 8;
-  o.nhead = 2;
-  o.num_layers = 2;
+  auto o = sized<GPTOptions>(13, 40, 8, 2, 2);
   o.dim_feedforward = 12;
   o.positional = positional;
   return o;
@@ -321,12 +316,7 @@ TEST_CASE("TransformerMaskedLM: the encoder's names and shapes are the classifie
   for (bool norm_first : {false, true}) {
     for (PositionalKind positional : {PositionalKind::Sinusoidal, PositionalKind::Learned}) {
       INFO("norm_first " << norm_first << ", positions " << positional_name(positional));
-      TransformerClassifierOptions o;
-      o.vocab_size = 20;
-      o.max_len = 12;
-      o.d_model = 8;
-      o.nhead = 2;
-      o.num_layers = 2;
+      auto o = sized<TransformerClassifierOptions>(20, 12, 8, 2, 2);
       o.dim_feedforward = 10;
       o.norm_first = norm_first;
       o.positional = positional;

@@ -22,12 +22,7 @@ using namespace tapegrad::testing;
 namespace {
 
 LlamaOptions tiny(bool tied = true) {
-  LlamaOptions o;
-  o.vocab_size = 13;
-  o.max_len = 40;
-  o.d_model = 16;
-  o.nhead = 4;
-  o.num_layers = 2;
+  auto o = sized<LlamaOptions>(13, 40, 16, 4, 2);
   o.hidden = 24;
   o.tie_embeddings = tied;
   return o;
