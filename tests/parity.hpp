@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -80,6 +81,29 @@ inline const io::safetensors::File& fixture_file(const std::string& name) {
   auto& file = files[name];
   if (!file) file = std::make_unique<io::safetensors::File>(std::string(TAPEGRAD_TEST_FIXTURES_DIR) + "/" + name);
   return *file;
+}
+
+// The cases of a fixture file: the <case> of every name holding <case>.f32<marker> or <case>.f64<marker>
+// (marker "." matches any key of a case; with at_end, the name must end there), and those of them that
+// the file holds in one dtype only.
+struct FixtureCases {
+  std::set<std::string> cases, in_one_dtype;
+};
+inline FixtureCases fixture_cases(const io::safetensors::File& file, const std::string& marker, bool at_end) {
+  std::map<std::string, std::set<std::string>> dtypes;
+  for (const auto& name : file.names()) {
+    for (const std::string tag : {".f32", ".f64"}) {
+      const auto at = name.find(tag + marker);
+      if (at != std::string::npos && (!at_end || at + tag.size() + marker.size() == name.size()))
+        dtypes[name.substr(0, at)].insert(tag);
+    }
+  }
+  FixtureCases found;
+  for (const auto& [name, tags] : dtypes) {
+    found.cases.insert(name);
+    if (tags.size() != 2) found.in_one_dtype.insert(name);
+  }
+  return found;
 }
 
 // One case of a fixture file in one dtype: its differentiable inputs ("<prefix>.in.<name>") as fresh
