@@ -346,35 +346,14 @@ TEST_CASE("every program: a diverging run stops naming the step, keeps its last 
   // is up to the last bits of the products (other kernels, other CPUs), so the step is read from the
   // run's own log, a metrics.jsonl line every step (--log-every 1), and the error must name the first
   // step whose loss the log does not hold.
-  const std::string fixture = std::string(TAPEGRAD_TEST_DATA_DIR) + "/aclImdb_small";
   struct Case {
     std::string program;
     std::vector<std::string> args;
     std::vector<std::string> use;  // a subcommand that loads the model (its run folder flag last)
   };
-  const std::vector<std::string> tiny_text = {"--data",
-                                              fixture,
-                                              "--no-download",
-                                              "--d-model",
-                                              "8",
-                                              "--heads",
-                                              "2",
-                                              "--layers",
-                                              "1",
-                                              "--ff",
-                                              "16",
-                                              "--vocab-size",
-                                              "50",
-                                              "--batch-size",
-                                              "2",
-                                              "--valid-fraction",
-                                              "0.34",
-                                              "--warmup",
-                                              "1",
-                                              "--clip-norm",
-                                              "0",
-                                              "--threads",
-                                              "1"};
+  std::vector<std::string> tiny_text = tapegrad::testing::text_tiny_args();
+  tiny_text.insert(tiny_text.end(), {"--layers", "1", "--valid-fraction", "0.34", "--warmup", "1", "--clip-norm", "0",
+                                     "--threads", "1"});
   // train_translate diverges with a huge learning rate and Adam without its second moment.
   auto translate_args = tapegrad::testing::translate_tiny_args("60", "3");
   translate_args.insert(translate_args.end(), {"--lr-factor", "1000", "--eps", "1", "--beta2", "0"});
