@@ -31,6 +31,15 @@ GPTOptions tiny(PositionalKind positional = PositionalKind::Learned) {
   return o;
 }
 
+// The model of the KV cache's tests: tiny, with 4 heads of 8 and a feed-forward of 64.
+GPTOptions cached(PositionalKind positional) {
+  GPTOptions o = tiny(positional);
+  o.d_model = 32;
+  o.nhead = 4;
+  o.dim_feedforward = 64;
+  return o;
+}
+
 // Row t of logits [1, L, V].
 template <typename T>
 std::vector<T> row(const Tensor<T>& logits, std::size_t t) {
@@ -58,10 +67,7 @@ TEMPLATE_TEST_CASE("GPT: the KV cache gives the logits of full recomputation at 
   for (PositionalKind positional : {PositionalKind::Learned, PositionalKind::Sinusoidal}) {
     INFO("positions " << positional_name(positional));
     Generator gen(4);
-    GPTOptions o = tiny(positional);
-    o.d_model = 32;
-    o.nhead = 4;
-    o.dim_feedforward = 64;
+    const GPTOptions o = cached(positional);
     GPT<TestType> model(o, gen);
     model.eval();
     NoGradGuard no_grad;
@@ -95,10 +101,7 @@ TEST_CASE("greedy decoding: with the KV cache, every step's logits are full reco
   for (PositionalKind positional : {PositionalKind::Learned, PositionalKind::Sinusoidal}) {
     INFO("positions " << positional_name(positional));
     Generator gen(12);
-    GPTOptions o = tiny(positional);
-    o.d_model = 32;
-    o.nhead = 4;
-    o.dim_feedforward = 64;
+    const GPTOptions o = cached(positional);
     GPT<float> model(o, gen);
     model.eval();
     NoGradGuard no_grad;
