@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "examples/common/commands.hpp"
+#include "examples/common/model_options.hpp"
 #include "examples/common/precision.hpp"
 #include "examples/common/settings.hpp"
-#include "tapegrad/datasets/text/vocab.hpp"
 
 namespace lm {
 
@@ -146,51 +146,19 @@ nlohmann::json to_json(const Config& c) { return flags().to_json(c); }
 Config config_from_json(const nlohmann::json& json) { return flags().from_json(json); }
 
 tapegrad::models::GPTOptions gpt_options(const Config& c, std::size_t vocab_size) {
-  tapegrad::models::GPTOptions o;
-  o.vocab_size = vocab_size;
-  o.max_len = static_cast<std::size_t>(c.context);
-  o.d_model = static_cast<std::size_t>(c.d_model);
-  o.nhead = static_cast<std::size_t>(c.heads);
-  o.num_layers = static_cast<std::size_t>(c.layers);
-  o.dim_feedforward = static_cast<std::size_t>(c.ff);
-  o.dropout = c.dropout;
-  o.attention_dropout = c.attn_dropout;
-  o.activation = c.activation == "relu" ? tapegrad::nn::Activation::ReLU : tapegrad::nn::Activation::GELU;
-  o.positional =
-      c.pos == "sinusoidal" ? tapegrad::models::PositionalKind::Sinusoidal : tapegrad::models::PositionalKind::Learned;
-  o.padding_idx = tapegrad::datasets::Vocabulary::pad_id;
-  return o;
+  return examples::transformer_options<tapegrad::models::GPTOptions>(c, vocab_size, c.context);
 }
 
 tapegrad::models::LlamaOptions llama_options(const Config& c, std::size_t vocab_size) {
-  tapegrad::models::LlamaOptions o;
-  o.vocab_size = vocab_size;
-  o.max_len = static_cast<std::size_t>(c.context);
-  o.d_model = static_cast<std::size_t>(c.d_model);
-  o.nhead = static_cast<std::size_t>(c.heads);
-  o.num_layers = static_cast<std::size_t>(c.layers);
+  auto o = examples::model_sizes<tapegrad::models::LlamaOptions>(c, vocab_size, c.context);
   o.hidden = static_cast<std::size_t>(c.hidden);
-  o.dropout = c.dropout;
   o.tie_embeddings = true;
-  o.padding_idx = tapegrad::datasets::Vocabulary::pad_id;
   return o;
 }
 
 tapegrad::models::TransformerClassifierOptions encoder_options(const Config& c, std::size_t vocab_size) {
-  tapegrad::models::TransformerClassifierOptions o;
-  o.vocab_size = vocab_size;
-  o.max_len = static_cast<std::size_t>(c.context);
-  o.d_model = static_cast<std::size_t>(c.d_model);
-  o.nhead = static_cast<std::size_t>(c.heads);
-  o.num_layers = static_cast<std::size_t>(c.layers);
-  o.dim_feedforward = static_cast<std::size_t>(c.ff);
-  o.dropout = c.dropout;
-  o.attention_dropout = c.attn_dropout;
-  o.activation = c.activation == "relu" ? tapegrad::nn::Activation::ReLU : tapegrad::nn::Activation::GELU;
+  auto o = examples::transformer_options<tapegrad::models::TransformerClassifierOptions>(c, vocab_size, c.context);
   o.norm_first = c.norm == "pre";
-  o.positional =
-      c.pos == "sinusoidal" ? tapegrad::models::PositionalKind::Sinusoidal : tapegrad::models::PositionalKind::Learned;
-  o.padding_idx = tapegrad::datasets::Vocabulary::pad_id;
   return o;
 }
 

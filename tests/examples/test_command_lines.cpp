@@ -242,29 +242,10 @@ std::size_t lines_of(const std::string& text) {
 // train_imdb's and train_lm's tiny model on the fixture's reviews, trained in milliseconds on one thread,
 // without gradient clipping.
 std::vector<std::string> tiny_text_args() {
-  return {"--data",
-          std::string(TAPEGRAD_TEST_DATA_DIR) + "/aclImdb_small",
-          "--no-download",
-          "--d-model",
-          "8",
-          "--heads",
-          "2",
-          "--layers",
-          "1",
-          "--ff",
-          "16",
-          "--vocab-size",
-          "50",
-          "--batch-size",
-          "2",
-          "--valid-fraction",
-          "0.34",
-          "--warmup",
-          "1",
-          "--clip-norm",
-          "0",
-          "--threads",
-          "1"};
+  std::vector<std::string> args = tapegrad::testing::text_tiny_args();
+  args.insert(args.end(),
+              {"--layers", "1", "--valid-fraction", "0.34", "--warmup", "1", "--clip-norm", "0", "--threads", "1"});
+  return args;
 }
 
 // A command line of `program` that trains a tiny run to its end in about a second, without --out.
@@ -280,7 +261,7 @@ std::vector<std::string> tiny_run_args(const std::string& program) {
 std::vector<std::string> resume_args(const std::string& program, const std::string& run) {
   if (program == "train_translate") return {"--resume", "--out", run};
   std::vector<std::string> args = {"--resume", "--out", run, "--threads", "1"};
-  args.insert(args.end(), {"--data", std::string(TAPEGRAD_TEST_DATA_DIR) + "/aclImdb_small", "--no-download"});
+  args.insert(args.end(), {"--data", tapegrad::testing::tiny_reviews(), "--no-download"});
   return args;
 }
 
