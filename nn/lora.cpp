@@ -245,6 +245,38 @@ void unmerge_lora(Module<T>& module) {
   }
 }
 
+namespace {
+
+template <typename T>
+void remove_adapter(Linear<T>& linear) {
+  if (linear.lora->dropout) linear.remove_module("lora_dropout");
+  linear.remove_module("lora_A");
+  linear.remove_module("lora_B");
+  linear.lora = nullptr;
+}
+
+}  // namespace
+
+template <typename T>
+void merge_and_unload_lora(Module<T>& module) {
+  const auto layers = lora_layers(module);
+  if (layers.empty())
+    throw std::logic_error(fmt::format("merge_and_unload_lora: {} has no LoRA adapter", module.name()));
+  NoGradGuard no_grad;
+  for (const auto& [name, linear] : layers) {
+    if (!linear->lora->merged) linear->weight += Tensor<T>(linear->lora->delta_weight());
+    remove_adapter(*linear);
+  }
+}
+
+template <typename T>
+void unload_lora(Module<T>& module) {
+  const auto layers = lora_layers(module);
+  if (layers.empty()) throw std::logic_error(fmt::format("unload_lora: {} has no LoRA adapter", module.name()));
+  if (lora_merged(module)) unmerge_lora(module);
+  for (const auto& [name, linear] : layers) remove_adapter(*linear);
+}
+
 #define TAPEGRAD_INSTANTIATE_LORA(T)                                                                                   \
   template struct LoraAdapter<T>;                                                                                      \
   template std::vector<std::pair<std::string, std::shared_ptr<Linear<T>>>> lora_targets<T>(const Module<T>&,           \
@@ -255,6 +287,8 @@ void unmerge_lora(Module<T>& module) {
   template std::vector<Tensor<T>> trainable_parameters<T>(const Module<T>&);                                           \
   template void merge_lora<T>(Module<T>&);                                                                             \
   template void unmerge_lora<T>(Module<T>&);                                                                           \
+  template void merge_and_unload_lora<T>(Module<T>&);                                                                  \
+  template void unload_lora<T>(Module<T>&);                                                                            \
   template bool lora_merged<T>(const Module<T>&);
 TAPEGRAD_INSTANTIATE_LORA(float)
 TAPEGRAD_INSTANTIATE_LORA(double)

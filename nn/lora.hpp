@@ -123,6 +123,19 @@ void merge_lora(Module<T>& module);
 template <typename T>
 void unmerge_lora(Module<T>& module);
 
+/// PEFT's merge_and_unload: merges every adapter that is not merged yet (keeping no copy of the old
+/// weights) and removes the adapters, leaving plain Linears whose state_dict is the base model's, to
+/// be saved or served as such. The parameters keep their requires_grad (the base stays frozen). Throws
+/// std::logic_error if module has no adapter.
+template <typename T>
+void merge_and_unload_lora(Module<T>& module);
+
+/// PEFT's unload: removes every adapter without merging it (a merged one is unmerged first, exactly,
+/// as unmerge_lora does), giving back the base model. Throws std::logic_error if module has no adapter
+/// or unmerge_lora would refuse.
+template <typename T>
+void unload_lora(Module<T>& module);
+
 /// Whether module's adapters are merged into their base weights (false without adapters). Throws
 /// std::logic_error if some are and some are not.
 template <typename T>

@@ -275,6 +275,57 @@ TEST_CASE("merge_lora folds the adapters into the weights and unmerge_lora resto
   CHECK_THROWS_WITH(nn::merge_lora(plain), Contains("Mlp has no LoRA adapter"));
 }
 
+TEST_CASE("merge_and_unload_lora leaves the base model with the adapters folded in; unload_lora the base as it was",
+          "[nn][lora]") {
+  Generator gen(23);
+  models::Llama<double> llama(small_llama(), gen);
+  StateDict<double> base;
+  for (const auto& [name, t] : llama.state_dict()) base.emplace(name, Tensor<double>(t.data()));
+  nn::LoraConfig c = llama_config();
+  c.lora_dropout = 0.1;
+  nn::inject_lora(llama, c, gen);
+  perturb_adapters(llama, 24);
+  REQUIRE(llama.named_generators().size() == 2);
+  llama.eval();
+  const xt::xarray<std::int64_t> ids = testing::random_ids(2, 5, 11, 25);
+  const auto adapted = llama.forward(ids).data();
+
+  SECTION("merge and unload") {
+    nn::merge_and_unload_lora(llama);
+    CHECK(nn::lora_layers(llama).empty());
+    for (const auto& entry : llama.named_generators())  // the adapters' dropout went with them
+      CHECK(entry.first.find("lora") == std::string::npos);
+    const auto state = llama.state_dict();
+    CHECK(state.size() == base.size());
+    for (const auto& [name, t] : base) REQUIRE(state.count(name));
+    CHECK(state.at("layers.0.self_attn.q_proj.weight").data() != base.at("layers.0.self_attn.q_proj.weight").data());
+    CHECK(state.at("layers.0.self_attn.k_proj.weight").data() == base.at("layers.0.self_attn.k_proj.weight").data());
+    CHECK(testing::allclose(llama.forward(ids).data(), adapted, 1e-12, 1e-12));
+    CHECK_THROWS_WITH(nn::merge_and_unload_lora(llama), Contains("Llama has no LoRA adapter"));
+    // Plain Linears again: adapters can be injected anew.
+    nn::inject_lora(llama, llama_config(), gen);
+    CHECK(nn::lora_layers(llama).size() == 4);
+  }
+  SECTION("merged first, then merged and unloaded: folded in once") {
+    nn::merge_lora(llama);
+    nn::merge_and_unload_lora(llama);
+    CHECK(testing::allclose(llama.forward(ids).data(), adapted, 1e-12, 1e-12));
+  }
+  SECTION("unload, from merged or not") {
+    const bool merge_first = GENERATE(false, true);
+    if (merge_first) nn::merge_lora(llama);
+    nn::unload_lora(llama);
+    CHECK(nn::lora_layers(llama).empty());
+    const auto state = llama.state_dict();
+    CHECK(state.size() == base.size());
+    for (const auto& [name, t] : base) {
+      INFO(name);
+      CHECK(state.at(name).data() == t.data());
+    }
+    CHECK_THROWS_WITH(nn::unload_lora(llama), Contains("Llama has no LoRA adapter"));
+  }
+}
+
 TEST_CASE("Adapters saved in PEFT's layout load back, into a fresh model or onto its adapters", "[nn][lora][io]") {
   testing::TempDir dir;
   Generator gen(12);
