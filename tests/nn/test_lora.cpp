@@ -3,6 +3,7 @@
 // (tests/fixtures/make_lora_fixtures.py) on a small network and on models::Llama.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -624,4 +625,40 @@ TEMPLATE_TEST_CASE("LoRA training steps match torch on models::Llama with adapte
   // A whole model, as in tests/nn/test_parity_nn.cpp: 4 times the module tolerance.
   check_steps<T>(
       llama, prefix, [&] { return llama.forward(ids); }, file.get<std::int64_t>("llama.targets"), 4.0);
+}
+
+// The folder tests/fixtures/make_lora_fixtures.py --check-adapter loads into torch the way PEFT's
+// PeftModel.from_pretrained does (by the file's names and adapter_config.json alone): write it with
+//   TAPEGRAD_EXPORT_LORA_FOR_TORCH=/tmp/lora build/tests/tapegrad_tests "<this test's name>"
+// (see tests/fixtures/README.md). It holds adapter/ (save_lora_adapter with LlamaForCausalLM's names),
+// base.safetensors (the base Llama's state_dict) and expected.safetensors (ids and the adapted model's
+// logits). Without the variable it goes to a temporary folder; either way the test checks that base
+// and adapter load into a fresh model that reproduces the logits.
+TEST_CASE("a tapegrad LoRA adapter folder loads into torch", "[nn][lora][io]") {
+  testing::TempDir tmp;
+  const char* env = std::getenv("TAPEGRAD_EXPORT_LORA_FOR_TORCH");
+  const std::string folder = env && *env ? std::string(env) : tmp.file("export");
+  Generator gen(26);
+  models::Llama<float> llama(small_llama(), gen);
+  std::filesystem::create_directories(folder);
+  io::safetensors::save_state_dict(folder + "/base.safetensors", llama.state_dict());
+  nn::inject_lora(llama, llama_config(), gen);
+  perturb_adapters(llama, 27);
+  nn::LoraFileOptions options;
+  options.base_model_name_or_path = "base.safetensors";
+  options.module_name = [](const std::string& name) { return "model." + name; };
+  nn::save_lora_adapter(llama, llama_config(), folder + "/adapter", options);
+  llama.eval();
+  const xt::xarray<std::int64_t> ids = testing::random_ids(2, 7, 11, 28);
+  const xt::xarray<float> logits = llama.forward(ids).data();
+  io::safetensors::save_file(folder + "/expected.safetensors", {{"ids", ids}, {"logits", logits}},
+                             {{"source", "tests/nn/test_lora.cpp"}});
+
+  Generator other_gen(29);
+  models::Llama<float> fresh(small_llama(), other_gen);
+  StateDict<float> fresh_state = fresh.state_dict();
+  io::safetensors::load_state_dict(folder + "/base.safetensors", fresh_state);
+  nn::load_lora_adapter(fresh, folder + "/adapter", options);
+  fresh.eval();
+  CHECK(fresh.forward(ids).data() == logits);
 }
