@@ -170,7 +170,7 @@ TEST_CASE("inject_lora refuses a target that matches nothing or no Linear, and a
   CHECK(nn::lora_layers(other)[0].first == "layers.1.self_attn.v_proj");
 }
 
-TEST_CASE("gradcheck of a LoRA Linear in double: A, B, the input and a trained bias; the frozen weight gets none",
+TEST_CASE("gradcheck of a LoRA Linear in double: A, B, the input and a trained bias, and none for the frozen weight",
           "[nn][lora][gradcheck]") {
   Generator gen(3);
   Mlp<double> m(gen);
@@ -276,7 +276,7 @@ TEST_CASE("merge_lora folds the adapters into the weights and unmerge_lora resto
   CHECK_THROWS_WITH(nn::merge_lora(plain), Contains("Mlp has no LoRA adapter"));
 }
 
-TEST_CASE("merge_and_unload_lora leaves the base model with the adapters folded in; unload_lora the base as it was",
+TEST_CASE("merge_and_unload_lora leaves the base model with the adapters folded in, and unload_lora the base as it was",
           "[nn][lora]") {
   Generator gen(23);
   models::Llama<double> llama(small_llama(), gen);
