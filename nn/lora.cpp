@@ -63,12 +63,16 @@ bool matches(const std::string& name, const std::string& target) {
          name[name.size() - target.size() - 1] == '.';
 }
 
-// Every module under root with its dotted name, parents before children; a Linear's own submodules
-// (an adapter's lora_A and lora_B) are not walked into.
+// Every module under root with its dotted name, parents before children; a module registered in
+// two places once, under the first name (torch's named_modules), so that a shared Linear gets one
+// adapter and is merged once. A Linear's own submodules (lora_A, lora_B) are not walked into.
 template <typename T>
 void collect_modules(const std::string& prefix, const Module<T>& root,
                      std::vector<std::pair<std::string, std::shared_ptr<Module<T>>>>& out) {
   for (const auto& [name, child] : root.named_children()) {
+    bool seen = false;
+    for (const auto& entry : out) seen = seen || entry.second == child;
+    if (seen) continue;
     const std::string path = prefix.empty() ? name : prefix + "." + name;
     out.emplace_back(path, child);
     if (!dynamic_cast<Linear<T>*>(child.get())) collect_modules(path, *child, out);

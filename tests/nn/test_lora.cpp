@@ -170,6 +170,33 @@ TEST_CASE("inject_lora refuses a target that matches nothing or no Linear, and a
   CHECK(nn::lora_layers(other)[0].first == "layers.1.self_attn.v_proj");
 }
 
+TEST_CASE("A Linear registered in two places gets one adapter, merged once", "[nn][lora]") {
+  struct Shared : nn::Module<double, Shared> {
+    explicit Shared(Generator& gen) {
+      fc = this->register_module("fc", std::make_shared<nn::Linear<double>>(3, 3, gen));
+      this->register_module("again", fc);
+    }
+    Tensor<double> forward(const Tensor<double>& x) const { return (*fc)((*fc)(x)); }
+    std::string name() const override { return "Shared"; }
+    std::shared_ptr<nn::Linear<double>> fc;
+  };
+  Generator gen(30);
+  Shared m(gen);
+  nn::LoraConfig c = mlp_config();
+  // As in torch's named_modules, the second name is not listed, so it selects nothing.
+  c.target_modules = {"again"};
+  CHECK_THROWS_WITH(nn::inject_lora(m, c, gen), Contains("\"again\" matches no module of Shared (its Linears: fc)"));
+  c.target_modules = {"fc"};
+  nn::inject_lora(m, c, gen);
+  REQUIRE(nn::lora_layers(m).size() == 1);
+  CHECK(nn::lora_layers(m)[0].first == "fc");
+  perturb_adapters(m, 31);
+  const auto x = testing::rand_input({2, 3}, 32);
+  const auto adapted = m(x).data();
+  nn::merge_lora(m);
+  CHECK(testing::allclose(m(x).data(), adapted, 1e-12, 1e-12));
+}
+
 TEST_CASE("gradcheck of a LoRA Linear in double: A, B, the input and a trained bias, and none for the frozen weight",
           "[nn][lora][gradcheck]") {
   Generator gen(3);
