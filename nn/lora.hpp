@@ -111,8 +111,9 @@ template <typename T>
 std::vector<Tensor<T>> trainable_parameters(const Module<T>& module);
 
 /// PEFT's merge_adapter: W += scaling * B A in every adapted Linear of module, after which forward
-/// costs what the base's does. Throws std::logic_error, changing nothing, if module has no adapter or
-/// one is merged already.
+/// costs what the base's does. Each adapted weight's unmerged values are kept while merged (one copy
+/// of those weights; merge_and_unload_lora keeps none). Throws std::logic_error, changing nothing, if
+/// module has no adapter or one is merged already.
 template <typename T>
 void merge_lora(Module<T>& module);
 
