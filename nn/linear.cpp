@@ -3,8 +3,11 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <stdexcept>
 
+#include "tapegrad/autograd/elementwise.hpp"
 #include "tapegrad/autograd/matmul.hpp"
+#include "tapegrad/nn/lora.hpp"
 
 namespace tapegrad::nn {
 
@@ -19,12 +22,22 @@ Linear<T>::Linear(std::size_t in, std::size_t out, Generator& gen, bool with_bia
 
 template <typename T>
 Tensor<T> Linear<T>::forward(const Tensor<T>& x) const {
-  return linear(x, weight, bias);
+  if (!lora || lora->merged) return linear(x, weight, bias);
+  return linear(x, weight, bias) + lora->forward(x);
 }
 
 template <typename T>
 Tensor<T> Linear<T>::forward(const Tensor<T>& x, Activation activation) const {
-  return linear_activation(x, weight, bias, activation);
+  if (!lora || lora->merged) return linear_activation(x, weight, bias, activation);
+  // The fused op has no room for the adapter's term: it joins before the activation.
+  const Tensor<T> z = linear(x, weight, bias) + lora->forward(x);
+  switch (activation) {
+    case Activation::ReLU:
+      return relu(z);
+    case Activation::GELU:
+      return gelu(z);
+  }
+  throw std::invalid_argument(fmt::format("Linear: unknown activation {}", static_cast<int>(activation)));
 }
 
 template <typename T>

@@ -107,6 +107,18 @@ TEST_CASE("Module: names, buffers, state_dict and train/eval across a tree", "[n
   SinusoidalPositionalEncoding<double> pe(4, 8);
   CHECK_THROWS_WITH(pe.register_buffer("pe", TD::zeros({1})), Catch::Contains("\"pe\" is already registered"));
   CHECK_THROWS_WITH(pe.register_parameter("a.b", TD::zeros({1})), Catch::Contains("a.b"));
+
+  // remove_module takes a submodule and its parameters out of the tree, and frees its name.
+  Linear<double> outer(2, 2, gen);
+  outer.register_module("extra", std::make_shared<Linear<double>>(2, 1, gen));
+  CHECK(names_of(outer) == std::vector<std::string>{"weight", "bias", "extra.weight", "extra.bias"});
+  auto removed = outer.remove_module("extra");
+  CHECK(removed->num_parameters() == 3);
+  CHECK(names_of(outer) == std::vector<std::string>{"weight", "bias"});
+  CHECK(outer.to_string() == "Linear(in_features=2, out_features=2, bias=True)");
+  CHECK_THROWS_WITH(outer.remove_module("extra"), Catch::Contains("Linear: no submodule \"extra\" to remove"));
+  outer.register_module("extra", removed);
+  CHECK(outer.state_dict().size() == 4);
 }
 
 TEST_CASE("Module: a persistent buffer is in state_dict", "[nn]") {
