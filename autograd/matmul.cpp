@@ -221,7 +221,9 @@ Tensor<T> linear_impl(const char* op, const Tensor<T>& x, const Tensor<T>& weigh
   const std::size_t rows = numel(Shape(sx.begin(), sx.end() - 1));
   Shape out_shape = sx;
   out_shape.back() = out_features;
-  const bool gelu = activation == Activation::GELU;
+  // The GELUs' backward reads their input; tanh picks the approximation.
+  const bool tanh = activation == Activation::GELUTanh;
+  const bool gelu = activation == Activation::GELU || tanh;
   xt::xarray<T> out = xt::xarray<T>::from_shape(out_shape);
   // GELU's backward reads its input, the product plus bias: kept beside the output.
   auto pre = std::make_shared<xt::xarray<T>>(gelu ? xt::xarray<T>::from_shape(out_shape) : xt::xarray<T>());
@@ -275,7 +277,10 @@ Tensor<T> linear_impl(const char* op, const Tensor<T>& x, const Tensor<T>& weigh
         T* __restrict y = po + r0 * out_features;
         if (gelu) {
           const T* __restrict z = pz + r0 * out_features;
-          for (std::size_t i = 0; i < n; ++i) y[i] = detail::gelu_value(z[i]);
+          if (tanh)
+            for (std::size_t i = 0; i < n; ++i) y[i] = detail::gelu_tanh_value(z[i]);
+          else
+            for (std::size_t i = 0; i < n; ++i) y[i] = detail::gelu_value(z[i]);
         } else {
           for (std::size_t i = 0; i < n; ++i) y[i] = detail::relu_value(y[i]);
         }
@@ -292,7 +297,7 @@ Tensor<T> linear_impl(const char* op, const Tensor<T>& x, const Tensor<T>& weigh
   std::shared_ptr<const xt::xarray<T>> x_val, w_val;
   if (!x_half) x_val = x.saved(), w_val = weight.saved();
   record(result, op, {x, weight, bias},
-         [x_val, w_val, x_half, w_half, precision, act_val, gelu, sx, rows, in_features, out_features](
+         [x_val, w_val, x_half, w_half, precision, act_val, gelu, tanh, sx, rows, in_features, out_features](
              const xt::xarray<T>& g, GradInputs<T>& in) {
            const T* pg = g.data();
            xt::xarray<T> dz;  // the gradient before the activation
@@ -302,7 +307,10 @@ Tensor<T> linear_impl(const char* op, const Tensor<T>& x, const Tensor<T>& weigh
              dz = xt::xarray<T>::from_shape(g.shape());
              const T* a = act_val->data();
              T* pdb = in.needs(2) ? db.data() : nullptr;
-             if (gelu)
+             if (tanh)
+               bias_gradient(pg, rows, out_features, pdb, dz.data(),
+                             [a](T gv, std::size_t i) { return gv * detail::gelu_tanh_slope(a[i]); });
+             else if (gelu)
                bias_gradient(pg, rows, out_features, pdb, dz.data(),
                              [a](T gv, std::size_t i) { return gv * detail::gelu_slope(a[i]); });
              else

@@ -53,6 +53,7 @@ Tensor<T> FeedForward<T>::forward(const Tensor<T>& x) const {
 
 template <typename T>
 std::string FeedForward<T>::extra_repr() const {
+  if (activation == Activation::GELUTanh) return "activation=gelu(approximate=tanh)";
   return activation == Activation::ReLU ? "activation=relu" : "activation=gelu";
 }
 
