@@ -22,15 +22,16 @@ void GPTOptions::validate() const {
   if (d_model % nhead != 0) {
     throw std::invalid_argument(fmt::format("GPT: d_model ({}) must be divisible by nhead ({})", d_model, nhead));
   }
-  for (auto [field, p] : {std::pair{"dropout", dropout}, std::pair{"attention_dropout", attention_dropout}}) {
+  for (auto [field, p] : {std::pair{"dropout", dropout}, std::pair{"attention_dropout", attention_dropout},
+                          std::pair{"embedding_dropout", embedding_dropout.value_or(dropout)}}) {
     if (!(p >= 0.0 && p < 1.0)) throw std::invalid_argument(fmt::format("GPT: {} must be in [0, 1), got {}", field, p));
   }
   if (!(layer_norm_eps > 0.0)) {
     throw std::invalid_argument(fmt::format("GPT: layer_norm_eps must be positive, got {}", layer_norm_eps));
   }
-  if (padding_idx < 0 || static_cast<std::size_t>(padding_idx) >= vocab_size) {
+  if (padding_idx && (*padding_idx < 0 || static_cast<std::size_t>(*padding_idx) >= vocab_size)) {
     throw std::invalid_argument(
-        fmt::format("GPT: padding_idx {} is outside the vocabulary of {} tokens", padding_idx, vocab_size));
+        fmt::format("GPT: padding_idx {} is outside the vocabulary of {} tokens", *padding_idx, vocab_size));
   }
 }
 
@@ -48,7 +49,8 @@ GPT<T>::GPT(const GPTOptions& o, Generator& gen) : options(o) {
     learned = this->register_module("pos_encoding", std::make_shared<nn::LearnedPositionalEmbedding<T>>(
                                                         o.max_len, o.d_model, gen, /*batch_first=*/true));
   }
-  dropout = this->register_module("dropout", std::make_shared<nn::Dropout<T>>(o.dropout, dropout_gen_));
+  dropout = this->register_module(
+      "dropout", std::make_shared<nn::Dropout<T>>(o.embedding_dropout.value_or(o.dropout), dropout_gen_));
 
   nn::TransformerLayerOptions layer(o.d_model, o.nhead);
   layer.dim_feedforward = o.dim_feedforward;
@@ -62,18 +64,21 @@ GPT<T>::GPT(const GPTOptions& o, Generator& gen) : options(o) {
       "encoder",
       std::make_shared<nn::TransformerEncoder<T>>(
           layer, o.num_layers, gen, std::make_shared<nn::LayerNorm<T>>(o.d_model, o.layer_norm_eps), dropout_gen_));
-  output_bias = this->register_parameter("output_bias", Tensor<T>::zeros({o.vocab_size}));
+  if (o.output_bias) output_bias = this->register_parameter("output_bias", Tensor<T>::zeros({o.vocab_size}));
+  if (!o.tie_embeddings) {
+    lm_head = this->register_module("lm_head", std::make_shared<nn::Linear<T>>(o.d_model, o.vocab_size, gen, false));
+  }
 }
 
 template <typename T>
 Tensor<T> GPT<T>::embed(const xt::xarray<std::int64_t>& ids, std::size_t offset) const {
-  const Tensor<T> x = scaled_lookup(*embedding, ids);
+  const Tensor<T> x = options.scale_embeddings ? scaled_lookup(*embedding, ids) : embedding->forward(ids);
   return dropout->forward(sinusoidal ? sinusoidal->forward(x, offset) : learned->forward(x, offset));
 }
 
 template <typename T>
 Tensor<T> GPT<T>::project(const Tensor<T>& hidden) const {
-  return linear(hidden, embedding->weight, output_bias);
+  return linear(hidden, lm_head ? lm_head->weight : embedding->weight, output_bias);
 }
 
 template <typename T>
