@@ -23,7 +23,8 @@ void GPTOptions::validate() const {
     throw std::invalid_argument(fmt::format("GPT: d_model ({}) must be divisible by nhead ({})", d_model, nhead));
   }
   for (auto [field, p] : {std::pair{"dropout", dropout}, std::pair{"attention_dropout", attention_dropout},
-                          std::pair{"embedding_dropout", embedding_dropout.value_or(dropout)}}) {
+                          std::pair{"embedding_dropout", embedding_dropout.value_or(dropout)},
+                          std::pair{"activation_dropout", activation_dropout.value_or(dropout)}}) {
     if (!(p >= 0.0 && p < 1.0)) throw std::invalid_argument(fmt::format("GPT: {} must be in [0, 1), got {}", field, p));
   }
   if (!(layer_norm_eps > 0.0)) {
@@ -56,6 +57,7 @@ GPT<T>::GPT(const GPTOptions& o, Generator& gen) : options(o) {
   layer.dim_feedforward = o.dim_feedforward;
   layer.dropout = o.dropout;
   layer.attention_dropout = o.attention_dropout;
+  layer.activation_dropout = o.activation_dropout;
   layer.activation = o.activation;
   layer.layer_norm_eps = o.layer_norm_eps;
   layer.batch_first = true;

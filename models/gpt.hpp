@@ -32,6 +32,8 @@ struct GPTOptions {
   double attention_dropout = 0.1;  ///< on the attention weights
   /// On embeddings + positions when it differs from dropout (GPT-2's embd_pdrop beside resid_pdrop).
   std::optional<double> embedding_dropout;
+  /// Between the feed-forward's two linear layers when it differs from dropout (GPT-2 has none there: 0).
+  std::optional<double> activation_dropout;
   /// GELU (exact), GELUTanh (GPT-2's "gelu_new") or ReLU.
   nn::Activation activation = nn::Activation::GELU;
   double layer_norm_eps = 1e-5;

@@ -80,6 +80,7 @@ GPTOptions gpt2_options(const json& config, const std::string& where) {
   o.dropout = number_field(config, "resid_pdrop", 0.1, where);
   o.embedding_dropout = number_field(config, "embd_pdrop", 0.1, where);
   o.attention_dropout = number_field(config, "attn_pdrop", 0.1, where);
+  o.activation_dropout = 0.0;  // GPT2MLP drops after c_proj only (resid_pdrop), not between c_fc and c_proj
   o.tie_embeddings = bool_field(config, "tie_word_embeddings", true, where);
   o.positional = PositionalKind::Learned;
   o.padding_idx = std::nullopt;

@@ -14,8 +14,8 @@ namespace tapegrad::models {
 /// The options of a GPT2Config: every field that changes the computation is honoured (n_embd, n_layer,
 /// n_head, n_inner, n_positions, vocab_size, layer_norm_epsilon, activation_function, the dropouts,
 /// tie_word_embeddings), with GPT2Config's defaults for absent ones; embeddings unscaled, no output bias,
-/// no padding row. A setting tapegrad does not compute (an activation such as "quick_gelu",
-/// scale_attn_by_inverse_layer_idx, add_cross_attention, scale_attn_weights false) throws
+/// no padding row, no dropout inside the feed-forward. A setting tapegrad does not compute (an activation such as
+/// "quick_gelu", scale_attn_by_inverse_layer_idx, add_cross_attention, scale_attn_weights false) throws
 /// std::runtime_error "<where>: <field> ... is not supported" naming the field and its value, as does a
 /// field of the wrong JSON type.
 GPTOptions gpt2_options(const nlohmann::json& config, const std::string& where);

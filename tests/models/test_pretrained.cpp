@@ -135,6 +135,7 @@ TEST_CASE("from_pretrained: the configs become GPT's and Llama's options, field 
   CHECK(untied->options.dim_feedforward == 24);
   CHECK(untied->options.dropout == 0.0);
   CHECK(untied->options.embedding_dropout == 0.2);
+  CHECK(untied->options.activation_dropout == 0.0);
   CHECK(untied->lm_head != nullptr);
 
   const auto gqa =
