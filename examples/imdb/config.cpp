@@ -224,6 +224,10 @@ std::optional<std::string> validate(const Config& c) {
   if ((c.schedule == "inv-sqrt" || c.schedule == "noam") && c.warmup == 0) {
     return fmt::format("--schedule {} needs --warmup >= 1, got {}", c.schedule, c.warmup);
   }
+  // Noam's peak is --lr / sqrt(--d-model * --warmup), not --lr: AdamW refuses a peak that is too large itself.
+  if (c.optimizer == "adamw" && c.schedule != "noam") {
+    if (auto problem = examples::decoupled_decay_problem(c.lr, c.weight_decay)) return problem;
+  }
   try {
     const auto [b1, b2] = parse_betas(c.betas);
     for (double b : {b1, b2}) {

@@ -124,6 +124,7 @@ std::optional<std::string> validate(const Config& c) {
     return problem;
   if (c.d_model % c.heads != 0) return fmt::format("--d-model {} is not divisible by --heads {}", c.d_model, c.heads);
   if (c.warmup >= c.steps) return fmt::format("--warmup {} must be less than --steps {}", c.warmup, c.steps);
+  if (auto problem = examples::decoupled_decay_problem(c.lr, c.weight_decay)) return problem;
   if (c.arch == "llama" && c.objective != "causal") {
     return fmt::format(
         "--arch llama --objective {}: llama is a causal model; the masked objective trains train_imdb's encoder "
