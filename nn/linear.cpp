@@ -7,6 +7,7 @@
 
 #include "tapegrad/autograd/elementwise.hpp"
 #include "tapegrad/autograd/matmul.hpp"
+#include "tapegrad/nn/activation.hpp"
 #include "tapegrad/nn/lora.hpp"
 
 namespace tapegrad::nn {
@@ -30,14 +31,7 @@ template <typename T>
 Tensor<T> Linear<T>::forward(const Tensor<T>& x, Activation activation) const {
   if (!lora || lora->merged) return linear_activation(x, weight, bias, activation);
   // The fused op has no room for the adapter's term: it joins before the activation.
-  const Tensor<T> z = linear(x, weight, bias) + lora->forward(x);
-  switch (activation) {
-    case Activation::ReLU:
-      return relu(z);
-    case Activation::GELU:
-      return gelu(z);
-  }
-  throw std::invalid_argument(fmt::format("Linear: unknown activation {}", static_cast<int>(activation)));
+  return apply_activation(activation, linear(x, weight, bias) + lora->forward(x));
 }
 
 template <typename T>

@@ -1116,6 +1116,43 @@ TEST_CASE("dropout in training: the layer's randomness is restorable and differs
   CHECK(layer.forward(x).data() == layer.forward(x).data());
 }
 
+TEST_CASE("activation_dropout: the feed-forward's inner dropout on its own rate, dropout's by default", "[nn]") {
+  Generator xg(1);
+  const auto x = Tensor<float>::uniform({3, 2, 4}, -1, 1, xg);
+  for (bool decoder : {false, true}) {
+    INFO((decoder ? "decoder" : "encoder") << " layer");
+    // Only the inner dropout on: training differs from eval.
+    TransformerLayerOptions inner = small_layer(Activation::ReLU, false, 0.0);
+    inner.activation_dropout = 0.5;
+    // The residual dropouts on, the inner one off (GPT-2's layout).
+    TransformerLayerOptions outer = small_layer(Activation::ReLU, false, 0.5);
+    outer.activation_dropout = 0.0;
+    Generator gen(4);
+    if (decoder) {
+      TransformerDecoderLayer<float> layer(inner, gen);
+      const auto trained = layer.forward(x, x);
+      layer.eval();
+      CHECK_FALSE(bool(trained.data() == layer.forward(x, x).data()));
+      TransformerDecoderLayer<float> other(outer, gen);
+      CHECK(other.dropout->p == 0.0);
+      CHECK(other.dropout3->p == 0.5);
+    } else {
+      TransformerEncoderLayer<float> layer(inner, gen);
+      const auto trained = layer.forward(x);
+      layer.eval();
+      CHECK_FALSE(bool(trained.data() == layer.forward(x).data()));
+      TransformerEncoderLayer<float> other(outer, gen);
+      CHECK(other.dropout->p == 0.0);
+      CHECK(other.dropout2->p == 0.5);
+      // Unset, it follows dropout: all off, training is eval.
+      TransformerEncoderLayer<float> plain(small_layer(Activation::ReLU, false, 0.0), gen);
+      const auto plain_trained = plain.forward(x);
+      plain.eval();
+      CHECK(bool(plain_trained.data() == plain.forward(x).data()));
+    }
+  }
+}
+
 TEST_CASE("a saved state_dict loads into another model through its aliasing tensors", "[nn]") {
   Generator g1(1), g2(2);
   TransformerEncoder<float> a(small_layer(), 2, g1, std::make_shared<LayerNorm<float>>(4));
