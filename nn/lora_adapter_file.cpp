@@ -130,6 +130,47 @@ std::string read_text(const std::string& path) {
   return text.str();
 }
 
+// target_modules: a list of module names (PEFT's regular-expression form and its per-model defaults
+// are not supported).
+void read_target_modules(const nlohmann::json& j, LoraConfig& config, std::vector<std::string>& problems) {
+  const auto targets = j.find("target_modules");
+  if (targets == j.end() || targets->is_null()) {
+    problems.push_back("target_modules is missing (PEFT's defaults by model type are not known to tapegrad)");
+  } else if (targets->is_string()) {
+    problems.push_back(fmt::format(
+        "target_modules is the regular expression {}; tapegrad supports a list of module names", targets->dump()));
+  } else if (!targets->is_array() || targets->empty()) {
+    problems.push_back(fmt::format("target_modules is {}, not a non-empty list of names", targets->dump()));
+  } else {
+    for (const auto& t : *targets) {
+      if (!t.is_string() || t.get<std::string>().empty()) {
+        problems.push_back(fmt::format("target_modules holds {}, not a module name", t.dump()));
+        break;
+      }
+      config.target_modules.push_back(t.get<std::string>());
+    }
+  }
+}
+
+// Settings that change what the adapters compute or where they go, which tapegrad does not do: an
+// adapter using them would load and silently compute something else.
+void refuse_unsupported(const nlohmann::json& j, std::vector<std::string>& problems) {
+  const auto use_dora = j.find("use_dora");
+  if (use_dora != j.end() && *use_dora == true)
+    problems.push_back("use_dora is true; tapegrad implements LoRA, not DoRA");
+  for (const char* list : {"layers_to_transform", "modules_to_save"}) {
+    const auto it = j.find(list);
+    if (it != j.end() && !it->is_null() && !(it->is_array() && it->empty()))
+      problems.push_back(fmt::format("{} is {}; tapegrad does not support it", list, it->dump()));
+  }
+  for (const char* pattern : {"rank_pattern", "alpha_pattern"}) {
+    const auto it = j.find(pattern);
+    if (it != j.end() && !it->is_null() && !(it->is_object() && it->empty()))
+      problems.push_back(
+          fmt::format("{} is {}; tapegrad does not support per-module ranks or alphas", pattern, it->dump()));
+  }
+}
+
 }  // namespace
 
 LoraConfig read_lora_config(const std::string& dir) {
@@ -167,23 +208,7 @@ LoraConfig read_lora_config(const std::string& dir) {
     else
       config.lora_dropout = dropout->get<double>();
   }
-  const auto targets = j.find("target_modules");
-  if (targets == j.end() || targets->is_null()) {
-    problems.push_back("target_modules is missing (PEFT's defaults by model type are not known to tapegrad)");
-  } else if (targets->is_string()) {
-    problems.push_back(fmt::format(
-        "target_modules is the regular expression {}; tapegrad supports a list of module names", targets->dump()));
-  } else if (!targets->is_array() || targets->empty()) {
-    problems.push_back(fmt::format("target_modules is {}, not a non-empty list of names", targets->dump()));
-  } else {
-    for (const auto& t : *targets) {
-      if (!t.is_string() || t.get<std::string>().empty()) {
-        problems.push_back(fmt::format("target_modules holds {}, not a module name", t.dump()));
-        break;
-      }
-      config.target_modules.push_back(t.get<std::string>());
-    }
-  }
+  read_target_modules(j, config, problems);
   const auto bias = j.find("bias");
   if (bias != j.end()) {
     if (!bias->is_string() || (*bias != "none" && *bias != "all" && *bias != "lora_only"))
@@ -200,22 +225,7 @@ LoraConfig read_lora_config(const std::string& dir) {
     }
     (std::string(flag) == "fan_in_fan_out" ? config.fan_in_fan_out : config.use_rslora) = it->get<bool>();
   }
-  // Settings that change what the adapters compute or where they go, which tapegrad does not do: an
-  // adapter using them would load and silently compute something else.
-  const auto use_dora = j.find("use_dora");
-  if (use_dora != j.end() && *use_dora == true)
-    problems.push_back("use_dora is true; tapegrad implements LoRA, not DoRA");
-  for (const char* list : {"layers_to_transform", "modules_to_save"}) {
-    const auto it = j.find(list);
-    if (it != j.end() && !it->is_null() && !(it->is_array() && it->empty()))
-      problems.push_back(fmt::format("{} is {}; tapegrad does not support it", list, it->dump()));
-  }
-  for (const char* pattern : {"rank_pattern", "alpha_pattern"}) {
-    const auto it = j.find(pattern);
-    if (it != j.end() && !it->is_null() && !(it->is_object() && it->empty()))
-      problems.push_back(
-          fmt::format("{} is {}; tapegrad does not support per-module ranks or alphas", pattern, it->dump()));
-  }
+  refuse_unsupported(j, problems);
   if (!problems.empty())
     throw std::runtime_error(fmt::format("{}: {} problem(s):{}", path, problems.size(), problems_text(problems)));
   return config;
