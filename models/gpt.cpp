@@ -62,6 +62,7 @@ GPT<T>::GPT(const GPTOptions& o, Generator& gen) : options(o) {
       "encoder",
       std::make_shared<nn::TransformerEncoder<T>>(
           layer, o.num_layers, gen, std::make_shared<nn::LayerNorm<T>>(o.d_model, o.layer_norm_eps), dropout_gen_));
+  encoder->activation_checkpointing = o.activation_checkpointing;
   output_bias = this->register_parameter("output_bias", Tensor<T>::zeros({o.vocab_size}));
 }
 

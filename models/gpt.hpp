@@ -32,6 +32,9 @@ struct GPTOptions {
   double layer_norm_eps = 1e-5;
   PositionalKind positional = PositionalKind::Learned;
   std::int64_t padding_idx = 0;  ///< embedding row that stays zero
+  /// Each block of a training forward recomputed in backward instead of keeping its activations
+  /// (nn::TransformerEncoder::activation_checkpointing): less memory, one more forward of the blocks.
+  bool activation_checkpointing = false;
 
   /// Throws std::invalid_argument naming the offending field and value.
   void validate() const;

@@ -43,6 +43,9 @@ struct LlamaOptions {
   /// GPT's, whose projection is tied. LLaMA's own is untied (false).
   bool tie_embeddings = true;
   std::int64_t padding_idx = 0;  ///< embedding row that stays zero
+  /// Each decoder layer of forward() and forward_rows() under grad mode recomputed in backward instead
+  /// of keeping its activations (tapegrad::checkpoint): less memory, one more forward of the layers.
+  bool activation_checkpointing = false;
 
   /// Throws std::invalid_argument naming the offending field and value.
   void validate() const;
@@ -140,8 +143,9 @@ class Llama : public nn::Module<T, Llama<T>>, public CausalLM<T> {
 
  private:
   /// The final hidden states [B, n, d_model] of ids after the cache's positions, appended to cache
-  /// (checked as op).
-  Tensor<T> advance(const char* op, const xt::xarray<std::int64_t>& ids, Cache& cache) const;
+  /// (checked as op). A scratch cache, one the caller drops, may stay empty: the layers are then
+  /// checkpointed when options.activation_checkpointing asks for it.
+  Tensor<T> advance(const char* op, const xt::xarray<std::int64_t>& ids, Cache& cache, bool scratch = false) const;
   Tensor<T> project(const Tensor<T>& hidden) const;
 
   std::vector<std::shared_ptr<LlamaDecoderLayer<T>>> typed_layers_;

@@ -4,7 +4,9 @@
 
 #include <stdexcept>
 
+#include "tapegrad/autograd/checkpoint.hpp"
 #include "tapegrad/autograd/elementwise.hpp"
+#include "tapegrad/autograd/tape.hpp"
 
 namespace tapegrad::nn {
 
@@ -172,6 +174,18 @@ Tensor<T> TransformerEncoder<T>::forward(const Tensor<T>& src, const AttentionMa
                                          const AttentionMask<T>& src_key_padding_mask, bool is_causal,
                                          std::vector<Tensor<T>>* attn_weights) const {
   Tensor<T> x = src;
+  if (activation_checkpointing && !attn_weights && is_grad_enabled()) {
+    for (const auto& layer : typed_layers_) {
+      std::vector<std::shared_ptr<Generator>> generators;
+      for (const auto& named : layer->named_generators()) generators.push_back(named.second);
+      x = checkpoint<T>(
+          [layer, mask, src_key_padding_mask, is_causal](const std::vector<Tensor<T>>& in) {
+            return layer->forward(in[0], mask, src_key_padding_mask, is_causal);
+          },
+          {x}, generators);
+    }
+    return norm ? norm->forward(x) : x;
+  }
   for (const auto& layer : typed_layers_) {
     Tensor<T> weights;
     x = layer->forward(x, mask, src_key_padding_mask, is_causal, attn_weights ? &weights : nullptr);

@@ -145,6 +145,10 @@ class TransformerEncoder : public Module<T, TransformerEncoder<T>> {
 
   std::shared_ptr<ModuleList<T>> layers;
   std::shared_ptr<LayerNorm<T>> norm;  ///< null when there is no final norm
+  /// Each layer of forward() runs under tapegrad::checkpoint when grad mode is on (and no attention
+  /// weights are asked for): its activations are recomputed in backward instead of kept, which trades
+  /// one more forward of the layers for the memory of all but their inputs. Gradients are unchanged.
+  bool activation_checkpointing = false;
 
  private:
   std::vector<std::shared_ptr<TransformerEncoderLayer<T>>> typed_layers_;

@@ -20,6 +20,7 @@
 
 using namespace tapegrad;
 using namespace tapegrad::models;
+using tapegrad::testing::check_activation_checkpointing;
 using tapegrad::testing::check_causal_bit_for_bit;
 using tapegrad::testing::check_forward_rows;
 using tapegrad::testing::check_generate_with_and_without_cache;
@@ -464,4 +465,11 @@ TEST_CASE("GPT: forward_rows gives forward's rows and their gradient", "[gpt]") 
   cross_entropy(picked, targets).backward();
   CHECK(xt::allclose(via_rows, model.embedding->weight.grad(), 1e-12, 1e-14));
   CHECK_THROWS_AS(model.forward_rows(ids, xt::xarray<std::int64_t>{10}), ShapeError);
+}
+
+TEST_CASE("GPT: activation checkpointing gives the plain gradients bit for bit, dropout on", "[gpt][checkpoint]") {
+  GPTOptions o = tiny();
+  o.dropout = 0.3;
+  o.attention_dropout = 0.2;
+  check_activation_checkpointing<GPT<double>>(o);
 }

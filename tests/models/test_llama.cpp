@@ -17,6 +17,7 @@
 
 using namespace tapegrad;
 using namespace tapegrad::models;
+using tapegrad::testing::check_activation_checkpointing;
 using tapegrad::testing::check_causal_bit_for_bit;
 using tapegrad::testing::check_forward_rows;
 using tapegrad::testing::check_generate_with_and_without_cache;
@@ -244,4 +245,13 @@ TEST_CASE("Llama: errors name the problem and the values", "[llama]") {
   g.max_new_tokens = 38;
   CHECK_THROWS_WITH(generate(model, {1, 2, 3}, g),
                     "generate: the prompt's 3 tokens plus 38 new ones exceed the model's context of 40 positions");
+}
+
+TEST_CASE("Llama: activation checkpointing gives the plain gradients bit for bit, dropout on", "[llama][checkpoint]") {
+  for (bool tied : {true, false}) {
+    INFO("tied " << tied);
+    LlamaOptions o = tiny(tied);
+    o.dropout = 0.3;
+    check_activation_checkpointing<Llama<double>>(o);
+  }
 }
