@@ -211,6 +211,7 @@ std::vector<std::string> companions(const std::string& program, const std::strin
   if (program == "train_lm" && flag == "--warmup") args = {"--steps", "1000000000"};
   if (program == "train_lm" && flag == "--steps") args = {"--warmup", "0"};
   if (program == "train_lm" && flag == "--hidden") args = {"--arch", "llama"};
+  if (flag == "--accumulate") args = {"--batch-size", value};
   if (flag == "--crop-min") args = {"--crop-max", "1000000"};
   if (flag == "--crop-max") args = {"--crop-min", "1"};
   if (!args.empty() || flag == "--ff") args.insert(args.end(), small_tables.begin(), small_tables.end());
