@@ -32,7 +32,7 @@ struct GPTOptions {
   double layer_norm_eps = 1e-5;
   PositionalKind positional = PositionalKind::Learned;
   std::int64_t padding_idx = 0;  ///< embedding row that stays zero
-  /// Each block of a training forward recomputed in backward instead of keeping its activations
+  /// Each residual block of a training forward recomputed in backward instead of keeping its activations
   /// (nn::TransformerEncoder::activation_checkpointing): less memory, one more forward of the blocks.
   bool activation_checkpointing = false;
 

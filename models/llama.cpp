@@ -102,7 +102,17 @@ LlamaDecoderLayer<T>::LlamaDecoderLayer(const LlamaOptions& o, Generator& gen, s
 template <typename T>
 Tensor<T> LlamaDecoderLayer<T>::forward(const Tensor<T>& x, const nn::RotaryEmbedding<T>& rope,
                                         nn::KVCache<T>& cache) const {
-  const Tensor<T> h = x + dropout->forward(self_attn->forward(input_layernorm->forward(x), rope, cache));
+  return feed_forward_block(attention_block(x, rope, cache));
+}
+
+template <typename T>
+Tensor<T> LlamaDecoderLayer<T>::attention_block(const Tensor<T>& x, const nn::RotaryEmbedding<T>& rope,
+                                                nn::KVCache<T>& cache) const {
+  return x + dropout->forward(self_attn->forward(input_layernorm->forward(x), rope, cache));
+}
+
+template <typename T>
+Tensor<T> LlamaDecoderLayer<T>::feed_forward_block(const Tensor<T>& h) const {
   return h + dropout->forward(mlp->forward(post_attention_layernorm->forward(h)));
 }
 
@@ -139,13 +149,15 @@ Tensor<T> Llama<T>::advance(const char* op, const xt::xarray<std::int64_t>& ids,
   if (scratch && options.activation_checkpointing && is_grad_enabled()) {
     const std::vector<std::shared_ptr<Generator>> generators{dropout_gen_};
     for (const auto& layer : typed_layers_) {
-      // Each run of the layer (the forward and the one in backward) starts from an empty cache.
+      // Per residual block, as nn::TransformerEncoder; each run of the attention starts from an empty cache.
       x = checkpoint<T>(
           [layer, rope = rotary_emb](const std::vector<Tensor<T>>& in) {
             nn::KVCache<T> fresh;
-            return layer->forward(in[0], *rope, fresh);
+            return layer->attention_block(in[0], *rope, fresh);
           },
           {x}, generators);
+      x = checkpoint<T>([layer](const std::vector<Tensor<T>>& in) { return layer->feed_forward_block(in[0]); }, {x},
+                        generators);
     }
     return norm->forward(x);
   }

@@ -43,8 +43,9 @@ struct LlamaOptions {
   /// GPT's, whose projection is tied. LLaMA's own is untied (false).
   bool tie_embeddings = true;
   std::int64_t padding_idx = 0;  ///< embedding row that stays zero
-  /// Each decoder layer of forward() and forward_rows() under grad mode recomputed in backward instead
-  /// of keeping its activations (tapegrad::checkpoint): less memory, one more forward of the layers.
+  /// Each residual block (attention, feed-forward) of forward() and forward_rows() under grad mode
+  /// recomputed in backward instead of keeping its activations (tapegrad::checkpoint): less memory, one
+  /// more forward of the layers, the same gradients bit for bit.
   bool activation_checkpointing = false;
 
   /// Throws std::invalid_argument naming the offending field and value.
@@ -87,6 +88,12 @@ class LlamaDecoderLayer : public nn::Module<T, LlamaDecoderLayer<T>> {
 
   /// x [B, n, d_model] after the cache's positions (an empty cache: the whole sequence) -> [B, n, d_model].
   Tensor<T> forward(const Tensor<T>& x, const nn::RotaryEmbedding<T>& rope, nn::KVCache<T>& cache) const;
+  /// The two residual blocks forward() is made of, op for op (forward is
+  /// feed_forward_block(attention_block(x, ...))), for checkpointing them one at a time.
+  ///@{
+  Tensor<T> attention_block(const Tensor<T>& x, const nn::RotaryEmbedding<T>& rope, nn::KVCache<T>& cache) const;
+  Tensor<T> feed_forward_block(const Tensor<T>& h) const;
+  ///@}
 
   std::string name() const override { return "LlamaDecoderLayer"; }
 

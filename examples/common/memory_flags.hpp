@@ -18,12 +18,13 @@ Flag accumulate_flag(long double max) {
       .in(closed(1, max));
 }
 
-/// --activation-checkpointing: the model's layers recompute their activations in backward.
+/// --activation-checkpointing: the model's layers recompute their blocks' activations in backward.
 template <typename C>
 Flag activation_checkpointing_flag() {
   return flag("--activation-checkpointing", &C::activation_checkpointing,
-              "keep only each layer's input in the forward and recompute the layer in backward: less memory for "
-              "about one more forward (the gradients are the same bit for bit, so --resume may change it)")
+              "keep only the inputs of each layer's attention and feed-forward blocks and recompute the blocks in "
+              "backward: less memory for about one more forward (the gradients are the same bit for bit, so "
+              "--resume may change it)")
       .free_on_resume();
 }
 
