@@ -324,8 +324,8 @@ TEST_CASE("train_lm --resume after an interruption ends exactly where an uninter
 }
 
 TEST_CASE(
-    "train_lm --accumulate and --activation-checkpointing: saved; --resume keeps the first, may change the "
-    "second",
+    "train_lm --accumulate and --activation-checkpointing are saved, and --resume keeps the first but may "
+    "change the second",
     "[lm]") {
   const std::string objective = GENERATE(std::string("causal"), std::string("llama"));
   INFO("objective " << objective);
