@@ -322,6 +322,46 @@ T* grad_ptr(std::vector<xt::xarray<T>>& grads, const Operand& o) {
   return grads[o.input].size() ? grads[o.input].data() : nullptr;
 }
 
+// The weights of a [bi, bj] block (row stride ld) for the backward: s holds the scores on entry and
+// P = exp(s - lse) on return; with dropout, keep gets the mask's factors and w = P * keep, which is
+// returned (else s is).
+template <typename T>
+const T* block_weights(const Plan<T>& p, std::size_t bh, std::size_t i0, std::size_t bi, std::size_t j0, std::size_t bj,
+                       std::size_t ld, const T* lse, T* s, T* keep, T* w) {
+  for (std::size_t r = 0; r < bi; ++r) {
+    const T l = lse[bh * p.d.L + i0 + r];
+    T* __restrict row = s + r * ld;
+    for (std::size_t c = 0; c < ld; ++c) row[c] = detail::fast_exp(row[c] - l);
+  }
+  if (!p.dropout) return s;
+  // The mask's factors once per block, for W and for dP.
+  drop_block(p, bh, i0, bi, j0, bj, keep, ld, /*factors_only=*/true);
+  for (std::size_t r = 0; r < bi; ++r) {
+    const T* __restrict pk = keep + r * ld;
+    const T* __restrict ps = s + r * ld;
+    T* __restrict pw = w + r * ld;
+    for (std::size_t c = 0; c < bj; ++c) pw[c] = ps[c] * pk[c];
+  }
+  return w;
+}
+
+// In place over a [bi, bj] block (row stride ld): dp = P * (dropout(dP) - delta), P in s, the dropout
+// factors in keep.
+template <typename T>
+void block_score_grad(const Plan<T>& p, std::size_t bi, std::size_t bj, std::size_t ld, const T* s, const T* keep,
+                      const T* delta, T* dp) {
+  for (std::size_t r = 0; r < bi; ++r) {
+    T* __restrict dr = dp + r * ld;
+    const T* __restrict pr = s + r * ld;
+    const T* __restrict kr = keep + r * ld;
+    const T dl = delta[r];
+    if (p.dropout)
+      for (std::size_t c = 0; c < bj; ++c) dr[c] = pr[c] * (dr[c] * kr[c] - dl);
+    else
+      for (std::size_t c = 0; c < bj; ++c) dr[c] = pr[c] * (dr[c] - dl);
+  }
+}
+
 // Backward of the output, FlashAttention-2 style: per block of keys, the blocks of queries that see
 // it; the weights are recomputed from the scores and the log-sum-exp, the dropout mask from its rule.
 // With W = dropout(P) and O = W V: dV = W^T dO, dP = dropout(dO V^T), dS = P * (dP - delta) where
@@ -366,36 +406,12 @@ void flash_backward(const Plan<T>& p, const std::vector<const T*>& in, const T* 
         const std::size_t bi = std::min(kBlockQ, d.L - i0);
         if (p.causal && i0 + bi <= j0) continue;  // every query of the block is before every key
         score_block(p, m, q, k, i0, bi, j0, bj, s, ld);
-        for (std::size_t r = 0; r < bi; ++r) {
-          const T l = lse[bh * d.L + i0 + r];
-          T* __restrict row = s + r * ld;
-          for (std::size_t c = 0; c < ld; ++c) row[c] = detail::fast_exp(row[c] - l);
-        }
-        const T* wp = s;
-        if (p.dropout) {  // the mask's factors once per block, for W and for dP
-          drop_block(p, bh, i0, bi, j0, bj, keep, ld, /*factors_only=*/true);
-          for (std::size_t r = 0; r < bi; ++r) {
-            const T* __restrict pk = keep + r * ld;
-            const T* __restrict ps = s + r * ld;
-            T* __restrict pw = w + r * ld;
-            for (std::size_t c = 0; c < bj; ++c) pw[c] = ps[c] * pk[c];
-          }
-          wp = w;
-        }
+        const T* wp = block_weights(p, bh, i0, bi, j0, bj, ld, lse, s, keep, w);
         if (grads.dv)
           blas::gemm<T>(true, false, bj, d.Dv, bi, T(1), wp, ld, gv.row(i0), gv.ld, T(1), dv, d.Dv, p.precision);
         if (!grads.dq && !grads.dk) continue;
         blas::gemm<T>(false, true, bi, bj, d.Dv, T(1), gv.row(i0), gv.ld, v.row(j0), v.ld, T(0), dp, ld, p.precision);
-        for (std::size_t r = 0; r < bi; ++r) {  // dS = P * (dropout(dP) - delta)
-          T* __restrict dr = dp + r * ld;
-          const T* __restrict pr = s + r * ld;
-          const T* __restrict kr = keep + r * ld;
-          const T dl = delta[i0 + r];
-          if (p.dropout)
-            for (std::size_t c = 0; c < bj; ++c) dr[c] = pr[c] * (dr[c] * kr[c] - dl);
-          else
-            for (std::size_t c = 0; c < bj; ++c) dr[c] = pr[c] * (dr[c] - dl);
-        }
+        block_score_grad(p, bi, bj, ld, s, keep, delta + i0, dp);
         const PairView<T> ds = pair_view(p, static_cast<const T*>(dp), bi, bj, ld, Copy::block);  // read twice
         if (grads.dq)
           blas::gemm<T>(false, false, bi, d.D, bj, T(1), ds.data, ds.ld, k.row(j0), k.ld, T(1), dq + i0 * d.D, d.D,
@@ -485,14 +501,11 @@ void check_masks(const char* op, const AttentionMasks<T>& m, const Dims& d) {
   check_kpm("key_padding_bias", m.key_padding_bias);
 }
 
-// The one implementation behind the three entry points: checks, forward, and the backward closures
-// (of the output and, when asked for, of the weights).
+// The plan of one call, after checking its arguments (the shapes of q, k and v are the caller's).
 template <typename T>
-std::pair<Tensor<T>, Tensor<T>> attention(const char* op, const std::vector<Tensor<T>>& inputs, const Dims& d,
-                                          const Operand& q, const Operand& k, const Operand& v, const Shape& out_shape,
-                                          const Layout& out_layout, const AttentionMasks<T>& masks, double dropout_p,
-                                          bool is_causal, std::optional<double> scale, bool need_weights,
-                                          Generator* gen) {
+Plan<T> attention_plan(const char* op, const Dims& d, const Operand& q, const Operand& k, const Operand& v,
+                       const Layout& out_layout, const AttentionMasks<T>& masks, double dropout_p, bool is_causal,
+                       std::optional<double> scale, Generator* gen) {
   if (!(dropout_p >= 0.0 && dropout_p <= 1.0))
     throw ShapeError(fmt::format("{}: dropout probability must lie in [0, 1], got {}", op, dropout_p));
   if (dropout_p > 0.0 && !gen)
@@ -514,7 +527,18 @@ std::pair<Tensor<T>, Tensor<T>> attention(const char* op, const std::vector<Tens
                {}};
   plan.padding_inside = padding_before(masks, plan.key_end, d.S);
   plan.precision = blas::autocast_precision<T>();
+  return plan;
+}
 
+// The one implementation behind the three entry points: checks, forward, and the backward closures
+// (of the output and, when asked for, of the weights).
+template <typename T>
+std::pair<Tensor<T>, Tensor<T>> attention(const char* op, const std::vector<Tensor<T>>& inputs, const Dims& d,
+                                          const Operand& q, const Operand& k, const Operand& v, const Shape& out_shape,
+                                          const Layout& out_layout, const AttentionMasks<T>& masks, double dropout_p,
+                                          bool is_causal, std::optional<double> scale, bool need_weights,
+                                          Generator* gen) {
+  const Plan<T> plan = attention_plan(op, d, q, k, v, out_layout, masks, dropout_p, is_causal, scale, gen);
   std::vector<const T*> bases;
   for (const auto& x : inputs) bases.push_back(x.data().data());
   auto lse = std::make_shared<std::vector<T>>(d.B * d.H * d.L);

@@ -110,30 +110,12 @@ struct Bags {
   std::size_t end(std::size_t b) const { return starts ? (*starts)[b + 1] : (b + 1) * k; }
 };
 
-// Every form of embedding_bag: out_shape is [..., dim] with bags.count rows. Member weights `scale`
-// (ids' shape; Sum only) or, when undefined, weights of 1. Forward and backward are loops over the
-// bags' members; mode Max keeps, per bag and column, the row that gave the maximum (-1 for an empty
-// bag).
+// The forward of embedding_bag over every bag: out [bags.count, dim] (zeros on entry) = each bag's
+// members' rows, summed (times their weights ps, when given), averaged or maxed; arg (mode Max) gets,
+// per bag and column, the row that gave the maximum.
 template <typename T>
-Tensor<T> bag_impl(const char* op, const Tensor<T>& weight, const xt::xarray<std::int64_t>& ids, Bags bags,
-                   Shape out_shape, EmbeddingBagMode mode, std::int64_t pad, const Tensor<T>& scale) {
-  if (scale.defined() && scale.shape() != Shape(ids.shape().begin(), ids.shape().end())) {
-    throw ShapeError(fmt::format("{}: per_sample_weights {} must have the shape of ids {}", op,
-                                 format_shape(scale.shape()), format_shape(shape_of(ids))));
-  }
-  if (scale.defined() && mode != EmbeddingBagMode::Sum) {
-    throw std::invalid_argument(fmt::format(
-        "{}: per_sample_weights are only supported with mode Sum, as in torch, got mode {}", op, mode_name(mode)));
-  }
-  const std::size_t vocab = weight.shape()[0], dim = weight.shape()[1];
-  xt::xarray<T> out = xt::zeros<T>(out_shape);
-  const T* pw = weight.data().data();
-  const std::int64_t* pi = ids.data();
-  const T* ps = scale.defined() ? scale.data().data() : nullptr;
-  T* po = out.data();
-  // Max: the row each output element came from, -1 where the bag has no member (its output stays 0).
-  std::shared_ptr<std::vector<std::int64_t>> arg;
-  if (mode == EmbeddingBagMode::Max) arg = std::make_shared<std::vector<std::int64_t>>(bags.count * dim, -1);
+void bags_forward(const T* pw, const std::int64_t* pi, const T* ps, const Bags& bags, std::size_t dim,
+                  EmbeddingBagMode mode, std::int64_t pad, T* po, std::int64_t* arg) {
   for (std::size_t b = 0; b < bags.count; ++b) {
     T* __restrict row_out = po + b * dim;
     std::size_t members = 0;
@@ -143,7 +125,7 @@ Tensor<T> bag_impl(const char* op, const Tensor<T>& weight, const xt::xarray<std
       if (mode == EmbeddingBagMode::Max) {
         // torch 1.13's rule: the first member sets every column, a later one replaces a column only
         // when strictly greater; so a tie keeps the earlier member's row, and NaN only when first.
-        std::int64_t* __restrict ar = arg->data() + b * dim;
+        std::int64_t* __restrict ar = arg + b * dim;
         for (std::size_t j = 0; j < dim; ++j) {
           if (members == 0 || row[j] > row_out[j]) {
             row_out[j] = row[j];
@@ -163,6 +145,81 @@ Tensor<T> bag_impl(const char* op, const Tensor<T>& weight, const xt::xarray<std
       for (std::size_t j = 0; j < dim; ++j) row_out[j] /= n;
     }
   }
+}
+
+// The gradient of the member weights: each member's is the dot product of its bag's gradient g with its
+// row of the table pw; padding gets none (pd zeros on entry).
+template <typename T>
+void bags_weight_backward(const T* pg, const T* pw, const std::int64_t* ids, const Bags& bags, std::size_t dim,
+                          std::int64_t pad, T* pd) {
+  for (std::size_t b = 0; b < bags.count; ++b) {
+    const T* __restrict gr = pg + b * dim;
+    for (std::size_t at = bags.begin(b); at < bags.end(b); ++at) {
+      if (ids[at] == pad) continue;
+      const T* __restrict row = pw + ids[at] * dim;
+      T dot = T(0);
+      for (std::size_t j = 0; j < dim; ++j) dot += gr[j] * row[j];
+      pd[at] = dot;
+    }
+  }
+}
+
+// The table's gradient pd (zeros on entry). Max: each output element's gradient goes to the row it came
+// from (arg). Otherwise every member of a bag receives the bag's gradient times its weight ps (1 /
+// members for a mean); members equal to padding_idx none.
+template <typename T>
+void bags_table_backward(const T* pg, const std::int64_t* ids, const T* ps, const std::int64_t* arg, const Bags& bags,
+                         std::size_t dim, EmbeddingBagMode mode, std::int64_t pad, T* pd) {
+  if (mode == EmbeddingBagMode::Max) {
+    for (std::size_t b = 0; b < bags.count; ++b)
+      for (std::size_t j = 0; j < dim; ++j)
+        if (arg[b * dim + j] >= 0) pd[arg[b * dim + j] * dim + j] += pg[b * dim + j];
+    return;
+  }
+  for (std::size_t b = 0; b < bags.count; ++b) {
+    const T* __restrict gr = pg + b * dim;
+    T div = T(1);
+    if (mode == EmbeddingBagMode::Mean) {
+      std::size_t members = 0;
+      for (std::size_t at = bags.begin(b); at < bags.end(b); ++at) members += ids[at] != pad;
+      div = static_cast<T>(std::max<std::size_t>(members, 1));
+    }
+    for (std::size_t at = bags.begin(b); at < bags.end(b); ++at) {
+      if (ids[at] == pad) continue;
+      T* __restrict row = pd + ids[at] * dim;
+      if (ps) {
+        for (std::size_t j = 0; j < dim; ++j) row[j] += ps[at] * gr[j];
+      } else if (mode == EmbeddingBagMode::Mean) {
+        for (std::size_t j = 0; j < dim; ++j) row[j] += gr[j] / div;
+      } else {
+        for (std::size_t j = 0; j < dim; ++j) row[j] += gr[j];
+      }
+    }
+  }
+}
+
+// Every form of embedding_bag: out_shape is [..., dim] with bags.count rows. Member weights `scale`
+// (ids' shape; Sum only) or, when undefined, weights of 1. Forward and backward are loops over the
+// bags' members; mode Max keeps, per bag and column, the row that gave the maximum (-1 for an empty
+// bag).
+template <typename T>
+Tensor<T> bag_impl(const char* op, const Tensor<T>& weight, const xt::xarray<std::int64_t>& ids, Bags bags,
+                   Shape out_shape, EmbeddingBagMode mode, std::int64_t pad, const Tensor<T>& scale) {
+  if (scale.defined() && scale.shape() != Shape(ids.shape().begin(), ids.shape().end())) {
+    throw ShapeError(fmt::format("{}: per_sample_weights {} must have the shape of ids {}", op,
+                                 format_shape(scale.shape()), format_shape(shape_of(ids))));
+  }
+  if (scale.defined() && mode != EmbeddingBagMode::Sum) {
+    throw std::invalid_argument(fmt::format(
+        "{}: per_sample_weights are only supported with mode Sum, as in torch, got mode {}", op, mode_name(mode)));
+  }
+  const std::size_t vocab = weight.shape()[0], dim = weight.shape()[1];
+  xt::xarray<T> out = xt::zeros<T>(out_shape);
+  // Max: the row each output element came from, -1 where the bag has no member (its output stays 0).
+  std::shared_ptr<std::vector<std::int64_t>> arg;
+  if (mode == EmbeddingBagMode::Max) arg = std::make_shared<std::vector<std::int64_t>>(bags.count * dim, -1);
+  bags_forward(weight.data().data(), ids.data(), scale.defined() ? scale.data().data() : nullptr, bags, dim, mode, pad,
+               out.data(), arg ? arg->data() : nullptr);
 
   Tensor<T> result(std::move(out));
   if (!should_record(weight, scale)) return result;
@@ -173,60 +230,15 @@ Tensor<T> bag_impl(const char* op, const Tensor<T>& weight, const xt::xarray<std
   record(result, op, {weight, scale},
          [saved_ids, saved_scale = std::move(saved_scale), saved_table = std::move(saved_table), arg = std::move(arg),
           bags = std::move(bags), mode, pad, vocab, dim](const xt::xarray<T>& g, GradInputs<T>& in) {
-           const T* pg = g.data();
-           const std::int64_t* ids = saved_ids->data();
            if (in.needs(1)) {
-             // Each member's weight: the dot product of its bag's gradient with its row; padding none.
              xt::xarray<T> ds = xt::zeros<T>(saved_ids->shape());
-             const T* pw = saved_table->data();
-             T* pd = ds.data();
-             for (std::size_t b = 0; b < bags.count; ++b) {
-               const T* __restrict gr = pg + b * dim;
-               for (std::size_t at = bags.begin(b); at < bags.end(b); ++at) {
-                 if (ids[at] == pad) continue;
-                 const T* __restrict row = pw + ids[at] * dim;
-                 T dot = T(0);
-                 for (std::size_t j = 0; j < dim; ++j) dot += gr[j] * row[j];
-                 pd[at] = dot;
-               }
-             }
+             bags_weight_backward(g.data(), saved_table->data(), saved_ids->data(), bags, dim, pad, ds.data());
              in.accumulate(1, std::move(ds));
            }
            if (!in.needs(0)) return;
            xt::xarray<T> dw = xt::zeros<T>({vocab, dim});
-           T* pd = dw.data();
-           if (mode == EmbeddingBagMode::Max) {
-             // Each output element's gradient goes to the row it came from.
-             const std::int64_t* ar = arg->data();
-             for (std::size_t b = 0; b < bags.count; ++b)
-               for (std::size_t j = 0; j < dim; ++j)
-                 if (ar[b * dim + j] >= 0) pd[ar[b * dim + j] * dim + j] += pg[b * dim + j];
-             in.accumulate(0, std::move(dw));
-             return;
-           }
-           // Every member of a bag receives the bag's gradient times its weight (1 / members for a
-           // mean); members equal to padding_idx none.
-           const T* ps = saved_scale ? saved_scale->data() : nullptr;
-           for (std::size_t b = 0; b < bags.count; ++b) {
-             const T* __restrict gr = pg + b * dim;
-             T div = T(1);
-             if (mode == EmbeddingBagMode::Mean) {
-               std::size_t members = 0;
-               for (std::size_t at = bags.begin(b); at < bags.end(b); ++at) members += ids[at] != pad;
-               div = static_cast<T>(std::max<std::size_t>(members, 1));
-             }
-             for (std::size_t at = bags.begin(b); at < bags.end(b); ++at) {
-               if (ids[at] == pad) continue;
-               T* __restrict row = pd + ids[at] * dim;
-               if (ps) {
-                 for (std::size_t j = 0; j < dim; ++j) row[j] += ps[at] * gr[j];
-               } else if (mode == EmbeddingBagMode::Mean) {
-                 for (std::size_t j = 0; j < dim; ++j) row[j] += gr[j] / div;
-               } else {
-                 for (std::size_t j = 0; j < dim; ++j) row[j] += gr[j];
-               }
-             }
-           }
+           bags_table_backward(g.data(), saved_ids->data(), saved_scale ? saved_scale->data() : nullptr,
+                               arg ? arg->data() : nullptr, bags, dim, mode, pad, dw.data());
            in.accumulate(0, std::move(dw));
          });
   return result;

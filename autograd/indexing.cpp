@@ -180,6 +180,53 @@ constexpr std::size_t kSelectRatio = 16;
 /// Elements of a contiguous slice the selection tests at once before looking at them one by one.
 constexpr std::size_t kSelectChunk = 32;
 
+// The first kk positions of one slice (size elements, inner apart) in SliceOrder, into order[0, kk).
+// Few of many (topk's usual case): one pass keeps the best kk so far in order; an element that does not
+// beat the last of them, which is almost every element, costs one comparison. Positions arrive in
+// increasing order, so a tie never displaces an earlier position. The rejection compares values only:
+// once kk are held, a later element enters only when strictly better than the last held one (ties keep
+// the earlier position), a NaN counting as the largest value. Otherwise a (partial) sort.
+template <typename T>
+void order_slice(const T* slice, std::size_t size, std::size_t inner, std::size_t kk, bool descending,
+                 std::vector<std::int64_t>& order) {
+  const SliceOrder<T> before{slice, inner, descending};
+  if (kk == 0 || kk * kSelectRatio > size) {
+    for (std::size_t r = 0; r < size; ++r) order[r] = static_cast<std::int64_t>(r);
+    if (kk == size)
+      std::sort(order.begin(), order.end(), before);
+    else
+      std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(kk), order.end(), before);
+    return;
+  }
+  std::size_t held = 0;
+  T last = T(0);  // the value of order[kk - 1] once held == kk
+  for (std::size_t r = 0; r < size; ++r) {
+    if (held == kk && inner == 1 && r % kSelectChunk == 0 && r + kSelectChunk <= size) {
+      // A whole chunk at once, in a loop that vectorizes: skip it when no element can beat the last held
+      // one. The test has no false negatives (a NaN on either side passes it), so the element-wise test
+      // below still decides.
+      int may_enter = 0;
+      for (std::size_t j = r; j < r + kSelectChunk; ++j)
+        may_enter |= descending ? !(slice[j] <= last) : !(slice[j] >= last);
+      if (!may_enter) {
+        r += kSelectChunk - 1;
+        continue;
+      }
+    }
+    if (held == kk) {
+      const T v = slice[r * inner];
+      const bool better = descending ? (v > last || (std::isnan(v) && !std::isnan(last)))
+                                     : (v < last || (std::isnan(last) && !std::isnan(v)));
+      if (!better) continue;
+    }
+    const auto candidate = static_cast<std::int64_t>(r);
+    std::size_t at = held < kk ? held++ : kk - 1;
+    for (; at > 0 && before(candidate, order[at - 1]); --at) order[at] = order[at - 1];
+    order[at] = candidate;
+    if (held == kk) last = slice[static_cast<std::size_t>(order[kk - 1]) * inner];
+  }
+}
+
 // The first k positions of every [o, :, i] slice in the order above, with their values; the gradient
 // goes back to the positions.
 template <typename T>
@@ -201,62 +248,21 @@ ValuesIndices<T> ordered_along(const char* op, const Tensor<T>& x, std::int64_t 
   const T* px = x.data().data();
   T* pv = values.data();
   std::int64_t* pi = indices.data();
-  detail::parallel_for(
-      outer * inner, std::max<std::size_t>(1, detail::kElementwiseGrain / std::max<std::size_t>(size, 1)),
-      [&](std::size_t begin, std::size_t end) {
-        std::vector<std::int64_t> order(size);
-        for (std::size_t s = begin; s < end; ++s) {
-          const std::size_t o = s / inner, i = s % inner;
-          const T* slice = px + o * size * inner + i;
-          const SliceOrder<T> before{slice, inner, descending};
-          if (kk > 0 && kk * kSelectRatio <= size) {
-            // Few of many (topk's usual case): one pass keeps the best kk so far in order; an element
-            // that does not beat the last of them, which is almost every element, costs one comparison.
-            // Positions arrive in increasing order, so a tie never displaces an earlier position.
-            // The rejection compares values only: once kk are held, a later element enters only when
-            // strictly better than the last held one (ties keep the earlier position), a NaN counting
-            // as the largest value.
-            std::size_t held = 0;
-            T last = T(0);  // the value of order[kk - 1] once held == kk
-            for (std::size_t r = 0; r < size; ++r) {
-              if (held == kk && inner == 1 && r % kSelectChunk == 0 && r + kSelectChunk <= size) {
-                // A whole chunk at once, in a loop that vectorizes: skip it when no element can beat the
-                // last held one. The test has no false negatives (a NaN on either side passes it), so the
-                // element-wise test below still decides.
-                int may_enter = 0;
-                for (std::size_t j = r; j < r + kSelectChunk; ++j)
-                  may_enter |= descending ? !(slice[j] <= last) : !(slice[j] >= last);
-                if (!may_enter) {
-                  r += kSelectChunk - 1;
-                  continue;
-                }
-              }
-              if (held == kk) {
-                const T v = slice[r * inner];
-                const bool better = descending ? (v > last || (std::isnan(v) && !std::isnan(last)))
-                                               : (v < last || (std::isnan(last) && !std::isnan(v)));
-                if (!better) continue;
-              }
-              const auto candidate = static_cast<std::int64_t>(r);
-              std::size_t at = held < kk ? held++ : kk - 1;
-              for (; at > 0 && before(candidate, order[at - 1]); --at) order[at] = order[at - 1];
-              order[at] = candidate;
-              if (held == kk) last = slice[static_cast<std::size_t>(order[kk - 1]) * inner];
-            }
-          } else {
-            for (std::size_t r = 0; r < size; ++r) order[r] = static_cast<std::int64_t>(r);
-            if (kk == size)
-              std::sort(order.begin(), order.end(), before);
-            else
-              std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(kk), order.end(), before);
-          }
-          for (std::size_t r = 0; r < kk; ++r) {
-            const std::size_t at = (o * kk + r) * inner + i;
-            pi[at] = order[r];
-            pv[at] = slice[static_cast<std::size_t>(order[r]) * inner];
-          }
-        }
-      });
+  detail::parallel_for(outer * inner,
+                       std::max<std::size_t>(1, detail::kElementwiseGrain / std::max<std::size_t>(size, 1)),
+                       [&](std::size_t begin, std::size_t end) {
+                         std::vector<std::int64_t> order(size);
+                         for (std::size_t s = begin; s < end; ++s) {
+                           const std::size_t o = s / inner, i = s % inner;
+                           const T* slice = px + o * size * inner + i;
+                           order_slice(slice, size, inner, kk, descending, order);
+                           for (std::size_t r = 0; r < kk; ++r) {
+                             const std::size_t at = (o * kk + r) * inner + i;
+                             pi[at] = order[r];
+                             pv[at] = slice[static_cast<std::size_t>(order[r]) * inner];
+                           }
+                         }
+                       });
   Tensor<T> out(std::move(values));
   if (should_record(x)) {
     auto saved = std::make_shared<const IndexArray>(indices);

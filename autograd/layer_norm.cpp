@@ -121,6 +121,43 @@ void backward_rows(std::size_t begin, std::size_t end, std::size_t d, const T* p
 // added in block order, so the result is the same for any number of threads.
 constexpr std::size_t kMaxBlocks = 64;
 
+// The backward of every row, in fixed blocks of `block` rows split over the threads: dx (when given) and
+// each block's partial dw and db (2 * d values a block, when given).
+template <typename T>
+void backward_blocks(std::size_t rows, std::size_t d, std::size_t block, const T* px, const T* pg, const T* pw,
+                     const T* st, T* pdx, T* partial) {
+  const std::size_t blocks = (rows + block - 1) / block;
+  detail::parallel_for(blocks, 1, [&](std::size_t b0, std::size_t b1) {
+    for (std::size_t blk = b0; blk < b1; ++blk) {
+      const std::size_t r0 = blk * block, r1 = std::min(rows, r0 + block);
+      T* dw = partial ? partial + blk * 2 * d : nullptr;
+      const auto run = [&](auto has_w, auto need) {
+        backward_rows<T, decltype(has_w)::value, decltype(need)::value>(r0, r1, d, px, pg, pw, st, pdx, dw,
+                                                                        dw ? dw + d : nullptr);
+      };
+      using Yes = std::true_type;
+      using No = std::false_type;
+      if (pw)
+        partial ? run(Yes{}, Yes{}) : run(Yes{}, No{});
+      else
+        partial ? run(No{}, Yes{}) : run(No{}, No{});
+    }
+  });
+}
+
+// dw and db: the blocks' partials added in block order.
+template <typename T>
+void sum_partials(const std::vector<T>& partial, std::size_t blocks, std::size_t d, T* __restrict dw,
+                  T* __restrict db) {
+  for (std::size_t blk = 0; blk < blocks; ++blk) {
+    const T* __restrict part = partial.data() + blk * 2 * d;
+    for (std::size_t j = 0; j < d; ++j) {
+      dw[j] += part[j];
+      db[j] += part[d + j];
+    }
+  }
+}
+
 // layer_norm(x) or, with a residual, layer_norm(x + residual): the forward, and the backward on the tape
 // (dx is given to x and to the residual alike).
 template <typename T>
@@ -170,39 +207,15 @@ Tensor<T> layer_norm_impl(const char* op, const Tensor<T>& x, const Tensor<T>* r
     const std::size_t blocks = (rows + block - 1) / block;
     // Per block: the partial dw (first d) and db (next d).
     std::vector<T> partial(need_wb ? blocks * 2 * d : 0, T(0));
-    const T* pw = w_val ? w_val->data() : nullptr;
-    detail::parallel_for(blocks, 1, [&](std::size_t b0, std::size_t b1) {
-      for (std::size_t blk = b0; blk < b1; ++blk) {
-        const std::size_t r0 = blk * block, r1 = std::min(rows, r0 + block);
-        T* dw = need_wb ? partial.data() + blk * 2 * d : nullptr;
-        const auto run = [&](auto has_w, auto need) {
-          backward_rows<T, decltype(has_w)::value, decltype(need)::value>(r0, r1, d, input->data(), g.data(), pw,
-                                                                          stats->data(), need_x ? dx.data() : nullptr,
-                                                                          dw, dw ? dw + d : nullptr);
-        };
-        using Yes = std::true_type;
-        using No = std::false_type;
-        if (pw)
-          need_wb ? run(Yes{}, Yes{}) : run(Yes{}, No{});
-        else
-          need_wb ? run(No{}, Yes{}) : run(No{}, No{});
-      }
-    });
+    backward_blocks(rows, d, block, input->data(), g.data(), w_val ? w_val->data() : nullptr, stats->data(),
+                    need_x ? dx.data() : nullptr, need_wb ? partial.data() : nullptr);
     if (need_x) {
       if (with_residual && in.needs(0)) in.accumulate(1, static_cast<const xt::xarray<T>&>(dx));
       in.accumulate(with_residual && !in.needs(0) ? 1 : 0, std::move(dx));
     }
     if (!need_wb) return;
     xt::xarray<T> dw = xt::zeros<T>(normalized_shape), db = xt::zeros<T>(normalized_shape);
-    T* __restrict pdw = dw.data();
-    T* __restrict pdb = db.data();
-    for (std::size_t blk = 0; blk < blocks; ++blk) {
-      const T* __restrict part = partial.data() + blk * 2 * d;
-      for (std::size_t j = 0; j < d; ++j) {
-        pdw[j] += part[j];
-        pdb[j] += part[d + j];
-      }
-    }
+    sum_partials(partial, blocks, d, dw.data(), db.data());
     if (need_w) in.accumulate(iw, std::move(dw));
     if (need_b) in.accumulate(ib, std::move(db));
   };

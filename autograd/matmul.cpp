@@ -78,20 +78,15 @@ bool all_zero(const std::vector<std::size_t>& v) {
   return true;
 }
 
-}  // namespace
-
-template <typename T>
-Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b) {
-  const Shape& sa = a.shape();
-  const Shape& sb = b.shape();
+// The plan of matmul(a, b) on the operands' shapes as given, 1-D operands promoted to matrices as torch
+// does (a vector a as [1, k], a vector b as [k, 1]); throws naming both shapes when they do not fit.
+BatchPlan matmul_plan(const Shape& sa, const Shape& sb) {
   if (sa.empty() || sb.empty()) {
     throw ShapeError(
         fmt::format("matmul: both operands need at least one dim, got {} and {}", format_shape(sa), format_shape(sb)));
   }
-  // Promote 1-D operands to matrices as torch does, and remember which dims to drop at the end.
-  const bool a_vector = sa.size() == 1, b_vector = sb.size() == 1;
-  Shape pa = a_vector ? Shape{1, sa[0]} : sa;
-  Shape pb = b_vector ? Shape{sb[0], 1} : sb;
+  const Shape pa = sa.size() == 1 ? Shape{1, sa[0]} : sa;
+  const Shape pb = sb.size() == 1 ? Shape{sb[0], 1} : sb;
   const std::size_t ka = pa[pa.size() - 1], kb = pb[pb.size() - 2];
   if (ka != kb) {
     throw ShapeError(
@@ -112,17 +107,60 @@ Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b) {
   plan.b_strides = batch_strides(pb, plan.batch);
   plan.out_strides = contiguous_strides(plan.batch);
   for (auto& s : plan.out_strides) s *= plan.m * plan.n;
+  return plan;
+}
 
-  Shape out_shape = plan.batch;
-  if (!a_vector) out_shape.push_back(plan.m);
-  if (!b_vector) out_shape.push_back(plan.n);
+// dA = g B^T, summed over the batch dims a was broadcast along (folded: one GEMM over all the rows).
+template <typename T>
+xt::xarray<T> matmul_grad_a(const BatchPlan& plan, bool folded, const Shape& sa, const blas::Operand<T>& g, const T* b,
+                            blas::Precision precision) {
+  const std::size_t m = plan.m, k = plan.k, n = plan.n;
+  xt::xarray<T> da = xt::zeros<T>(sa);
+  if (folded) {
+    blas::gemm<T>(false, true, numel(plan.batch) * m, k, n, T(1), g, n, b, n, T(0), da.data(), k, precision);
+    return da;
+  }
+  const bool own_blocks = numel(sa) == numel(plan.batch) * m * k;  // a not broadcast
+  for_each_batch_parallel(plan, own_blocks, [&](std::size_t ia, std::size_t ib, std::size_t io) {
+    blas::gemm<T>(false, true, m, k, n, T(1), g + io, n, b + ib, n, T(1), da.data() + ia, k, precision);
+  });
+  return da;
+}
+
+// dB = A^T g, summed likewise.
+template <typename T>
+xt::xarray<T> matmul_grad_b(const BatchPlan& plan, bool folded, const Shape& sb, const blas::Operand<T>& g, const T* a,
+                            blas::Precision precision) {
+  const std::size_t m = plan.m, k = plan.k, n = plan.n;
+  xt::xarray<T> db = xt::zeros<T>(sb);
+  if (folded) {
+    blas::gemm<T>(true, false, k, n, numel(plan.batch) * m, T(1), a, k, g, n, T(0), db.data(), n, precision);
+    return db;
+  }
+  const bool own_blocks = numel(sb) == numel(plan.batch) * k * n;  // b not broadcast
+  for_each_batch_parallel(plan, own_blocks, [&](std::size_t ia, std::size_t ib, std::size_t io) {
+    blas::gemm<T>(true, false, k, n, m, T(1), a + ia, k, g + io, n, T(1), db.data() + ib, n, precision);
+  });
+  return db;
+}
+
+}  // namespace
+
+template <typename T>
+Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b) {
+  const Shape& sa = a.shape();
+  const Shape& sb = b.shape();
+  const BatchPlan plan = matmul_plan(sa, sb);
+  Shape out_shape = plan.batch;  // the promoted dims dropped again
+  if (sa.size() > 1) out_shape.push_back(plan.m);
+  if (sb.size() > 1) out_shape.push_back(plan.n);
   xt::xarray<T> out = xt::xarray<T>::from_shape(out_shape);
 
   const std::size_t m = plan.m, k = plan.k, n = plan.n;
   const blas::Precision precision = blas::autocast_precision<T>();
   // A batch of a against one shared b folds into a single GEMM of (batch * m) rows.
   const std::size_t batch_count = numel(plan.batch);
-  const bool folded = all_zero(plan.b_strides) && batch_count > 0 && numel(pa) == batch_count * m * k;
+  const bool folded = all_zero(plan.b_strides) && batch_count > 0 && a.numel() == batch_count * m * k;
   if (folded) {
     blas::gemm<T>(false, false, batch_count * m, n, k, T(1), a.data().data(), k, b.data().data(), n, T(0), out.data(),
                   n, precision);
@@ -138,41 +176,14 @@ Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b) {
     record(result, "matmul", {a, b},
            [a_val = a.saved(), b_val = b.saved(), plan, folded, sa, sb, precision](const xt::xarray<T>& g,
                                                                                    GradInputs<T>& in) {
-             const std::size_t m = plan.m, k = plan.k, n = plan.n;
-             const T* pg = g.data();
              // Under autocast both products read g: one bfloat16 copy serves the two.
-             const std::vector<bfloat16> g_half = in.needs(0) && in.needs(1)
-                                                      ? blas::bfloat16_copy(precision, pg, numel(plan.batch) * m, n)
-                                                      : std::vector<bfloat16>();
-             const auto g_at = [&](std::size_t offset) { return blas::operand(pg, g_half) + offset; };
-             if (in.needs(0)) {  // dA = g @ B^T, summed over the batch dims a was broadcast along
-               xt::xarray<T> da = xt::zeros<T>(sa);
-               if (folded) {
-                 blas::gemm<T>(false, true, numel(plan.batch) * m, k, n, T(1), g_at(0), n, b_val->data(), n, T(0),
-                               da.data(), k, precision);
-               } else {
-                 const bool own_blocks = numel(sa) == numel(plan.batch) * m * k;  // a not broadcast
-                 for_each_batch_parallel(plan, own_blocks, [&](std::size_t ia, std::size_t ib, std::size_t io) {
-                   blas::gemm<T>(false, true, m, k, n, T(1), g_at(io), n, b_val->data() + ib, n, T(1), da.data() + ia,
-                                 k, precision);
-                 });
-               }
-               in.accumulate(0, std::move(da));
-             }
-             if (in.needs(1)) {  // dB = A^T @ g, summed likewise
-               xt::xarray<T> db = xt::zeros<T>(sb);
-               if (folded) {
-                 blas::gemm<T>(true, false, k, n, numel(plan.batch) * m, T(1), a_val->data(), k, g_at(0), n, T(0),
-                               db.data(), n, precision);
-               } else {
-                 const bool own_blocks = numel(sb) == numel(plan.batch) * k * n;  // b not broadcast
-                 for_each_batch_parallel(plan, own_blocks, [&](std::size_t ia, std::size_t ib, std::size_t io) {
-                   blas::gemm<T>(true, false, k, n, m, T(1), a_val->data() + ia, k, g_at(io), n, T(1), db.data() + ib,
-                                 n, precision);
-                 });
-               }
-               in.accumulate(1, std::move(db));
-             }
+             const std::vector<bfloat16> g_half =
+                 in.needs(0) && in.needs(1)
+                     ? blas::bfloat16_copy(precision, g.data(), numel(plan.batch) * plan.m, plan.n)
+                     : std::vector<bfloat16>();
+             const blas::Operand<T> g_op = blas::operand(g.data(), g_half);
+             if (in.needs(0)) in.accumulate(0, matmul_grad_a(plan, folded, sa, g_op, b_val->data(), precision));
+             if (in.needs(1)) in.accumulate(1, matmul_grad_b(plan, folded, sb, g_op, a_val->data(), precision));
            });
   }
   return result;
@@ -202,6 +213,79 @@ void bias_gradient(const T* g, std::size_t rows, std::size_t cols, T* db, T* dz,
   });
 }
 
+// Rows [r0, r1) of z ([rows, cols]) start as the bias: one row copied, then the filled rows doubled (a
+// few large copies instead of one small copy call per row).
+template <typename T>
+void fill_bias(const T* bias, std::size_t cols, std::size_t r0, std::size_t r1, T* z) {
+  if (!bias || r1 == r0) return;
+  T* first = z + r0 * cols;
+  std::copy(bias, bias + cols, first);
+  for (std::size_t done = 1; done < r1 - r0; done *= 2)
+    std::copy(first, first + std::min(done, r1 - r0 - done) * cols, first + done * cols);
+}
+
+// The forward of linear: out [rows, out_features] = x W^T + bias, then the activation when there is
+// one (GELU's input, the product plus bias, goes to pre for the backward).
+template <typename T>
+void linear_forward(const blas::Operand<T>& x, const blas::Operand<T>& w, const T* bias, std::size_t rows,
+                    std::size_t in_features, std::size_t out_features, std::optional<Activation> activation,
+                    blas::Precision precision, T* out, T* pre) {
+  // C = x W^T on rows [r0, r1) of z, added onto the bias (beta = 1) when there is one.
+  const auto product = [&](std::size_t r0, std::size_t r1, T* z) {
+    blas::gemm<T>(false, true, r1 - r0, out_features, in_features, T(1), x + r0 * in_features, in_features, w,
+                  in_features, bias ? T(1) : T(0), z + r0 * out_features, out_features, precision);
+  };
+  if (!activation) {
+    detail::parallel_for(rows,
+                         std::max<std::size_t>(1, detail::kElementwiseGrain / std::max<std::size_t>(out_features, 1)),
+                         [&](std::size_t r0, std::size_t r1) { fill_bias(bias, out_features, r0, r1, out); });
+    product(0, rows, out);
+    return;
+  }
+  // Fixed blocks of rows (by the shape only), each a product then its activation while in cache; the
+  // blocks are split over the threads, and each GEMM runs on its thread alone.
+  const bool gelu = activation == Activation::GELU;
+  const std::size_t block =
+      std::max<std::size_t>(1, detail::kElementwiseGrain / std::max<std::size_t>(out_features, 1) / blas::kGemmAlign) *
+      blas::kGemmAlign;
+  const std::size_t blocks = (rows + block - 1) / block;
+  T* pz = gelu ? pre : out;
+  detail::parallel_for(blocks, 1, [&](std::size_t b0, std::size_t b1) {
+    for (std::size_t blk = b0; blk < b1; ++blk) {
+      const std::size_t r0 = blk * block, r1 = std::min(rows, r0 + block);
+      fill_bias(bias, out_features, r0, r1, pz);
+      product(r0, r1, pz);
+      const std::size_t n = (r1 - r0) * out_features;
+      T* __restrict y = out + r0 * out_features;
+      if (gelu) {
+        const T* __restrict z = pz + r0 * out_features;
+        for (std::size_t i = 0; i < n; ++i) y[i] = detail::gelu_value(z[i]);
+      } else {
+        for (std::size_t i = 0; i < n; ++i) y[i] = detail::relu_value(y[i]);
+      }
+    }
+  });
+}
+
+// The gradient before the activation, dz = g * slope (written to dz; act holds what the slope reads:
+// ReLU's output, GELU's input), and the bias gradient summed into db when given. Returns what the
+// products read: dz, or g itself when there is no activation.
+template <typename T>
+const T* linear_activation_backward(const T* g, const T* act, bool gelu, std::size_t rows, std::size_t cols, T* db,
+                                    xt::xarray<T>& dz) {
+  if (!act) {
+    if (db) bias_gradient(g, rows, cols, db, static_cast<T*>(nullptr), [](T gv, std::size_t) { return gv; });
+    return g;
+  }
+  dz = xt::xarray<T>::from_shape({rows, cols});
+  if (gelu)
+    bias_gradient(g, rows, cols, db, dz.data(), [act](T gv, std::size_t i) { return gv * detail::gelu_slope(act[i]); });
+  else
+    bias_gradient(g, rows, cols, db, dz.data(),
+                  [act](T gv, std::size_t i) { return detail::relu_grad_from_output(gv, act[i]); });
+  return dz.data();
+}
+
 // linear, and linear followed by an activation: the forward and the backward on the tape.
 template <typename T>
 Tensor<T> linear_impl(const char* op, const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& bias,
@@ -225,16 +309,6 @@ Tensor<T> linear_impl(const char* op, const Tensor<T>& x, const Tensor<T>& weigh
   xt::xarray<T> out = xt::xarray<T>::from_shape(out_shape);
   // GELU's backward reads its input, the product plus bias: kept beside the output.
   auto pre = std::make_shared<xt::xarray<T>>(gelu ? xt::xarray<T>::from_shape(out_shape) : xt::xarray<T>());
-  const T* pb = bias.defined() ? bias.data().data() : nullptr;
-  // Rows [r0, r1) of z start as the bias: one row copied, then the filled rows doubled (a few large
-  // copies instead of one small copy call per row).
-  const auto fill_bias = [&](std::size_t r0, std::size_t r1, T* z) {
-    if (!pb || r1 == r0) return;
-    T* first = z + r0 * out_features;
-    std::copy(pb, pb + out_features, first);
-    for (std::size_t done = 1; done < r1 - r0; done *= 2)
-      std::copy(first, first + std::min(done, r1 - r0 - done) * out_features, first + done * out_features);
-  };
   // Under autocast the product reads bfloat16 copies of x and the weight, made once here and kept for
   // the backward in place of the float values (half the memory of the saved input).
   const blas::Precision precision = blas::autocast_precision<T>();
@@ -247,41 +321,8 @@ Tensor<T> linear_impl(const char* op, const Tensor<T>& x, const Tensor<T>& weigh
   }
   const blas::Operand<T> x_op = x_half ? blas::Operand<T>(x_half->data()) : blas::Operand<T>(x.data().data());
   const blas::Operand<T> w_op = w_half ? blas::Operand<T>(w_half->data()) : blas::Operand<T>(weight.data().data());
-  // C = x W^T on rows [r0, r1) of z, added onto the bias (beta = 1) when there is one.
-  const auto product = [&](std::size_t r0, std::size_t r1, T* z) {
-    blas::gemm<T>(false, true, r1 - r0, out_features, in_features, T(1), x_op + r0 * in_features, in_features, w_op,
-                  in_features, pb ? T(1) : T(0), z + r0 * out_features, out_features, precision);
-  };
-  if (!activation) {
-    detail::parallel_for(rows,
-                         std::max<std::size_t>(1, detail::kElementwiseGrain / std::max<std::size_t>(out_features, 1)),
-                         [&](std::size_t r0, std::size_t r1) { fill_bias(r0, r1, out.data()); });
-    product(0, rows, out.data());
-  } else {
-    // Fixed blocks of rows (by the shape only), each a product then its activation while in cache; the
-    // blocks are split over the threads, and each GEMM runs on its thread alone.
-    const std::size_t block = std::max<std::size_t>(1, detail::kElementwiseGrain /
-                                                           std::max<std::size_t>(out_features, 1) / blas::kGemmAlign) *
-                              blas::kGemmAlign;
-    const std::size_t blocks = (rows + block - 1) / block;
-    T* po = out.data();
-    T* pz = gelu ? pre->data() : po;
-    detail::parallel_for(blocks, 1, [&](std::size_t b0, std::size_t b1) {
-      for (std::size_t blk = b0; blk < b1; ++blk) {
-        const std::size_t r0 = blk * block, r1 = std::min(rows, r0 + block);
-        fill_bias(r0, r1, pz);
-        product(r0, r1, pz);
-        const std::size_t n = (r1 - r0) * out_features;
-        T* __restrict y = po + r0 * out_features;
-        if (gelu) {
-          const T* __restrict z = pz + r0 * out_features;
-          for (std::size_t i = 0; i < n; ++i) y[i] = detail::gelu_value(z[i]);
-        } else {
-          for (std::size_t i = 0; i < n; ++i) y[i] = detail::relu_value(y[i]);
-        }
-      }
-    });
-  }
+  linear_forward(x_op, w_op, bias.defined() ? bias.data().data() : nullptr, rows, in_features, out_features, activation,
+                 precision, out.data(), pre->data());
 
   Tensor<T> result(std::move(out));
   if (!should_record(x, weight, bias)) return result;
@@ -294,25 +335,10 @@ Tensor<T> linear_impl(const char* op, const Tensor<T>& x, const Tensor<T>& weigh
   record(result, op, {x, weight, bias},
          [x_val, w_val, x_half, w_half, precision, act_val, gelu, sx, rows, in_features, out_features](
              const xt::xarray<T>& g, GradInputs<T>& in) {
-           const T* pg = g.data();
-           xt::xarray<T> dz;  // the gradient before the activation
-           xt::xarray<T> db;
+           xt::xarray<T> dz, db;  // the gradient before the activation, the bias's
            if (in.needs(2)) db = xt::zeros<T>({out_features});
-           if (act_val) {
-             dz = xt::xarray<T>::from_shape(g.shape());
-             const T* a = act_val->data();
-             T* pdb = in.needs(2) ? db.data() : nullptr;
-             if (gelu)
-               bias_gradient(pg, rows, out_features, pdb, dz.data(),
-                             [a](T gv, std::size_t i) { return gv * detail::gelu_slope(a[i]); });
-             else
-               bias_gradient(pg, rows, out_features, pdb, dz.data(),
-                             [a](T gv, std::size_t i) { return detail::relu_grad_from_output(gv, a[i]); });
-             pg = dz.data();
-           } else if (in.needs(2)) {
-             bias_gradient(pg, rows, out_features, db.data(), static_cast<T*>(nullptr),
-                           [](T gv, std::size_t) { return gv; });
-           }
+           const T* pg = linear_activation_backward(g.data(), act_val ? act_val->data() : nullptr, gelu, rows,
+                                                    out_features, in.needs(2) ? db.data() : nullptr, dz);
            // Under autocast both products read dz: one bfloat16 copy serves the two.
            const std::vector<bfloat16> dz_half = in.needs(0) && in.needs(1)
                                                      ? blas::bfloat16_copy(precision, pg, rows, out_features)

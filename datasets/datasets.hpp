@@ -1,7 +1,8 @@
 /// @file
 /// The datasets layer: generic text pieces (tokenizer, vocabulary, encoding, batching, word
-/// dropout, splits, the seed of an epoch's shuffle) and readers of two datasets (IMDb's movie reviews,
-/// numbers in words) (namespace tapegrad::datasets).
+/// dropout, splits, the seed of an epoch's shuffle), readers of two datasets (IMDb's movie reviews,
+/// numbers in words) (namespace tapegrad::datasets), and the tokenizers of pretrained models: GPT-2's
+/// byte-level BPE and SentencePiece (namespace tapegrad::datasets::tokenizers).
 #pragma once
 
 #include "tapegrad/datasets/download.hpp"
@@ -18,3 +19,5 @@
 #include "tapegrad/datasets/text/tokenizer.hpp"
 #include "tapegrad/datasets/text/vocab.hpp"
 #include "tapegrad/datasets/text/word_dropout.hpp"
+#include "tapegrad/datasets/tokenizers/byte_level_bpe.hpp"
+#include "tapegrad/datasets/tokenizers/sentencepiece.hpp"

@@ -38,28 +38,35 @@ bool write_all(int fd, const char* buf, std::size_t n) {
   return true;
 }
 
-// Removes the temporary files of saves to target in dir whose process no longer exists. Files of running
-// processes, which may be saving right now, are kept; so are names that only look similar.
-void remove_stale_temporaries(const fs::path& target, const fs::path& dir) {
-  const std::string prefix = target.filename().string() + ".tmp.";
+// Whether `rest`, what follows ".tmp." in a file's name, marks a temporary file of a process that no
+// longer exists: "<pid>.<n>", or "<pid>" as the text files of runs before this writer had them. Files of
+// running processes, which may be saving right now, are kept; so are names that only look similar.
+bool of_dead_process(const std::string& rest) {
   const auto digits = [](const std::string& t) {
     return !t.empty() && t.size() < 12 && std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
   };
+  const auto dot = rest.find('.');
+  const std::string pid_text = rest.substr(0, dot);
+  if (!digits(pid_text) || (dot != std::string::npos && !digits(rest.substr(dot + 1)))) return false;
+  const long pid = std::stol(pid_text);
+  if (pid <= 0 || pid == static_cast<long>(::getpid())) return false;
+  return ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;  // else alive, or not ours to judge
+}
+
+// Removes the stale temporary files in dir whose name before ".tmp." is `name`, or any name when empty.
+std::vector<std::string> remove_stale(const fs::path& dir, const std::string& name) {
+  std::vector<std::string> removed;
   std::error_code ec;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if (name.compare(0, prefix.size(), prefix) != 0) continue;
-    // "<pid>.<n>", or "<pid>" as the text files of runs before this writer had them.
-    const std::string rest = name.substr(prefix.size());
-    const auto dot = rest.find('.');
-    const std::string pid_text = rest.substr(0, dot);
-    if (!digits(pid_text) || (dot != std::string::npos && !digits(rest.substr(dot + 1)))) continue;
-    const long pid = std::stol(pid_text);
-    if (pid <= 0 || pid == static_cast<long>(::getpid())) continue;
-    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to judge
+    const std::string file = it->path().filename().string();
+    const auto marker = name.empty()
+                            ? file.rfind(".tmp.")
+                            : (file.compare(0, name.size() + 5, name + ".tmp.") == 0 ? name.size() : std::string::npos);
+    if (marker == std::string::npos || marker == 0 || !of_dead_process(file.substr(marker + 5))) continue;
     std::error_code remove_ec;
-    fs::remove(it->path(), remove_ec);
+    if (fs::remove(it->path(), remove_ec)) removed.push_back(file);
   }
+  return removed;
 }
 
 }  // namespace
@@ -67,7 +74,7 @@ void remove_stale_temporaries(const fs::path& target, const fs::path& dir) {
 void write_file_atomically(const fs::path& path, const std::vector<std::string_view>& parts) {
   static std::atomic<unsigned> counter{0};
   const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
-  remove_stale_temporaries(path, dir);
+  remove_stale(dir, path.filename().string());
   std::string tmp;
   int fd = -1;
   for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
@@ -109,5 +116,7 @@ void write_file_atomically(const fs::path& path, const std::vector<std::string_v
 void write_file_atomically(const fs::path& path, std::string_view content) {
   write_file_atomically(path, std::vector<std::string_view>{content});
 }
+
+std::vector<std::string> remove_stale_temporaries(const fs::path& dir) { return remove_stale(dir, ""); }
 
 }  // namespace tapegrad::io

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <filesystem>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -19,5 +20,10 @@ void write_file_atomically(const std::filesystem::path& path, const std::vector<
 
 /// The same for one block of bytes.
 void write_file_atomically(const std::filesystem::path& path, std::string_view content);
+
+/// Removes from dir every temporary file of write_file_atomically ("<name>.tmp.<pid>.<n>", whatever the
+/// name) whose process no longer runs: the debris of saves that were killed, which the next save to
+/// the same name would remove but a file never saved again would keep. Returns the names removed.
+std::vector<std::string> remove_stale_temporaries(const std::filesystem::path& dir);
 
 }  // namespace tapegrad::io

@@ -10,28 +10,22 @@
 #include "tapegrad/autograd/elementwise.hpp"
 #include "tapegrad/autograd/reduce.hpp"
 #include "tapegrad/autograd/shape_ops.hpp"
+#include "tapegrad/models/option_checks.hpp"
 
 namespace tapegrad::models {
 
 std::string pooling_name(Pooling p) { return p == Pooling::Mean ? "mean" : p == Pooling::Max ? "max" : "cls"; }
 
 void TransformerClassifierOptions::validate() const {
-  const auto positive = [](const char* field, std::size_t v) {
-    if (v == 0) throw std::invalid_argument(fmt::format("{} must be positive, got 0", field));
-  };
-  positive("vocab_size", vocab_size);
-  positive("max_len", max_len);
-  positive("d_model", d_model);
-  positive("nhead", nhead);
-  positive("num_layers", num_layers);
-  positive("dim_feedforward", dim_feedforward);
-  positive("num_classes", num_classes);
-  if (d_model % nhead != 0) {
-    throw std::invalid_argument(fmt::format("d_model ({}) must be divisible by nhead ({})", d_model, nhead));
-  }
-  for (auto [field, p] : {std::pair{"dropout", dropout}, std::pair{"attention_dropout", attention_dropout}}) {
-    if (!(p >= 0.0 && p < 1.0)) throw std::invalid_argument(fmt::format("{} must be in [0, 1), got {}", field, p));
-  }
+  check_positive("", {{"vocab_size", vocab_size},
+                      {"max_len", max_len},
+                      {"d_model", d_model},
+                      {"nhead", nhead},
+                      {"num_layers", num_layers},
+                      {"dim_feedforward", dim_feedforward},
+                      {"num_classes", num_classes}});
+  check_heads_divide("", d_model, nhead);
+  check_dropouts("", {{"dropout", dropout}, {"attention_dropout", attention_dropout}});
   if (ngram_buckets == 1) throw std::invalid_argument("ngram_buckets must be 0 (none) or at least 2, got 1");
   if (ngram_buckets > 0 && ngram_dim > d_model) {
     throw std::invalid_argument(fmt::format("ngram_dim ({}) must not exceed d_model ({})", ngram_dim, d_model));
@@ -39,10 +33,7 @@ void TransformerClassifierOptions::validate() const {
   if (ngram_buckets > 0 && ngram_max < 2) {
     throw std::invalid_argument(fmt::format("ngram_max must be at least 2, got {}", ngram_max));
   }
-  if (padding_idx < 0 || static_cast<std::size_t>(padding_idx) >= vocab_size) {
-    throw std::invalid_argument(
-        fmt::format("padding_idx {} is outside the vocabulary of {} tokens", padding_idx, vocab_size));
-  }
+  check_padding_idx("", padding_idx, vocab_size);
 }
 
 template <typename T>

@@ -6,32 +6,23 @@
 
 #include "tapegrad/autograd/elementwise.hpp"
 #include "tapegrad/autograd/matmul.hpp"
+#include "tapegrad/models/option_checks.hpp"
 
 namespace tapegrad::models {
 
 void GPTOptions::validate() const {
-  const auto positive = [](const char* field, std::size_t v) {
-    if (v == 0) throw std::invalid_argument(fmt::format("GPT: {} must be positive, got 0", field));
-  };
-  positive("vocab_size", vocab_size);
-  positive("max_len", max_len);
-  positive("d_model", d_model);
-  positive("nhead", nhead);
-  positive("num_layers", num_layers);
-  positive("dim_feedforward", dim_feedforward);
-  if (d_model % nhead != 0) {
-    throw std::invalid_argument(fmt::format("GPT: d_model ({}) must be divisible by nhead ({})", d_model, nhead));
-  }
-  for (auto [field, p] : {std::pair{"dropout", dropout}, std::pair{"attention_dropout", attention_dropout}}) {
-    if (!(p >= 0.0 && p < 1.0)) throw std::invalid_argument(fmt::format("GPT: {} must be in [0, 1), got {}", field, p));
-  }
+  check_positive("GPT: ", {{"vocab_size", vocab_size},
+                           {"max_len", max_len},
+                           {"d_model", d_model},
+                           {"nhead", nhead},
+                           {"num_layers", num_layers},
+                           {"dim_feedforward", dim_feedforward}});
+  check_heads_divide("GPT: ", d_model, nhead);
+  check_dropouts("GPT: ", {{"dropout", dropout}, {"attention_dropout", attention_dropout}});
   if (!(layer_norm_eps > 0.0)) {
     throw std::invalid_argument(fmt::format("GPT: layer_norm_eps must be positive, got {}", layer_norm_eps));
   }
-  if (padding_idx < 0 || static_cast<std::size_t>(padding_idx) >= vocab_size) {
-    throw std::invalid_argument(
-        fmt::format("GPT: padding_idx {} is outside the vocabulary of {} tokens", padding_idx, vocab_size));
-  }
+  check_padding_idx("GPT: ", padding_idx, vocab_size);
 }
 
 template <typename T>

@@ -10,22 +10,18 @@
 #include "tapegrad/autograd/shape_ops.hpp"
 #include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/models/embedding.hpp"
+#include "tapegrad/models/option_checks.hpp"
 
 namespace tapegrad::models {
 
 void LlamaOptions::validate() const {
-  const auto positive = [](const char* field, std::size_t v) {
-    if (v == 0) throw std::invalid_argument(fmt::format("Llama: {} must be positive, got 0", field));
-  };
-  positive("vocab_size", vocab_size);
-  positive("max_len", max_len);
-  positive("d_model", d_model);
-  positive("nhead", nhead);
-  positive("num_layers", num_layers);
-  positive("hidden", hidden);
-  if (d_model % nhead != 0) {
-    throw std::invalid_argument(fmt::format("Llama: d_model ({}) must be divisible by nhead ({})", d_model, nhead));
-  }
+  check_positive("Llama: ", {{"vocab_size", vocab_size},
+                             {"max_len", max_len},
+                             {"d_model", d_model},
+                             {"nhead", nhead},
+                             {"num_layers", num_layers},
+                             {"hidden", hidden}});
+  check_heads_divide("Llama: ", d_model, nhead);
   if ((d_model / nhead) % 2 != 0) {
     throw std::invalid_argument(
         fmt::format("Llama: the head size d_model / nhead = {} / {} = {} must be even for rotary embeddings", d_model,
@@ -36,13 +32,8 @@ void LlamaOptions::validate() const {
   if (!(rms_norm_eps > 0.0)) {
     throw std::invalid_argument(fmt::format("Llama: rms_norm_eps must be positive, got {}", rms_norm_eps));
   }
-  if (!(dropout >= 0.0 && dropout < 1.0)) {
-    throw std::invalid_argument(fmt::format("Llama: dropout must be in [0, 1), got {}", dropout));
-  }
-  if (padding_idx < 0 || static_cast<std::size_t>(padding_idx) >= vocab_size) {
-    throw std::invalid_argument(
-        fmt::format("Llama: padding_idx {} is outside the vocabulary of {} tokens", padding_idx, vocab_size));
-  }
+  check_dropouts("Llama: ", {{"dropout", dropout}});
+  check_padding_idx("Llama: ", padding_idx, vocab_size);
 }
 
 template <typename T>

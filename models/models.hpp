@@ -13,5 +13,6 @@
 #include "tapegrad/models/llama.hpp"
 #include "tapegrad/models/masked_lm.hpp"
 #include "tapegrad/models/ngram.hpp"
+#include "tapegrad/models/option_checks.hpp"
 #include "tapegrad/models/seq2seq_search.hpp"
 #include "tapegrad/models/transformer.hpp"

@@ -9,6 +9,7 @@
 #include "tapegrad/autograd/matmul.hpp"
 #include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/models/embedding.hpp"
+#include "tapegrad/models/option_checks.hpp"
 
 namespace tapegrad::models {
 
@@ -44,24 +45,16 @@ nn::AttentionMask<T> padding_mask(const BoolArray& mask) {
 }  // namespace
 
 void TransformerOptions::validate() const {
-  const auto positive = [](const char* field, std::size_t v) {
-    if (v == 0) throw std::invalid_argument(fmt::format("Transformer: {} must be positive, got 0", field));
-  };
-  positive("src_vocab_size", src_vocab_size);
-  positive("tgt_vocab_size", tgt_vocab_size);
-  positive("d_model", d_model);
-  positive("nhead", nhead);
-  positive("num_encoder_layers", num_encoder_layers);
-  positive("num_decoder_layers", num_decoder_layers);
-  positive("dim_feedforward", dim_feedforward);
-  positive("max_len", max_len);
-  if (d_model % nhead != 0) {
-    throw std::invalid_argument(
-        fmt::format("Transformer: d_model ({}) must be divisible by nhead ({})", d_model, nhead));
-  }
-  if (!(dropout >= 0.0 && dropout < 1.0)) {
-    throw std::invalid_argument(fmt::format("Transformer: dropout must be in [0, 1), got {}", dropout));
-  }
+  check_positive("Transformer: ", {{"src_vocab_size", src_vocab_size},
+                                   {"tgt_vocab_size", tgt_vocab_size},
+                                   {"d_model", d_model},
+                                   {"nhead", nhead},
+                                   {"num_encoder_layers", num_encoder_layers},
+                                   {"num_decoder_layers", num_decoder_layers},
+                                   {"dim_feedforward", dim_feedforward},
+                                   {"max_len", max_len}});
+  check_heads_divide("Transformer: ", d_model, nhead);
+  check_dropouts("Transformer: ", {{"dropout", dropout}});
   for (auto [field, size] :
        {std::pair{"src_vocab_size", src_vocab_size}, std::pair{"tgt_vocab_size", tgt_vocab_size}}) {
     if (padding_idx < 0 || static_cast<std::size_t>(padding_idx) >= size) {

@@ -51,9 +51,9 @@ class AdamFamily : public Optimizer<T> {
 template <typename T>
 class Adam : public detail::AdamFamily<T, AdamOptions> {
  public:
-  /// Throws std::invalid_argument, naming the value, for lr or weight_decay < 0, eps <= 0 (torch
-  /// accepts 0, which makes the update of a parameter whose gradient is 0 be 0/0), or a beta outside
-  /// [0, 1).
+  /// Throws std::invalid_argument, naming the value, for what torch refuses (lr or weight_decay < 0,
+  /// eps < 0, a beta outside [0, 1)) and, stricter than torch, for eps == 0 (the update of a parameter
+  /// whose gradient is 0 would be 0/0).
   Adam(std::vector<Tensor<T>> params, AdamOptions options = {});
   void step() override;
 

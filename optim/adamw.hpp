@@ -22,10 +22,12 @@ struct AdamWOptions {
 template <typename T>
 class AdamW : public detail::AdamFamily<T, AdamWOptions> {
  public:
-  /// Throws std::invalid_argument, naming the value, for lr or weight_decay < 0, eps <= 0 (torch
-  /// accepts 0, which makes the update of a parameter whose gradient is 0 be 0/0), or a beta outside
-  /// [0, 1).
+  /// Throws std::invalid_argument, naming the values, for what torch refuses (lr or weight_decay < 0,
+  /// eps < 0, a beta outside [0, 1)) and, stricter than torch, for eps == 0 (the update of a parameter
+  /// whose gradient is 0 would be 0/0) and lr * weight_decay >= 1 (the decay factor 1 - lr *
+  /// weight_decay would zero or flip every weight each step, which no training recovers from).
   AdamW(std::vector<Tensor<T>> params, AdamWOptions options = {});
+  /// Throws std::invalid_argument, changing nothing, when set_lr has made lr * weight_decay >= 1.
   void step() override;
 
  protected:

@@ -2,12 +2,14 @@
 # Runs the libFuzzer targets (tests/fuzz) for a set time each, on their committed corpus.
 #   scripts/fuzz.sh [SECONDS] [TARGET...]   default: 300 s for each of every target
 #   scripts/fuzz.sh --seeds                 regenerates the generated seeds of tests/fuzz/corpus/
-# Targets: safetensors checkpoint vocab tokenizer imdb_archive imdb_config translate_config lm_config.
+# Targets: safetensors checkpoint vocab tokenizer imdb_archive imdb_config translate_config lm_config
+# tokenizer_json bpe_merges sentencepiece_model.
 # Builds build-asan/ (clang, ASan + UBSan, libFuzzer) first; new inputs go to
 # build-asan/tests/fuzz/found/<target>/, a crash is written to ./crash-* and fails the script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-all=(safetensors checkpoint vocab tokenizer imdb_archive imdb_config translate_config lm_config)
+all=(safetensors checkpoint vocab tokenizer imdb_archive imdb_config translate_config lm_config tokenizer_json bpe_merges
+  sentencepiece_model)
 CXX=clang++ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTAPEGRAD_SANITIZE=ON -DTAPEGRAD_FUZZ=ON >/dev/null
 if [[ "${1:-}" == "--seeds" ]]; then
   cmake --build build-asan -j"$(nproc)" --target fuzz_checkpoint

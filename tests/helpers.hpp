@@ -9,12 +9,15 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "tapegrad/autograd/gradcheck.hpp"
+#include "tapegrad/autograd/matmul.hpp"
 #include "tapegrad/autograd/tensor.hpp"
 
 namespace tapegrad::testing {
@@ -45,6 +48,54 @@ inline pid_t exited_pid() {
   if (child == 0) ::_exit(0);
   if (::waitpid(child, nullptr, 0) != child) throw std::runtime_error("waitpid failed");
   return child;
+}
+
+// The inputs of a function under gradcheck.
+using Inputs = std::vector<Tensor<double>>;
+
+// A model's options with the sizes tapegrad's token models name alike set (vocab_size, max_len, d_model,
+// nhead, num_layers), the rest at their defaults: a small model of a test in one line.
+template <typename Options>
+Options sized(std::size_t vocab_size, std::size_t max_len, std::size_t d_model, std::size_t nhead,
+              std::size_t num_layers) {
+  Options o;
+  o.vocab_size = vocab_size;
+  o.max_len = max_len;
+  o.d_model = d_model;
+  o.nhead = nhead;
+  o.num_layers = num_layers;
+  return o;
+}
+
+// Runs f() at each thread count in turn (named in the test's messages), then restores the count the
+// test started with, also when a check throws.
+template <typename F>
+void at_thread_counts(std::initializer_list<int> counts, F f) {
+  struct Restore {
+    int threads;
+    ~Restore() { set_num_threads(threads); }
+  } restore{get_num_threads()};
+  for (int threads : counts) {
+    INFO(threads << " thread(s)");
+    set_num_threads(threads);
+    f();
+  }
+}
+
+// Checks that run() returns the same arrays, to the bit (NaN payloads and signed zeros included), at 1,
+// 2 and 3 threads: how a kernel splits its work must not depend on the thread count.
+inline void check_same_bits_at_any_thread_count(const std::function<std::vector<xt::xarray<float>>()>& run) {
+  std::vector<xt::xarray<float>> first;
+  at_thread_counts({1, 2, 3}, [&] {
+    const std::vector<xt::xarray<float>> now = run();
+    if (first.empty()) first = now;
+    REQUIRE(now.size() == first.size());
+    for (std::size_t i = 0; i < now.size(); ++i) {
+      INFO("result " << i);
+      CHECK((now[i].shape() == first[i].shape() &&
+             std::memcmp(now[i].data(), first[i].data(), now[i].size() * sizeof(float)) == 0));
+    }
+  });
 }
 
 // A random double tensor that requires grad, values in [low, high).

@@ -1,10 +1,12 @@
-// Shared by the torch-parity tests: the dtype tags of the fixture files and the element-wise
+// Shared by the torch-parity tests: the fixture files, their dtype tags and the element-wise
 // comparison that names the worst element when a result strays from torch's.
 #pragma once
 
 #include <cmath>
 #include <limits>
 #include <map>
+#include <memory>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -71,6 +73,37 @@ std::string mismatch(const xt::xarray<T>& got, const xt::xarray<T>& want, double
   out << "flat element " << at << ": " << got.data()[at] << ", torch has " << want.data()[at] << " (" << worst
       << " times the tolerance)";
   return out.str();
+}
+
+// A committed fixture file of tests/fixtures/ ("ops.safetensors", ...), read once per process.
+inline const io::safetensors::File& fixture_file(const std::string& name) {
+  static std::map<std::string, std::unique_ptr<io::safetensors::File>> files;
+  auto& file = files[name];
+  if (!file) file = std::make_unique<io::safetensors::File>(std::string(TAPEGRAD_TEST_FIXTURES_DIR) + "/" + name);
+  return *file;
+}
+
+// The cases of a fixture file: the <case> of every name holding <case>.f32<marker> or <case>.f64<marker>
+// (marker "." matches any key of a case; with at_end, the name must end there), and those of them that
+// the file holds in one dtype only.
+struct FixtureCases {
+  std::set<std::string> cases, in_one_dtype;
+};
+inline FixtureCases fixture_cases(const io::safetensors::File& file, const std::string& marker, bool at_end) {
+  std::map<std::string, std::set<std::string>> dtypes;
+  for (const auto& name : file.names()) {
+    for (const std::string tag : {".f32", ".f64"}) {
+      const auto at = name.find(tag + marker);
+      if (at != std::string::npos && (!at_end || at + tag.size() + marker.size() == name.size()))
+        dtypes[name.substr(0, at)].insert(tag);
+    }
+  }
+  FixtureCases found;
+  for (const auto& [name, tags] : dtypes) {
+    found.cases.insert(name);
+    if (tags.size() != 2) found.in_one_dtype.insert(name);
+  }
+  return found;
 }
 
 // One case of a fixture file in one dtype: its differentiable inputs ("<prefix>.in.<name>") as fresh

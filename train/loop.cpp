@@ -13,6 +13,7 @@
 #include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/io/json.hpp"
 #include "tapegrad/optim/clip_grad.hpp"
+#include "tapegrad/train/divergence.hpp"
 #include "tapegrad/train/interrupt.hpp"
 #include "tapegrad/train/model_file.hpp"
 #include "tapegrad/train/timing.hpp"
@@ -100,6 +101,12 @@ Trainer<T>::Trainer(const RunDirectory& run, nn::Module<T>& model, optim::Optimi
     if (step_ > total_steps()) {
       throw std::runtime_error(fmt::format("{}: step {} is past the run's {} steps", path, step_, total_steps()));
     }
+    if (best_step_ > 0) {
+      // A finished run resumed trains no further: the program goes straight to its best model (scores it,
+      // or reports the scores stored with it), which must then be whole and of this run's config and files.
+      check_model(run_.model(), model_);
+      run_.check_files(run_.model());
+    }
     checkpoint_step_ = step_;
     progress_.message(fmt::format("resuming {} at step {} of {} (epoch {:.4g})", path, step_, total_steps(),
                                   double(step_) / double(options_.steps_per_epoch)));
@@ -107,6 +114,12 @@ Trainer<T>::Trainer(const RunDirectory& run, nn::Module<T>& model, optim::Optimi
   if (hooks_.replicas.writes_files()) {
     metrics_.emplace(run_.metrics(), options_.resume ? std::optional<std::int64_t>(step_) : std::nullopt);
   }
+}
+
+template <typename T>
+std::string Trainer<T>::blame() const {
+  const std::string suspects = divergence_suspects(optimizer_, options_.clip_norm);
+  return suspects.empty() ? suspects : "; " + suspects;
 }
 
 template <typename T>
@@ -147,14 +160,14 @@ typename Trainer<T>::Sums Trainer<T>::train_step(std::int64_t epoch, std::int64_
     if (!std::isfinite(loss)) {
       // Before the step: the model, the optimizer and the last checkpoint stay as they were.
       throw std::runtime_error(fmt::format(
-          "the training loss is {} at step {} (epoch {}{}); stopped without updating the model, {} (anomaly "
+          "the training loss is {} at step {} (epoch {}{}); stopped without updating the model, {}{} (anomaly "
           "detection names the op that produced it)",
           std::isnan(loss) ? "nan"
           : loss > 0       ? "inf"
                            : "-inf",
           step_ + 1, epoch + 1,
           micro_batches > 1 ? fmt::format(", micro-batch {} of {}", i + 1, micro_batches) : std::string(),
-          kept_checkpoint(checkpoint_step_)));
+          kept_checkpoint(checkpoint_step_), blame()));
     }
     loss_sum += loss * out.count;
     count += out.count;
@@ -320,9 +333,9 @@ bool Trainer<T>::validate_and_save(std::int64_t epoch, std::int64_t index, Train
   // them would replace the last good model and checkpoint with files that no load accepts.
   if (const auto bad = first_non_finite(model_)) {
     throw std::runtime_error(fmt::format(
-        "after step {} the model's {}; stopped before validating and saving it, {} (a smaller learning rate, "
+        "after step {} the model's {}; stopped before validating and saving it, {}{} (a smaller learning rate, "
         "clipping or a larger eps may help)",
-        step_, *bad, kept_checkpoint(checkpoint_step_)));
+        step_, *bad, kept_checkpoint(checkpoint_step_), blame()));
   }
   ValidationRecord record;
   record.step = step_;
@@ -347,6 +360,10 @@ bool Trainer<T>::validate_and_save(std::int64_t epoch, std::int64_t index, Train
                     hooks_.extra_state ? hooks_.extra_state() : StateDict<T>{}, hooks_.generators);
   }
   checkpoint_step_ = step_;
+  if (hooks_.replicas.writes_files() && run_.drop_previous()) {
+    progress_.message(fmt::format("--overwrite: deleted the previous run ({}) now that this run has a checkpoint",
+                                  run_.previous().string()));
+  }
   log_validation(epoch, record);
   result.validations.push_back(record);
   since_loss_ = since_count_ = since_correct_ = since_tokens_ = since_seconds_ = 0;
@@ -365,9 +382,9 @@ bool Trainer<T>::validate_model(std::int64_t epoch, ValidationRecord& record,
       record.evaluation = hooks_.validate();
     } catch (const NonFiniteValidation& e) {
       throw std::runtime_error(fmt::format(
-          "{} at the validation after step {} (epoch {}); stopped without saving, {} (a smaller learning rate or "
+          "{} at the validation after step {} (epoch {}); stopped without saving, {}{} (a smaller learning rate or "
           "clipping may help)",
-          e.what(), step_, epoch + 1, kept_checkpoint(checkpoint_step_)));
+          e.what(), step_, epoch + 1, kept_checkpoint(checkpoint_step_), blame()));
     }
   } else {
     record.evaluation.score = std::numeric_limits<double>::quiet_NaN();

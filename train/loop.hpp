@@ -5,7 +5,8 @@
 ///   micro-batch with gradient accumulation) -> gradient
 ///   clipping -> optimizer step -> progress bar or lines -> a metrics.jsonl line every log_every steps
 ///   -> validation every eval_every steps and at each epoch's end, the best model saved as
-///   model.safetensors and the training checkpoint as last.ckpt.safetensors -> Ctrl-C and time limit.
+///   model.safetensors and the training checkpoint as last.ckpt.safetensors (the first of which deletes
+///   the overwritten run that RunDirectory kept in previous-run/) -> Ctrl-C and time limit.
 /// With autocast, the forward, backward and validation run under tapegrad::autocast (mixed precision).
 /// With resume it continues from the run folder's checkpoint exactly (model, optimizer, generators,
 /// the program's extra state, the best score so far), dropping later metrics lines.
@@ -145,8 +146,10 @@ template <typename T>
 class Trainer {
  public:
   /// With options.resume, loads the checkpoint of `run` (model, optimizer, generators, extra state)
-  /// and its place in training; then opens the run's metrics.jsonl. Throws std::invalid_argument for
-  /// bad options, std::runtime_error for an unreadable checkpoint.
+  /// and its place in training, and checks the best model file it names (checksum, shapes, and the
+  /// config and own files it was written with); then opens the run's metrics.jsonl. Throws
+  /// std::invalid_argument for bad options, std::runtime_error naming the file for an unreadable or
+  /// damaged checkpoint, model file, config or own file.
   Trainer(const RunDirectory& run, nn::Module<T>& model, optim::Optimizer<T>& optimizer, TrainerOptions options,
           TrainerHooks<T> hooks, Progress& progress);
 
@@ -178,6 +181,8 @@ class Trainer {
   bool validate_model(std::int64_t epoch, ValidationRecord& record, const io::safetensors::Metadata& digests);
   /// The validation's metrics.jsonl line and progress message.
   void log_validation(std::int64_t epoch, const ValidationRecord& record);
+  /// "; likely to blame: ..." (train/divergence.hpp) for a divergence message, or "".
+  std::string blame() const;
   /// The trainer's own checkpoint entries added to `metadata`.
   io::safetensors::Metadata checkpoint_metadata(io::safetensors::Metadata metadata) const;
 

@@ -10,18 +10,24 @@
 
 namespace tapegrad::train {
 
-std::vector<nlohmann::json> read_metrics(const std::filesystem::path& path) {
+std::vector<nlohmann::json> read_metrics(const std::filesystem::path& path, std::vector<DamagedLine>* damaged) {
   std::vector<nlohmann::json> lines;
   std::ifstream in(path);
+  std::size_t number = 0;
   for (std::string text; std::getline(in, text);) {
+    ++number;
     if (text.empty()) continue;
     nlohmann::json json;
     try {
       json = io::parse_json(text);  // bounded: the line may be written back (--resume) with dump()
-    } catch (const std::runtime_error&) {
+    } catch (const std::runtime_error& e) {
+      if (damaged) damaged->push_back({number, fmt::format("not JSON ({})", e.what())});
       continue;
     }
-    if (!json.is_object()) continue;
+    if (!json.is_object()) {
+      if (damaged) damaged->push_back({number, "not a JSON object"});
+      continue;
+    }
     lines.push_back(std::move(json));
   }
   return lines;

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace tapegrad::train {
@@ -29,8 +30,16 @@ class MetricsLog {
   std::ofstream out_;
 };
 
+/// A line of a metrics.jsonl that read_metrics skipped: its number (from 1) and why.
+struct DamagedLine {
+  std::size_t line = 0;
+  std::string problem;
+};
+
 /// The objects of a metrics.jsonl in order; a missing file gives none, and a line that is not a JSON
-/// object (one cut short by a crash, or nested deeper than io::kMaxJsonDepth) is skipped.
-std::vector<nlohmann::json> read_metrics(const std::filesystem::path& path);
+/// object (one cut short by a crash, or nested deeper than io::kMaxJsonDepth) is skipped, and added to
+/// `damaged` when given.
+std::vector<nlohmann::json> read_metrics(const std::filesystem::path& path,
+                                         std::vector<DamagedLine>* damaged = nullptr);
 
 }  // namespace tapegrad::train

@@ -36,15 +36,25 @@ void save_model(const std::filesystem::path& path, const nn::Module<T>& model,
   save_model(path, model.state_dict(), metadata);
 }
 
+namespace {
+
+// Throws what load_model reports of file for a model of state's names, shapes and dtypes.
 template <typename T>
-io::safetensors::Metadata load_model(const std::filesystem::path& path, StateDict<T>& state) {
-  const io::safetensors::File file(path.string());
+void check_file(const std::filesystem::path& path, const io::safetensors::File& file, const StateDict<T>& state) {
   std::vector<std::string> problems;
   const auto tensors = views_of(file, problems);
   check_checksum(file, tensors, problems);
   auto mismatches = io::safetensors::detail::state_dict_problems(file, state, true, "");
   problems.insert(problems.end(), mismatches.begin(), mismatches.end());  // non-finite values among them
   io::safetensors::detail::throw_problems(path.string(), "load_model", problems);
+}
+
+}  // namespace
+
+template <typename T>
+io::safetensors::Metadata load_model(const std::filesystem::path& path, StateDict<T>& state) {
+  const io::safetensors::File file(path.string());
+  check_file(path, file, state);
   io::safetensors::load_state_dict(file, state, true);
   io::safetensors::Metadata metadata = file.metadata();
   metadata.erase(kChecksumKey);
@@ -55,6 +65,11 @@ template <typename T>
 io::safetensors::Metadata load_model(const std::filesystem::path& path, nn::Module<T>& model) {
   StateDict<T> state = model.state_dict();  // aliases the model's tensors: loading it loads the model
   return load_model(path, state);
+}
+
+template <typename T>
+void check_model(const std::filesystem::path& path, const nn::Module<T>& model) {
+  check_file(path, io::safetensors::File(path.string()), model.state_dict());
 }
 
 template void save_model<float>(const std::filesystem::path&, const StateDict<float>&,
@@ -69,5 +84,7 @@ template io::safetensors::Metadata load_model<float>(const std::filesystem::path
 template io::safetensors::Metadata load_model<double>(const std::filesystem::path&, StateDict<double>&);
 template io::safetensors::Metadata load_model<float>(const std::filesystem::path&, nn::Module<float>&);
 template io::safetensors::Metadata load_model<double>(const std::filesystem::path&, nn::Module<double>&);
+template void check_model<float>(const std::filesystem::path&, const nn::Module<float>&);
+template void check_model<double>(const std::filesystem::path&, const nn::Module<double>&);
 
 }  // namespace tapegrad::train

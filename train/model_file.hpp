@@ -35,4 +35,9 @@ io::safetensors::Metadata load_model(const std::filesystem::path& path, nn::Modu
 template <typename T>
 io::safetensors::Metadata load_model(const std::filesystem::path& path, StateDict<T>& state);
 
+/// Checks the file as load_model would for model, and throws the same std::runtime_error naming it,
+/// without loading anything: the model is not touched even when the file is sound.
+template <typename T>
+void check_model(const std::filesystem::path& path, const nn::Module<T>& model);
+
 }  // namespace tapegrad::train

@@ -37,9 +37,12 @@ void RunDirectory::check_new(bool overwrite, const std::string& flag) const {
     throw UsageError(fmt::format("{} {} is a file, not a run folder", flag, dir_.string()));
   }
   // Only a checkpoint or a model is worth keeping: a run that stopped before its first checkpoint left
-  // nothing to resume, and its settings and log are simply replaced.
-  const bool resumable = fs::exists(checkpoint()), trained = resumable || fs::exists(model());
-  const auto found = existing_files();
+  // nothing to resume, and its settings and log are simply replaced. An overwritten run still kept aside
+  // counts as well.
+  const bool resumable = fs::exists(checkpoint()) || fs::exists(previous() / kCheckpoint),
+             trained = resumable || fs::exists(model()) || fs::exists(previous() / kModel);
+  auto found = existing_files();
+  if (fs::exists(previous())) found.push_back(std::string(kPrevious) + "/");
   if (trained && !overwrite) {
     // A model without a checkpoint: the run was stopped between its first model and checkpoint saves
     // (the model goes first), so --resume has nothing to start from.
@@ -53,8 +56,48 @@ std::vector<std::string> RunDirectory::start_new(bool overwrite, const std::stri
   check_new(overwrite, flag);
   fs::create_directories(dir_);
   const auto found = existing_files();
-  for (const auto& name : found) fs::remove(dir_ / name);
+  const bool worth_keeping = fs::exists(checkpoint()) || fs::exists(model());
+  if (!worth_keeping) {
+    for (const auto& name : found) fs::remove(dir_ / name);
+    return {};
+  }
+  // The overwritten run moves aside whole; an older one still aside was replaced by it already.
+  fs::remove_all(previous());
+  fs::create_directory(previous());
+  for (const auto& name : found) fs::rename(dir_ / name, previous() / name);
   return found;
+}
+
+bool RunDirectory::drop_previous() const { return fs::remove_all(previous()) > 0; }
+
+std::vector<std::string> RunDirectory::restore_previous() const {
+  if (!fs::is_directory(previous())) return {};
+  for (const auto& name : existing_files()) fs::remove(dir_ / name);
+  const RunDirectory kept(previous(), own_files_);
+  const auto names = kept.existing_files();
+  for (const auto& name : names) fs::rename(previous() / name, dir_ / name);
+  fs::remove_all(previous());
+  return names;
+}
+
+std::vector<std::string> RunDirectory::settle() const {
+  std::vector<std::string> done;
+  if (fs::is_directory(previous())) {
+    if (fs::exists(checkpoint())) {
+      drop_previous();
+      done.push_back(fmt::format("removed {}: the run that replaced it has a checkpoint", previous().string()));
+    } else {
+      const auto names = restore_previous();
+      done.push_back(
+          fmt::format("put back the previous run's {} from {}: the run that was to replace it stopped "
+                      "before its first checkpoint",
+                      fmt::join(names, ", "), previous().string()));
+    }
+  }
+  for (const auto& name : io::remove_stale_temporaries(dir_)) {
+    done.push_back(fmt::format("removed {}, left by a save that was killed", (dir_ / name).string()));
+  }
+  return done;
 }
 
 void RunDirectory::check_resumable(std::initializer_list<const char*> names) const {

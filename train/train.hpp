@@ -6,6 +6,7 @@
 #include "tapegrad/train/calibration.hpp"
 #include "tapegrad/train/checkpoint.hpp"
 #include "tapegrad/train/checksum.hpp"
+#include "tapegrad/train/divergence.hpp"
 #include "tapegrad/train/errors.hpp"
 #include "tapegrad/train/interrupt.hpp"
 #include "tapegrad/train/loop.hpp"

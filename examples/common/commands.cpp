@@ -3,14 +3,45 @@
 #include <fmt/format.h>
 
 #include "tapegrad/train/interrupt.hpp"
+#include "tapegrad/train/metrics.hpp"
 
 namespace examples {
 
 namespace tt = tapegrad::train;
 
+namespace {
+
+// The previous run back in place of one that stopped before its first checkpoint (rank 0); whether it was.
+bool put_back_previous(const Parallel& parallel, const tt::RunDirectory& run, std::ostream& err) {
+  if (!parallel.writes_files()) return false;
+  try {
+    const auto names = run.restore_previous();
+    if (names.empty()) return false;
+    err << fmt::format(
+               "--overwrite: this run stopped before its first checkpoint, so the previous run's {} are back "
+               "in {}\n",
+               fmt::join(names, ", "), run.dir().string())
+        << std::flush;
+    return true;
+  } catch (const std::exception& e) {
+    err << fmt::format("--overwrite: the previous run could not be put back from {}: {}\n", run.previous().string(),
+                       e.what())
+        << std::flush;
+    return false;
+  }
+}
+
+}  // namespace
+
+void settle_run_folder(const tt::RunDirectory& run, const Parallel& parallel, std::ostream& err) {
+  if (!parallel.writes_files() || !std::filesystem::is_directory(run.dir())) return;
+  for (const auto& line : run.settle()) err << line << '\n';
+  err << std::flush;
+}
+
 int run_training(const Parallel& parallel, std::ostream& out, std::ostream& err, bool interactive,
                  const std::function<bool(std::ostream& out, std::ostream& err, bool interactive)>& train,
-                 const std::filesystem::path& config_file, const std::function<std::filesystem::path()>& write_report) {
+                 const tt::RunDirectory& run, const std::function<std::filesystem::path()>& write_report) {
   tt::install_interrupt_handler();
   bool interrupted = false;
   try {
@@ -19,10 +50,12 @@ int run_training(const Parallel& parallel, std::ostream& out, std::ostream& err,
     interrupted = train(rank0 ? out : silent, rank0 ? err : silent, interactive && rank0);
   } catch (...) {
     tt::remove_interrupt_handler();
+    put_back_previous(parallel, run, err);
     throw;
   }
   tt::remove_interrupt_handler();
-  if (parallel.writes_files() && std::filesystem::exists(config_file)) {
+  const bool restored = interrupted && put_back_previous(parallel, run, err);
+  if (parallel.writes_files() && !restored && std::filesystem::exists(run.config())) {
     out << fmt::format("report: {}\n", write_report().string()) << std::flush;
   }
   return interrupted ? tt::kInterruptedExitCode : 0;
@@ -30,11 +63,30 @@ int run_training(const Parallel& parallel, std::ostream& out, std::ostream& err,
 
 void start_run_folder(const tt::RunDirectory& run, bool overwrite, const nlohmann::json& config, tt::Progress& progress,
                       const std::function<void()>& own_files) {
-  for (const auto& name : run.start_new(overwrite)) {
-    progress.message(fmt::format("--overwrite: removed the previous run's {} from {}", name, run.dir().string()));
+  if (const auto moved = run.start_new(overwrite); !moved.empty()) {
+    progress.message(
+        fmt::format("--overwrite: the previous run's {} moved to {}, to be deleted once this run has its "
+                    "first checkpoint (and put back if it stops before)",
+                    fmt::join(moved, ", "), run.previous().string()));
   }
   if (own_files) own_files();
   run.write_config(config);
+}
+
+void check_run_metrics(const tt::RunDirectory& run, std::ostream& err) {
+  std::vector<tt::DamagedLine> damaged;
+  const auto lines = tt::read_metrics(run.metrics(), &damaged);
+  for (const auto& d : damaged) {
+    err << fmt::format("warning: {} line {}: {}; skipped\n", run.metrics().string(), d.line, d.problem);
+  }
+  if (!lines.empty()) return;
+  for (const auto& trained : {run.checkpoint(), run.model()}) {
+    if (!std::filesystem::exists(trained)) continue;
+    throw std::runtime_error(fmt::format(
+        "{}: {}, yet the run has trained ({} exists): its log is lost or damaged, so there is nothing to report",
+        run.metrics().string(), std::filesystem::exists(run.metrics()) ? "no readable line" : "missing",
+        trained.string()));
+  }
 }
 
 void check_subcommand(const CLI::App& app, const CLI::App& command, const Parallel& parallel) {

@@ -89,8 +89,9 @@ std::vector<Flag> run_flags() {
            "that would change them is refused")
           .not_saved(),
       flag("--overwrite", &C::overwrite,
-           "start a new run in --out even if it holds one (whose files are then removed); without it a folder with "
-           "a checkpoint or a model is refused")
+           "start a new run in --out even if it holds one, whose files wait in previous-run/ until the new run's "
+           "first checkpoint (then deleted; put back if it stops before); without it a folder with a checkpoint or a "
+           "model is refused")
           .not_saved(),
       flag("--detect-anomaly", &C::detect_anomaly,
            "check every op's output and gradients for NaN/inf and stop naming the op (slower)")
@@ -99,19 +100,34 @@ std::vector<Flag> run_flags() {
 }
 
 /// A new run's folder, once the data and the settings are known to work: created, the previous run's
-/// files removed with --overwrite (each named on progress), the program's own files written
-/// (own_files: its vocabulary), then config.json.
+/// files moved aside into previous-run/ with --overwrite (named on progress; the Trainer deletes them at
+/// the new run's first checkpoint), the program's own files written (own_files: its vocabulary), then
+/// config.json.
 void start_run_folder(const tapegrad::train::RunDirectory& run, bool overwrite, const nlohmann::json& config,
                       tapegrad::train::Progress& progress, const std::function<void()>& own_files = {});
 
-/// Trains through train(out, err, interactive), which returns whether it was interrupted, with Ctrl-C
-/// stopping it between steps; ranks other than 0 train silently (their errors still reach stderr
-/// through train::exit_code_of). Then rank 0 writes the report once the run has a config.json (an
-/// interrupted run too): write_report returns its path, printed as "report: PATH". Returns the exit
-/// code: train::kInterruptedExitCode when interrupted, else 0.
+/// Before a training command reads anything of its run folder (a folder that does not exist yet has
+/// nothing to settle): the process that writes the run's files settles what a killed one left there
+/// (RunDirectory::settle: an overwritten run put back or deleted, the temporary files of killed saves
+/// removed), a line on err for each thing done.
+void settle_run_folder(const tapegrad::train::RunDirectory& run, const Parallel& parallel, std::ostream& err);
+
+/// Trains the run in `run` through train(out, err, interactive), which returns whether it was
+/// interrupted, with Ctrl-C stopping it between steps; ranks other than 0 train silently (their errors
+/// still reach stderr through train::exit_code_of). A run started with --overwrite that fails or is
+/// interrupted before its first checkpoint gets the previous run back (RunDirectory::restore_previous,
+/// said on err). Then rank 0 writes the report once the run has a config.json (an interrupted run too):
+/// write_report returns its path, printed as "report: PATH". Returns the exit code:
+/// train::kInterruptedExitCode when interrupted, else 0.
 int run_training(const Parallel& parallel, std::ostream& out, std::ostream& err, bool interactive,
                  const std::function<bool(std::ostream& out, std::ostream& err, bool interactive)>& train,
-                 const std::filesystem::path& config_file, const std::function<std::filesystem::path()>& write_report);
+                 const tapegrad::train::RunDirectory& run, const std::function<std::filesystem::path()>& write_report);
+
+/// What `report` checks of a run's metrics.jsonl before drawing it: every damaged line is named on err
+/// ("warning: RUN/metrics.jsonl line 7: not a JSON object; skipped"), and a run that has trained (it
+/// holds a checkpoint or a model) with no readable line left is a std::runtime_error naming the file.
+/// A run still starting (nothing trained yet) may have no line at all.
+void check_run_metrics(const tapegrad::train::RunDirectory& run, std::ostream& err);
 
 /// Before a subcommand of app runs: no training flag given (they live in option groups, which CLI11
 /// keeps as unnamed subcommands) and one process only; else a train::UsageError naming the flag.

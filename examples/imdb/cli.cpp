@@ -64,6 +64,7 @@ void check_run_folder(const std::string& dir) {
 int train_command(const CLI::App& app, Config config, std::ostream& out, std::ostream& err, bool interactive,
                   const Parallel& parallel) {
   if (config.resume && config.overwrite) throw UsageError("--resume and --overwrite exclude each other");
+  examples::settle_run_folder(run_directory(config.out), parallel, err);
   if (config.resume) config = with_saved_settings(app, config);
   if (const auto problem = validate(config)) throw UsageError(*problem);
   if (!config.resume) run_directory(config.out).check_new(config.overwrite);
@@ -73,7 +74,7 @@ int train_command(const CLI::App& app, Config config, std::ostream& out, std::os
   return examples::run_training(
       parallel, out, err, interactive,
       [&](std::ostream& o, std::ostream& e, bool bar) { return train(config, o, e, bar, {}, parallel).interrupted; },
-      run_directory(config.out).config(), [&] { return write_report(config.out); });
+      run_directory(config.out), [&] { return write_report(config.out); });
 }
 
 struct EvaluateArgs {
@@ -259,8 +260,9 @@ int explain_command(const ExplainArgs& a, std::istream& in, std::ostream& out, s
   return 0;
 }
 
-int report_command(const std::string& run, std::ostream& out) {
+int report_command(const std::string& run, std::ostream& out, std::ostream& err) {
   run_directory(run).check_has({tapegrad::train::RunDirectory::kConfig});
+  examples::check_run_metrics(run_directory(run), err);
   out << fmt::format("report: {}\n", write_report(run).string());
   return 0;
 }
@@ -324,7 +326,7 @@ int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& o
       if (command == evaluate_app) return evaluate_command(eval_args, out, err);
       if (command == predict_app) return predict_command(predict_args, in, out, err);
       if (command == explain_app) return explain_command(explain_args, in, out, err);
-      return report_command(report_run, out);
+      return report_command(report_run, out, err);
     }
     return train_command(app, config, out, err, interactive, parallel);
   });

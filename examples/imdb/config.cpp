@@ -9,6 +9,7 @@
 
 #include "examples/common/commands.hpp"
 #include "examples/common/memory_flags.hpp"
+#include "examples/common/model_options.hpp"
 #include "examples/common/precision.hpp"
 #include "examples/common/settings.hpp"
 
@@ -231,6 +232,10 @@ std::optional<std::string> validate(const Config& c) {
   if ((c.schedule == "inv-sqrt" || c.schedule == "noam") && c.warmup == 0) {
     return fmt::format("--schedule {} needs --warmup >= 1, got {}", c.schedule, c.warmup);
   }
+  // Noam's peak is --lr / sqrt(--d-model * --warmup), not --lr: AdamW refuses a peak that is too large itself.
+  if (c.optimizer == "adamw" && c.schedule != "noam") {
+    if (auto problem = examples::decoupled_decay_problem(c.lr, c.weight_decay)) return problem;
+  }
   try {
     const auto [b1, b2] = parse_betas(c.betas);
     for (double b : {b1, b2}) {
@@ -250,26 +255,16 @@ WideAndDeepOptions model_options(const Config& c, std::size_t vocab_size) {
   namespace models = tapegrad::models;
   WideAndDeepOptions wide_and_deep;
   models::TransformerClassifierOptions& o = wide_and_deep.deep;
-  o.vocab_size = vocab_size;
-  o.max_len = static_cast<std::size_t>(c.max_len);
-  o.d_model = static_cast<std::size_t>(c.d_model);
-  o.nhead = static_cast<std::size_t>(c.heads);
-  o.num_layers = static_cast<std::size_t>(c.layers);
-  o.dim_feedforward = static_cast<std::size_t>(c.ff);
-  o.dropout = c.dropout;
-  o.attention_dropout = c.attn_dropout;
-  o.activation = c.activation == "gelu" ? tapegrad::nn::Activation::GELU : tapegrad::nn::Activation::ReLU;
+  o = examples::transformer_options<models::TransformerClassifierOptions>(c, vocab_size, c.max_len);
   o.norm_first = c.norm == "pre";
-  // validate() has checked both names.
+  // validate() has checked the name.
   o.pooling = c.pooling == "max"   ? models::Pooling::Max
               : c.pooling == "cls" ? models::Pooling::Cls
                                    : models::Pooling::Mean;
-  o.positional = c.pos == "learned" ? models::PositionalKind::Learned : models::PositionalKind::Sinusoidal;
   o.ngram_buckets = static_cast<std::size_t>(c.ngram_buckets);
   o.ngram_max = static_cast<std::size_t>(c.ngram_max);
   o.ngram_dim = static_cast<std::size_t>(c.ngram_dim);
   o.num_classes = 2;
-  o.padding_idx = tapegrad::datasets::Vocabulary::pad_id;
   o.activation_checkpointing = c.activation_checkpointing;
   WideAndDeepOptions& w = wide_and_deep;
   w.wide_buckets = static_cast<std::size_t>(c.wide_buckets);

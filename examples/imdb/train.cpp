@@ -11,8 +11,10 @@
 #include <optional>
 #include <stdexcept>
 
+#include "examples/common/batching.hpp"
 #include "examples/common/commands.hpp"
 #include "examples/common/precision.hpp"
+#include "examples/common/trainer_options.hpp"
 #include "examples/imdb/data.hpp"
 #include "examples/imdb/features/clause_negation.hpp"
 #include "examples/imdb/features/log_count_ratio.hpp"
@@ -48,6 +50,17 @@ namespace tr = tapegrad::train;
 
 namespace {
 
+// Adam or AdamW with the flags --lr, --betas, --eps and --weight-decay.
+template <typename Adam, typename Options>
+std::unique_ptr<optim::Optimizer<float>> make_adam(const Config& c, std::vector<tapegrad::Tensor<float>> params) {
+  Options o;
+  o.lr = c.lr;
+  o.betas = parse_betas(c.betas);
+  o.eps = c.eps;
+  o.weight_decay = c.weight_decay;
+  return std::make_unique<Adam>(std::move(params), o);
+}
+
 std::unique_ptr<optim::Optimizer<float>> make_optimizer(const Config& c, std::vector<tapegrad::Tensor<float>> params) {
   if (c.optimizer == "sgd") {
     optim::SGDOptions o{c.lr};
@@ -55,20 +68,8 @@ std::unique_ptr<optim::Optimizer<float>> make_optimizer(const Config& c, std::ve
     o.weight_decay = c.weight_decay;
     return std::make_unique<optim::SGD<float>>(std::move(params), o);
   }
-  if (c.optimizer == "adam") {
-    optim::AdamOptions o;
-    o.lr = c.lr;
-    o.betas = parse_betas(c.betas);
-    o.eps = c.eps;
-    o.weight_decay = c.weight_decay;
-    return std::make_unique<optim::Adam<float>>(std::move(params), o);
-  }
-  optim::AdamWOptions o;
-  o.lr = c.lr;
-  o.betas = parse_betas(c.betas);
-  o.eps = c.eps;
-  o.weight_decay = c.weight_decay;
-  return std::make_unique<optim::AdamW<float>>(std::move(params), o);
+  if (c.optimizer == "adam") return make_adam<optim::Adam<float>, optim::AdamOptions>(c, std::move(params));
+  return make_adam<optim::AdamW<float>, optim::AdamWOptions>(c, std::move(params));
 }
 
 optim::Schedule make_schedule(const Config& c, std::int64_t total_steps, std::int64_t steps_per_epoch) {
@@ -247,29 +248,11 @@ std::optional<features::ClauseNegation> make_clause_negation(const Config& confi
   return negation;
 }
 
-ds::BatchOptions batch_options(const Config& config) {
-  ds::BatchOptions batching;
-  batching.batch_size = static_cast<std::size_t>(config.batch_size);
-  batching.seed = static_cast<std::uint64_t>(config.seed);
-  batching.bucket_chunk = static_cast<std::size_t>(config.bucket);
-  batching.trim = true;
-  return batching;
-}
-
 tr::TrainerOptions trainer_options(const Config& config, std::int64_t steps_per_epoch,
                                    const std::function<bool(std::int64_t step)>& stop_after_step) {
-  tr::TrainerOptions options;
-  options.epochs = config.epochs;
-  options.steps_per_epoch = steps_per_epoch;
-  options.schedule = make_schedule(config, steps_per_epoch * config.epochs, steps_per_epoch);
-  options.log_every = config.log_every;
-  options.clip_norm = config.clip_norm;
-  options.resume = config.resume;
-  options.accumulate = config.accumulate;
-  options.autocast = config.precision_resolved == "bf16";
-  options.detect_anomaly = config.detect_anomaly;
-  options.stop_after_step = stop_after_step;
-  return options;
+  return examples::trainer_options(config, config.epochs, steps_per_epoch,
+                                   make_schedule(config, steps_per_epoch * config.epochs, steps_per_epoch),
+                                   stop_after_step);
 }
 
 // One step's loss on this rank's rows of the batch, after word dropout, crops and clause negation (drawn
@@ -518,7 +501,7 @@ TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, 
   const tr::Replicas replicas = parallel.attach ? parallel.attach(*model) : tr::Replicas{};
   auto optimizer = make_optimizer(config, model->parameters());
   const auto clause_negation = make_clause_negation(config, prepared.vocab, data.train, progress);
-  ds::DataLoader loader(data.train, batch_options(config));
+  ds::DataLoader loader(data.train, examples::batch_options(config));
   const auto steps_per_epoch = static_cast<std::int64_t>(loader.size());
   std::optional<optim::ExponentialMovingAverage<float>> ema;
   if (config.ema > 0) ema.emplace(model->parameters(), config.ema);

@@ -71,11 +71,7 @@ int bench_command(const BenchArgs& a, std::ostream& out, std::ostream& err) {
     }
   }
   tapegrad::set_num_threads(static_cast<int>(a.threads));
-  const LoadedRun run = load_run(a.run);
-  if (!run.model->causal()) {
-    throw tt::UsageError(fmt::format("--run {} was trained with --objective {}: only a causal run generates text",
-                                     a.run, run.config.objective));
-  }
+  const LoadedRun run = load_causal_run(a.run);
   const bool bf16 = examples::subcommand_uses_bfloat16(a.precision, run.config.precision, err);
   const tapegrad::autocast precision(bf16);
   const auto& model = run.model->causal_lm();

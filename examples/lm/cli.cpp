@@ -56,6 +56,7 @@ Config with_saved_settings(const CLI::App& app, const Config& config) {
 
 int train_command(const CLI::App& app, Config config, std::ostream& out, std::ostream& err, bool interactive,
                   const Parallel& parallel) {
+  examples::settle_run_folder(tt::RunDirectory(config.out, {kVocabFile}), parallel, err);
   if (config.resume) {
     config = with_saved_settings(app, config);
   } else if (config.objective == "masked") {
@@ -69,7 +70,7 @@ int train_command(const CLI::App& app, Config config, std::ostream& out, std::os
   return examples::run_training(
       parallel, out, err, interactive,
       [&](std::ostream& o, std::ostream& e, bool bar) { return train(config, o, e, bar, {}, parallel).interrupted; },
-      fs::path(config.out) / tt::RunDirectory::kConfig, [&] { return write_report(config.out); });
+      tt::RunDirectory(config.out, {kVocabFile}), [&] { return write_report(config.out); });
 }
 
 struct EvaluateArgs {
@@ -177,6 +178,7 @@ int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& o
     if (command == bench_app) return bench_command(bench, out, err);
     const tt::RunDirectory run(report_run);
     run.check_has({tt::RunDirectory::kConfig});
+    examples::check_run_metrics(run, err);
     out << fmt::format("report: {}\n", write_report(report_run).string());
     return 0;
   });

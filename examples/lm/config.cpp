@@ -8,9 +8,9 @@
 
 #include "examples/common/commands.hpp"
 #include "examples/common/memory_flags.hpp"
+#include "examples/common/model_options.hpp"
 #include "examples/common/precision.hpp"
 #include "examples/common/settings.hpp"
-#include "tapegrad/datasets/text/vocab.hpp"
 
 namespace lm {
 
@@ -131,6 +131,7 @@ std::optional<std::string> validate(const Config& c) {
                        c.batch_size);
   }
   if (c.warmup >= c.steps) return fmt::format("--warmup {} must be less than --steps {}", c.warmup, c.steps);
+  if (auto problem = examples::decoupled_decay_problem(c.lr, c.weight_decay)) return problem;
   if (c.arch == "llama" && c.objective != "causal") {
     return fmt::format(
         "--arch llama --objective {}: llama is a causal model; the masked objective trains train_imdb's encoder "
@@ -152,53 +153,22 @@ nlohmann::json to_json(const Config& c) { return flags().to_json(c); }
 Config config_from_json(const nlohmann::json& json) { return flags().from_json(json); }
 
 tapegrad::models::GPTOptions gpt_options(const Config& c, std::size_t vocab_size) {
-  tapegrad::models::GPTOptions o;
-  o.vocab_size = vocab_size;
-  o.max_len = static_cast<std::size_t>(c.context);
-  o.d_model = static_cast<std::size_t>(c.d_model);
-  o.nhead = static_cast<std::size_t>(c.heads);
-  o.num_layers = static_cast<std::size_t>(c.layers);
-  o.dim_feedforward = static_cast<std::size_t>(c.ff);
-  o.dropout = c.dropout;
-  o.attention_dropout = c.attn_dropout;
-  o.activation = c.activation == "relu" ? tapegrad::nn::Activation::ReLU : tapegrad::nn::Activation::GELU;
-  o.positional =
-      c.pos == "sinusoidal" ? tapegrad::models::PositionalKind::Sinusoidal : tapegrad::models::PositionalKind::Learned;
-  o.padding_idx = tapegrad::datasets::Vocabulary::pad_id;
+  auto o = examples::transformer_options<tapegrad::models::GPTOptions>(c, vocab_size, c.context);
   o.activation_checkpointing = c.activation_checkpointing;
   return o;
 }
 
 tapegrad::models::LlamaOptions llama_options(const Config& c, std::size_t vocab_size) {
-  tapegrad::models::LlamaOptions o;
-  o.vocab_size = vocab_size;
-  o.max_len = static_cast<std::size_t>(c.context);
-  o.d_model = static_cast<std::size_t>(c.d_model);
-  o.nhead = static_cast<std::size_t>(c.heads);
-  o.num_layers = static_cast<std::size_t>(c.layers);
+  auto o = examples::model_sizes<tapegrad::models::LlamaOptions>(c, vocab_size, c.context);
   o.hidden = static_cast<std::size_t>(c.hidden);
-  o.dropout = c.dropout;
   o.tie_embeddings = true;
-  o.padding_idx = tapegrad::datasets::Vocabulary::pad_id;
   o.activation_checkpointing = c.activation_checkpointing;
   return o;
 }
 
 tapegrad::models::TransformerClassifierOptions encoder_options(const Config& c, std::size_t vocab_size) {
-  tapegrad::models::TransformerClassifierOptions o;
-  o.vocab_size = vocab_size;
-  o.max_len = static_cast<std::size_t>(c.context);
-  o.d_model = static_cast<std::size_t>(c.d_model);
-  o.nhead = static_cast<std::size_t>(c.heads);
-  o.num_layers = static_cast<std::size_t>(c.layers);
-  o.dim_feedforward = static_cast<std::size_t>(c.ff);
-  o.dropout = c.dropout;
-  o.attention_dropout = c.attn_dropout;
-  o.activation = c.activation == "relu" ? tapegrad::nn::Activation::ReLU : tapegrad::nn::Activation::GELU;
+  auto o = examples::transformer_options<tapegrad::models::TransformerClassifierOptions>(c, vocab_size, c.context);
   o.norm_first = c.norm == "pre";
-  o.positional =
-      c.pos == "sinusoidal" ? tapegrad::models::PositionalKind::Sinusoidal : tapegrad::models::PositionalKind::Learned;
-  o.padding_idx = tapegrad::datasets::Vocabulary::pad_id;
   o.activation_checkpointing = c.activation_checkpointing;
   return o;
 }

@@ -48,11 +48,7 @@ int generate_command(const GenerateArgs& a, std::istream& in, std::ostream& out,
   options.use_cache = !a.no_cache;
   tapegrad::set_num_threads(static_cast<int>(a.threads));
 
-  const LoadedRun run = load_run(a.run);
-  if (!run.model->causal()) {
-    throw tt::UsageError(fmt::format("--run {} was trained with --objective {}: only a causal run generates text",
-                                     a.run, run.config.objective));
-  }
+  const LoadedRun run = load_causal_run(a.run);
   const bool bf16 = examples::subcommand_uses_bfloat16(a.precision, run.config.precision, err);
   const tapegrad::autocast precision(bf16);
   std::string text;

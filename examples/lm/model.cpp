@@ -162,4 +162,14 @@ LoadedRun load_run(const std::filesystem::path& dir) {
   return loaded;
 }
 
+LoadedRun load_causal_run(const std::filesystem::path& dir) {
+  LoadedRun run = load_run(dir);
+  if (!run.model->causal()) {
+    throw tapegrad::train::UsageError(
+        fmt::format("--run {} was trained with --objective {}: only a causal run generates text", dir.string(),
+                    run.config.objective));
+  }
+  return run;
+}
+
 }  // namespace lm

@@ -72,6 +72,8 @@ struct LoadedRun {
 };
 // Throws train::UsageError for a folder without the files, std::runtime_error for bad ones.
 LoadedRun load_run(const std::filesystem::path& dir);
+// load_run for the subcommands that generate text: throws train::UsageError naming a masked run's objective.
+LoadedRun load_causal_run(const std::filesystem::path& dir);
 // A run's config.json, read strictly and validated; throws std::runtime_error naming the file and the
 // key or setting at fault.
 Config read_config(const tapegrad::train::RunDirectory& run);

@@ -5,8 +5,10 @@
 #include <cmath>
 #include <numeric>
 
+#include "examples/common/batching.hpp"
 #include "examples/common/commands.hpp"
 #include "examples/common/precision.hpp"
+#include "examples/common/trainer_options.hpp"
 #include "tapegrad/autograd/autocast.hpp"
 #include "tapegrad/autograd/elementwise.hpp"
 #include "tapegrad/autograd/matmul.hpp"
@@ -63,28 +65,10 @@ tapegrad::optim::AdamW<float> make_optimizer(const Config& config, tapegrad::nn:
   return tapegrad::optim::AdamW<float>(module.parameters(), adamw);
 }
 
-ds::BatchOptions batch_options(const Config& config) {
-  ds::BatchOptions batching;
-  batching.batch_size = static_cast<std::size_t>(config.batch_size);
-  batching.seed = static_cast<std::uint64_t>(config.seed);
-  batching.bucket_chunk = static_cast<std::size_t>(config.bucket);
-  batching.trim = true;
-  return batching;
-}
-
 tt::TrainerOptions trainer_options(const Config& config, const std::function<bool(std::int64_t)>& stop_after_step) {
-  tt::TrainerOptions options;
-  options.epochs = 1;
-  options.steps_per_epoch = config.steps;
-  options.schedule = tapegrad::optim::CosineDecay(config.lr, config.steps, config.warmup);
-  options.log_every = config.log_every;
+  tt::TrainerOptions options = examples::trainer_options(
+      config, 1, config.steps, tapegrad::optim::CosineDecay(config.lr, config.steps, config.warmup), stop_after_step);
   options.eval_every = config.eval_every;
-  options.clip_norm = config.clip_norm;
-  options.resume = config.resume;
-  options.accumulate = config.accumulate;
-  options.autocast = config.precision_resolved == "bf16";
-  options.detect_anomaly = config.detect_anomaly;
-  options.stop_after_step = stop_after_step;
   return options;
 }
 
@@ -92,7 +76,7 @@ tt::TrainerOptions trainer_options(const Config& config, const std::function<boo
 // validation.
 class Batches {
  public:
-  Batches(const Data& data, const Config& config) : loader_(data.train, batch_options(config)) {}
+  Batches(const Data& data, const Config& config) : loader_(data.train, examples::batch_options(config)) {}
   std::size_t per_pass() const { return loader_.size(); }
   ds::Batch at(std::int64_t step) {
     const auto s = static_cast<std::size_t>(step);

@@ -40,11 +40,12 @@ Config resumed_config(const CLI::App& app, const Config& given) {
 int train_command(const CLI::App& app, Config c, std::ostream& out, std::ostream& err, bool interactive,
                   const examples::Parallel& parallel) {
   if (c.resume && c.overwrite) throw UsageError("--resume and --overwrite exclude each other");
+  examples::settle_run_folder(run_directory(c.out), parallel, err);
   if (c.resume) c = resumed_config(app, c);
   return examples::run_training(
       parallel, out, err, interactive,
       [&](std::ostream& o, std::ostream& e, bool bar) { return train(c, o, e, bar, {}, parallel).interrupted; },
-      run_directory(c.out).config(), [&] { return write_report(c.out); });
+      run_directory(c.out), [&] { return write_report(c.out); });
 }
 
 // --beam of evaluate and translate: bounded like training's (a beam of 2^32 was a bad_alloc).
@@ -161,6 +162,7 @@ int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& o
     }
     if (subs.report->parsed()) {
       run_directory(a.run_dir).check_has({tr::RunDirectory::kConfig}, "--out");
+      examples::check_run_metrics(run_directory(a.run_dir), err);
       out << fmt::format("report: {}\n", write_report(a.run_dir).string());
       return 0;
     }

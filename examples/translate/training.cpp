@@ -12,6 +12,7 @@
 
 #include "examples/common/commands.hpp"
 #include "examples/common/precision.hpp"
+#include "examples/common/trainer_options.hpp"
 #include "examples/translate/attention_svg.hpp"
 #include "tapegrad/autograd/autocast.hpp"
 #include "tapegrad/autograd/loss.hpp"
@@ -181,20 +182,13 @@ tapegrad::optim::Adam<float> make_optimizer(const Config& c, Model& model) {
 }
 
 tr::TrainerOptions trainer_options(const Config& c, const std::function<bool(std::int64_t step)>& stop_after_step) {
-  tr::TrainerOptions options;
-  options.epochs = 1;  // no epochs: every batch is new
-  options.steps_per_epoch = c.steps;
-  options.schedule = tapegrad::optim::Noam(static_cast<std::int64_t>(c.d_model), c.warmup, c.lr_factor);
-  options.log_every = c.log_every;
+  // One epoch: every batch is new.
+  tr::TrainerOptions options = examples::trainer_options(
+      c, 1, c.steps, tapegrad::optim::Noam(static_cast<std::int64_t>(c.d_model), c.warmup, c.lr_factor),
+      stop_after_step);
   options.eval_every = c.eval_every;
-  options.clip_norm = c.clip_norm;
   options.time_limit = c.time_limit;
   options.ties_improve = true;  // on a tie the later model, trained longer
-  options.resume = c.resume;
-  options.accumulate = c.accumulate;
-  options.autocast = c.precision_resolved == "bf16";
-  options.detect_anomaly = c.detect_anomaly;
-  options.stop_after_step = stop_after_step;
   return options;
 }
 

@@ -24,8 +24,10 @@
 #include "tapegrad/autograd/blas.hpp"
 #include "tapegrad/autograd/ops.hpp"
 #include "tapegrad/nn/transformer.hpp"
+#include "tests/helpers.hpp"
 
 using namespace tapegrad;
+using tapegrad::testing::check_same_bits_at_any_thread_count;
 
 namespace {
 
@@ -414,15 +416,12 @@ TEST_CASE("autocast products give the same bits at any thread count", "[autocast
   // Shapes large enough for gemm to cut the products into blocks (by rows and by columns), and an
   // attention with many (batch, head) pairs: the thread count must not move a bit, in bfloat16 as
   // in float32 (tests/autograd/test_matmul.cpp checks float32).
-  const int before = get_num_threads();
   for (const auto& [rows, in, out] :
        {std::tuple<std::size_t, std::size_t, std::size_t>{1200, 128, 2000}, {333, 64, 4001}, {5000, 32, 48}}) {
     INFO("x [" << rows << ", " << in << "], weight [" << out << ", " << in << "]");
     Tensor<float> x = uniform({rows, in}, 1), w = uniform({out, in}, 2), b = uniform({out}, 3);
     const Tensor<float> g = uniform({rows, out}, 4, false);
-    std::vector<xt::xarray<float>> first;
-    for (int threads : {1, 2, 3}) {
-      set_num_threads(threads);
+    check_same_bits_at_any_thread_count([&] {
       x.zero_grad();
       w.zero_grad();
       b.zero_grad();
@@ -433,17 +432,13 @@ TEST_CASE("autocast products give the same bits at any thread count", "[autocast
         z = matmul(x, transpose(w, 0, 1));
       }
       sum(add(mul(y, g), mul(z, g))).backward();
-      const std::vector<xt::xarray<float>> now = {y.data(), z.data(), x.grad(), w.grad(), b.grad()};
-      if (first.empty()) first = now;
-      INFO(threads << " threads");
-      for (std::size_t i = 0; i < now.size(); ++i) CHECK(same_bits(now[i], first[i]));
-    }
+      return std::vector<xt::xarray<float>>{y.data(), z.data(), x.grad(), w.grad(), b.grad()};
+    });
   }
+  INFO("attention");
   Tensor<float> q = uniform({4, 4, 70, 32}, 5), k = uniform({4, 4, 300, 32}, 6), v = uniform({4, 4, 300, 32}, 7);
   const Tensor<float> g = uniform({4, 4, 70, 32}, 8, false);
-  std::vector<xt::xarray<float>> first;
-  for (int threads : {1, 2, 3}) {
-    set_num_threads(threads);
+  check_same_bits_at_any_thread_count([&] {
     q.zero_grad();
     k.zero_grad();
     v.zero_grad();
@@ -453,12 +448,8 @@ TEST_CASE("autocast products give the same bits at any thread count", "[autocast
       y = scaled_dot_product_attention(q, k, v).first;
     }
     y.backward(g.data());
-    const std::vector<xt::xarray<float>> now = {y.data(), q.grad(), k.grad(), v.grad()};
-    if (first.empty()) first = now;
-    INFO("attention, " << threads << " threads");
-    for (std::size_t i = 0; i < now.size(); ++i) CHECK(same_bits(now[i], first[i]));
-  }
-  set_num_threads(before);
+    return std::vector<xt::xarray<float>>{y.data(), q.grad(), k.grad(), v.grad()};
+  });
 }
 
 TEST_CASE("autocast products with zero-size dims", "[autocast]") {

@@ -10,13 +10,7 @@
 #include "tests/helpers.hpp"
 
 using namespace tapegrad;
-using tapegrad::testing::allclose;
-using tapegrad::testing::rand_input;
-using tapegrad::testing::values;
-
-namespace {
-using Inputs = std::vector<Tensor<double>>;
-}  // namespace
+using namespace tapegrad::testing;
 
 TEST_CASE("dropout in eval or with p = 0 is the identity and draws nothing", "[dropout]") {
   Generator gen(3);

@@ -10,14 +10,7 @@
 #include "tests/helpers.hpp"
 
 using namespace tapegrad;
-using tapegrad::testing::allclose;
-using tapegrad::testing::ids;
-using tapegrad::testing::rand_input;
-using tapegrad::testing::values;
-
-namespace {
-using Inputs = std::vector<Tensor<double>>;
-}  // namespace
+using namespace tapegrad::testing;
 
 TEST_CASE("embedding picks rows for ids of any shape", "[embedding]") {
   auto w = Tensor<double>::from_vector({0, 1, 10, 11, 20, 21, 30, 31}, {4, 2});

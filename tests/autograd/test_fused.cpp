@@ -8,10 +8,9 @@
 #include "tests/helpers.hpp"
 
 using namespace tapegrad;
-using tapegrad::testing::rand_input;
+using namespace tapegrad::testing;
 
 namespace {
-using Inputs = std::vector<Tensor<double>>;
 
 // A fresh leaf of t's value (float or double) that requires grad.
 template <typename T>
@@ -59,13 +58,8 @@ TEMPLATE_TEST_CASE("linear_activation equals the activation of linear, values an
     const auto fused = [activation](const std::vector<Tensor<T>>& in) {
       return linear_activation(in[0], in[1], in[2], activation);
     };
-    const int before = get_num_threads();
-    for (int threads : {1, 2}) {
-      INFO(threads << " thread(s)");
-      set_num_threads(threads);
-      check_same(value_and_grads<T>(fused, values, 4), value_and_grads<T>(composed, values, 4));
-    }
-    set_num_threads(before);
+    at_thread_counts(
+        {1, 2}, [&] { check_same(value_and_grads<T>(fused, values, 4), value_and_grads<T>(composed, values, 4)); });
     // Without a bias, and with a single row.
     const auto no_bias = [activation](const std::vector<Tensor<T>>& in) {
       return linear_activation(in[0], in[1], Tensor<T>(), activation);
@@ -107,13 +101,8 @@ TEMPLATE_TEST_CASE("add_layer_norm equals layer_norm of the sum, values and grad
                       rand_input({64}, 24)};
   const auto composed = [](const std::vector<Tensor<T>>& in) { return layer_norm(in[0] + in[1], {64}, in[2], in[3]); };
   const auto fused = [](const std::vector<Tensor<T>>& in) { return add_layer_norm(in[0], in[1], {64}, in[2], in[3]); };
-  const int before = get_num_threads();
-  for (int threads : {1, 2}) {
-    INFO(threads << " thread(s)");
-    set_num_threads(threads);
-    check_same(value_and_grads<T>(fused, values, 25), value_and_grads<T>(composed, values, 25));
-  }
-  set_num_threads(before);
+  at_thread_counts(
+      {1, 2}, [&] { check_same(value_and_grads<T>(fused, values, 25), value_and_grads<T>(composed, values, 25)); });
   // No affine parameters, two normalized dims, and eps.
   const Inputs plain{rand_input({5, 3, 4}, 26), rand_input({5, 3, 4}, 27)};
   check_same(value_and_grads<T>(

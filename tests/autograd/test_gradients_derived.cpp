@@ -32,6 +32,21 @@ xt::xarray<double> vjp(const Tensor<double>& jac, const xt::xarray<double>& g, c
 
 xt::xarray<double> random_array(const Shape& shape, std::uint64_t seed) { return rand_input(shape, seed).data(); }
 
+// The largest |jac[r, i, s, j] - expected| of a row-wise op's [rows, d, rows, d] Jacobian: expected(r, i, j)
+// within row r, 0 across rows.
+template <typename F>
+double worst_rowwise_jacobian_error(const Tensor<double>& jac, std::size_t rows, std::size_t d, F expected) {
+  double worst = 0;
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t s = 0; s < rows; ++s)
+      for (std::size_t i = 0; i < d; ++i)
+        for (std::size_t j = 0; j < d; ++j) {
+          const double want = r != s ? 0.0 : expected(r, i, j);
+          worst = std::max(worst, std::abs(jac.data()(r, i, s, j) - want));
+        }
+  return worst;
+}
+
 }  // namespace
 
 TEST_CASE("softmax: dx = y * (g - sum(g * y)) is g^T (diag(y) - y y^T)", "[gradients]") {
@@ -161,16 +176,9 @@ TEST_CASE("layer_norm: the fused backward and its Jacobian", "[gradients]") {
   const auto jac =
       jacobian([&](const Tensor<double>& v) { return layer_norm(v, {d}, Tensor<double>(w.data()), {}, eps); }, x);
   REQUIRE(jac.shape() == Shape{rows, d, rows, d});
-  double worst = 0;
-  for (std::size_t r = 0; r < rows; ++r)
-    for (std::size_t s = 0; s < rows; ++s)
-      for (std::size_t i = 0; i < d; ++i)
-        for (std::size_t j = 0; j < d; ++j) {
-          const double expected =
-              r != s ? 0.0 : w.data()(i) * rstd[r] * ((i == j ? 1.0 : 0.0) - 1.0 / d - x_hat(r, i) * x_hat(r, j) / d);
-          worst = std::max(worst, std::abs(jac.data()(r, i, s, j) - expected));
-        }
-  CHECK(worst <= 1e-12);
+  CHECK(worst_rowwise_jacobian_error(jac, rows, d, [&](std::size_t r, std::size_t i, std::size_t j) {
+          return w.data()(i) * rstd[r] * ((i == j ? 1.0 : 0.0) - 1.0 / d - x_hat(r, i) * x_hat(r, j) / d);
+        }) <= 1e-12);
 }
 
 TEST_CASE("rms_norm: the fused backward and its Jacobian", "[gradients]") {
@@ -205,16 +213,9 @@ TEST_CASE("rms_norm: the fused backward and its Jacobian", "[gradients]") {
   const auto jac =
       jacobian([&](const Tensor<double>& v) { return rms_norm(v, {d}, Tensor<double>(w.data()), eps); }, x);
   REQUIRE(jac.shape() == Shape{rows, d, rows, d});
-  double worst = 0;
-  for (std::size_t r = 0; r < rows; ++r)
-    for (std::size_t s = 0; s < rows; ++s)
-      for (std::size_t i = 0; i < d; ++i)
-        for (std::size_t j = 0; j < d; ++j) {
-          const double expected =
-              r != s ? 0.0 : w.data()(i) * rstd[r] * ((i == j ? 1.0 : 0.0) - x_hat(r, i) * x_hat(r, j) / d);
-          worst = std::max(worst, std::abs(jac.data()(r, i, s, j) - expected));
-        }
-  CHECK(worst <= 1e-12);
+  CHECK(worst_rowwise_jacobian_error(jac, rows, d, [&](std::size_t r, std::size_t i, std::size_t j) {
+          return w.data()(i) * rstd[r] * ((i == j ? 1.0 : 0.0) - x_hat(r, i) * x_hat(r, j) / d);
+        }) <= 1e-12);
 }
 
 TEST_CASE("rotary_embedding: the Jacobian is a rotation per pair, so the backward is the inverse rotation",

@@ -13,11 +13,9 @@
 #include "tests/helpers.hpp"
 
 using namespace tapegrad;
-using tapegrad::testing::ids;
-using tapegrad::testing::values;
+using namespace tapegrad::testing;
 using namespace tapegrad::indexing;
 using Catch::Contains;
-using tapegrad::testing::rand_input;
 
 namespace {
 using TD = Tensor<double>;

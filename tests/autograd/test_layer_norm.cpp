@@ -10,13 +10,7 @@
 #include "tests/helpers.hpp"
 
 using namespace tapegrad;
-using tapegrad::testing::allclose;
-using tapegrad::testing::rand_input;
-using tapegrad::testing::values;
-
-namespace {
-using Inputs = std::vector<Tensor<double>>;
-}  // namespace
+using namespace tapegrad::testing;
 
 TEST_CASE("layer_norm of [1, 2, 4] matches a hand computation with the biased variance", "[layer_norm]") {
   auto x = Tensor<double>::from_vector({1, 2, 4}, {1, 3});

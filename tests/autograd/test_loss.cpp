@@ -16,10 +16,7 @@
 #include "tests/helpers.hpp"
 
 using namespace tapegrad;
-using tapegrad::testing::allclose;
-using tapegrad::testing::ids;
-using tapegrad::testing::rand_input;
-using tapegrad::testing::values;
+using namespace tapegrad::testing;
 using TD = Tensor<double>;
 using Inputs = std::vector<TD>;
 

@@ -10,16 +10,13 @@
 #include "tests/helpers.hpp"
 
 using namespace tapegrad;
-using tapegrad::testing::allclose;
-using tapegrad::testing::rand_input;
-using tapegrad::testing::values;
+using namespace tapegrad::testing;
 
 namespace {
 // 0, 1, ..., 11 as [3, 4].
 Tensor<double> count_3x4(bool requires_grad = false) {
   return Tensor<double>::from_vector({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, {3, 4}, requires_grad);
 }
-using Inputs = std::vector<Tensor<double>>;
 BoolArray mask(const std::vector<bool>& v, const Shape& shape) {
   BoolArray a = BoolArray::from_shape(shape);
   std::copy(v.begin(), v.end(), a.begin());

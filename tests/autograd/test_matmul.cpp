@@ -12,6 +12,7 @@
 
 using namespace tapegrad;
 using tapegrad::testing::allclose;
+using tapegrad::testing::check_same_bits_at_any_thread_count;
 using tapegrad::testing::rand_input;
 
 namespace {
@@ -300,7 +301,6 @@ TEST_CASE("linear and its gradients give the same bits at any thread count", "[m
   // A language model's shapes, whose products are cut by columns ([tokens, d] x [vocab, d]^T) and by
   // rows (the weight gradient [vocab, tokens] x [tokens, d]): OpenBLAS's value for an element depends
   // on the shape of the call that computes it, so the cut must not depend on the thread count.
-  const int before = get_num_threads();
   for (const auto& [rows, in, out] : {std::tuple<std::size_t, std::size_t, std::size_t>{1200, 128, 2000},
                                       {1200, 128, 384},
                                       {333, 64, 4001},
@@ -311,19 +311,13 @@ TEST_CASE("linear and its gradients give the same bits at any thread count", "[m
     Tensor<float> w = Tensor<float>::uniform({out, in}, -1.0f, 1.0f, gen, true);
     Tensor<float> b = Tensor<float>::uniform({out}, -1.0f, 1.0f, gen, true);
     const Tensor<float> g = Tensor<float>::uniform({rows, out}, -1.0f, 1.0f, gen);
-    std::vector<xt::xarray<float>> first;
-    for (int threads : {1, 2, 3}) {
-      set_num_threads(threads);
+    check_same_bits_at_any_thread_count([&] {
       x.zero_grad();
       w.zero_grad();
       b.zero_grad();
       const Tensor<float> y = linear(x, w, b);
       sum(mul(y, g)).backward();
-      const std::vector<xt::xarray<float>> now = {y.data(), x.grad(), w.grad(), b.grad()};
-      if (first.empty()) first = now;
-      INFO(threads << " threads");
-      for (std::size_t i = 0; i < now.size(); ++i) CHECK(bool(now[i] == first[i]));
-    }
+      return std::vector<xt::xarray<float>>{y.data(), x.grad(), w.grad(), b.grad()};
+    });
   }
-  set_num_threads(before);
 }

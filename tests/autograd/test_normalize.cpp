@@ -10,11 +10,7 @@
 #include "tests/helpers.hpp"
 
 using namespace tapegrad;
-using tapegrad::testing::rand_input;
-
-namespace {
-using Inputs = std::vector<Tensor<double>>;
-}  // namespace
+using namespace tapegrad::testing;
 
 TEST_CASE("normalize divides by max(norm, eps), with torch's gradient at a zero row", "[normalize]") {
   auto x = Tensor<double>::from_vector({3, 4, 0, 0}, {2, 2}, true);

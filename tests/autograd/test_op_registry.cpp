@@ -10,18 +10,11 @@
 #include "tests/parity.hpp"
 
 using namespace tapegrad;
-using tapegrad::testing::dtype_tag;
-using tapegrad::testing::mismatch;
-using tapegrad::testing::op_registry;
-using tapegrad::testing::OpInfo;
-using tapegrad::testing::sample_inputs;
+using namespace tapegrad::testing;
 
 namespace {
 
-const io::safetensors::File& fixture() {
-  static const io::safetensors::File file(std::string(TAPEGRAD_TEST_FIXTURES_DIR) + "/ops.safetensors");
-  return file;
-}
+const io::safetensors::File& fixture() { return testing::fixture_file("ops.safetensors"); }
 
 // The entry's function on the fixture case's inputs: the output, then backward from the recorded
 // upstream gradient and every input's gradient, each against torch's.

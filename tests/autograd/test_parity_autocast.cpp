@@ -35,10 +35,7 @@ using namespace tapegrad;
 
 namespace {
 
-const io::safetensors::File& fixture() {
-  static const io::safetensors::File file(std::string(TAPEGRAD_TEST_FIXTURES_DIR) + "/autocast.safetensors");
-  return file;
-}
+const io::safetensors::File& fixture() { return testing::fixture_file("autocast.safetensors"); }
 
 // A bound of the file (stored as float32, rounded up) in double.
 xt::xarray<double> bound(const std::string& key) { return fixture().get<float>(key); }

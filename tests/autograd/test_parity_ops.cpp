@@ -20,15 +20,11 @@
 #include "tests/parity.hpp"
 
 using namespace tapegrad;
-using tapegrad::testing::dtype_tag;
-using tapegrad::testing::mismatch;
+using namespace tapegrad::testing;
 
 namespace {
 
-const io::safetensors::File& fixture() {
-  static const io::safetensors::File file(std::string(TAPEGRAD_TEST_FIXTURES_DIR) + "/ops.safetensors");
-  return file;
-}
+const io::safetensors::File& fixture() { return testing::fixture_file("ops.safetensors"); }
 
 // One case in one dtype: its differentiable inputs as fresh leaves that require grad, and its other
 // arguments, looked up by the names of the fixture script.
@@ -203,13 +199,7 @@ TEMPLATE_TEST_CASE("core ops match torch 1.13 outputs and gradients", "[parity]"
 
 TEST_CASE("the parity table and the op registry cover every case of ops.safetensors in both dtypes, once", "[parity]") {
   // <case>.<dtype>.<role>...: the case is everything before the dtype tag.
-  std::map<std::string, std::set<std::string>> in_file;
-  for (const auto& name : fixture().names()) {
-    for (const std::string tag : {".f32.", ".f64."}) {
-      const auto at = name.find(tag);
-      if (at != std::string::npos) in_file[name.substr(0, at)].insert(tag);
-    }
-  }
+  const testing::FixtureCases in_file = testing::fixture_cases(fixture(), ".", /*at_end=*/false);
   std::set<std::string> in_table;
   for (const auto& entry : cases<double>()) in_table.insert(entry.first);
   for (const auto& op : testing::op_registry())
@@ -217,12 +207,7 @@ TEST_CASE("the parity table and the op registry cover every case of ops.safetens
       INFO(key << " is both in the parity table and in the registry's entry " << op.name);
       CHECK(in_table.insert(key).second);
     }
-  std::set<std::string> file_cases;
-  for (const auto& [name, tags] : in_file) {
-    file_cases.insert(name);
-    INFO(name);
-    CHECK(tags.size() == 2);
-  }
-  CHECK(file_cases == in_table);
+  CHECK(in_file.in_one_dtype.empty());
+  CHECK(in_file.cases == in_table);
   CHECK(cases<float>().size() == cases<double>().size());
 }

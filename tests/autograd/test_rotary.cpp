@@ -10,12 +10,7 @@
 #include "tests/helpers.hpp"
 
 using namespace tapegrad;
-using tapegrad::testing::allclose;
-using tapegrad::testing::rand_input;
-
-namespace {
-using Inputs = std::vector<Tensor<double>>;
-}  // namespace
+using namespace tapegrad::testing;
 
 namespace {
 // The rows of x [B, H, L, D] rotated by the formula, with angles from rotary_tables' definition.

@@ -12,10 +12,7 @@
 
 using namespace tapegrad;
 using Catch::Contains;
-using tapegrad::testing::allclose;
-using tapegrad::testing::rand_input;
-using tapegrad::testing::values;
-using Inputs = std::vector<Tensor<double>>;
+using namespace tapegrad::testing;
 
 namespace {
 

@@ -11,13 +11,9 @@
 #include "tests/helpers.hpp"
 
 using namespace tapegrad;
-using tapegrad::testing::allclose;
-using tapegrad::testing::ids;
-using tapegrad::testing::rand_input;
-using tapegrad::testing::values;
+using namespace tapegrad::testing;
 
 namespace {
-using Inputs = std::vector<Tensor<double>>;
 // sin(0.37 * i) for i = 0..23 as [2, 3, 4]: the input of the torch reference values below.
 Tensor<double> wave_2x3x4(bool requires_grad = false) {
   std::vector<double> v(24);

@@ -212,6 +212,9 @@ std::vector<std::string> companions(const std::string& program, const std::strin
   if (program == "train_lm" && flag == "--steps") args = {"--warmup", "0"};
   if (program == "train_lm" && flag == "--hidden") args = {"--arch", "llama"};
   if (flag == "--accumulate") args = {"--batch-size", value};
+  // AdamW's decay factor 1 - lr * weight_decay must stay positive: each end of one with none of the other.
+  if (flag == "--lr" && program != "train_translate") args = {"--weight-decay", "0"};
+  if (flag == "--weight-decay") args = {"--lr", "0"};
   if (flag == "--crop-min") args = {"--crop-max", "1000000"};
   if (flag == "--crop-max") args = {"--crop-min", "1"};
   if (!args.empty() || flag == "--ff") args.insert(args.end(), small_tables.begin(), small_tables.end());
@@ -235,6 +238,32 @@ std::vector<std::string> trial(const std::string& program, const std::string& su
 
 std::size_t lines_of(const std::string& text) {
   return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
+// train_imdb's and train_lm's tiny model on the fixture's reviews, trained in milliseconds on one thread,
+// without gradient clipping.
+std::vector<std::string> tiny_text_args() {
+  std::vector<std::string> args = tapegrad::testing::text_tiny_args();
+  args.insert(args.end(),
+              {"--layers", "1", "--valid-fraction", "0.34", "--warmup", "1", "--clip-norm", "0", "--threads", "1"});
+  return args;
+}
+
+// A command line of `program` that trains a tiny run to its end in about a second, without --out.
+std::vector<std::string> tiny_run_args(const std::string& program) {
+  if (program == "train_translate") return tapegrad::testing::translate_tiny_args("4", "2");
+  std::vector<std::string> args = tiny_text_args();
+  if (program == "train_imdb") args.insert(args.end(), {"--max-len", "32", "--epochs", "2"});
+  if (program == "train_lm") args.insert(args.end(), {"--context", "32", "--steps", "4", "--eval-every", "2"});
+  return args;
+}
+
+// The command line that resumes the run in `run` of `program`.
+std::vector<std::string> resume_args(const std::string& program, const std::string& run) {
+  if (program == "train_translate") return {"--resume", "--out", run};
+  std::vector<std::string> args = {"--resume", "--out", run, "--threads", "1"};
+  args.insert(args.end(), {"--data", tapegrad::testing::tiny_reviews(), "--no-download"});
+  return args;
 }
 
 }  // namespace
@@ -347,35 +376,12 @@ TEST_CASE("every program: a diverging run stops naming the step, keeps its last 
   // is up to the last bits of the products (other kernels, other CPUs), so the step is read from the
   // run's own log, a metrics.jsonl line every step (--log-every 1), and the error must name the first
   // step whose loss the log does not hold.
-  const std::string fixture = std::string(TAPEGRAD_TEST_DATA_DIR) + "/aclImdb_small";
   struct Case {
     std::string program;
     std::vector<std::string> args;
     std::vector<std::string> use;  // a subcommand that loads the model (its run folder flag last)
   };
-  const std::vector<std::string> tiny_text = {"--data",
-                                              fixture,
-                                              "--no-download",
-                                              "--d-model",
-                                              "8",
-                                              "--heads",
-                                              "2",
-                                              "--layers",
-                                              "1",
-                                              "--ff",
-                                              "16",
-                                              "--vocab-size",
-                                              "50",
-                                              "--batch-size",
-                                              "2",
-                                              "--valid-fraction",
-                                              "0.34",
-                                              "--warmup",
-                                              "1",
-                                              "--clip-norm",
-                                              "0",
-                                              "--threads",
-                                              "1"};
+  const std::vector<std::string> tiny_text = tiny_text_args();
   // train_translate diverges with a huge learning rate and Adam without its second moment.
   auto translate_args = tapegrad::testing::translate_tiny_args("60", "3");
   translate_args.insert(translate_args.end(), {"--lr-factor", "1000", "--eps", "1", "--beta2", "0"});
@@ -383,13 +389,17 @@ TEST_CASE("every program: a diverging run stops naming the step, keeps its last 
       {"train_imdb",
        {"--max-len", "32", "--epochs", "30", "--lr", "1000", "--optimizer", "sgd"},
        {"predict", "good", "--run"}},
+      // train_lm's AdamW cannot diverge in float by its flags alone (its steps are bounded by --lr, its decay
+      // factor refused outside (0, 1)): bf16 products of weights grown by --lr 1000 overflow instead.
       {"train_lm",
-       {"--context", "32", "--steps", "60", "--eval-every", "3", "--lr", "1000"},
+       {"--context", "32", "--steps", "60", "--eval-every", "1", "--lr", "1000", "--weight-decay", "0", "--precision",
+        "bf16"},
        {"generate", "--max-new-tokens", "5", "good", "--run"}},
       {"train_translate", translate_args, {"translate", "one", "--out"}},
   };
   for (Case& c : cases) {
     if (c.program != "train_translate") c.args.insert(c.args.begin(), tiny_text.begin(), tiny_text.end());
+    if (c.program == "train_lm") *(std::find(c.args.begin(), c.args.end(), "--layers") + 1) = "4";
     c.args.insert(c.args.end(), {"--log-every", "1"});
   }
   // What metrics.jsonl says of a run stopped at step `stop`: steps 1 to stop - 1 each logged a finite loss,
@@ -427,37 +437,46 @@ TEST_CASE("every program: a diverging run stops naming the step, keeps its last 
     const CliResult r = p.run(args, "");
     CHECK(r.code == 1);
     std::smatch named;
-    // A run stops at its first non-finite training loss, or (train_imdb, whose validation fits weights to
-    // the logits) at a validation whose logits are not finite, whichever comes first on this CPU's kernels.
+    // A run stops at its first non-finite training loss, at a validation whose logits are not finite
+    // (train_imdb, whose validation fits weights to the logits), or at a validation whose model holds NaN
+    // (a step's update overflowed), whichever comes first on this CPU's kernels; the extreme settings are
+    // named.
     REQUIRE(std::regex_search(
         r.err, named,
         std::regex(c.program +
                    R"(: (?:(the training loss is (?:nan|inf|-inf) at step (\d+) \(epoch (\d+)\)); stopped )"
                    R"(without updating the model|(the validation logits are not finite at the validation )"
-                   R"(after step (\d+) \(epoch (\d+)\)); stopped without saving), (?:the last checkpoint )"
-                   R"(\(step (\d+)\) is kept|there is no checkpoint yet) \((?:anomaly detection names the op )"
-                   R"(that produced it|a smaller learning rate or clipping may help)\)\n$)")));
+                   R"(after step (\d+) \(epoch (\d+)\)); stopped without saving|(after step (\d+) the model's )"
+                   R"("[^"]+" holds -?nan at flat index \d+); stopped before validating and saving it), )"
+                   R"((?:the last checkpoint \(step (\d+)\) is kept|there is no checkpoint yet); likely to )"
+                   R"(blame: lr \d[^(]* \(above \d+(?:\.\d+)?\).*, gradient clipping off \((?:anomaly )"
+                   R"(detection names the op that produced it|a smaller learning rate or clipping may help|)"
+                   R"(a smaller learning rate, clipping or a larger eps may help)\)\n$)")));
     // --detect-anomaly names the op instead.
     auto anomaly = args;
     anomaly.back() = (tmp.path / "anomaly").string();
     anomaly.push_back("--detect-anomaly");
     const CliResult detected = p.run(anomaly, "");
     CHECK(detected.code == 1);
-    const bool in_validation = named[4].matched;
+    const bool in_validation = named[4].matched, in_weights = named[7].matched;
     // Anomaly detection names the op that made a NaN; a validation's logits can be infinite instead.
     if (!in_validation || detected.err.find(named[4].str()) == std::string::npos)
       CHECK_THAT(detected.err, Catch::Contains(c.program + ": detect_anomaly: the "));
-    const std::string stop = in_validation ? named[4] : named[1];
+    const std::string stop = in_validation ? named[4] : in_weights ? named[7] : named[1];
     // The first step the log must not hold: the one whose loss was not finite, or the one after the
-    // validation that failed (its step trained and was logged).
-    const std::int64_t step = in_validation ? std::stoll(named[5]) + 1 : std::stoll(named[2]);
-    const std::int64_t epoch = std::stoll(in_validation ? named[6] : named[3]);
+    // validation that failed or the step that left NaN weights (that step trained and was logged).
+    const std::int64_t step = in_validation ? std::stoll(named[5]) + 1
+                              : in_weights  ? std::stoll(named[8]) + 1
+                                            : std::stoll(named[2]);
+    const std::int64_t epoch = in_weights ? 0 : std::stoll(in_validation ? named[6] : named[3]);
     INFO(stop);
     // The named step is the first whose loss is not finite (or whose validation is not), in the epoch it
     // belongs to; the checkpoint kept is the last one before it (the setup diverges after the first).
     double last_epoch = 0;
     const std::int64_t checkpoint = read_log(std::filesystem::path(run) / "metrics.jsonl", step, last_epoch);
-    if (in_validation) {
+    if (in_weights) {
+      // No epoch named: the message is about the model, between a step and its validation.
+    } else if (in_validation) {
       CHECK(last_epoch > double(epoch - 1));
       CHECK(last_epoch <= double(epoch));
     } else if (step > 1) {
@@ -466,14 +485,14 @@ TEST_CASE("every program: a diverging run stops naming the step, keeps its last 
     }
     // The message names the checkpoint the log shows, or says there is none (bf16 or other kernels can
     // make the first validation diverge already).
-    if (!named[7].matched) {
+    if (!named[9].matched) {
       CHECK(checkpoint == 0);
       CHECK_FALSE(std::filesystem::exists(std::filesystem::path(run) / "last.ckpt.safetensors"));
       continue;
     }
-    CHECK(std::stoll(named[7]) == checkpoint);
+    CHECK(std::stoll(named[9]) == checkpoint);
     REQUIRE(checkpoint > 0);
-    CHECK(checkpoint < (in_validation ? step - 1 : step));
+    CHECK(checkpoint < (in_validation || in_weights ? step - 1 : step));
     // The best model on disk is from that checkpoint's validation or an earlier one.
     const auto model = tapegrad::io::safetensors::File(run + "/model.safetensors").metadata();
     CHECK(std::stoll(model.at("step")) <= checkpoint);
@@ -491,6 +510,216 @@ TEST_CASE("every program: a diverging run stops naming the step, keeps its last 
     use.push_back(run);
     CHECK(p.run(use, "").code == 0);
   }
+}
+
+TEST_CASE("every program: --resume of a finished run checks every file it uses, and refuses a damaged one by name",
+          "[cli]") {
+  // The run trains no further, so the program went straight to the scores stored with its best model: a
+  // model with one flipped byte exited 0 with them, and only a later use of the run found the damage.
+  for (const Program& p : programs()) {
+    INFO(p.name);
+    tapegrad::testing::TempDir tmp;
+    const std::filesystem::path good = tmp.path / "good";
+    auto args = tiny_run_args(p.name);
+    args.insert(args.end(), {"--out", good.string()});
+    const CliResult trained = p.run(args, "");
+    REQUIRE(trained.code == 0);
+    REQUIRE(p.run(resume_args(p.name, good.string()), "").code == 0);
+    std::vector<std::string> files = {"model.safetensors", "last.ckpt.safetensors", "config.json"};
+    if (std::filesystem::exists(good / "vocab.txt")) files.push_back("vocab.txt");
+    for (const std::string& name : files) {
+      INFO(name);
+      const std::filesystem::path run = tmp.path / ("damaged-" + name);
+      std::filesystem::copy(good, run);
+      // A byte of the values, not of the layout that parsing would refuse anyway: the last of a
+      // safetensors file, the last digit of config.json, a letter of the vocabulary's last token.
+      std::fstream file(run / name, std::ios::in | std::ios::out | std::ios::binary);
+      std::string bytes((std::istreambuf_iterator<char>(file)), {});
+      std::size_t at = bytes.size() - 1;
+      if (name == "config.json") at = bytes.find_last_of("0123456789");
+      if (name == "vocab.txt") at = bytes.find_last_not_of("\n");
+      REQUIRE(at < bytes.size());
+      file.seekp(static_cast<std::streamoff>(at));
+      file.put(static_cast<char>(bytes[at] ^ 1));
+      file.close();
+      const CliResult r = p.run(resume_args(p.name, run.string()), "");
+      CHECK(r.code != 0);
+      CHECK_THAT(r.err, Catch::Contains((run / name).string()));
+      CHECK_THAT(r.out, !Catch::Contains("validation") && !Catch::Contains("test"));
+    }
+  }
+}
+
+TEST_CASE("every program: report warns on a damaged metrics.jsonl by line, and fails when a trained run has none left",
+          "[cli]") {
+  // A truncated log said "no data yet" with exit 0, and a garbage line was skipped without a word.
+  for (const Program& p : programs()) {
+    INFO(p.name);
+    tapegrad::testing::TempDir tmp;
+    const std::filesystem::path good = tmp.path / "good";
+    auto args = tiny_run_args(p.name);
+    args.insert(args.end(), {"--out", good.string()});
+    REQUIRE(p.run(args, "").code == 0);
+    const auto report = [&](const std::filesystem::path& run) {
+      return p.run({"report", p.name == "train_translate" ? "--out" : "--run", run.string()}, "");
+    };
+    const CliResult whole = report(good);
+    CHECK(whole.code == 0);
+    CHECK(whole.err.empty());
+    std::ifstream in(good / "metrics.jsonl");
+    const std::string log((std::istreambuf_iterator<char>(in)), {});
+    const std::size_t first_end = log.find('\n');
+    REQUIRE(first_end != std::string::npos);
+
+    // A garbage line between the first two: named by its number, and the rest still drawn.
+    const std::filesystem::path garbage = tmp.path / "garbage";
+    std::filesystem::copy(good, garbage);
+    std::ofstream(garbage / "metrics.jsonl") << log.substr(0, first_end + 1) << "{\"step\": 3, \"lo\n"
+                                             << log.substr(first_end + 1);
+    const CliResult warned = report(garbage);
+    CHECK(warned.code == 0);
+    CHECK_THAT(warned.err,
+               Catch::StartsWith(fmt::format("warning: {} line 2: not JSON (", (garbage / "metrics.jsonl").string())));
+    CHECK_THAT(warned.out, Catch::StartsWith("report: "));
+
+    // Cut short inside its first line, or emptied: nothing is left of a run that trained.
+    for (const std::string& kept : {log.substr(0, first_end / 2), std::string()}) {
+      const std::filesystem::path cut = tmp.path / ("cut" + std::to_string(kept.size()));
+      std::filesystem::copy(good, cut);
+      std::ofstream(cut / "metrics.jsonl", std::ios::trunc) << kept;
+      const CliResult failed = report(cut);
+      CHECK(failed.code == 1);
+      CHECK_THAT(failed.err, Catch::EndsWith(fmt::format(
+                                 "{}: {}: no readable line, yet the run has trained ({} exists): its log is lost or "
+                                 "damaged, so there is nothing to report\n",
+                                 p.name, (cut / "metrics.jsonl").string(), (cut / "last.ckpt.safetensors").string())));
+      CHECK(failed.out.empty());
+    }
+
+    // A run still starting (its config written, nothing trained yet) has no data yet, which is no error.
+    const std::filesystem::path starting = tmp.path / "starting";
+    std::filesystem::create_directory(starting);
+    std::filesystem::copy(good / "config.json", starting / "config.json");
+    const CliResult early = report(starting);
+    CHECK(early.code == 0);
+    CHECK(early.err.empty());
+    std::ifstream page(starting / "report.html");
+    CHECK_THAT(std::string((std::istreambuf_iterator<char>(page)), {}), Catch::Contains("no data yet"));
+  }
+}
+
+TEST_CASE("every program: the temporary files a killed save left are gone once the run starts or resumes", "[cli]") {
+  // A kill -9 in the middle of write_file_atomically leaves "<file>.tmp.<pid>.<n>", as large as the file;
+  // the next save of the same file removed it, but config.json and vocab.txt are never saved again.
+  for (const Program& p : programs()) {
+    INFO(p.name);
+    tapegrad::testing::TempDir tmp;
+    const std::filesystem::path run = tmp.path / "run";
+    auto args = tiny_run_args(p.name);
+    args.insert(args.end(), {"--out", run.string()});
+    REQUIRE(p.run(args, "").code == 0);
+    const auto plant = [&] {
+      const pid_t dead = tapegrad::testing::exited_pid();
+      for (const char* name : {"config.json", "vocab.txt", "last.ckpt.safetensors", "report.html"}) {
+        std::ofstream(run / fmt::format("{}.tmp.{}.{}", name, dead, 7)) << "cut short";
+      }
+    };
+    const auto temporaries = [&] {
+      std::vector<std::string> found;
+      for (const auto& entry : std::filesystem::recursive_directory_iterator(run)) {
+        const std::string name = entry.path().filename().string();
+        if (name.find(".tmp.") != std::string::npos) found.push_back(name);
+      }
+      return found;
+    };
+    plant();
+    const CliResult resumed = p.run(resume_args(p.name, run.string()), "");
+    CHECK(resumed.code == 0);
+    CHECK(temporaries().empty());
+    CHECK_THAT(resumed.err, Catch::Contains(fmt::format("removed {}/config.json.tmp.", run.string())) &&
+                                Catch::Contains(", left by a save that was killed"));
+    // The same when a new run starts over it.
+    plant();
+    auto again = args;
+    again.push_back("--overwrite");
+    CHECK(p.run(again, "").code == 0);
+    CHECK(temporaries().empty());
+  }
+}
+
+TEST_CASE("train_lm --overwrite: the previous run is replaced only once the new one has its first checkpoint",
+          "[cli]") {
+  // It was deleted at the start, so a new run that failed or was stopped early left nothing at all.
+  const Program& lm = programs().back();
+  REQUIRE(lm.name == "train_lm");
+  tapegrad::testing::TempDir tmp;
+  const std::filesystem::path run = tmp.path / "run";
+  auto args = tiny_run_args("train_lm");
+  args.insert(args.end(), {"--out", run.string()});
+  REQUIRE(lm.run(args, "").code == 0);
+  const auto read = [](const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), {});
+  };
+  const std::vector<std::string> kept = {"model.safetensors", "last.ckpt.safetensors", "config.json", "vocab.txt"};
+  std::map<std::string, std::string> before;
+  for (const auto& name : kept) before[name] = read(run / name);
+  const auto unchanged = [&] {
+    for (const auto& name : kept) {
+      INFO(name);
+      CHECK(read(run / name) == before[name]);
+    }
+    CHECK_FALSE(std::filesystem::exists(run / "previous-run"));
+  };
+
+  // A new run (other settings, no checkpoint for a long while) started with --overwrite, as a process,
+  // and signalled once it has moved the previous run aside.
+  std::string command = std::string("'") + TRAIN_LM_PROGRAM + "'";
+  auto long_run = tiny_text_args();
+  long_run.insert(long_run.end(), {"--context", "16", "--steps", "1000000", "--eval-every", "1000000", "--overwrite",
+                                   "--out", run.string()});
+  for (const auto& a : long_run) command += " '" + a + "'";
+  const auto signalled = [&](const std::string& signal) {
+    // An error file each: the wait for the line must not read an earlier process's.
+    const std::string err = (tmp.path / ("err." + signal)).string();
+    return tapegrad::testing::shell(fmt::format(
+        "{} 2> '{}' & pid=$!; until grep -qs 'moved to' '{}'; do kill -0 $pid 2> /dev/null || exit 99; sleep 0.02; "
+        "done; kill -{} $pid; wait $pid; echo $?",
+        command, err, err, signal));
+  };
+
+  // Ctrl-C before the first checkpoint: the previous run is back, byte for byte.
+  const auto [code, status] = signalled("INT");
+  CHECK(code == 0);
+  CHECK(status == "130\n");
+  CHECK_THAT(read(tmp.path / "err.INT"),
+             Catch::Contains(fmt::format("--overwrite: this run stopped before its first checkpoint, so the "
+                                         "previous run's config.json, metrics.jsonl, "
+                                         "last.ckpt.safetensors, model.safetensors, vocab.txt are back in {}",
+                                         run.string())));
+  unchanged();
+
+  // kill -9 there: the next start puts it back (here a --resume, which then finds the finished run).
+  const auto [killed_code, killed_status] = signalled("KILL");
+  CHECK(killed_code == 0);
+  CHECK(killed_status == "137\n");
+  CHECK(std::filesystem::exists(run / "previous-run" / "model.safetensors"));
+  const CliResult resumed = lm.run(resume_args("train_lm", run.string()), "");
+  CHECK(resumed.code == 0);
+  CHECK_THAT(resumed.err, Catch::Contains("put back the previous run's config.json, metrics.jsonl, "
+                                          "last.ckpt.safetensors, model.safetensors, vocab.txt"));
+  unchanged();
+
+  // A new run that reaches its first checkpoint deletes the previous one then.
+  auto replace = args;
+  replace.insert(replace.end(), {"--overwrite", "--seed", "5"});
+  const CliResult replaced = lm.run(replace, "");
+  CHECK(replaced.code == 0);
+  CHECK_THAT(replaced.err, Catch::Contains(fmt::format(
+                               "--overwrite: deleted the previous run ({}) now that this run has a checkpoint",
+                               (run / "previous-run").string())));
+  CHECK_FALSE(std::filesystem::exists(run / "previous-run"));
+  CHECK(read(run / "model.safetensors") != before["model.safetensors"]);
 }
 
 TEST_CASE("every program: --resume with a config.json nested 100,000 deep is an error naming the file", "[cli]") {

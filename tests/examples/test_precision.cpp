@@ -39,8 +39,6 @@ using tapegrad::testing::TempDir;
 
 namespace {
 
-const std::string kFixture = std::string(TAPEGRAD_TEST_DATA_DIR) + "/aclImdb_small";
-
 struct Program {
   std::string name;
   std::function<CliResult(std::vector<std::string>)> run;  // in-process
@@ -74,53 +72,16 @@ const std::vector<Program>& programs() {
        TRAIN_IMDB_PROGRAM,
        "precision-resolved",
        [](const fs::path& out) {
-         return with_out({"--data",
-                          kFixture,
-                          "--no-download",
-                          "--d-model",
-                          "8",
-                          "--heads",
-                          "2",
-                          "--ff",
-                          "16",
-                          "--vocab-size",
-                          "50",
-                          "--ngram-buckets",
-                          "64",
-                          "--wide-buckets",
-                          "0",
-                          "--max-len",
-                          "32",
-                          "--epochs",
-                          "8",
-                          "--batch-size",
-                          "2",
-                          "--valid-fraction",
-                          "0.34",
-                          "--warmup",
-                          "1",
-                          "--lr",
-                          "0.02",
-                          "--threads",
-                          "1"},
-                         out);
+         auto args = tapegrad::testing::text_tiny_args();
+         args.insert(args.end(), {"--ngram-buckets", "64", "--wide-buckets", "0", "--max-len", "32", "--epochs", "8",
+                                  "--valid-fraction", "0.34", "--warmup", "1", "--lr", "0.02", "--threads", "1"});
+         return with_out(args, out);
        },
        {"predict", "good", "--run"},
        [](const fs::path& out) {
-         imdb::Config c;
-         c.data = kFixture;
-         c.no_download = true;
-         c.d_model = 8;
-         c.heads = 2;
-         c.ff = 16;
-         c.vocab_size = 50;
+         imdb::Config c = tapegrad::testing::imdb_tiny_config();
          c.wide_buckets = 0;
-         c.max_len = 32;
          c.epochs = 3;  // 2 steps each, a checkpoint at each epoch's end
-         c.batch_size = 2;
-         c.valid_fraction = 0.34;
-         c.warmup = 1;
-         c.threads = 1;
          c.out = out.string();
          std::ostringstream sink;
          imdb::train(c, sink, sink, false, [](std::int64_t step) { return step == 3; });
@@ -129,55 +90,10 @@ const std::vector<Program>& programs() {
        in_process([](auto&&... a) { return lm::run_cli(a...); }, "train_lm"),
        TRAIN_LM_PROGRAM,
        "precision-resolved",
-       [](const fs::path& out) {
-         return with_out({"--data",
-                          kFixture,
-                          "--no-download",
-                          "--vocab-size",
-                          "60",
-                          "--context",
-                          "48",
-                          "--layers",
-                          "1",
-                          "--d-model",
-                          "16",
-                          "--heads",
-                          "2",
-                          "--ff",
-                          "32",
-                          "--batch-size",
-                          "2",
-                          "--steps",
-                          "30",
-                          "--eval-every",
-                          "15",
-                          "--warmup",
-                          "1",
-                          "--lr",
-                          "0.01",
-                          "--valid-fraction",
-                          "0.34",
-                          "--threads",
-                          "1"},
-                         out);
-       },
+       [](const fs::path& out) { return with_out(tapegrad::testing::lm_tiny_args("30", "15"), out); },
        {"generate", "--max-new-tokens", "3", "good", "--run"},
        [](const fs::path& out) {
-         lm::Config c;
-         c.data = kFixture;
-         c.no_download = true;
-         c.vocab_size = 60;
-         c.context = 48;
-         c.layers = 1;
-         c.d_model = 16;
-         c.heads = 2;
-         c.ff = 32;
-         c.batch_size = 2;
-         c.steps = 8;
-         c.eval_every = 4;
-         c.warmup = 1;
-         c.valid_fraction = 0.34;
-         c.threads = 1;
+         lm::Config c = tapegrad::testing::lm_tiny_config(8, 4);
          c.out = out.string();
          std::ostringstream sink;
          lm::train(c, sink, sink, false, [](std::int64_t step) { return step == 5; });
@@ -189,18 +105,7 @@ const std::vector<Program>& programs() {
        [](const fs::path& out) { return with_out(tapegrad::testing::translate_tiny_args("30", "15"), out); },
        {"translate", "one", "--out"},
        [](const fs::path& out) {
-         translate::Config c;
-         c.d_model = 16;
-         c.nhead = 2;
-         c.num_encoder_layers = c.num_decoder_layers = 1;
-         c.dim_feedforward = 32;
-         c.batch_size = 8;
-         c.steps = 6;
-         c.warmup = 2;
-         c.eval_every = 3;
-         c.valid_size = 20;
-         c.test_size = 10;
-         c.threads = 1;
+         translate::Config c = tapegrad::testing::translate_tiny_config(6, 3);
          c.out = out.string();
          std::ostringstream sink;
          translate::train(c, sink, sink, false, [](std::int64_t step) { return step == 4; });

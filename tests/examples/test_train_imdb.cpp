@@ -41,18 +41,16 @@
 #include "tapegrad/train/model_file.hpp"
 #include "tapegrad/train/progress.hpp"
 #include "tests/examples/cli_harness.hpp"
+#include "tests/examples/tiny_runs.hpp"
 #include "tests/helpers.hpp"
 
 namespace fs = std::filesystem;
 
-using tapegrad::testing::TempDir;
+using namespace tapegrad::testing;
 
 namespace {
 
 const fs::path kFixture = fs::path(TAPEGRAD_TEST_DATA_DIR) / "aclImdb_small";
-
-using tapegrad::testing::CliResult;
-using tapegrad::testing::shell;
 
 CliResult run_in_process(std::vector<std::string> args, const std::string& input = "") {
   return tapegrad::testing::run_cli_in_process([](auto&&... a) { return imdb::run_cli(a...); }, "train_imdb",
@@ -62,25 +60,14 @@ CliResult run_in_process(std::vector<std::string> args, const std::string& input
 // A tiny model on the 12-review fixture: one review of each class held out, 2 steps per epoch. In fp32:
 // the tests recompute the program's results in-process, outside autocast (test_precision.cpp tests bf16).
 imdb::Config tiny_config(const fs::path& out, std::int64_t epochs) {
-  imdb::Config c;
+  imdb::Config c = tapegrad::testing::imdb_tiny_config();
   c.precision = "fp32";
-  c.data = kFixture.string();
-  c.no_download = true;
-  c.d_model = 8;
-  c.heads = 2;
-  c.ff = 16;
-  c.vocab_size = 50;
   c.ngram_buckets = 64;
   c.wide_buckets = 97;
-  c.max_len = 32;
   c.epochs = epochs;
-  c.batch_size = 2;
-  c.valid_fraction = 0.34;
-  c.warmup = 1;
   c.lr = 0.02;
   c.dropout = 0.1;
   c.log_every = 1;
-  c.threads = 1;
   c.out = out.string();
   return c;
 }
@@ -209,25 +196,8 @@ TEST_CASE("train_imdb rejects bad settings with one line naming the flag and exi
 
 TEST_CASE("train_imdb: warmup longer than training and a --resume without a run are usage errors", "[imdb]") {
   TempDir tmp;
-  const std::vector<std::string> base = {"--data",
-                                         kFixture.string(),
-                                         "--no-download",
-                                         "--d-model",
-                                         "8",
-                                         "--heads",
-                                         "2",
-                                         "--ff",
-                                         "16",
-                                         "--vocab-size",
-                                         "50",
-                                         "--max-len",
-                                         "32",
-                                         "--epochs",
-                                         "2",
-                                         "--batch-size",
-                                         "2",
-                                         "--out",
-                                         tmp.path.string()};
+  auto base = tapegrad::testing::text_tiny_args();
+  base.insert(base.end(), {"--max-len", "32", "--epochs", "2", "--out", tmp.path.string()});
   auto args = base;
   args.insert(args.end(), {"--warmup", "100"});
   CliResult r = run_in_process(args);

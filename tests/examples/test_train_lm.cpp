@@ -28,6 +28,7 @@
 #include "tapegrad/datasets/text/split.hpp"
 #include "tapegrad/io/safetensors.hpp"
 #include "tapegrad/train/metrics.hpp"
+#include "tests/examples/tiny_runs.hpp"
 #include "tests/helpers.hpp"
 
 namespace fs = std::filesystem;
@@ -65,70 +66,23 @@ CliResult generate_after_prompt(const fs::path& run, std::vector<std::string> ex
 
 // A tiny run on the 12-review fixture (one review of each class held out).
 std::vector<std::string> tiny(const fs::path& out, const std::string& objective = "causal") {
-  return {"--data",
-          kFixture.string(),
-          "--no-download",
-          "--objective",
-          objective,
-          "--vocab-size",
-          "60",
-          "--context",
-          "48",
-          "--layers",
-          "1",
-          "--d-model",
-          "16",
-          "--heads",
-          "2",
-          "--ff",
-          "32",
-          "--batch-size",
-          "2",
-          "--steps",
-          "6",
-          "--eval-every",
-          "3",
-          "--warmup",
-          "1",
-          "--lr",
-          "0.01",
-          "--dropout",  // not the default 0: --resume must restore the dropout generators
-          "0.1",
-          "--valid-fraction",
-          "0.34",
-          "--log-every",
-          "1",
-          "--threads",
-          "1",
-          "--out",
-          out.string()};
+  auto args = tapegrad::testing::lm_tiny_args("6", "3");
+  // --dropout not the default 0: --resume must restore the dropout generators.
+  args.insert(args.end(), {"--objective", objective, "--dropout", "0.1", "--log-every", "1", "--out", out.string()});
+  return args;
 }
 
 // objective "llama": the causal objective with --arch llama (--hidden 24).
 lm::Config tiny_config(const fs::path& out, const std::string& objective) {
-  lm::Config c;
-  c.data = kFixture.string();
-  c.no_download = true;
+  lm::Config c = tapegrad::testing::lm_tiny_config(6, 3);
   c.objective = objective == "llama" ? "causal" : objective;
   if (objective == "llama") {
     c.arch = "llama";
     c.hidden = 24;
   }
-  c.vocab_size = 60;
-  c.context = 48;
-  c.layers = 1;
-  c.d_model = 16;
-  c.heads = 2;
-  c.ff = 32;
-  c.batch_size = 2;
-  c.steps = 6;
-  c.eval_every = 3;
-  c.warmup = 1;
   c.lr = 0.01;
   c.dropout = 0.1;
-  c.valid_fraction = 0.34;
   c.log_every = 1;
-  c.threads = 1;
   c.out = out.string();
   if (objective == "masked") c.norm = "post";
   return c;

@@ -29,12 +29,9 @@
 #include "tests/helpers.hpp"
 
 namespace fs = std::filesystem;
-using tapegrad::testing::TempDir;
+using namespace tapegrad::testing;
 
 namespace {
-
-using tapegrad::testing::CliResult;
-using tapegrad::testing::shell;
 
 CliResult run_in_process(std::vector<std::string> args, const std::string& input = "") {
   return tapegrad::testing::run_cli_in_process([](auto&&... a) { return translate::run_cli(a...); }, "train_translate",
@@ -50,19 +47,8 @@ std::vector<std::string> tiny_args(const fs::path& out, const std::string& steps
 }
 
 translate::Config tiny_config(const fs::path& out) {
-  translate::Config c;
-  c.d_model = 16;
-  c.nhead = 2;
-  c.num_encoder_layers = c.num_decoder_layers = 1;
-  c.dim_feedforward = 32;
-  c.batch_size = 8;
-  c.steps = 6;
-  c.warmup = 2;
-  c.eval_every = 3;
+  translate::Config c = tapegrad::testing::translate_tiny_config(6, 3);
   c.log_every = 1;
-  c.valid_size = 20;
-  c.test_size = 10;
-  c.threads = 1;
   c.out = out.string();
   return c;
 }

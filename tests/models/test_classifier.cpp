@@ -11,12 +11,7 @@ using namespace tapegrad::models;
 
 namespace {
 TransformerClassifierOptions tiny(Pooling pooling, bool norm_first) {
-  TransformerClassifierOptions o;
-  o.vocab_size = 11;
-  o.max_len = 8;
-  o.d_model = 4;
-  o.nhead = 2;
-  o.num_layers = 2;
+  auto o = testing::sized<TransformerClassifierOptions>(11, 8, 4, 2, 2);
   o.dim_feedforward = 6;
   o.dropout = 0.0;
   o.attention_dropout = 0.0;

@@ -20,26 +20,23 @@
 
 using namespace tapegrad;
 using namespace tapegrad::models;
-using tapegrad::testing::check_activation_checkpointing;
-using tapegrad::testing::check_causal_bit_for_bit;
-using tapegrad::testing::check_forward_rows;
-using tapegrad::testing::check_generate_with_and_without_cache;
-using tapegrad::testing::check_learns_pattern;
-using tapegrad::testing::kPatternLength;
-using tapegrad::testing::kPatternVocab;
-using tapegrad::testing::random_ids;
+using namespace tapegrad::testing;
 
 namespace {
 
 GPTOptions tiny(PositionalKind positional = PositionalKind::Learned) {
-  GPTOptions o;
-  o.vocab_size = 13;
-  o.max_len = 40;
-  o.d_model = 8;
-  o.nhead = 2;
-  o.num_layers = 2;
+  auto o = sized<GPTOptions>(13, 40, 8, 2, 2);
   o.dim_feedforward = 12;
   o.positional = positional;
+  return o;
+}
+
+// The model of the KV cache's tests: tiny, with 4 heads of 8 and a feed-forward of 64.
+GPTOptions cached(PositionalKind positional) {
+  GPTOptions o = tiny(positional);
+  o.d_model = 32;
+  o.nhead = 4;
+  o.dim_feedforward = 64;
   return o;
 }
 
@@ -70,10 +67,7 @@ TEMPLATE_TEST_CASE("GPT: the KV cache gives the logits of full recomputation at 
   for (PositionalKind positional : {PositionalKind::Learned, PositionalKind::Sinusoidal}) {
     INFO("positions " << positional_name(positional));
     Generator gen(4);
-    GPTOptions o = tiny(positional);
-    o.d_model = 32;
-    o.nhead = 4;
-    o.dim_feedforward = 64;
+    const GPTOptions o = cached(positional);
     GPT<TestType> model(o, gen);
     model.eval();
     NoGradGuard no_grad;
@@ -107,10 +101,7 @@ TEST_CASE("greedy decoding: with the KV cache, every step's logits are full reco
   for (PositionalKind positional : {PositionalKind::Learned, PositionalKind::Sinusoidal}) {
     INFO("positions " << positional_name(positional));
     Generator gen(12);
-    GPTOptions o = tiny(positional);
-    o.d_model = 32;
-    o.nhead = 4;
-    o.dim_feedforward = 64;
+    const GPTOptions o = cached(positional);
     GPT<float> model(o, gen);
     model.eval();
     NoGradGuard no_grad;
@@ -328,12 +319,7 @@ TEST_CASE("TransformerMaskedLM: the encoder's names and shapes are the classifie
   for (bool norm_first : {false, true}) {
     for (PositionalKind positional : {PositionalKind::Sinusoidal, PositionalKind::Learned}) {
       INFO("norm_first " << norm_first << ", positions " << positional_name(positional));
-      TransformerClassifierOptions o;
-      o.vocab_size = 20;
-      o.max_len = 12;
-      o.d_model = 8;
-      o.nhead = 2;
-      o.num_layers = 2;
+      auto o = sized<TransformerClassifierOptions>(20, 12, 8, 2, 2);
       o.dim_feedforward = 10;
       o.norm_first = norm_first;
       o.positional = positional;

@@ -17,24 +17,12 @@
 
 using namespace tapegrad;
 using namespace tapegrad::models;
-using tapegrad::testing::check_activation_checkpointing;
-using tapegrad::testing::check_causal_bit_for_bit;
-using tapegrad::testing::check_forward_rows;
-using tapegrad::testing::check_generate_with_and_without_cache;
-using tapegrad::testing::check_learns_pattern;
-using tapegrad::testing::kPatternLength;
-using tapegrad::testing::kPatternVocab;
-using tapegrad::testing::random_ids;
+using namespace tapegrad::testing;
 
 namespace {
 
 LlamaOptions tiny(bool tied = true) {
-  LlamaOptions o;
-  o.vocab_size = 13;
-  o.max_len = 40;
-  o.d_model = 16;
-  o.nhead = 4;
-  o.num_layers = 2;
+  auto o = sized<LlamaOptions>(13, 40, 16, 4, 2);
   o.hidden = 24;
   o.tie_embeddings = tied;
   return o;

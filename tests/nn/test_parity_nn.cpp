@@ -21,19 +21,16 @@
 #include "tapegrad/io/safetensors.hpp"
 #include "tapegrad/models/llama.hpp"
 #include "tapegrad/nn/nn.hpp"
+#include "tests/helpers.hpp"
 #include "tests/parity.hpp"
 
 using namespace tapegrad;
 using namespace tapegrad::nn;
-using tapegrad::testing::dtype_tag;
-using tapegrad::testing::mismatch;
+using namespace tapegrad::testing;
 
 namespace {
 
-const io::safetensors::File& fixture() {
-  static const io::safetensors::File file(std::string(TAPEGRAD_TEST_FIXTURES_DIR) + "/modules.safetensors");
-  return file;
-}
+const io::safetensors::File& fixture() { return testing::fixture_file("modules.safetensors"); }
 
 // One case of the fixture in one dtype: its inputs as fresh leaves that require grad, its masks.
 template <typename T>
@@ -99,13 +96,8 @@ TransformerLayerOptions layer_options(bool batch_first, bool norm_first, Activat
 
 // make_module_fixtures.py's LlamaReference(11, 8, 2, 12, layers, tie) and its layers.
 models::LlamaOptions llama_options(std::size_t layers, bool tied) {
-  models::LlamaOptions o;
-  o.vocab_size = 11;
-  o.max_len = 8;
-  o.d_model = 8;
-  o.nhead = 2;
+  auto o = testing::sized<models::LlamaOptions>(11, 8, 8, 2, layers);
   o.hidden = 12;
-  o.num_layers = layers;
   o.tie_embeddings = tied;
   return o;
 }
@@ -316,22 +308,11 @@ TEMPLATE_TEST_CASE("nn modules match torch 1.13 outputs and gradients", "[parity
 
 TEST_CASE("the module parity table covers every case of modules.safetensors in both dtypes", "[parity]") {
   // <case>.<dtype>.out: the case is everything before the dtype tag.
-  std::map<std::string, std::set<std::string>> in_file;
-  for (const auto& key : fixture().names()) {
-    for (const std::string tag : {".f32.out", ".f64.out"}) {
-      const auto at = key.find(tag);
-      if (at != std::string::npos && at + tag.size() == key.size()) in_file[key.substr(0, at)].insert(tag);
-    }
-  }
+  const testing::FixtureCases in_file = testing::fixture_cases(fixture(), ".out", /*at_end=*/true);
   std::set<std::string> in_table;
   for (const auto& entry : cases<double>()) in_table.insert(entry.first);
-  std::set<std::string> file_cases;
-  for (const auto& [name, tags] : in_file) {
-    file_cases.insert(name);
-    INFO(name);
-    CHECK(tags.size() == 2);
-  }
-  CHECK(file_cases == in_table);
+  CHECK(in_file.in_one_dtype.empty());
+  CHECK(in_file.cases == in_table);
   CHECK(cases<float>().size() == in_table.size());
 }
 

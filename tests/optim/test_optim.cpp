@@ -563,6 +563,20 @@ TEST_CASE("bad hyperparameters and parameter lists throw, naming the value", "[o
   CHECK_THROWS_WITH(AdamW<double>(ps, AdamWOptions{0.1, {0.9, 0.999}, 1e-8, -0.01}),
                     Catch::Contains("weight_decay value: -0.01"));
   CHECK_THROWS_AS(Adam<double>(ps, AdamOptions{std::nan("")}), std::invalid_argument);
+  // AdamW's decay factor 1 - lr * weight_decay must stay positive (torch accepts any product): at 0 or
+  // below every step zeroes or flips the weights. Checked again at each step, as set_lr may raise lr.
+  CHECK_THROWS_WITH(AdamW<double>(ps, AdamWOptions{1000.0, {0.9, 0.999}, 1e-8, 0.1}),
+                    "AdamW: learning rate 1000 times weight_decay 0.1 is 100, not below 1: the decoupled decay factor "
+                    "1 - lr * weight_decay = -99 would zero or flip every weight each step");
+  CHECK_THROWS_WITH(AdamW<double>(ps, AdamWOptions{0.5, {0.9, 0.999}, 1e-8, 2.0}),
+                    Catch::StartsWith("AdamW: learning rate 0.5 times weight_decay 2 is 1, not below 1"));
+  CHECK_NOTHROW(AdamW<double>(ps, AdamWOptions{1000.0, {0.9, 0.999}, 1e-8, 0.0}));
+  CHECK_NOTHROW(Adam<double>(ps, AdamOptions{1000.0, {0.9, 0.999}, 1e-8, 0.1}));  // L2: no decay factor
+  AdamW<double> adamw(ps, AdamWOptions{0.1, {0.9, 0.999}, 1e-8, 0.5});
+  x.set_grad(xt::xarray<double>{1.0});
+  adamw.set_lr(4.0);
+  CHECK_THROWS_WITH(adamw.step(), Catch::StartsWith("AdamW: learning rate 4 times weight_decay 0.5 is 2"));
+  CHECK(x.data()(0) == 1.0);
   // RMSprop: torch's messages in torch's order; alpha > 1 is accepted, as in torch.
   CHECK_THROWS_WITH(RMSprop<double>(ps, RMSpropOptions{-0.1, -1.0}), "RMSprop: invalid learning rate: -0.1");
   CHECK_THROWS_WITH(RMSprop<double>(ps, RMSpropOptions{0.1, 0.99, -1e-8, -1.0}),

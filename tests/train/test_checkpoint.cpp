@@ -59,12 +59,7 @@ std::vector<Batch> make_batches(std::size_t n) {
 }
 
 models::TransformerClassifierOptions tiny_options() {
-  models::TransformerClassifierOptions o;
-  o.vocab_size = kVocab;
-  o.max_len = 8;
-  o.d_model = 8;
-  o.nhead = 2;
-  o.num_layers = 2;
+  auto o = testing::sized<models::TransformerClassifierOptions>(kVocab, 8, 8, 2, 2);
   o.dim_feedforward = 16;
   o.dropout = 0.2;
   o.attention_dropout = 0.2;

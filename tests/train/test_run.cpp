@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cctype>
 #include <cmath>
@@ -23,7 +24,11 @@
 #include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/nn/dropout.hpp"
 #include "tapegrad/nn/linear.hpp"
+#include "tapegrad/optim/adagrad.hpp"
 #include "tapegrad/optim/adam.hpp"
+#include "tapegrad/optim/adamw.hpp"
+#include "tapegrad/optim/rmsprop.hpp"
+#include "tapegrad/optim/sgd.hpp"
 #include "tapegrad/train/train.hpp"
 #include "tests/helpers.hpp"
 
@@ -228,8 +233,8 @@ TEST_CASE("RunDirectory: a new run never replaces a finished one unless told to"
   std::ofstream(run.file("vocab.txt")) << "a\n";
   CHECK_NOTHROW(run.check_new(false));
 
-  // With a model or a checkpoint, only --overwrite may start again; then every file of the run goes.
-  // A model without a checkpoint (stopped between the first two saves) cannot be resumed.
+  // With a model or a checkpoint, only --overwrite may start again; then every file of the run moves
+  // aside. A model without a checkpoint (stopped between the first two saves) cannot be resumed.
   std::ofstream(run.model()) << "weights";
   CHECK_THROWS_MATCHES(run.start_new(false), train::UsageError,
                        Catch::Message(fmt::format("--out {} already holds a run (config.json, model.safetensors, "
@@ -244,8 +249,52 @@ TEST_CASE("RunDirectory: a new run never replaces a finished one unless told to"
                                                   run.dir().string())));
   fs::remove(run.checkpoint());
   CHECK(read_bytes(run.model()) == "weights");
-  const auto removed = run.start_new(true);
-  CHECK(removed == std::vector<std::string>{"config.json", "model.safetensors", "vocab.txt"});
+  const auto moved = run.start_new(true);
+  CHECK(moved == std::vector<std::string>{"config.json", "model.safetensors", "vocab.txt"});
+  CHECK(run.existing_files().empty());
+  CHECK(read_bytes(run.previous() / "model.safetensors") == "weights");
+  // Kept aside, the overwritten run still counts: a new run without --overwrite is refused.
+  CHECK_THROWS_WITH(run.check_new(false), Catch::Contains("already holds a run (previous-run/)"));
+  // The new run stops before its first checkpoint: the previous run comes back, the new one's files go.
+  run.write_config({{"lr", 1}});
+  std::ofstream(run.metrics()) << "{}\n";
+  CHECK(run.restore_previous() == std::vector<std::string>{"config.json", "model.safetensors", "vocab.txt"});
+  CHECK(read_bytes(run.model()) == "weights");
+  CHECK(read_bytes(run.file("vocab.txt")) == "a\n");
+  CHECK_FALSE(fs::exists(run.metrics()));
+  CHECK_FALSE(fs::exists(run.previous()));
+  CHECK(run.restore_previous().empty());
+  // Killed before its first checkpoint, the next start puts the previous run back (settle); killed after
+  // it, the next start deletes it.
+  run.start_new(true);
+  run.write_config({{"lr", 2}});
+  const auto put_back = run.settle();
+  REQUIRE(put_back.size() == 1);
+  CHECK_THAT(put_back[0], Catch::StartsWith("put back the previous run's config.json, model.safetensors, vocab.txt"));
+  CHECK(read_bytes(run.model()) == "weights");
+  run.start_new(true);
+  std::ofstream(run.checkpoint()) << "new state";
+  CHECK_THAT(run.settle(), Catch::Equals(std::vector<std::string>{fmt::format(
+                               "removed {}: the run that replaced it has a checkpoint", run.previous().string())}));
+  CHECK_FALSE(fs::exists(run.previous()));
+  CHECK(run.settle().empty());
+  fs::remove(run.checkpoint());
+  fs::remove(run.config());
+  // The temporary files of killed saves go too, whatever file they were for; a live process's stay.
+  const pid_t dead = tapegrad::testing::exited_pid();
+  for (const std::string name : {"report.html", "last.ckpt.safetensors", "config.json"}) {
+    std::ofstream(run.file(fmt::format("{}.tmp.{}.0", name, dead))) << "half";
+  }
+  const std::string live = fmt::format("model.safetensors.tmp.{}.3", ::getpid());
+  std::ofstream(run.file(live)) << "saving";
+  std::ofstream(run.file("notes.tmp.txt")) << "mine";
+  CHECK(run.settle().size() == 3);
+  std::vector<std::string> left;
+  for (const auto& entry : fs::directory_iterator(run.dir())) left.push_back(entry.path().filename().string());
+  std::sort(left.begin(), left.end());
+  CHECK(left == std::vector<std::string>{live, "notes.tmp.txt"});
+  fs::remove(run.file(live));
+  fs::remove(run.file("notes.tmp.txt"));
   CHECK(fs::is_empty(run.dir()));
 
   CHECK_THROWS_MATCHES(run.check_resumable(), train::UsageError,
@@ -623,6 +672,48 @@ TEST_CASE("Trainer: a validation whose outputs are not finite stops the run nami
                                                             "saving, the last checkpoint (step 3) is kept"));
   Net saved(2);
   CHECK(train::load_checkpoint(second.run.checkpoint().string(), saved) == 3);
+}
+
+TEST_CASE("divergence_suspects names the extreme optimizer settings, and a diverged run's message carries them",
+          "[train]") {
+  Net net(1);
+  // Settings that train stably name nothing, gradient clipping off included.
+  CHECK(train::divergence_suspects(optim::Adam<double>(net.parameters()), 0.0).empty());
+  CHECK(train::divergence_suspects(optim::AdamW<double>(net.parameters()), 0.0).empty());
+  CHECK(train::divergence_suspects(optim::SGD<double>(net.parameters(), optim::SGDOptions{1.0}), 0.0).empty());
+  CHECK(train::divergence_suspects(optim::RMSprop<double>(net.parameters()), 0.0).empty());
+  CHECK(train::divergence_suspects(optim::Adagrad<double>(net.parameters()), 0.0).empty());
+  optim::AdamOptions adam{1000.0, {0.9, 0.0}, 1.0};
+  CHECK(train::divergence_suspects(optim::Adam<double>(net.parameters(), adam), 0.0) ==
+        "likely to blame: lr 1000 (above 0.1), beta2 0 (below 0.9), eps 1 (above 0.1: lr then scales the raw "
+        "gradient), gradient clipping off");
+  CHECK(train::divergence_suspects(optim::Adam<double>(net.parameters(), adam), 1.0) ==
+        "likely to blame: lr 1000 (above 0.1), beta2 0 (below 0.9), eps 1 (above 0.1: lr then scales the raw "
+        "gradient)");
+  CHECK(train::divergence_suspects(
+            optim::AdamW<double>(net.parameters(), optim::AdamWOptions{0.01, {0.9, 0.999}, 1e-30, 50.0}), 1.0) ==
+        "likely to blame: eps 1e-30 (below 1e-12), weight_decay 50 (lr * weight_decay 0.5 above 0.1)");
+  CHECK(
+      train::divergence_suspects(optim::SGD<double>(net.parameters(), optim::SGDOptions{1000.0, 0.0, 0.0, 5.0}), 0.0) ==
+      "likely to blame: lr 1000 (above 10), weight_decay 5 (above 1), gradient "
+      "clipping off");
+  CHECK(train::divergence_suspects(optim::RMSprop<double>(net.parameters(), optim::RMSpropOptions{0.01, 0.5}), 0.0) ==
+        "likely to blame: alpha 0.5 (below 0.9), gradient clipping off");
+
+  // A run that diverges with them says so, after what is kept.
+  Bare b;
+  optim::Adam<double> wild(b.model.parameters(), optim::AdamOptions{0.01, {0.9, 0.5}});
+  b.options.steps_per_epoch = 2;
+  b.hooks.forward = [&b](std::int64_t, std::int64_t) {
+    auto [x, labels] = draw(b.data, 4);
+    x.mutable_data()(0, 0) = std::numeric_limits<double>::infinity();
+    return loss_on(b.model, x, labels);
+  };
+  train::Trainer<double> trainer(b.run, b.model, wild, b.options, b.hooks, b.progress);
+  CHECK_THROWS_WITH(trainer.run(),
+                    "the training loss is nan at step 1 (epoch 1); stopped without updating the model, "
+                    "there is no checkpoint yet; likely to blame: beta2 0.5 (below 0.9), gradient "
+                    "clipping off (anomaly detection names the op that produced it)");
 }
 
 TEST_CASE("Trainer: autocast covers the forward, the backward and validation, and nothing else", "[train]") {

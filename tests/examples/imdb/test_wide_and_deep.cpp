@@ -15,12 +15,7 @@ using imdb::WideAndDeepOptions;
 
 namespace {
 TransformerClassifierOptions tiny() {
-  TransformerClassifierOptions o;
-  o.vocab_size = 11;
-  o.max_len = 8;
-  o.d_model = 4;
-  o.nhead = 2;
-  o.num_layers = 1;
+  auto o = tapegrad::testing::sized<TransformerClassifierOptions>(11, 8, 4, 2, 1);
   o.dim_feedforward = 6;
   o.dropout = 0.0;
   o.attention_dropout = 0.0;
