@@ -317,9 +317,12 @@ struct GradPtrs {
   T *dq, *dk, *dv;
 };
 
+// An input that needs no gradient keeps a default array, which is 0-d with one element (q, k and v
+// have 3 or 4 dims): no pointer for it, nor for an empty gradient.
 template <typename T>
 T* grad_ptr(std::vector<xt::xarray<T>>& grads, const Operand& o) {
-  return grads[o.input].size() ? grads[o.input].data() : nullptr;
+  xt::xarray<T>& g = grads[o.input];
+  return g.dimension() != 0 && g.size() != 0 ? g.data() : nullptr;
 }
 
 // The weights of a [bi, bj] block (row stride ld) for the backward: s holds the scores on entry and

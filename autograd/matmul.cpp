@@ -244,7 +244,8 @@ void linear_forward(const blas::Operand<T>& x, const blas::Operand<T>& w, const 
   }
   // Fixed blocks of rows (by the shape only), each a product then its activation while in cache; the
   // blocks are split over the threads, and each GEMM runs on its thread alone.
-  const bool gelu = activation == Activation::GELU;
+  const bool tanh = activation == Activation::GELUTanh;
+  const bool gelu = activation == Activation::GELU || tanh;
   const std::size_t block =
       std::max<std::size_t>(1, detail::kElementwiseGrain / std::max<std::size_t>(out_features, 1) / blas::kGemmAlign) *
       blas::kGemmAlign;
@@ -259,7 +260,10 @@ void linear_forward(const blas::Operand<T>& x, const blas::Operand<T>& w, const 
       T* __restrict y = out + r0 * out_features;
       if (gelu) {
         const T* __restrict z = pz + r0 * out_features;
-        for (std::size_t i = 0; i < n; ++i) y[i] = detail::gelu_value(z[i]);
+        if (tanh)
+          for (std::size_t i = 0; i < n; ++i) y[i] = detail::gelu_tanh_value(z[i]);
+        else
+          for (std::size_t i = 0; i < n; ++i) y[i] = detail::gelu_value(z[i]);
       } else {
         for (std::size_t i = 0; i < n; ++i) y[i] = detail::relu_value(y[i]);
       }
@@ -268,17 +272,20 @@ void linear_forward(const blas::Operand<T>& x, const blas::Operand<T>& w, const 
 }
 
 // The gradient before the activation, dz = g * slope (written to dz; act holds what the slope reads:
-// ReLU's output, GELU's input), and the bias gradient summed into db when given. Returns what the
+// ReLU's output, the GELUs' input), and the bias gradient summed into db when given. Returns what the
 // products read: dz, or g itself when there is no activation.
 template <typename T>
-const T* linear_activation_backward(const T* g, const T* act, bool gelu, std::size_t rows, std::size_t cols, T* db,
-                                    xt::xarray<T>& dz) {
+const T* linear_activation_backward(const T* g, const T* act, Activation activation, std::size_t rows, std::size_t cols,
+                                    T* db, xt::xarray<T>& dz) {
   if (!act) {
     if (db) bias_gradient(g, rows, cols, db, static_cast<T*>(nullptr), [](T gv, std::size_t) { return gv; });
     return g;
   }
   dz = xt::xarray<T>::from_shape({rows, cols});
-  if (gelu)
+  if (activation == Activation::GELUTanh)
+    bias_gradient(g, rows, cols, db, dz.data(),
+                  [act](T gv, std::size_t i) { return gv * detail::gelu_tanh_slope(act[i]); });
+  else if (activation == Activation::GELU)
     bias_gradient(g, rows, cols, db, dz.data(), [act](T gv, std::size_t i) { return gv * detail::gelu_slope(act[i]); });
   else
     bias_gradient(g, rows, cols, db, dz.data(),
@@ -305,9 +312,9 @@ Tensor<T> linear_impl(const char* op, const Tensor<T>& x, const Tensor<T>& weigh
   const std::size_t rows = numel(Shape(sx.begin(), sx.end() - 1));
   Shape out_shape = sx;
   out_shape.back() = out_features;
-  const bool gelu = activation == Activation::GELU;
+  const bool gelu = activation == Activation::GELU || activation == Activation::GELUTanh;
   xt::xarray<T> out = xt::xarray<T>::from_shape(out_shape);
-  // GELU's backward reads its input, the product plus bias: kept beside the output.
+  // The GELUs' backward reads their input, the product plus bias: kept beside the output.
   auto pre = std::make_shared<xt::xarray<T>>(gelu ? xt::xarray<T>::from_shape(out_shape) : xt::xarray<T>());
   // Under autocast the product reads bfloat16 copies of x and the weight, made once here and kept for
   // the backward in place of the float values (half the memory of the saved input).
@@ -326,19 +333,20 @@ Tensor<T> linear_impl(const char* op, const Tensor<T>& x, const Tensor<T>& weigh
 
   Tensor<T> result(std::move(out));
   if (!should_record(x, weight, bias)) return result;
-  // What the activation's backward reads: ReLU its output, GELU its input.
+  // What the activation's backward reads: ReLU its output, the GELUs their input.
   std::shared_ptr<const xt::xarray<T>> act_val;
   if (activation) act_val = gelu ? std::shared_ptr<const xt::xarray<T>>(pre) : result.saved();
   // The values the backward's products read: the bfloat16 copies under autocast, else x and the weight.
   std::shared_ptr<const xt::xarray<T>> x_val, w_val;
   if (!x_half) x_val = x.saved(), w_val = weight.saved();
   record(result, op, {x, weight, bias},
-         [x_val, w_val, x_half, w_half, precision, act_val, gelu, sx, rows, in_features, out_features](
+         [x_val, w_val, x_half, w_half, precision, act_val, activation, sx, rows, in_features, out_features](
              const xt::xarray<T>& g, GradInputs<T>& in) {
            xt::xarray<T> dz, db;  // the gradient before the activation, the bias's
            if (in.needs(2)) db = xt::zeros<T>({out_features});
-           const T* pg = linear_activation_backward(g.data(), act_val ? act_val->data() : nullptr, gelu, rows,
-                                                    out_features, in.needs(2) ? db.data() : nullptr, dz);
+           const T* pg = linear_activation_backward(g.data(), act_val ? act_val->data() : nullptr,
+                                                    activation.value_or(Activation::ReLU), rows, out_features,
+                                                    in.needs(2) ? db.data() : nullptr, dz);
            // Under autocast both products read dz: one bfloat16 copy serves the two.
            const std::vector<bfloat16> dz_half = in.needs(0) && in.needs(1)
                                                      ? blas::bfloat16_copy(precision, pg, rows, out_features)

@@ -18,14 +18,14 @@ template <typename T>
 Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& bias = {});
 
 /// The activations of a Transformer's feed-forward block (torch's activation="relu" | "gelu"; GELU is
-/// the exact, erf form).
-enum class Activation { ReLU, GELU };
+/// the exact, erf form; GELUTanh is gelu(x, approximate="tanh"), GPT-2's "gelu_new").
+enum class Activation { ReLU, GELU, GELUTanh };
 
 /// activation(linear(x, weight, bias)) in one op, the feed-forward block's first half, with the same
 /// values as the composed ops, forward and backward. The product runs on fixed blocks of rows, each
 /// followed at once by the bias and the activation while it is in cache (no second pass over the
 /// output); the backward forms the pre-activation gradient and the bias gradient in one pass, then
-/// the two products. ReLU keeps only its output for the backward, GELU its input. bias may be
+/// the two products. ReLU keeps only its output for the backward, GELU and GELUTanh their input. bias may be
 /// undefined. Throws ShapeError as linear does.
 template <typename T>
 Tensor<T> linear_activation(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& bias, Activation activation);

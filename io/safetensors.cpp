@@ -335,6 +335,77 @@ xt::xarray<V> File::get(const std::string& name) const {
   return out;
 }
 
+namespace {
+// IEEE binary16 (1 sign, 5 exponent, 10 mantissa bits) to float, exactly: subnormals are normalized,
+// infinities and NaNs keep their class.
+float half_to_float(std::uint16_t h) {
+  const std::uint32_t sign = std::uint32_t{h & 0x8000u} << 16;
+  std::uint32_t exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu, bits;
+  if (exponent == 0x1f) {
+    bits = sign | 0x7f800000u | (mantissa << 13);
+  } else if (exponent == 0) {
+    if (mantissa == 0) {
+      bits = sign;
+    } else {
+      int e = -1;
+      do {
+        mantissa <<= 1;
+        ++e;
+      } while ((mantissa & 0x400u) == 0);
+      bits = sign | (static_cast<std::uint32_t>(127 - 15 - e) << 23) | ((mantissa & 0x3ffu) << 13);
+    }
+  } else {
+    bits = sign | ((exponent + 127 - 15) << 23) | (mantissa << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+float bfloat16_to_float(std::uint16_t b) {
+  const std::uint32_t bits = std::uint32_t{b} << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+template <typename V, typename From, typename Convert>
+void convert_bytes(const char* src, xt::xarray<V>& out, Convert convert) {
+  for (std::size_t k = 0; k < out.size(); ++k) {
+    From v;
+    std::memcpy(&v, src + k * sizeof(From), sizeof(From));
+    out.data()[k] = static_cast<V>(convert(v));
+  }
+}
+}  // namespace
+
+template <typename V>
+xt::xarray<V> File::get_as(const std::string& name) const {
+  const Entry& e = entry(name);
+  auto out = xt::xarray<V>::from_shape(e.shape);
+  const char* src = data_.data() + e.begin;
+  switch (e.dtype) {
+    case Dtype::F16:
+      convert_bytes<V, std::uint16_t>(src, out, half_to_float);
+      break;
+    case Dtype::BF16:
+      convert_bytes<V, std::uint16_t>(src, out, bfloat16_to_float);
+      break;
+    case Dtype::F32:
+      convert_bytes<V, float>(src, out, [](float v) { return v; });
+      break;
+    case Dtype::F64:
+      convert_bytes<V, double>(src, out, [](double v) { return v; });
+      break;
+    default:
+      fail(path_,
+           fmt::format("tensor \"{}\" is {}, not a floating dtype (F16, BF16, F32 or F64)", name, dtype_name(e.dtype)));
+  }
+  return out;
+}
+
+template xt::xarray<float> File::get_as<float>(const std::string&) const;
+template xt::xarray<double> File::get_as<double>(const std::string&) const;
 template xt::xarray<float> File::get<float>(const std::string&) const;
 template xt::xarray<double> File::get<double>(const std::string&) const;
 template xt::xarray<std::int64_t> File::get<std::int64_t>(const std::string&) const;
@@ -384,7 +455,9 @@ void throw_problems(const std::string& path, const std::string& what, const std:
 
 namespace {
 // The floating dtypes a state_dict loads from into a float or double model, converting as needed.
-bool is_float_dtype(Dtype dtype) { return dtype == Dtype::F32 || dtype == Dtype::F64; }
+bool is_float_dtype(Dtype dtype) {
+  return dtype == Dtype::F16 || dtype == Dtype::BF16 || dtype == Dtype::F32 || dtype == Dtype::F64;
+}
 }  // namespace
 
 template <typename T>
@@ -409,13 +482,12 @@ std::vector<std::string> state_dict_problems(const File& file, const StateDict<T
                                      format_shape(it->second.shape())));
     }
     if (!is_float_dtype(file.dtype(full))) {
-      problems.push_back(fmt::format("\"{}\" is {} in the file, {} in the model (only F32 and F64 convert)", full,
-                                     dtype_name(file.dtype(full)), dtype_name(dtype_of<T>())));
+      problems.push_back(fmt::format("\"{}\" is {} in the file, {} in the model (only F16, BF16, F32 and F64 convert)",
+                                     full, dtype_name(file.dtype(full)), dtype_name(dtype_of<T>())));
     } else if (file_shape == it->second.shape()) {
       // A NaN or infinite weight (or an F64 value beyond a float's range) would load silently and make
       // every prediction NaN.
-      const xt::xarray<T> values =
-          file.dtype(full) == Dtype::F64 ? xt::xarray<T>(file.get<double>(full)) : xt::xarray<T>(file.get<float>(full));
+      const xt::xarray<T> values = file.get_as<T>(full);
       const auto bad = std::find_if(values.begin(), values.end(), [](T v) { return !std::isfinite(v); });
       if (bad != values.end()) {
         problems.push_back(fmt::format("\"{}\" holds {} at flat index {} (as {})", full, *bad,
@@ -433,24 +505,15 @@ std::vector<std::string> state_dict_problems(const File& file, const StateDict<T
 
 }  // namespace detail
 
-namespace {
-template <typename From, typename To>
-void copy_converted(const xt::xarray<From>& from, xt::xarray<To>& to) {
-  std::transform(from.begin(), from.end(), to.begin(), [](From v) { return static_cast<To>(v); });
-}
-}  // namespace
-
 template <typename T>
 void load_state_dict(const File& file, StateDict<T>& target, bool strict, const std::string& prefix) {
   detail::throw_problems(file.path(), "load_state_dict", detail::state_dict_problems(file, target, strict, prefix));
   for (auto& [name, tensor] : target) {
     if (!file.contains(prefix + name)) continue;
-    // Copy into the existing storage (the target aliases a module's parameter), converting F64 to
-    // float or F32 to double as torch's copy_ does.
-    if (file.dtype(prefix + name) == Dtype::F64)
-      copy_converted(file.get<double>(prefix + name), tensor.mutable_data());
-    else
-      copy_converted(file.get<float>(prefix + name), tensor.mutable_data());
+    // Copy into the existing storage (the target aliases a module's parameter), converting as torch's
+    // copy_ does.
+    const xt::xarray<T> values = file.get_as<T>(prefix + name);
+    std::copy(values.begin(), values.end(), tensor.mutable_data().begin());
   }
 }
 

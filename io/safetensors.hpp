@@ -93,6 +93,11 @@ class File {
   /// than the stored one throws std::runtime_error naming the tensor and both dtypes.
   template <typename V>
   xt::xarray<V> get(const std::string& name) const;
+  /// The values of a floating tensor (F16, BF16, F32 or F64) as V (float or double): widened exactly,
+  /// or rounded to nearest when narrowing, as torch's Tensor.to. Another dtype throws std::runtime_error
+  /// naming the tensor and its dtype.
+  template <typename V>
+  xt::xarray<V> get_as(const std::string& name) const;
   /// The tensor's bytes in the file, not copied: valid as long as this File. Throws std::runtime_error
   /// naming the file and the tensor if there is no such tensor.
   TensorView view(const std::string& name) const;
@@ -125,9 +130,9 @@ template <typename T>
 void save_state_dict(const std::string& path, const StateDict<T>& state, const Metadata& metadata = {});
 
 /// Copies the file's tensors into target's tensors (which alias a module's parameters, so this loads
-/// the module). Like torch's copy_, F64 values load into a float model and F32 values into a double
-/// one, converted (rounded to nearest when narrowing). Every problem — missing or unexpected names,
-/// wrong shapes, a dtype other than F32 or F64, NaN or infinite values (after conversion) — is reported
+/// the module). Like torch's copy_, F64, F32, F16 and BF16 values load into a float or double model,
+/// converted (rounded to nearest when narrowing). Every problem — missing or unexpected names,
+/// wrong shapes, a dtype other than these four, NaN or infinite values (after conversion) — is reported
 /// together in one std::runtime_error naming the file, and nothing is changed then. strict = false
 /// ignores missing and unexpected names but still rejects wrong shapes, dtypes and values.
 template <typename T>

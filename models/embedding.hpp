@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <xtensor/xarray.hpp>
 
@@ -19,14 +20,14 @@ enum class PositionalKind { Sinusoidal, Learned };
 std::string positional_name(PositionalKind p);
 
 /// nn::Embedding(vocab_size, d_model, gen, padding_idx) whose weights are then redrawn from
-/// N(0, d_model^-0.5) by a Generator seeded with gen.next_u64(), the padding row zero. Used with
+/// N(0, d_model^-0.5) by a Generator seeded with gen.next_u64(), the padding row (if any) zero. Used with
 /// scaled_lookup, rows start at unit scale like the positional encoding, while Adam moves them at a rate
 /// relative to that scale ("Attention Is All You Need", section 3.4; torch's N(0, 1) times sqrt(d_model)
 /// starts 8x larger at d_model 64 and learns correspondingly slower), and a tied output projection
 /// starts with logits of order one.
 template <typename T>
 std::shared_ptr<nn::Embedding<T>> scaled_normal_embedding(std::size_t vocab_size, std::size_t d_model,
-                                                          std::int64_t padding_idx, Generator& gen);
+                                                          std::optional<std::int64_t> padding_idx, Generator& gen);
 
 /// table.forward(ids) * sqrt(embedding_dim).
 template <typename T>

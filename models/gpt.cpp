@@ -18,7 +18,10 @@ void GPTOptions::validate() const {
                            {"num_layers", num_layers},
                            {"dim_feedforward", dim_feedforward}});
   check_heads_divide("GPT: ", d_model, nhead);
-  check_dropouts("GPT: ", {{"dropout", dropout}, {"attention_dropout", attention_dropout}});
+  check_dropouts("GPT: ", {{"dropout", dropout},
+                           {"attention_dropout", attention_dropout},
+                           {"embedding_dropout", embedding_dropout.value_or(dropout)},
+                           {"activation_dropout", activation_dropout.value_or(dropout)}});
   if (!(layer_norm_eps > 0.0)) {
     throw std::invalid_argument(fmt::format("GPT: layer_norm_eps must be positive, got {}", layer_norm_eps));
   }
@@ -39,12 +42,14 @@ GPT<T>::GPT(const GPTOptions& o, Generator& gen) : options(o) {
     learned = this->register_module("pos_encoding", std::make_shared<nn::LearnedPositionalEmbedding<T>>(
                                                         o.max_len, o.d_model, gen, /*batch_first=*/true));
   }
-  dropout = this->register_module("dropout", std::make_shared<nn::Dropout<T>>(o.dropout, dropout_gen_));
+  dropout = this->register_module(
+      "dropout", std::make_shared<nn::Dropout<T>>(o.embedding_dropout.value_or(o.dropout), dropout_gen_));
 
   nn::TransformerLayerOptions layer(o.d_model, o.nhead);
   layer.dim_feedforward = o.dim_feedforward;
   layer.dropout = o.dropout;
   layer.attention_dropout = o.attention_dropout;
+  layer.activation_dropout = o.activation_dropout;
   layer.activation = o.activation;
   layer.layer_norm_eps = o.layer_norm_eps;
   layer.batch_first = true;
@@ -54,18 +59,21 @@ GPT<T>::GPT(const GPTOptions& o, Generator& gen) : options(o) {
       std::make_shared<nn::TransformerEncoder<T>>(
           layer, o.num_layers, gen, std::make_shared<nn::LayerNorm<T>>(o.d_model, o.layer_norm_eps), dropout_gen_));
   encoder->activation_checkpointing = o.activation_checkpointing;
-  output_bias = this->register_parameter("output_bias", Tensor<T>::zeros({o.vocab_size}));
+  if (o.output_bias) output_bias = this->register_parameter("output_bias", Tensor<T>::zeros({o.vocab_size}));
+  if (!o.tie_embeddings) {
+    lm_head = this->register_module("lm_head", std::make_shared<nn::Linear<T>>(o.d_model, o.vocab_size, gen, false));
+  }
 }
 
 template <typename T>
 Tensor<T> GPT<T>::embed(const xt::xarray<std::int64_t>& ids, std::size_t offset) const {
-  const Tensor<T> x = scaled_lookup(*embedding, ids);
+  const Tensor<T> x = options.scale_embeddings ? scaled_lookup(*embedding, ids) : embedding->forward(ids);
   return dropout->forward(sinusoidal ? sinusoidal->forward(x, offset) : learned->forward(x, offset));
 }
 
 template <typename T>
 Tensor<T> GPT<T>::project(const Tensor<T>& hidden) const {
-  return linear(hidden, embedding->weight, output_bias);
+  return linear(hidden, lm_head ? lm_head->weight : embedding->weight, output_bias);
 }
 
 template <typename T>

@@ -1,11 +1,12 @@
 /// @file
 /// GPT: a decoder-only Transformer language model (GPT-2's layout): token embeddings and positions,
 /// pre-LN blocks of causal self-attention and a GELU feed-forward, a final LayerNorm, and an output
-/// projection tied to the token embedding. Incremental decoding with a per-layer key/value cache.
+/// projection, tied to the token embedding or not. Incremental decoding with a per-layer key/value cache.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 #include <xtensor/xarray.hpp>
@@ -13,6 +14,7 @@
 #include "tapegrad/models/causal_lm.hpp"
 #include "tapegrad/models/embedding.hpp"
 #include "tapegrad/nn/dropout.hpp"
+#include "tapegrad/nn/linear.hpp"
 #include "tapegrad/nn/positional_encoding.hpp"
 #include "tapegrad/nn/transformer.hpp"
 
@@ -28,10 +30,23 @@ struct GPTOptions {
   std::size_t dim_feedforward = 512;
   double dropout = 0.1;            ///< on embeddings + positions, and everywhere inside the blocks
   double attention_dropout = 0.1;  ///< on the attention weights
+  /// On embeddings + positions when it differs from dropout (GPT-2's embd_pdrop beside resid_pdrop).
+  std::optional<double> embedding_dropout;
+  /// Between the feed-forward's two linear layers when it differs from dropout (GPT-2 has none there: 0).
+  std::optional<double> activation_dropout;
+  /// GELU (exact), GELUTanh (GPT-2's "gelu_new") or ReLU.
   nn::Activation activation = nn::Activation::GELU;
   double layer_norm_eps = 1e-5;
   PositionalKind positional = PositionalKind::Learned;
-  std::int64_t padding_idx = 0;  ///< embedding row that stays zero
+  /// Embedding row that stays zero; none (std::nullopt) in GPT-2, whose every row is a token.
+  std::optional<std::int64_t> padding_idx = 0;
+  /// Token embeddings multiplied by sqrt(d_model) (see scaled_normal_embedding); GPT-2 adds them unscaled.
+  bool scale_embeddings = true;
+  /// A learned bias on the logits; GPT-2's lm_head has none.
+  bool output_bias = true;
+  /// The output projection is the token embedding; when false it is its own lm_head (GPT-2's
+  /// tie_word_embeddings = false).
+  bool tie_embeddings = true;
   /// Each residual block of a training forward recomputed in backward instead of keeping its activations
   /// (nn::TransformerEncoder::activation_checkpointing): less memory, one more forward of the blocks.
   bool activation_checkpointing = false;
@@ -42,8 +57,9 @@ struct GPTOptions {
 
 /// Layout (state_dict names, those of TransformerClassifier's encoder so that its weights can start a
 /// classifier): embedding, pos_encoding (a learned table, or the non-persistent sinusoidal one),
-/// dropout, encoder (layers.N... of nn::TransformerEncoderLayer with norm_first, then norm), and
-/// output_bias; the output projection's weight is embedding.weight.
+/// dropout, encoder (layers.N... of nn::TransformerEncoderLayer with norm_first, then norm),
+/// output_bias (when options.output_bias) and lm_head.weight [vocab_size, d_model] (when untied; tied,
+/// the output projection's weight is embedding.weight).
 ///
 /// Every block runs its self-attention with is_causal: position t sees positions 0..t only, so no
 /// output depends on a later token and no [L, L] mask is built. Embeddings as in scaled_normal_embedding.
@@ -83,7 +99,8 @@ class GPT : public nn::Module<T, GPT<T>>, public CausalLM<T> {
   std::shared_ptr<nn::LearnedPositionalEmbedding<T>> learned;
   std::shared_ptr<nn::Dropout<T>> dropout;
   std::shared_ptr<nn::TransformerEncoder<T>> encoder;
-  Tensor<T> output_bias;  ///< [vocab_size]
+  Tensor<T> output_bias;                   ///< [vocab_size]; undefined without options.output_bias
+  std::shared_ptr<nn::Linear<T>> lm_head;  ///< null when tie_embeddings
 
  private:
   /// The hidden states [B, n, d_model] of ids appended to cache (checked as op).

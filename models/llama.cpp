@@ -6,6 +6,7 @@
 
 #include "tapegrad/autograd/checkpoint.hpp"
 #include "tapegrad/autograd/elementwise.hpp"
+#include "tapegrad/autograd/indexing.hpp"
 #include "tapegrad/autograd/matmul.hpp"
 #include "tapegrad/autograd/shape_ops.hpp"
 #include "tapegrad/autograd/tape.hpp"
@@ -21,11 +22,18 @@ void LlamaOptions::validate() const {
                              {"nhead", nhead},
                              {"num_layers", num_layers},
                              {"hidden", hidden}});
-  check_heads_divide("Llama: ", d_model, nhead);
-  if ((d_model / nhead) % 2 != 0) {
+  if (head_dim == 0) check_heads_divide("Llama: ", d_model, nhead);
+  if (head_dim == 0 && (d_model / nhead) % 2 != 0) {
     throw std::invalid_argument(
         fmt::format("Llama: the head size d_model / nhead = {} / {} = {} must be even for rotary embeddings", d_model,
                     nhead, d_model / nhead));
+  }
+  if (head_dim % 2 != 0) {
+    throw std::invalid_argument(fmt::format("Llama: head_dim ({}) must be even for rotary embeddings", head_dim));
+  }
+  if (nhead % kv_heads() != 0) {
+    throw std::invalid_argument(
+        fmt::format("Llama: nhead ({}) must be divisible by num_kv_heads ({})", nhead, kv_heads()));
   }
   if (!(rope_base > 0.0))
     throw std::invalid_argument(fmt::format("Llama: rope_base must be positive, got {}", rope_base));
@@ -37,41 +45,52 @@ void LlamaOptions::validate() const {
 }
 
 template <typename T>
-LlamaAttention<T>::LlamaAttention(std::size_t d_model, std::size_t heads, Generator& gen)
-    : nhead(heads), head_dim(d_model / heads) {
-  const auto projection = [&](const char* name) {
-    return this->register_module(name, std::make_shared<nn::Linear<T>>(d_model, d_model, gen, /*bias=*/false));
+LlamaAttention<T>::LlamaAttention(const LlamaOptions& o, Generator& gen)
+    : nhead(o.nhead), num_kv_heads(o.kv_heads()), head_dim(o.head_size()) {
+  const auto projection = [&](const char* name, std::size_t in, std::size_t out) {
+    return this->register_module(name, std::make_shared<nn::Linear<T>>(in, out, gen, o.attention_bias));
   };
-  q_proj = projection("q_proj");
-  k_proj = projection("k_proj");
-  v_proj = projection("v_proj");
-  o_proj = projection("o_proj");
+  q_proj = projection("q_proj", o.d_model, nhead * head_dim);
+  k_proj = projection("k_proj", o.d_model, num_kv_heads * head_dim);
+  v_proj = projection("v_proj", o.d_model, num_kv_heads * head_dim);
+  o_proj = projection("o_proj", nhead * head_dim, o.d_model);
 }
 
 template <typename T>
 Tensor<T> LlamaAttention<T>::forward(const Tensor<T>& x, const nn::RotaryEmbedding<T>& rope,
                                      nn::KVCache<T>& cache) const {
   const auto batch = static_cast<std::int64_t>(x.size(0)), n = static_cast<std::int64_t>(x.size(1));
-  const auto heads = static_cast<std::int64_t>(nhead), d = static_cast<std::int64_t>(head_dim);
+  const auto d = static_cast<std::int64_t>(head_dim);
   const std::size_t past = cache.length();
   // RoPE rotates [B, H, n, D]; the cache and the attention op take the heads side by side, [B, n, H * D]
   // (as MultiheadAttention's), so that one KVCache type serves GPT and Llama.
-  const auto rotated = [&](const Tensor<T>& t) {
+  const auto rotated = [&](const Tensor<T>& t, std::size_t count) {
+    const auto heads = static_cast<std::int64_t>(count);
     // One new position (decoding a token): [B, 1, H, D] and [B, H, 1, D] are the same memory, so no
     // permute copies on the path that runs once per token and layer.
     if (n == 1) return reshape(rope.forward(reshape(t, {batch, heads, 1, d}), past), {batch, 1, heads * d});
     const Tensor<T> split = permute(reshape(t, {batch, n, heads, d}), {0, 2, 1, 3});
     return reshape(permute(rope.forward(split, past), {0, 2, 1, 3}), {batch, n, heads * d});
   };
-  return o_proj->forward(nn::cached_causal_attention(rotated(q_proj->forward(x)), rotated(k_proj->forward(x)),
-                                                     v_proj->forward(x), nhead, cache));
+  // Grouped-query attention: each key/value head repeated for its nhead / num_kv_heads query heads
+  // ([B, n, Hkv * D] -> [B, n, H * D]), Hugging Face's repeat_kv.
+  const auto repeated = [&](const Tensor<T>& t) {
+    if (num_kv_heads == nhead) return t;
+    xt::xarray<std::int64_t> source = xt::xarray<std::int64_t>::from_shape({nhead});
+    for (std::size_t h = 0; h < nhead; ++h) source(h) = static_cast<std::int64_t>(h / (nhead / num_kv_heads));
+    const Tensor<T> heads = index_select(reshape(t, {batch, n, static_cast<std::int64_t>(num_kv_heads), d}), 2, source);
+    return reshape(heads, {batch, n, static_cast<std::int64_t>(nhead) * d});
+  };
+  return o_proj->forward(nn::cached_causal_attention(rotated(q_proj->forward(x), nhead),
+                                                     repeated(rotated(k_proj->forward(x), num_kv_heads)),
+                                                     repeated(v_proj->forward(x)), nhead, cache));
 }
 
 template <typename T>
-LlamaMLP<T>::LlamaMLP(std::size_t d_model, std::size_t hidden, Generator& gen) {
-  gate_proj = this->register_module("gate_proj", std::make_shared<nn::Linear<T>>(d_model, hidden, gen, false));
-  up_proj = this->register_module("up_proj", std::make_shared<nn::Linear<T>>(d_model, hidden, gen, false));
-  down_proj = this->register_module("down_proj", std::make_shared<nn::Linear<T>>(hidden, d_model, gen, false));
+LlamaMLP<T>::LlamaMLP(std::size_t d_model, std::size_t hidden, Generator& gen, bool bias) {
+  gate_proj = this->register_module("gate_proj", std::make_shared<nn::Linear<T>>(d_model, hidden, gen, bias));
+  up_proj = this->register_module("up_proj", std::make_shared<nn::Linear<T>>(d_model, hidden, gen, bias));
+  down_proj = this->register_module("down_proj", std::make_shared<nn::Linear<T>>(hidden, d_model, gen, bias));
 }
 
 template <typename T>
@@ -81,8 +100,8 @@ Tensor<T> LlamaMLP<T>::forward(const Tensor<T>& x) const {
 
 template <typename T>
 LlamaDecoderLayer<T>::LlamaDecoderLayer(const LlamaOptions& o, Generator& gen, std::shared_ptr<Generator> dropout_gen) {
-  self_attn = this->register_module("self_attn", std::make_shared<LlamaAttention<T>>(o.d_model, o.nhead, gen));
-  mlp = this->register_module("mlp", std::make_shared<LlamaMLP<T>>(o.d_model, o.hidden, gen));
+  self_attn = this->register_module("self_attn", std::make_shared<LlamaAttention<T>>(o, gen));
+  mlp = this->register_module("mlp", std::make_shared<LlamaMLP<T>>(o.d_model, o.hidden, gen, o.mlp_bias));
   input_layernorm =
       this->register_module("input_layernorm", std::make_shared<nn::RMSNorm<T>>(o.d_model, o.rms_norm_eps));
   post_attention_layernorm =
@@ -123,8 +142,8 @@ Llama<T>::Llama(const LlamaOptions& o, Generator& gen) : options(o) {
   if (!o.tie_embeddings) {
     lm_head = this->register_module("lm_head", std::make_shared<nn::Linear<T>>(o.d_model, o.vocab_size, gen, false));
   }
-  rotary_emb = this->register_module(
-      "rotary_emb", std::make_shared<nn::RotaryEmbedding<T>>(o.d_model / o.nhead, o.rope_base, o.max_len));
+  rotary_emb = this->register_module("rotary_emb",
+                                     std::make_shared<nn::RotaryEmbedding<T>>(o.head_size(), o.rope_base, o.max_len));
 }
 
 template <typename T>

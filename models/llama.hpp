@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 #include <xtensor/xarray.hpp>
@@ -29,6 +30,11 @@ struct LlamaOptions {
   std::size_t max_len = 256;  ///< the context: positions the rotary tables cover
   std::size_t d_model = 128;
   std::size_t nhead = 4;
+  /// The key/value heads (Hugging Face's num_key_value_heads): grouped-query attention when fewer than
+  /// nhead, each shared by nhead / num_kv_heads query heads; 0 means nhead.
+  std::size_t num_kv_heads = 0;
+  /// The size of a head; 0 means d_model / nhead (Hugging Face's head_dim, which may differ).
+  std::size_t head_dim = 0;
   std::size_t num_layers = 2;
   /// The SwiGLU width (Hugging Face's intermediate_size). 344 is LLaMA's rule, 8/3 d_model rounded up
   /// to a multiple of 8, at d_model 128; a 2-layer model over 2,000 tokens then has 651,904 parameters,
@@ -42,22 +48,32 @@ struct LlamaOptions {
   /// The output projection is the token embedding (no lm_head): parameter counts then compare with
   /// GPT's, whose projection is tied. LLaMA's own is untied (false).
   bool tie_embeddings = true;
-  std::int64_t padding_idx = 0;  ///< embedding row that stays zero
+  bool attention_bias = false;  ///< biases on q_proj, k_proj, v_proj and o_proj (Hugging Face's attention_bias)
+  bool mlp_bias = false;        ///< biases on gate_proj, up_proj and down_proj (Hugging Face's mlp_bias)
+  /// Embedding row that stays zero (Hugging Face's pad_token_id); std::nullopt for none.
+  std::optional<std::int64_t> padding_idx = 0;
   /// Each residual block (attention, feed-forward) of forward() and forward_rows() under grad mode
   /// recomputed in backward instead of keeping its activations (tapegrad::checkpoint): less memory, one
   /// more forward of the layers, the same gradients bit for bit.
   bool activation_checkpointing = false;
 
+  /// num_kv_heads and head_dim with their defaults resolved.
+  std::size_t kv_heads() const { return num_kv_heads ? num_kv_heads : nhead; }
+  std::size_t head_size() const { return head_dim ? head_dim : d_model / nhead; }
+
   /// Throws std::invalid_argument naming the offending field and value.
   void validate() const;
 };
 
-/// LLaMA's self-attention: bias-free q_proj, k_proj, v_proj, o_proj [d_model, d_model]; RoPE rotates
-/// the queries and keys at their positions; causal over the key/value cache and the new positions.
+/// LLaMA's self-attention: q_proj [nhead * head_dim, d_model], k_proj and v_proj [num_kv_heads *
+/// head_dim, d_model], o_proj [d_model, nhead * head_dim], bias-free unless attention_bias; RoPE rotates
+/// the queries and keys at their positions; causal over the key/value cache and the new positions. With
+/// fewer key/value heads than query heads (grouped-query attention), query head h reads key/value head
+/// h / (nhead / num_kv_heads), as Hugging Face's repeat_kv; the cache holds the repeated heads.
 template <typename T>
 class LlamaAttention : public nn::Module<T, LlamaAttention<T>> {
  public:
-  LlamaAttention(std::size_t d_model, std::size_t nhead, Generator& gen);
+  LlamaAttention(const LlamaOptions& options, Generator& gen);
 
   /// x [B, n, d_model] at positions cache.length() .. cache.length() + n - 1 -> [B, n, d_model]; appends
   /// the new (rotated) keys and values to cache. An empty cache makes it the full causal forward.
@@ -65,15 +81,16 @@ class LlamaAttention : public nn::Module<T, LlamaAttention<T>> {
 
   std::string name() const override { return "LlamaAttention"; }
 
-  std::size_t nhead, head_dim;
+  std::size_t nhead, num_kv_heads, head_dim;
   std::shared_ptr<nn::Linear<T>> q_proj, k_proj, v_proj, o_proj;
 };
 
-/// The SwiGLU feed-forward: down_proj(silu(gate_proj(x)) * up_proj(x)), bias-free (LLaMA's w2(silu(w1 x) * w3 x)).
+/// The SwiGLU feed-forward: down_proj(silu(gate_proj(x)) * up_proj(x)), bias-free unless mlp_bias (LLaMA's
+/// w2(silu(w1 x) * w3 x)).
 template <typename T>
 class LlamaMLP : public nn::Module<T, LlamaMLP<T>> {
  public:
-  LlamaMLP(std::size_t d_model, std::size_t hidden, Generator& gen);
+  LlamaMLP(std::size_t d_model, std::size_t hidden, Generator& gen, bool bias = false);
   Tensor<T> forward(const Tensor<T>& x) const;
   std::string name() const override { return "LlamaMLP"; }
 
@@ -105,8 +122,9 @@ class LlamaDecoderLayer : public nn::Module<T, LlamaDecoderLayer<T>> {
 
 /// Layout (state_dict names: Hugging Face's LlamaForCausalLM's, less their leading "model"):
 /// embed_tokens.weight [vocab_size, d_model];
-/// layers.N.self_attn.{q,k,v,o}_proj.weight [d_model, d_model];
-/// layers.N.mlp.{gate,up}_proj.weight [hidden, d_model], layers.N.mlp.down_proj.weight [d_model, hidden];
+/// layers.N.self_attn.{q,k,v,o}_proj.weight (shapes in LlamaAttention; .bias too with attention_bias);
+/// layers.N.mlp.{gate,up}_proj.weight [hidden, d_model], layers.N.mlp.down_proj.weight [d_model, hidden]
+/// (.bias too with mlp_bias);
 /// layers.N.input_layernorm.weight, layers.N.post_attention_layernorm.weight, norm.weight [d_model];
 /// lm_head.weight [vocab_size, d_model] only when untied (tied: the projection is embed_tokens.weight).
 /// rotary_emb holds RoPE's cos / sin tables as non-persistent buffers (not in state_dict), shared by the

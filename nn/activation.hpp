@@ -163,14 +163,15 @@ class Identity : public Module<T, Identity<T>> {
   std::string name() const override { return "Identity"; }
 };
 
-/// The activation of the transformer feed-forward blocks (torch's activation="relu" | "gelu"), the one
-/// autograd's linear_activation takes.
+/// The activation of the transformer feed-forward blocks (torch's activation="relu" | "gelu", and GELU's
+/// tanh approximation), the one autograd's linear_activation takes.
 using Activation = tapegrad::Activation;
 
-/// relu(x) or gelu(x).
+/// relu(x), gelu(x) or gelu(x, approximate="tanh").
 template <typename T>
 Tensor<T> apply_activation(Activation activation, const Tensor<T>& x) {
-  return activation == Activation::ReLU ? relu(x) : gelu(x);
+  if (activation == Activation::ReLU) return relu(x);
+  return gelu(x, activation == Activation::GELUTanh ? GeluApproximate::Tanh : GeluApproximate::None);
 }
 
 }  // namespace tapegrad::nn

@@ -3,8 +3,12 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <stdexcept>
 
+#include "tapegrad/autograd/elementwise.hpp"
 #include "tapegrad/autograd/matmul.hpp"
+#include "tapegrad/nn/activation.hpp"
+#include "tapegrad/nn/lora.hpp"
 
 namespace tapegrad::nn {
 
@@ -19,12 +23,15 @@ Linear<T>::Linear(std::size_t in, std::size_t out, Generator& gen, bool with_bia
 
 template <typename T>
 Tensor<T> Linear<T>::forward(const Tensor<T>& x) const {
-  return linear(x, weight, bias);
+  if (!lora || lora->merged) return linear(x, weight, bias);
+  return linear(x, weight, bias) + lora->forward(x);
 }
 
 template <typename T>
 Tensor<T> Linear<T>::forward(const Tensor<T>& x, Activation activation) const {
-  return linear_activation(x, weight, bias, activation);
+  if (!lora || lora->merged) return linear_activation(x, weight, bias, activation);
+  // The fused op has no room for the adapter's term: it joins before the activation.
+  return apply_activation(activation, linear(x, weight, bias) + lora->forward(x));
 }
 
 template <typename T>

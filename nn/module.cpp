@@ -102,6 +102,17 @@ void Module<T>::add_child(const std::string& name, std::shared_ptr<Module<T>> mo
 }
 
 template <typename T>
+std::shared_ptr<Module<T>> Module<T>::remove_module(const std::string& name) {
+  for (auto it = children_.begin(); it != children_.end(); ++it) {
+    if (it->first != name) continue;
+    std::shared_ptr<Module<T>> removed = std::move(it->second);
+    children_.erase(it);
+    return removed;
+  }
+  throw std::invalid_argument(fmt::format("{}: no submodule \"{}\" to remove", this->name(), name));
+}
+
+template <typename T>
 void Module<T>::collect_parameters(const std::string& prefix,
                                    std::vector<std::pair<std::string, Tensor<T>>>& out) const {
   for (const auto& [name, tensor] : parameters_)  // a shared parameter is listed once, like torch

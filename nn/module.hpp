@@ -88,6 +88,11 @@ class Module<T, void> {
     StateDict<T> own = state_dict();
     io::load_state_dict(own, state, strict);
   }
+  /// Removes the direct submodule registered as name and returns it (torch's `del module.name`), so
+  /// that its parameters leave named_parameters() and state_dict(). A member pointer to it, or a
+  /// container's own list (Sequential, ModuleList), is the caller's to update. Throws
+  /// std::invalid_argument naming it if there is none.
+  std::shared_ptr<Module<T>> remove_module(const std::string& name);
   /// Direct submodules only.
   const std::vector<std::pair<std::string, std::shared_ptr<Module<T>>>>& named_children() const { return children_; }
   std::vector<std::shared_ptr<Module<T>>> children() const;

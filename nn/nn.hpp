@@ -12,6 +12,8 @@
 #include "tapegrad/nn/init.hpp"
 #include "tapegrad/nn/layer_norm.hpp"
 #include "tapegrad/nn/linear.hpp"
+#include "tapegrad/nn/lora.hpp"
+#include "tapegrad/nn/lora_adapter_file.hpp"
 #include "tapegrad/nn/loss.hpp"
 #include "tapegrad/nn/module.hpp"
 #include "tapegrad/nn/ngram_hash.hpp"

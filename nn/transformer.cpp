@@ -55,6 +55,7 @@ Tensor<T> FeedForward<T>::forward(const Tensor<T>& x) const {
 
 template <typename T>
 std::string FeedForward<T>::extra_repr() const {
+  if (activation == Activation::GELUTanh) return "activation=gelu(approximate=tanh)";
   return activation == Activation::ReLU ? "activation=relu" : "activation=gelu";
 }
 
@@ -67,7 +68,8 @@ TransformerEncoderLayer<T>::TransformerEncoderLayer(const TransformerLayerOption
   self_attn = this->register_module("self_attn",
                                     std::make_shared<MultiheadAttention<T>>(attention_options(o), gen, dropout_gen_));
   linear1 = this->register_module("linear1", std::make_shared<Linear<T>>(d, o.dim_feedforward, gen));
-  dropout = this->register_module("dropout", std::make_shared<Dropout<T>>(o.dropout, dropout_gen_));
+  dropout = this->register_module("dropout",
+                                  std::make_shared<Dropout<T>>(o.activation_dropout.value_or(o.dropout), dropout_gen_));
   linear2 = this->register_module("linear2", std::make_shared<Linear<T>>(o.dim_feedforward, d, gen));
   norm1 = this->register_module("norm1", std::make_shared<LayerNorm<T>>(d, o.layer_norm_eps));
   norm2 = this->register_module("norm2", std::make_shared<LayerNorm<T>>(d, o.layer_norm_eps));
@@ -132,7 +134,8 @@ TransformerDecoderLayer<T>::TransformerDecoderLayer(const TransformerLayerOption
   multihead_attn = this->register_module(
       "multihead_attn", std::make_shared<MultiheadAttention<T>>(attention_options(o), gen, dropout_gen_));
   linear1 = this->register_module("linear1", std::make_shared<Linear<T>>(d, o.dim_feedforward, gen));
-  dropout = this->register_module("dropout", std::make_shared<Dropout<T>>(o.dropout, dropout_gen_));
+  dropout = this->register_module("dropout",
+                                  std::make_shared<Dropout<T>>(o.activation_dropout.value_or(o.dropout), dropout_gen_));
   linear2 = this->register_module("linear2", std::make_shared<Linear<T>>(o.dim_feedforward, d, gen));
   norm1 = this->register_module("norm1", std::make_shared<LayerNorm<T>>(d, o.layer_norm_eps));
   norm2 = this->register_module("norm2", std::make_shared<LayerNorm<T>>(d, o.layer_norm_eps));

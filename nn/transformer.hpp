@@ -29,6 +29,9 @@ struct TransformerLayerOptions {
   double dropout = 0.1;
   /// Dropout on the attention weights; torch's layers use `dropout` there too, which is the default.
   std::optional<double> attention_dropout;
+  /// Dropout between the feed-forward block's two linear layers; torch's layers use `dropout` there too,
+  /// which is the default (GPT-2 has none there: 0).
+  std::optional<double> activation_dropout;
   Activation activation = Activation::ReLU;
   double layer_norm_eps = 1e-5;
   bool batch_first = false;

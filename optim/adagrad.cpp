@@ -25,7 +25,15 @@ Adagrad<T>::Adagrad(std::vector<Tensor<T>> params, AdagradOptions options)
     : Optimizer<T>(std::move(params), checked(options).lr), options_(options) {
   // torch creates the state here, for every parameter, rather than at its first step.
   for (std::size_t i = 0; i < this->params_.size(); ++i)
-    this->state_for(i).buffers[0].fill(static_cast<T>(options_.initial_accumulator_value));
+    if (this->params_[i].requires_grad()) initial_state(i);
+}
+
+template <typename T>
+typename Optimizer<T>::ParamState& Adagrad<T>::initial_state(std::size_t i) {
+  const bool fresh = !this->state_[i].initialized;
+  auto& st = this->state_for(i);
+  if (fresh) st.buffers[0].fill(static_cast<T>(options_.initial_accumulator_value));
+  return st;
 }
 
 template <typename T>
@@ -36,7 +44,7 @@ void Adagrad<T>::step() {
   for (std::size_t i = 0; i < this->params_.size(); ++i) {
     Tensor<T>& param = this->params_[i];
     if (!param.has_grad()) continue;
-    auto& st = this->state_[i];
+    auto& st = initial_state(i);
     st.step += 1;
     // The step size is computed in double, as torch computes it in Python, then used at T's precision.
     const double clr = this->lr_ / (1.0 + (static_cast<double>(st.step) - 1.0) * options_.lr_decay);

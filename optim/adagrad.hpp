@@ -22,7 +22,9 @@ struct AdagradOptions {
 ///   p <- p - lr / (1 + (t - 1) * lr_decay) * g / (sqrt(s) + eps)
 /// As in torch, the constructor creates every parameter's state ("sum" filled with
 /// initial_accumulator_value, "step" 0), so state_dict() lists parameters never stepped too and
-/// load_state_dict() requires the state of every parameter.
+/// load_state_dict() requires the state of every parameter; except that a frozen parameter (one that
+/// does not require grad, such as the base of a LoRA model) gets none, so that freezing saves the
+/// memory, and gets it at its first step if it is unfrozen later.
 template <typename T>
 class Adagrad : public Optimizer<T> {
  public:
@@ -39,6 +41,9 @@ class Adagrad : public Optimizer<T> {
   bool eager_state() const override { return true; }
 
  private:
+  /// Parameter i's state, its "sum" filled with initial_accumulator_value the first time.
+  typename Optimizer<T>::ParamState& initial_state(std::size_t i);
+
   AdagradOptions options_;
 };
 

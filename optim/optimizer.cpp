@@ -142,9 +142,11 @@ void Optimizer<T>::load_state_dict(const StateDict<T>& state) {
   } else if (!(static_cast<double>(lr_it->second.item()) >= 0.0)) {
     problems.push_back(fmt::format("\"param_groups.0.lr\" is {}, not a valid learning rate", lr_it->second.item()));
   }
-  // A parameter with state must have all of it; with eager state, every parameter must have it.
+  // A parameter with state must have all of it; with eager state, every parameter that trains must
+  // have it (a frozen one has none).
   if (eager_state()) {
-    for (std::size_t i = 0; i < params_.size(); ++i) present.insert(i);
+    for (std::size_t i = 0; i < params_.size(); ++i)
+      if (params_[i].requires_grad()) present.insert(i);
   }
   for (std::size_t i : present) {
     std::vector<std::string> required = names;

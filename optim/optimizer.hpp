@@ -47,7 +47,7 @@ class Optimizer {
   /// Replaces the whole state. Every name and shape is checked first; all problems (unexpected or
   /// missing names, wrong shapes, non-integer step counts) are reported together in one
   /// std::invalid_argument and nothing is changed. An optimizer that creates every parameter's
-  /// state in its constructor requires the state of every parameter.
+  /// state in its constructor requires the state of every parameter that requires grad.
   void load_state_dict(const StateDict<T>& state);
 
  protected:
@@ -64,7 +64,8 @@ class Optimizer {
   virtual bool counts_steps() const = 0;
   virtual const char* name() const = 0;
   /// True when the constructor creates every parameter's state (torch's Adagrad), so that a state
-  /// always has every parameter's entries; false for torch's lazy init at a parameter's first step.
+  /// always has the entries of every parameter that requires grad; false for torch's lazy init at a
+  /// parameter's first step.
   virtual bool eager_state() const { return false; }
 
   /// Parameter i's state, with zero-filled buffers the first time (torch's lazy state init).

@@ -197,6 +197,19 @@ TEST_CASE("scaled_dot_product_attention passes gradcheck in double with every ma
         }),
         (std::vector<TD>{rand_input({2, 5, 3}, 34), rand_input({2, 3, 3}, 35), rand_input({2, 3, 4}, 36)}));
   }
+  SECTION("only some of q, k and v require grad (a frozen projection's output): the others get none") {
+    for (int wanted = 1; wanted < 8; ++wanted) {
+      INFO("q, k, v require grad: " << (wanted & 1) << (wanted >> 1 & 1) << (wanted >> 2 & 1));
+      std::vector<TD> in{rand_input({2, 2, 5, 3}, 40), rand_input({2, 2, 5, 3}, 41), rand_input({2, 2, 5, 2}, 42)};
+      for (int i = 0; i < 3; ++i) in[i].requires_grad_((wanted >> i & 1) != 0);
+      CHECK_GRADCHECK(([&](const std::vector<TD>& x) {
+                        auto [out, w] =
+                            scaled_dot_product_attention(x[0], x[1], x[2], {}, 0.0, true, std::nullopt, true, nullptr);
+                        return out + sum(w * w);
+                      }),
+                      in);
+    }
+  }
   SECTION("dropout_p = 1: every weight dropped") {
     CHECK_GRADCHECK(([&](const std::vector<TD>& in) {
                       Generator g(5);

@@ -19,7 +19,14 @@ Tensor<T> leaf(const Tensor<double>& t) {
   return Tensor<T>::from_vector(std::vector<T>(v.begin(), v.end()), t.shape(), true);
 }
 
-const char* name(Activation a) { return a == Activation::ReLU ? "relu" : "gelu"; }
+const char* name(Activation a) { return a == Activation::ReLU ? "relu" : a == Activation::GELU ? "gelu" : "gelu tanh"; }
+
+// The activation by the elementwise ops.
+template <typename T>
+Tensor<T> activate(Activation a, const Tensor<T>& z) {
+  if (a == Activation::ReLU) return relu(z);
+  return gelu(z, a == Activation::GELUTanh ? GeluApproximate::Tanh : GeluApproximate::None);
+}
 
 // y = f(inputs) and the gradients of sum(y * g) for each input, for the fused or the composed form.
 template <typename T, typename F>
@@ -49,11 +56,11 @@ TEMPLATE_TEST_CASE("linear_activation equals the activation of linear, values an
   using T = TestType;
   // 2100 rows of 48 outputs: several of the op's row blocks (32768 elements each), and a ragged last one.
   const Inputs values{rand_input({3, 700, 16}, 1, -2, 2), rand_input({48, 16}, 2), rand_input({48}, 3)};
-  for (auto activation : {Activation::ReLU, Activation::GELU}) {
+  for (auto activation : {Activation::ReLU, Activation::GELU, Activation::GELUTanh}) {
     INFO(name(activation));
     const auto composed = [activation](const std::vector<Tensor<T>>& in) {
       const auto z = linear(in[0], in[1], in[2]);
-      return activation == Activation::ReLU ? relu(z) : gelu(z);
+      return activate(activation, z);
     };
     const auto fused = [activation](const std::vector<Tensor<T>>& in) {
       return linear_activation(in[0], in[1], in[2], activation);
@@ -66,15 +73,15 @@ TEMPLATE_TEST_CASE("linear_activation equals the activation of linear, values an
     };
     const auto no_bias_composed = [activation](const std::vector<Tensor<T>>& in) {
       const auto z = linear(in[0], in[1]);
-      return activation == Activation::ReLU ? relu(z) : gelu(z);
+      return activate(activation, z);
     };
     const Inputs row{rand_input({16}, 5, -2, 2), rand_input({48, 16}, 6)};
     check_same(value_and_grads<T>(no_bias, row, 7), value_and_grads<T>(no_bias_composed, row, 7));
   }
 }
 
-TEST_CASE("linear_activation passes gradcheck with both activations, with and without bias", "[fused][gradcheck]") {
-  for (auto activation : {Activation::ReLU, Activation::GELU}) {
+TEST_CASE("linear_activation passes gradcheck with every activation, with and without bias", "[fused][gradcheck]") {
+  for (auto activation : {Activation::ReLU, Activation::GELU, Activation::GELUTanh}) {
     INFO(name(activation));
     CHECK_GRADCHECK([activation](const Inputs& in) { return linear_activation(in[0], in[1], in[2], activation); },
                     (Inputs{rand_input({2, 3, 4}, 11, -2, 2), rand_input({5, 4}, 12), rand_input({5}, 13)}));

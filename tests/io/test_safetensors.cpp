@@ -400,7 +400,7 @@ TEST_CASE("load_state_dict copies into the target and reports every mismatch at 
     const std::string m = e.what();
     CHECK_THAT(m, Catch::StartsWith(path));
     CHECK_THAT(m, Catch::Contains("4 problem(s)"));
-    CHECK_THAT(m, Catch::Contains("\"b\" is I64 in the file, F64 in the model (only F32 and F64 convert)"));
+    CHECK_THAT(m, Catch::Contains("\"b\" is I64 in the file, F64 in the model (only F16, BF16, F32 and F64 convert)"));
     CHECK_THAT(m, Catch::Contains("\"c\" has shape [5] in the file, [4] in the model"));
     CHECK_THAT(m, Catch::Contains("unexpected \"extra\""));
     CHECK_THAT(m, Catch::Contains("missing \"d\""));
@@ -464,6 +464,39 @@ TEST_CASE("save_state_dict / load_state_dict round trip in float and double", "[
   };
   roundtrip(0.0f);
   roundtrip(0.0);
+}
+
+TEST_CASE("F16 and BF16 tensors read as float or double exactly, and load into a state_dict", "[io]") {
+  TempDir dir;
+  const auto path = dir.file("half.safetensors");
+  // 1, -2, the smallest subnormal 2^-24, the largest finite 65504, +inf, the nearest half to 1/3.
+  const std::vector<std::uint16_t> half{0x3c00, 0xc000, 0x0001, 0x7bff, 0x7c00, 0x3555};
+  // 1, -3, 2^-133 (a float subnormal), the bfloat16 nearest pi.
+  const std::vector<std::uint16_t> bf16{0x3f80, 0xc040, 0x0001, 0x4049};
+  st::save_file(path, {{"h", st::TensorView{st::Dtype::F16, {2, 3}, half.data(), half.size() * 2}},
+                       {"b", st::TensorView{st::Dtype::BF16, {4}, bf16.data(), bf16.size() * 2}},
+                       {"i", st::view_of(xt::xarray<std::int64_t>({3}))}});
+  const st::File f(path);
+  const xt::xarray<double> h = f.get_as<double>("h");
+  CHECK(Shape(h.shape().begin(), h.shape().end()) == Shape{2, 3});
+  CHECK(h(0, 0) == 1.0);
+  CHECK(h(0, 1) == -2.0);
+  CHECK(h(0, 2) == std::ldexp(1.0, -24));
+  CHECK(h(1, 0) == 65504.0);
+  CHECK(h(1, 1) == std::numeric_limits<double>::infinity());
+  CHECK(h(1, 2) == 0x1.554p-2);
+  const xt::xarray<float> b = f.get_as<float>("b");
+  CHECK(bool(b == xt::xarray<float>({1.0f, -3.0f, std::ldexp(1.0f, -133), 3.140625f})));
+  CHECK(bool(f.get_as<float>("h") == xt::xarray<float>(xt::cast<float>(h))));
+  CHECK_THROWS_WITH(f.get_as<float>("i"), Catch::Contains("half.safetensors") &&
+                                              Catch::Contains("tensor \"i\" is I64, not a floating dtype"));
+
+  // load_state_dict converts them as torch's copy_ does; the infinity is refused by name.
+  StateDict<float> target{{"b", Tensor<float>::zeros({4})}};
+  st::load_state_dict(f, target, /*strict=*/false);
+  CHECK(bool(target.at("b").data() == b));
+  StateDict<double> with_inf{{"h", Tensor<double>::zeros({2, 3})}};
+  CHECK_THROWS_WITH(st::load_state_dict(f, with_inf, false), Catch::Contains("\"h\" holds inf at flat index 4"));
 }
 
 TEST_CASE("a failed write leaves the previous file intact", "[io]") {

@@ -250,6 +250,57 @@ TEST_CASE("sampling: draws follow softmax(logits / temperature)", "[gpt]") {
   for (int id = 0; id < 4; ++id) CHECK(std::abs(counts[id] / double(n) - (id + 1) * (id + 1) / 30.0) < 0.01);
 }
 
+// GPT-2's computation: unscaled embeddings, no padding row, no output bias, GELU's tanh form, its own lm_head.
+GPTOptions gpt2_like(GPTOptions o) {
+  o.scale_embeddings = false;
+  o.padding_idx = std::nullopt;
+  o.output_bias = false;
+  o.activation = nn::Activation::GELUTanh;
+  o.tie_embeddings = false;
+  return o;
+}
+
+TEST_CASE("GPT: GPT-2's settings: untied lm_head, no output bias, unscaled embeddings, gradcheck and the cache",
+          "[gpt]") {
+  GPTOptions o = gpt2_like(tiny());
+  o.d_model = 16;
+  o.nhead = 4;
+  Generator gen(5);
+  GPT<double> model(o, gen);
+  const auto state = model.state_dict();
+  CHECK(state.count("lm_head.weight") == 1);
+  CHECK(state.at("lm_head.weight").shape() == Shape{13, 16});
+  CHECK(state.count("output_bias") == 0);
+  // Unscaled: the logits are the final norm's output times lm_head, whatever the embedding's scale.
+  model.eval();
+  const xt::xarray<std::int64_t> ids = random_ids(2, 12, o.vocab_size, 3);
+  const Tensor<double> full = model.forward(ids);
+  {
+    NoGradGuard no_grad;
+    Tensor<double> x = model.embedding->forward(ids);
+    x = model.learned->forward(x, 0);
+    const Tensor<double> h = model.encoder->forward(x, {}, {}, /*is_causal=*/true);
+    const Tensor<double> by_hand = linear(h, model.lm_head->weight);
+    CHECK(xt::allclose(by_hand.data(), full.data(), 1e-12, 1e-12));
+  }
+  typename GPT<double>::Cache cache;
+  const Tensor<double> first = model.forward_incremental(xt::view(ids, xt::all(), xt::range(0, 5)), cache);
+  const Tensor<double> rest = model.forward_incremental(xt::view(ids, xt::all(), xt::range(5, 12)), cache);
+  CHECK(xt::allclose(first.data(), xt::view(full.data(), xt::all(), xt::range(0, 5), xt::all()), 1e-9, 1e-9));
+  CHECK(xt::allclose(rest.data(), xt::view(full.data(), xt::all(), xt::range(5, 12), xt::all()), 1e-9, 1e-9));
+
+  GPTOptions small = gpt2_like(tiny());
+  small.vocab_size = 7;
+  small.max_len = 6;
+  small.d_model = 4;
+  small.dim_feedforward = 6;
+  small.dropout = small.attention_dropout = 0.0;
+  GPT<double> checked(small, gen);
+  const xt::xarray<std::int64_t> few = {{0, 5, 1, 6, 2}, {4, 6, 2, 0, 3}};  // id 0 is a token like any other
+  auto f = [&](const std::vector<Tensor<double>>&) { return checked.forward(few); };
+  CHECK_GRADCHECK(f, checked.parameters());
+}
+
 TEST_CASE("GPT: gradcheck of a 2-layer decoder-only model, learned and sinusoidal positions", "[gpt]") {
   for (PositionalKind positional : {PositionalKind::Learned, PositionalKind::Sinusoidal}) {
     INFO("positions " << positional_name(positional));
@@ -296,6 +347,9 @@ TEST_CASE("GPT: layout, names and errors", "[gpt]") {
   bad = tiny();
   bad.dropout = 1.0;
   CHECK_THROWS_WITH(GPT<float>(bad, gen), "GPT: dropout must be in [0, 1), got 1");
+  bad = tiny();
+  bad.embedding_dropout = -0.5;
+  CHECK_THROWS_WITH(GPT<float>(bad, gen), "GPT: embedding_dropout must be in [0, 1), got -0.5");
   CHECK_THROWS_WITH(model.forward(random_ids(1, 41, 13, 0)),
                     "GPT.forward: positions 0..40 exceed the context of max_len = 40 positions");
   GPT<float>::Cache cache;

@@ -30,15 +30,27 @@ LlamaOptions tiny(bool tied = true) {
 
 }  // namespace
 
-TEST_CASE("Llama: gradcheck of a 2-layer model, tied and untied", "[llama]") {
-  for (bool tied : {true, false}) {
-    INFO("tied " << tied);
-    LlamaOptions o = tiny(tied);
+// Grouped-query attention (2 key/value heads for 4 query heads), a head size other than d_model / nhead,
+// and biases on every projection, as Hugging Face's LlamaConfig allows.
+LlamaOptions grouped(LlamaOptions o) {
+  o.nhead = 4;
+  o.num_kv_heads = 2;
+  o.head_dim = 6;
+  o.attention_bias = true;
+  o.mlp_bias = true;
+  return o;
+}
+
+TEST_CASE("Llama: gradcheck of a 2-layer model, tied, untied, and with grouped-query attention", "[llama]") {
+  for (int variant : {0, 1, 2}) {
+    INFO("variant " << variant << " (0 tied, 1 untied, 2 grouped-query with biases)");
+    LlamaOptions o = tiny(variant == 0);
     o.vocab_size = 7;
     o.max_len = 6;
     o.d_model = 8;
     o.nhead = 2;
     o.hidden = 6;
+    if (variant == 2) o = grouped(o);
     Generator gen(9);
     Llama<double> model(o, gen);
     const xt::xarray<std::int64_t> ids = {{3, 5, 1, 6, 2}, {4, 6, 2, 3, 3}};
@@ -57,12 +69,13 @@ TEST_CASE("Llama: changing token t changes no output before t, bit for bit", "[l
 
 TEMPLATE_TEST_CASE("Llama: the KV cache gives the logits of full recomputation, a prompt fed in pieces", "[llama]",
                    float, double) {
-  for (bool tied : {true, false}) {
-    INFO("tied " << tied);
+  for (int variant : {0, 1, 2}) {
+    INFO("variant " << variant << " (0 tied, 1 untied, 2 grouped-query with biases)");
     Generator gen(4);
-    LlamaOptions o = tiny(tied);
+    LlamaOptions o = tiny(variant == 0);
     o.d_model = 32;
     o.hidden = 64;
+    if (variant == 2) o = grouped(o);
     Llama<TestType> model(o, gen);
     model.eval();
     NoGradGuard no_grad;
@@ -167,6 +180,15 @@ TEST_CASE("Llama: state_dict names are Hugging Face's, parameters counted, and a
     const xt::xarray<std::int64_t> ids = random_ids(1, 7, o.vocab_size, 3);
     CHECK(bool(model.forward(ids).data() == other.forward(ids).data()));
   }
+  // Grouped-query attention's shapes: k_proj and v_proj [kv heads * head_dim, d_model], o_proj [d_model, heads *
+  // head_dim].
+  Llama<float> gqa(grouped(tiny()), gen);
+  const auto gqa_state = gqa.state_dict();
+  CHECK(gqa_state.at("layers.0.self_attn.q_proj.weight").shape() == Shape{24, 16});
+  CHECK(gqa_state.at("layers.0.self_attn.k_proj.weight").shape() == Shape{12, 16});
+  CHECK(gqa_state.at("layers.0.self_attn.v_proj.bias").shape() == Shape{12});
+  CHECK(gqa_state.at("layers.0.self_attn.o_proj.weight").shape() == Shape{16, 24});
+  CHECK(gqa_state.at("layers.0.mlp.down_proj.bias").shape() == Shape{16});
   // The train_lm default: 2 layers, d_model 128, 2,000 tokens, hidden 344 -> within 0.5% of GPT's 654,800.
   LlamaOptions standard;
   standard.vocab_size = 2000;
@@ -209,6 +231,12 @@ TEST_CASE("Llama: errors name the problem and the values", "[llama]") {
   bad = tiny();
   bad.padding_idx = 13;
   CHECK_THROWS_WITH(Llama<float>(bad, gen), "Llama: padding_idx 13 is outside the vocabulary of 13 tokens");
+  bad = tiny();
+  bad.num_kv_heads = 3;
+  CHECK_THROWS_WITH(Llama<float>(bad, gen), "Llama: nhead (4) must be divisible by num_kv_heads (3)");
+  bad = tiny();
+  bad.head_dim = 5;
+  CHECK_THROWS_WITH(Llama<float>(bad, gen), "Llama: head_dim (5) must be even for rotary embeddings");
 
   Llama<float> model(tiny(), gen);
   model.eval();

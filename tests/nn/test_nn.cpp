@@ -107,6 +107,18 @@ TEST_CASE("Module: names, buffers, state_dict and train/eval across a tree", "[n
   SinusoidalPositionalEncoding<double> pe(4, 8);
   CHECK_THROWS_WITH(pe.register_buffer("pe", TD::zeros({1})), Catch::Contains("\"pe\" is already registered"));
   CHECK_THROWS_WITH(pe.register_parameter("a.b", TD::zeros({1})), Catch::Contains("a.b"));
+
+  // remove_module takes a submodule and its parameters out of the tree, and frees its name.
+  Linear<double> outer(2, 2, gen);
+  outer.register_module("extra", std::make_shared<Linear<double>>(2, 1, gen));
+  CHECK(names_of(outer) == std::vector<std::string>{"weight", "bias", "extra.weight", "extra.bias"});
+  auto removed = outer.remove_module("extra");
+  CHECK(removed->num_parameters() == 3);
+  CHECK(names_of(outer) == std::vector<std::string>{"weight", "bias"});
+  CHECK(outer.to_string() == "Linear(in_features=2, out_features=2, bias=True)");
+  CHECK_THROWS_WITH(outer.remove_module("extra"), Catch::Contains("Linear: no submodule \"extra\" to remove"));
+  outer.register_module("extra", removed);
+  CHECK(outer.state_dict().size() == 4);
 }
 
 TEST_CASE("Module: a persistent buffer is in state_dict", "[nn]") {
@@ -1102,6 +1114,43 @@ TEST_CASE("dropout in training: the layer's randomness is restorable and differs
   CHECK(a.data() != c.data());
   layer.eval();
   CHECK(layer.forward(x).data() == layer.forward(x).data());
+}
+
+TEST_CASE("activation_dropout: the feed-forward's inner dropout on its own rate, dropout's by default", "[nn]") {
+  Generator xg(1);
+  const auto x = Tensor<float>::uniform({3, 2, 4}, -1, 1, xg);
+  for (bool decoder : {false, true}) {
+    INFO((decoder ? "decoder" : "encoder") << " layer");
+    // Only the inner dropout on: training differs from eval.
+    TransformerLayerOptions inner = small_layer(Activation::ReLU, false, 0.0);
+    inner.activation_dropout = 0.5;
+    // The residual dropouts on, the inner one off (GPT-2's layout).
+    TransformerLayerOptions outer = small_layer(Activation::ReLU, false, 0.5);
+    outer.activation_dropout = 0.0;
+    Generator gen(4);
+    if (decoder) {
+      TransformerDecoderLayer<float> layer(inner, gen);
+      const auto trained = layer.forward(x, x);
+      layer.eval();
+      CHECK_FALSE(bool(trained.data() == layer.forward(x, x).data()));
+      TransformerDecoderLayer<float> other(outer, gen);
+      CHECK(other.dropout->p == 0.0);
+      CHECK(other.dropout3->p == 0.5);
+    } else {
+      TransformerEncoderLayer<float> layer(inner, gen);
+      const auto trained = layer.forward(x);
+      layer.eval();
+      CHECK_FALSE(bool(trained.data() == layer.forward(x).data()));
+      TransformerEncoderLayer<float> other(outer, gen);
+      CHECK(other.dropout->p == 0.0);
+      CHECK(other.dropout2->p == 0.5);
+      // Unset, it follows dropout: all off, training is eval.
+      TransformerEncoderLayer<float> plain(small_layer(Activation::ReLU, false, 0.0), gen);
+      const auto plain_trained = plain.forward(x);
+      plain.eval();
+      CHECK(bool(plain_trained.data() == plain.forward(x).data()));
+    }
+  }
 }
 
 TEST_CASE("a saved state_dict loads into another model through its aliasing tensors", "[nn]") {

@@ -133,6 +133,27 @@ int main(int argc, char** argv) {
   check(logits.shape() == Shape{1, 2} && std::isfinite(logits.data()(0, 0)) && std::isfinite(logits.data()(0, 1)),
         "TransformerClassifier gives two finite logits");
 
+  // models: a Hugging Face folder written and read back, as a pretrained checkpoint is.
+  models::LlamaOptions llama_options;
+  llama_options.vocab_size = 64;
+  llama_options.max_len = 32;
+  llama_options.d_model = 16;
+  llama_options.nhead = 4;
+  llama_options.num_kv_heads = 2;
+  llama_options.hidden = 32;
+  models::Llama<float> llama(llama_options, gen);
+  llama.eval();
+  const std::string hf_folder = (work / "llama-hf").string();
+  models::save_pretrained(llama, hf_folder);
+  const std::shared_ptr<models::CausalLM<float>> pretrained = models::from_pretrained<float>(hf_folder);
+  models::GenerateOptions greedy;
+  greedy.sampling.temperature = 0.0;
+  greedy.max_new_tokens = 8;
+  const xt::xarray<std::int64_t> prompt_ids = {{5, 9, 2}};
+  check(bool(pretrained->forward(prompt_ids).data() == llama.forward(prompt_ids).data()) &&
+            models::generate(*pretrained, {5, 9, 2}, greedy) == models::generate(llama, {5, 9, 2}, greedy),
+        "save_pretrained then from_pretrained gives the same logits and greedy tokens");
+
   std::cout << model->to_string() << "\n";
   if (failures) {
     std::cout << failures << " check(s) failed\n";
