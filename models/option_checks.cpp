@@ -23,10 +23,10 @@ void check_dropouts(const char* model, std::initializer_list<std::pair<const cha
       throw std::invalid_argument(fmt::format("{}{} must be in [0, 1), got {}", model, field, p));
 }
 
-void check_padding_idx(const char* model, std::int64_t padding_idx, std::size_t vocab_size) {
-  if (padding_idx < 0 || static_cast<std::size_t>(padding_idx) >= vocab_size) {
+void check_padding_idx(const char* model, std::optional<std::int64_t> padding_idx, std::size_t vocab_size) {
+  if (padding_idx && (*padding_idx < 0 || static_cast<std::size_t>(*padding_idx) >= vocab_size)) {
     throw std::invalid_argument(
-        fmt::format("{}padding_idx {} is outside the vocabulary of {} tokens", model, padding_idx, vocab_size));
+        fmt::format("{}padding_idx {} is outside the vocabulary of {} tokens", model, *padding_idx, vocab_size));
   }
 }
 

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <utility>
 
 namespace tapegrad::models {
@@ -20,7 +21,8 @@ void check_heads_divide(const char* model, std::size_t d_model, std::size_t nhea
 /// Every (field, p) lies in [0, 1): "GPT: dropout must be in [0, 1), got 1".
 void check_dropouts(const char* model, std::initializer_list<std::pair<const char*, double>> probabilities);
 
-/// padding_idx is an id of the vocabulary: "GPT: padding_idx 13 is outside the vocabulary of 13 tokens".
-void check_padding_idx(const char* model, std::int64_t padding_idx, std::size_t vocab_size);
+/// padding_idx, when there is one, is an id of the vocabulary: "GPT: padding_idx 13 is outside the
+/// vocabulary of 13 tokens".
+void check_padding_idx(const char* model, std::optional<std::int64_t> padding_idx, std::size_t vocab_size);
 
 }  // namespace tapegrad::models

@@ -266,6 +266,13 @@ std::vector<std::string> resume_args(const std::string& program, const std::stri
   return args;
 }
 
+// Trains `program`'s tiny run into `out` to its end.
+CliResult train_tiny_run(const Program& p, const std::filesystem::path& out) {
+  auto args = tiny_run_args(p.name);
+  args.insert(args.end(), {"--out", out.string()});
+  return p.run(args, "");
+}
+
 }  // namespace
 
 TEST_CASE("every program: integers beyond 64 bits, negative counts and numbers beyond a double are refused", "[cli]") {
@@ -520,10 +527,7 @@ TEST_CASE("every program: --resume of a finished run checks every file it uses, 
     INFO(p.name);
     tapegrad::testing::TempDir tmp;
     const std::filesystem::path good = tmp.path / "good";
-    auto args = tiny_run_args(p.name);
-    args.insert(args.end(), {"--out", good.string()});
-    const CliResult trained = p.run(args, "");
-    REQUIRE(trained.code == 0);
+    REQUIRE(train_tiny_run(p, good).code == 0);
     REQUIRE(p.run(resume_args(p.name, good.string()), "").code == 0);
     std::vector<std::string> files = {"model.safetensors", "last.ckpt.safetensors", "config.json"};
     if (std::filesystem::exists(good / "vocab.txt")) files.push_back("vocab.txt");
@@ -557,9 +561,7 @@ TEST_CASE("every program: report warns on a damaged metrics.jsonl by line, and f
     INFO(p.name);
     tapegrad::testing::TempDir tmp;
     const std::filesystem::path good = tmp.path / "good";
-    auto args = tiny_run_args(p.name);
-    args.insert(args.end(), {"--out", good.string()});
-    REQUIRE(p.run(args, "").code == 0);
+    REQUIRE(train_tiny_run(p, good).code == 0);
     const auto report = [&](const std::filesystem::path& run) {
       return p.run({"report", p.name == "train_translate" ? "--out" : "--run", run.string()}, "");
     };
@@ -615,9 +617,7 @@ TEST_CASE("every program: the temporary files a killed save left are gone once t
     INFO(p.name);
     tapegrad::testing::TempDir tmp;
     const std::filesystem::path run = tmp.path / "run";
-    auto args = tiny_run_args(p.name);
-    args.insert(args.end(), {"--out", run.string()});
-    REQUIRE(p.run(args, "").code == 0);
+    REQUIRE(train_tiny_run(p, run).code == 0);
     const auto plant = [&] {
       const pid_t dead = tapegrad::testing::exited_pid();
       for (const char* name : {"config.json", "vocab.txt", "last.ckpt.safetensors", "report.html"}) {
