@@ -640,8 +640,8 @@ TEST_CASE("every program: the temporary files a killed save left are gone once t
                                 Catch::Contains(", left by a save that was killed"));
     // The same when a new run starts over it.
     plant();
-    auto again = args;
-    again.push_back("--overwrite");
+    auto again = tiny_run_args(p.name);
+    again.insert(again.end(), {"--out", run.string(), "--overwrite"});
     CHECK(p.run(again, "").code == 0);
     CHECK(temporaries().empty());
   }
