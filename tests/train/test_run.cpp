@@ -704,7 +704,7 @@ TEST_CASE("divergence_suspects names the extreme optimizer settings, and a diver
   Bare b;
   optim::Adam<double> wild(b.model.parameters(), optim::AdamOptions{0.01, {0.9, 0.5}});
   b.options.steps_per_epoch = 2;
-  b.hooks.forward = [&b](std::int64_t, std::int64_t) {
+  b.hooks.forward = [&b](std::int64_t, std::int64_t, const train::MicroBatch&) {
     auto [x, labels] = draw(b.data, 4);
     x.mutable_data()(0, 0) = std::numeric_limits<double>::infinity();
     return loss_on(b.model, x, labels);
