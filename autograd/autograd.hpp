@@ -4,6 +4,7 @@
 #pragma once
 
 #include "tapegrad/autograd/broadcast.hpp"
+#include "tapegrad/autograd/checkpoint.hpp"
 #include "tapegrad/autograd/elementwise_kernels.hpp"
 #include "tapegrad/autograd/factories.hpp"
 #include "tapegrad/autograd/gradcheck.hpp"

@@ -116,6 +116,9 @@ const ModelConfig kLarge{32, 512, 256, 4, 1024, 4};
 // The default model on long sequences, the batch scaled so that tokens per step stay 64 x 256.
 const ModelConfig kDefault1k{16, 1024, 64, 4, 128, 1};
 const ModelConfig kDefault4k{4, 4096, 64, 4, 128, 1};
+// The large model at context 2048, the batch scaled so that tokens per step stay 32 x 512; with and
+// without activation checkpointing (docs/distributed.md).
+const ModelConfig kLarge2k{8, 2048, 256, 4, 1024, 4};
 
 models::TransformerClassifierOptions classifier_options(const ModelConfig& c) {
   models::TransformerClassifierOptions o;
@@ -362,15 +365,20 @@ std::vector<double> run_case(const std::string& name, bool bf16) {
       opt.step();
     });
   }
-  const bool long_case = name == "train_default_1k" || name == "train_default_4k";
+  const bool checkpointed = name == "train_large_2k_checkpointed";
+  const bool long_case =
+      name == "train_default_1k" || name == "train_default_4k" || name == "train_large_2k" || checkpointed;
   if (name == "train_default" || name == "train_large" || name == "eval_default" || long_case) {
     const ModelConfig c = name == "train_large"        ? kLarge
                           : name == "train_default_1k" ? kDefault1k
                           : name == "train_default_4k" ? kDefault4k
+                          : long_case                  ? kLarge2k
                                                        : kDefault;
     const bool slow = name == "train_large" || long_case;
     Generator gen(0);
-    models::TransformerClassifier<float> model(classifier_options(c), gen);
+    models::TransformerClassifierOptions options = classifier_options(c);
+    options.activation_checkpointing = checkpointed;
+    models::TransformerClassifier<float> model(options, gen);
     xt::xarray<std::int64_t> ids;
     BoolArray pad;
     token_batch(c.B, c.L, 20000, ids, pad);

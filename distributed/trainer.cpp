@@ -18,6 +18,9 @@ train::Replicas DataParallelTraining<T>::replicas() {
   r.rank = comm_.rank();
   r.size = comm_.size();
   r.synchronize_gradients = [this] { ddp_->synchronize(); };
+  r.no_sync = [this] {
+    return std::shared_ptr<void>(std::make_shared<typename DistributedDataParallel<T>::NoSync>(*ddp_));
+  };
   r.all_reduce_sum = [this](std::vector<double>& values) { comm_.all_reduce_sum(values); };
   r.checkpoint_metadata = [this] { return gather_generator_states(model_, comm_); };
   r.restore = [this](const io::safetensors::Metadata& metadata) { restore_generator_states(model_, metadata, comm_); };

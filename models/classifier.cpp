@@ -48,7 +48,10 @@ std::shared_ptr<nn::TransformerEncoder<T>> make_classifier_encoder(const Transfo
   layer.batch_first = true;
   layer.norm_first = o.norm_first;
   auto final_norm = o.norm_first ? std::make_shared<nn::LayerNorm<T>>(o.d_model) : nullptr;
-  return std::make_shared<nn::TransformerEncoder<T>>(layer, o.num_layers, gen, final_norm, std::move(dropout_gen));
+  auto encoder =
+      std::make_shared<nn::TransformerEncoder<T>>(layer, o.num_layers, gen, final_norm, std::move(dropout_gen));
+  encoder->activation_checkpointing = o.activation_checkpointing;
+  return encoder;
 }
 
 template <typename T>

@@ -53,6 +53,9 @@ struct TransformerClassifierOptions {
   /// by a Linear without bias ("ngram_proj"), so that the same memory holds d_model / ngram_dim times
   /// as many buckets (fewer collisions), as fastText's low-dimensional n-gram vectors do.
   std::size_t ngram_dim = 0;
+  /// Each residual block of the encoder's layers recomputed in backward instead of keeping its
+  /// activations (nn::TransformerEncoder::activation_checkpointing): less memory, one more forward.
+  bool activation_checkpointing = false;
 
   /// Throws std::invalid_argument naming the offending field and value.
   void validate() const;

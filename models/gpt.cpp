@@ -58,6 +58,7 @@ GPT<T>::GPT(const GPTOptions& o, Generator& gen) : options(o) {
       "encoder",
       std::make_shared<nn::TransformerEncoder<T>>(
           layer, o.num_layers, gen, std::make_shared<nn::LayerNorm<T>>(o.d_model, o.layer_norm_eps), dropout_gen_));
+  encoder->activation_checkpointing = o.activation_checkpointing;
   if (o.output_bias) output_bias = this->register_parameter("output_bias", Tensor<T>::zeros({o.vocab_size}));
   if (!o.tie_embeddings) {
     lm_head = this->register_module("lm_head", std::make_shared<nn::Linear<T>>(o.d_model, o.vocab_size, gen, false));

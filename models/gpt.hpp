@@ -47,6 +47,9 @@ struct GPTOptions {
   /// The output projection is the token embedding; when false it is its own lm_head (GPT-2's
   /// tie_word_embeddings = false).
   bool tie_embeddings = true;
+  /// Each residual block of a training forward recomputed in backward instead of keeping its activations
+  /// (nn::TransformerEncoder::activation_checkpointing): less memory, one more forward of the blocks.
+  bool activation_checkpointing = false;
 
   /// Throws std::invalid_argument naming the offending field and value.
   void validate() const;

@@ -4,10 +4,12 @@
 
 #include <stdexcept>
 
+#include "tapegrad/autograd/checkpoint.hpp"
 #include "tapegrad/autograd/elementwise.hpp"
 #include "tapegrad/autograd/indexing.hpp"
 #include "tapegrad/autograd/matmul.hpp"
 #include "tapegrad/autograd/shape_ops.hpp"
+#include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/models/embedding.hpp"
 #include "tapegrad/models/option_checks.hpp"
 
@@ -110,7 +112,17 @@ LlamaDecoderLayer<T>::LlamaDecoderLayer(const LlamaOptions& o, Generator& gen, s
 template <typename T>
 Tensor<T> LlamaDecoderLayer<T>::forward(const Tensor<T>& x, const nn::RotaryEmbedding<T>& rope,
                                         nn::KVCache<T>& cache) const {
-  const Tensor<T> h = x + dropout->forward(self_attn->forward(input_layernorm->forward(x), rope, cache));
+  return feed_forward_block(attention_block(x, rope, cache));
+}
+
+template <typename T>
+Tensor<T> LlamaDecoderLayer<T>::attention_block(const Tensor<T>& x, const nn::RotaryEmbedding<T>& rope,
+                                                nn::KVCache<T>& cache) const {
+  return x + dropout->forward(self_attn->forward(input_layernorm->forward(x), rope, cache));
+}
+
+template <typename T>
+Tensor<T> LlamaDecoderLayer<T>::feed_forward_block(const Tensor<T>& h) const {
   return h + dropout->forward(mlp->forward(post_attention_layernorm->forward(h)));
 }
 
@@ -135,7 +147,8 @@ Llama<T>::Llama(const LlamaOptions& o, Generator& gen) : options(o) {
 }
 
 template <typename T>
-Tensor<T> Llama<T>::advance(const char* op, const xt::xarray<std::int64_t>& ids, DecoderCache<T>& cache) const {
+Tensor<T> Llama<T>::advance(const char* op, const xt::xarray<std::int64_t>& ids, DecoderCache<T>& cache,
+                            bool scratch) const {
   this->check_cache("Llama", op, ids, cache);
   if (cache.layers.empty()) cache.layers.resize(typed_layers_.size());
   if (cache.layers.size() != typed_layers_.size()) {
@@ -143,6 +156,21 @@ Tensor<T> Llama<T>::advance(const char* op, const xt::xarray<std::int64_t>& ids,
                                             cache.layers.size(), typed_layers_.size()));
   }
   Tensor<T> x = embed_tokens->forward(ids);
+  if (scratch && options.activation_checkpointing && is_grad_enabled()) {
+    const std::vector<std::shared_ptr<Generator>> generators{dropout_gen_};
+    for (const auto& layer : typed_layers_) {
+      // Per residual block, as nn::TransformerEncoder; each run of the attention starts from an empty cache.
+      x = checkpoint<T>(
+          [layer, rope = rotary_emb](const std::vector<Tensor<T>>& in) {
+            nn::KVCache<T> fresh;
+            return layer->attention_block(in[0], *rope, fresh);
+          },
+          {x}, generators);
+      x = checkpoint<T>([layer](const std::vector<Tensor<T>>& in) { return layer->feed_forward_block(in[0]); }, {x},
+                        generators);
+    }
+    return norm->forward(x);
+  }
   for (std::size_t i = 0; i < typed_layers_.size(); ++i) x = typed_layers_[i]->forward(x, *rotary_emb, cache.layers[i]);
   return norm->forward(x);
 }
@@ -155,13 +183,13 @@ Tensor<T> Llama<T>::project(const Tensor<T>& hidden) const {
 template <typename T>
 Tensor<T> Llama<T>::forward(const xt::xarray<std::int64_t>& ids) const {
   DecoderCache<T> scratch;  // the keys and values of this call only
-  return project(advance("forward", ids, scratch));
+  return project(advance("forward", ids, scratch, /*scratch=*/true));
 }
 
 template <typename T>
 Tensor<T> Llama<T>::forward_rows(const xt::xarray<std::int64_t>& ids, const xt::xarray<std::int64_t>& rows) const {
   DecoderCache<T> scratch;
-  return project(this->gather_rows(advance("forward_rows", ids, scratch), rows));
+  return project(this->gather_rows(advance("forward_rows", ids, scratch, /*scratch=*/true), rows));
 }
 
 template <typename T>

@@ -52,6 +52,10 @@ struct LlamaOptions {
   bool mlp_bias = false;        ///< biases on gate_proj, up_proj and down_proj (Hugging Face's mlp_bias)
   /// Embedding row that stays zero (Hugging Face's pad_token_id); std::nullopt for none.
   std::optional<std::int64_t> padding_idx = 0;
+  /// Each residual block (attention, feed-forward) of forward() and forward_rows() under grad mode
+  /// recomputed in backward instead of keeping its activations (tapegrad::checkpoint): less memory, one
+  /// more forward of the layers, the same gradients bit for bit.
+  bool activation_checkpointing = false;
 
   /// num_kv_heads and head_dim with their defaults resolved.
   std::size_t kv_heads() const { return num_kv_heads ? num_kv_heads : nhead; }
@@ -101,6 +105,12 @@ class LlamaDecoderLayer : public nn::Module<T, LlamaDecoderLayer<T>> {
 
   /// x [B, n, d_model] after the cache's positions (an empty cache: the whole sequence) -> [B, n, d_model].
   Tensor<T> forward(const Tensor<T>& x, const nn::RotaryEmbedding<T>& rope, nn::KVCache<T>& cache) const;
+  /// The two residual blocks forward() is made of, op for op (forward is
+  /// feed_forward_block(attention_block(x, ...))), for checkpointing them one at a time.
+  ///@{
+  Tensor<T> attention_block(const Tensor<T>& x, const nn::RotaryEmbedding<T>& rope, nn::KVCache<T>& cache) const;
+  Tensor<T> feed_forward_block(const Tensor<T>& h) const;
+  ///@}
 
   std::string name() const override { return "LlamaDecoderLayer"; }
 
@@ -158,8 +168,9 @@ class Llama : public nn::Module<T, Llama<T>>, public CausalLM<T> {
 
  private:
   /// The final hidden states [B, n, d_model] of ids after the cache's positions, appended to cache
-  /// (checked as op).
-  Tensor<T> advance(const char* op, const xt::xarray<std::int64_t>& ids, Cache& cache) const;
+  /// (checked as op). A scratch cache, one the caller drops, may stay empty: the layers are then
+  /// checkpointed when options.activation_checkpointing asks for it.
+  Tensor<T> advance(const char* op, const xt::xarray<std::int64_t>& ids, Cache& cache, bool scratch = false) const;
   Tensor<T> project(const Tensor<T>& hidden) const;
 
   std::vector<std::shared_ptr<LlamaDecoderLayer<T>>> typed_layers_;

@@ -4,7 +4,9 @@
 
 #include <stdexcept>
 
+#include "tapegrad/autograd/checkpoint.hpp"
 #include "tapegrad/autograd/elementwise.hpp"
+#include "tapegrad/autograd/tape.hpp"
 
 namespace tapegrad::nn {
 
@@ -77,37 +79,48 @@ TransformerEncoderLayer<T>::TransformerEncoderLayer(const TransformerLayerOption
 
 template <typename T>
 template <typename SelfAttention>
-Tensor<T> TransformerEncoderLayer<T>::blocks(const Tensor<T>& src, const SelfAttention& self_attention) const {
-  const auto sa = [&](const Tensor<T>& x) { return dropout1->forward(self_attention(x)); };
-  const auto ff = [&](const Tensor<T>& x) {
-    return dropout2->forward(linear2->forward(dropout->forward(linear1->forward(x, options.activation))));
+Tensor<T> TransformerEncoderLayer<T>::sa_block(const Tensor<T>& x, const SelfAttention& self_attention) const {
+  if (options.norm_first) return x + dropout1->forward(self_attention(norm1->forward(x)));
+  return norm1->forward(x, dropout1->forward(self_attention(x)));  // norm(x + block(x)), the add fused into the norm
+}
+
+template <typename T>
+Tensor<T> TransformerEncoderLayer<T>::feed_forward_block(const Tensor<T>& x) const {
+  const auto ff = [&](const Tensor<T>& y) {
+    return dropout2->forward(linear2->forward(dropout->forward(linear1->forward(y, options.activation))));
   };
-  Tensor<T> x = src;
-  if (options.norm_first) {
-    x = x + sa(norm1->forward(x));
-    x = x + ff(norm2->forward(x));
-  } else {  // norm(x + block(x)), the add fused into the norm
-    x = norm1->forward(x, sa(x));
-    x = norm2->forward(x, ff(x));
-  }
-  return x;
+  if (options.norm_first) return x + ff(norm2->forward(x));
+  return norm2->forward(x, ff(x));
+}
+
+template <typename T>
+Tensor<T> TransformerEncoderLayer<T>::attention_block(const Tensor<T>& x, const AttentionMask<T>& src_mask,
+                                                      const AttentionMask<T>& src_key_padding_mask,
+                                                      bool is_causal) const {
+  return sa_block(x, [&](const Tensor<T>& y) {
+    return self_attn
+        ->forward(y, y, y, src_key_padding_mask, /*need_weights=*/false, src_mask,
+                  /*average_attn_weights=*/false, is_causal)
+        .first;
+  });
 }
 
 template <typename T>
 Tensor<T> TransformerEncoderLayer<T>::forward(const Tensor<T>& src, const AttentionMask<T>& src_mask,
                                               const AttentionMask<T>& src_key_padding_mask, bool is_causal,
                                               Tensor<T>* attn_weights) const {
-  return blocks(src, [&](const Tensor<T>& x) {
+  return feed_forward_block(sa_block(src, [&](const Tensor<T>& x) {
     auto [out, weights] = self_attn->forward(x, x, x, src_key_padding_mask, /*need_weights=*/attn_weights != nullptr,
                                              src_mask, /*average_attn_weights=*/false, is_causal);
     if (attn_weights) *attn_weights = weights;
     return out;
-  });
+  }));
 }
 
 template <typename T>
 Tensor<T> TransformerEncoderLayer<T>::forward_incremental(const Tensor<T>& src, KVCache<T>& cache) const {
-  return blocks(src, [&](const Tensor<T>& x) { return self_attn->forward_incremental(x, cache); });
+  return feed_forward_block(
+      sa_block(src, [&](const Tensor<T>& x) { return self_attn->forward_incremental(x, cache); }));
 }
 
 template <typename T>
@@ -175,6 +188,22 @@ Tensor<T> TransformerEncoder<T>::forward(const Tensor<T>& src, const AttentionMa
                                          const AttentionMask<T>& src_key_padding_mask, bool is_causal,
                                          std::vector<Tensor<T>>* attn_weights) const {
   Tensor<T> x = src;
+  if (activation_checkpointing && !attn_weights && is_grad_enabled()) {
+    // Per residual block rather than per layer: the feed-forward's activations alone are about half a
+    // layer's, and only one block's are alive at a time in backward.
+    for (const auto& layer : typed_layers_) {
+      std::vector<std::shared_ptr<Generator>> generators;
+      for (const auto& named : layer->named_generators()) generators.push_back(named.second);
+      x = checkpoint<T>(
+          [layer, mask, src_key_padding_mask, is_causal](const std::vector<Tensor<T>>& in) {
+            return layer->attention_block(in[0], mask, src_key_padding_mask, is_causal);
+          },
+          {x}, generators);
+      x = checkpoint<T>([layer](const std::vector<Tensor<T>>& in) { return layer->feed_forward_block(in[0]); }, {x},
+                        generators);
+    }
+    return norm ? norm->forward(x) : x;
+  }
   for (const auto& layer : typed_layers_) {
     Tensor<T> weights;
     x = layer->forward(x, mask, src_key_padding_mask, is_causal, attn_weights ? &weights : nullptr);

@@ -75,6 +75,14 @@ class TransformerEncoderLayer : public Module<T, TransformerEncoderLayer<T>> {
   /// blocks as forward(..., is_causal=true) with self_attn->forward_incremental as sa. Call eval() first
   /// for outputs equal to a full causal pass.
   Tensor<T> forward_incremental(const Tensor<T>& src, KVCache<T>& cache) const;
+  /// The two residual blocks forward() is made of, x -> x + sa(norm1(x)) (or norm1(x + sa(x))) and
+  /// x -> x + ff(norm2(x)) (or norm2(x + ff(x))): forward(src, ...) is
+  /// feed_forward_block(attention_block(src, ...)), op for op, for checkpointing them one at a time.
+  ///@{
+  Tensor<T> attention_block(const Tensor<T>& x, const AttentionMask<T>& src_mask = {},
+                            const AttentionMask<T>& src_key_padding_mask = {}, bool is_causal = false) const;
+  Tensor<T> feed_forward_block(const Tensor<T>& x) const;
+  ///@}
 
   std::string name() const override { return "TransformerEncoderLayer"; }
   const std::shared_ptr<Generator>& dropout_generator() const { return dropout_gen_; }
@@ -88,9 +96,9 @@ class TransformerEncoderLayer : public Module<T, TransformerEncoderLayer<T>> {
   std::shared_ptr<Dropout<T>> dropout1, dropout2;
 
  private:
-  /// The residual blocks around an attention function sa (which ends before dropout1) and ff.
+  /// The residual block around an attention function sa (which ends before dropout1).
   template <typename SelfAttention>
-  Tensor<T> blocks(const Tensor<T>& src, const SelfAttention& sa) const;
+  Tensor<T> sa_block(const Tensor<T>& x, const SelfAttention& sa) const;
 
   std::shared_ptr<Generator> dropout_gen_;
 };
@@ -148,6 +156,11 @@ class TransformerEncoder : public Module<T, TransformerEncoder<T>> {
 
   std::shared_ptr<ModuleList<T>> layers;
   std::shared_ptr<LayerNorm<T>> norm;  ///< null when there is no final norm
+  /// Each residual block of each layer of forward() (the self-attention's and the feed-forward's) runs
+  /// under tapegrad::checkpoint when grad mode is on and no attention weights are asked for: its
+  /// activations are recomputed in backward instead of kept, which trades one more forward of the layers
+  /// for the memory of all but the blocks' inputs. The gradients are unchanged, bit for bit.
+  bool activation_checkpointing = false;
 
  private:
   std::vector<std::shared_ptr<TransformerEncoderLayer<T>>> typed_layers_;

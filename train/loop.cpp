@@ -71,6 +71,9 @@ Trainer<T>::Trainer(const RunDirectory& run, nn::Module<T>& model, optim::Optimi
   if (options_.log_every <= 0) {
     throw std::invalid_argument(fmt::format("Trainer: log_every ({}) must be positive", options_.log_every));
   }
+  if (options_.accumulate < 1) {
+    throw std::invalid_argument(fmt::format("Trainer: accumulate ({}) must be at least 1", options_.accumulate));
+  }
   if (options_.eval_every < 0) {
     throw std::invalid_argument(fmt::format("Trainer: eval_every ({}) must not be negative", options_.eval_every));
   }
@@ -145,19 +148,56 @@ typename Trainer<T>::Sums Trainer<T>::train_step(std::int64_t epoch, std::int64_
   optimizer_.zero_grad();
   std::optional<tapegrad::autocast> mixed_precision;
   if (options_.autocast) mixed_precision.emplace();
-  const StepOutput<T> out = hooks_.forward(step_, index);
-  const double loss = static_cast<double>(out.loss.item());
-  if (!std::isfinite(loss)) {
-    // Before backward and the step: the model, the optimizer and the last checkpoint stay as they were.
-    throw std::runtime_error(fmt::format(
-        "the training loss is {} at step {} (epoch {}); stopped without updating the model, {}{} (anomaly detection "
-        "names the op that produced it)",
-        std::isnan(loss) ? "nan"
-        : loss > 0       ? "inf"
-                         : "-inf",
-        step_ + 1, epoch + 1, kept_checkpoint(checkpoint_step_), blame()));
+  const std::int64_t micro_batches = options_.accumulate;
+  double loss_sum = 0, count = 0, correct = 0, tokens = 0;
+  for (std::int64_t i = 0; i < micro_batches; ++i) {
+    const MicroBatch micro{i, micro_batches};
+    // Every micro-batch's backward but the last only adds to the local gradients.
+    std::shared_ptr<void> local_only;
+    if (!micro.last() && hooks_.replicas.no_sync) local_only = hooks_.replicas.no_sync();
+    const StepOutput<T> out = hooks_.forward(step_, index, micro);
+    const double loss = static_cast<double>(out.loss.item());
+    if (!std::isfinite(loss)) {
+      // Before the step: the model, the optimizer and the last checkpoint stay as they were.
+      throw std::runtime_error(fmt::format(
+          "the training loss is {} at step {} (epoch {}{}); stopped without updating the model, {}{} (anomaly "
+          "detection names the op that produced it)",
+          std::isnan(loss) ? "nan"
+          : loss > 0       ? "inf"
+                           : "-inf",
+          step_ + 1, epoch + 1,
+          micro_batches > 1 ? fmt::format(", micro-batch {} of {}", i + 1, micro_batches) : std::string(),
+          kept_checkpoint(checkpoint_step_), blame()));
+    }
+    loss_sum += loss * out.count;
+    count += out.count;
+    correct += out.correct;
+    tokens += out.tokens;
+    if (micro_batches == 1) {
+      out.loss.backward();
+      continue;
+    }
+    // Micro-batch i's loss weighs count_i / (the counts' sum), which is known at the last forward: the
+    // earlier ones backpropagate count_i times their loss, and their sum is divided by the total before
+    // the last backward, whose gradients are then complete when data-parallel replicas reduce them.
+    if (!(out.count > 0) || !std::isfinite(out.count)) {
+      throw std::runtime_error(fmt::format(
+          "gradient accumulation: micro-batch {} of {} of step {} counts {} examples or tokens (must be positive)",
+          i + 1, micro_batches, step_ + 1, out.count));
+    }
+    double weight = out.count;
+    if (micro.last()) {
+      const T scale = static_cast<T>(1.0 / count);
+      for (auto& p : model_.parameters()) {
+        if (!p.has_grad()) continue;
+        for (T& g : p.mutable_grad()) g *= scale;
+      }
+      weight = out.count / count;
+    }
+    xt::xarray<T> seed = xt::xarray<T>::from_shape(out.loss.shape());
+    seed.fill(static_cast<T>(weight));
+    out.loss.backward(seed);
   }
-  out.loss.backward();
   mixed_precision.reset();  // the rest of the step (gradient sums, clipping, the update) has no products
   if (hooks_.replicas.synchronize_gradients) hooks_.replicas.synchronize_gradients();
   if (options_.clip_norm > 0) optim::clip_grad_norm_(optimizer_.params(), options_.clip_norm);
@@ -169,8 +209,7 @@ typename Trainer<T>::Sums Trainer<T>::train_step(std::int64_t epoch, std::int64_
   // that every rank logs the global batch and all stop at the same step.
   const bool stop_requested = interrupt_requested() || (options_.stop_after_step && options_.stop_after_step(step_));
   const bool out_of_time = options_.time_limit > 0 && train_seconds_ + step_clock.seconds() >= options_.time_limit;
-  std::vector<double> sums = {loss * out.count,       out.count, out.correct, out.tokens, stop_requested ? 1.0 : 0.0,
-                              out_of_time ? 1.0 : 0.0};
+  std::vector<double> sums = {loss_sum, count, correct, tokens, stop_requested ? 1.0 : 0.0, out_of_time ? 1.0 : 0.0};
   if (hooks_.replicas.all_reduce_sum) hooks_.replicas.all_reduce_sum(sums);
   stop = sums[4] > 0;
   time_up = sums[5] > 0;

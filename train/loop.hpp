@@ -1,7 +1,8 @@
 /// @file
 /// The training loop every program shares. A program supplies the forward pass and the loss of one
 /// batch (and, if it validates, a score); the Trainer does the rest, the same way for every program:
-///   lr from the schedule -> zero_grad -> forward + loss (the program's) -> backward -> gradient
+///   lr from the schedule -> zero_grad -> forward + loss (the program's) -> backward (once per
+///   micro-batch with gradient accumulation) -> gradient
 ///   clipping -> optimizer step -> progress bar or lines -> a metrics.jsonl line every log_every steps
 ///   -> validation every eval_every steps and at each epoch's end, the best model saved as
 ///   model.safetensors and the training checkpoint as last.ckpt.safetensors (the first of which deletes
@@ -26,6 +27,7 @@
 #include "tapegrad/optim/schedule.hpp"
 #include "tapegrad/train/checkpoint.hpp"
 #include "tapegrad/train/metrics.hpp"
+#include "tapegrad/train/micro_batch.hpp"
 #include "tapegrad/train/progress.hpp"
 #include "tapegrad/train/replicas.hpp"
 #include "tapegrad/train/run_directory.hpp"
@@ -36,8 +38,10 @@ namespace tapegrad::train {
 /// What the program's forward computes for one batch.
 template <typename T>
 struct StepOutput {
-  Tensor<T> loss;      ///< the scalar loss to backpropagate, a mean over `count`
-  double count = 1;    ///< examples (or target tokens) the loss averages over: weights the running means
+  Tensor<T> loss;  ///< the scalar loss to backpropagate, a mean over `count`
+  /// Examples (or target tokens) the loss averages over: weights the running means, and with gradient
+  /// accumulation the micro-batch's loss in the step (count over the step's micro-batches' counts).
+  double count = 1;
   double correct = 0;  ///< of those, predicted correctly (accuracy = correct / count)
   double tokens = 0;   ///< tokens processed, for tokens/s
 };
@@ -69,6 +73,11 @@ struct TrainerOptions {
   double time_limit = 0;             ///< seconds of training (validation excluded); 0: none
   bool ties_improve = false;         ///< a score equal to the best is a new best (a later, longer-trained model)
   bool resume = false;               ///< continue from the run folder's checkpoint
+  /// Gradient accumulation: each optimizer step runs the forward hook and backward on this many
+  /// micro-batches of its batch, weighting micro-batch i's loss by count_i / sum of the counts, so that
+  /// the step is the one taken on the whole batch (to float rounding). With data-parallel replicas the
+  /// gradients are reduced over the ranks only in the last micro-batch's backward (Replicas::no_sync).
+  std::int64_t accumulate = 1;
   /// Mixed precision, as torch.autocast("cpu", dtype=torch.bfloat16) around the forward and backward: the
   /// hooks' forward, the backward and validate run under tapegrad::autocast, so that the float models'
   /// matrix products take bfloat16 operands; parameters, gradients, the optimizer and the losses stay
@@ -87,8 +96,9 @@ template <typename T>
 struct TrainerHooks {
   /// Before the first step of each epoch (counted from 0), e.g. DataLoader::set_epoch.
   std::function<void(std::int64_t epoch)> begin_epoch;
-  /// The forward pass and loss of global step `step` (from 0), batch `index` of its epoch, in train mode.
-  std::function<StepOutput<T>(std::int64_t step, std::int64_t index)> forward;
+  /// The forward pass and loss of global step `step` (from 0), batch `index` of its epoch, in train mode:
+  /// of the rows of that batch micro_batch_rows(rows, micro) gives (all of them without accumulation).
+  std::function<StepOutput<T>(std::int64_t step, std::int64_t index, const MicroBatch& micro)> forward;
   /// After each optimizer step, e.g. ExponentialMovingAverage::update.
   std::function<void()> after_step;
   /// Scores the model (the trainer restores train mode afterwards). None: every validation is the best.

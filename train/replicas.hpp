@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "tapegrad/io/safetensors.hpp"
@@ -32,6 +33,9 @@ struct Replicas {
   int rank = 0, size = 1;
   /// After backward, before clipping: each gradient replaced by its mean over the ranks.
   std::function<void()> synchronize_gradients;
+  /// While the handle it returns lives, backward passes only accumulate gradients locally (DDP's
+  /// no_sync()): the Trainer holds one over every micro-batch but the last of a step.
+  std::function<std::shared_ptr<void>()> no_sync;
   /// Collective: sums every value over the ranks, in place.
   std::function<void(std::vector<double>& values)> all_reduce_sum;
   /// Collective, at every checkpoint: metadata rank 0 adds to the checkpoint (the other ranks' dropout

@@ -11,6 +11,7 @@
 #include "tapegrad/train/interrupt.hpp"
 #include "tapegrad/train/loop.hpp"
 #include "tapegrad/train/metrics.hpp"
+#include "tapegrad/train/micro_batch.hpp"
 #include "tapegrad/train/model_file.hpp"
 #include "tapegrad/train/progress.hpp"
 #include "tapegrad/train/run_directory.hpp"

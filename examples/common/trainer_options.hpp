@@ -1,4 +1,4 @@
-// The training loop's options from the flags every program takes: --log-every, --clip-norm, --resume,
+// The training loop's options from the flags every program takes: --log-every, --clip-norm, --resume, --accumulate,
 // --precision (as the run resolved it) and --detect-anomaly (fields of the same names in each program's
 // Config), with the program's epochs, steps, schedule and stopping rule.
 #pragma once
@@ -23,6 +23,7 @@ tapegrad::train::TrainerOptions trainer_options(const Config& c, std::int64_t ep
   options.log_every = c.log_every;
   options.clip_norm = c.clip_norm;
   options.resume = c.resume;
+  options.accumulate = c.accumulate;
   options.autocast = c.precision_resolved == "bf16";
   options.detect_anomaly = c.detect_anomaly;
   options.stop_after_step = stop_after_step;

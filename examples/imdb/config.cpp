@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "examples/common/commands.hpp"
+#include "examples/common/memory_flags.hpp"
 #include "examples/common/model_options.hpp"
 #include "examples/common/precision.hpp"
 #include "examples/common/settings.hpp"
@@ -88,6 +89,7 @@ std::vector<examples::Flag> model_flags() {
       flag("--norm", &C::norm, "post|pre: LayerNorm after or before each sublayer").one_of({"post", "pre"}),
       flag("--pooling", &C::pooling, "max|mean|cls").one_of({"max", "mean", "cls"}),
       flag("--pos", &C::pos, "positional encoding: sinusoidal|learned").one_of({"sinusoidal", "learned"}),
+      examples::activation_checkpointing_flag<C>(),
   };
 }
 
@@ -153,6 +155,7 @@ std::vector<examples::Flag> optimization_flags() {
            "the saved model (0: off)")
           .in(examples::below(0, 1)),
       flag("--batch-size", &C::batch_size, "reviews per step").in(closed(1, lim::kBatchSize)),
+      examples::accumulate_flag<C>(lim::kBatchSize),
       flag("--epochs", &C::epochs, "passes over the training reviews").in(closed(1, lim::kEpochs)),
       flag("--seed", &C::seed, "seeds the split, the initialization, the shuffle and dropout")
           .in(closed(0, static_cast<long double>(std::numeric_limits<std::int64_t>::max()))),
@@ -209,6 +212,10 @@ const examples::Flags<Config>& flags() {
 
 std::optional<std::string> validate(const Config& c) {
   if (auto problem = flags().check(c)) return problem;
+  if (c.accumulate > static_cast<std::int64_t>(c.batch_size)) {
+    return fmt::format("--accumulate {} is more than --batch-size {}: a micro-batch would be empty", c.accumulate,
+                       c.batch_size);
+  }
   // The embedding and the positional table grow with the flags.
   if (auto problem = examples::table_memory_problem("--vocab-size", c.vocab_size, "--max-len", c.max_len, c.d_model))
     return problem;
@@ -258,6 +265,7 @@ WideAndDeepOptions model_options(const Config& c, std::size_t vocab_size) {
   o.ngram_max = static_cast<std::size_t>(c.ngram_max);
   o.ngram_dim = static_cast<std::size_t>(c.ngram_dim);
   o.num_classes = 2;
+  o.activation_checkpointing = c.activation_checkpointing;
   WideAndDeepOptions& w = wide_and_deep;
   w.wide_buckets = static_cast<std::size_t>(c.wide_buckets);
   w.wide_max_n = static_cast<std::size_t>(c.wide_max_n);

@@ -43,10 +43,11 @@ struct Config {
   // (features::ClauseNegation); polarity_margin is the |log-count ratio| that makes a word polar.
   double clause_negation = 0.25;
   double polarity_margin = 1.0;
-  std::string activation = "relu";  // relu | gelu
-  std::string norm = "post";        // post | pre
-  std::string pooling = "mean";     // max | mean | cls
-  std::string pos = "sinusoidal";   // sinusoidal | learned
+  std::string activation = "relu";        // relu | gelu
+  std::string norm = "post";              // post | pre
+  std::string pooling = "mean";           // max | mean | cls
+  std::string pos = "sinusoidal";         // sinusoidal | learned
+  bool activation_checkpointing = false;  // each encoder layer recomputed in backward
   // Hashed n-gram embeddings added to the token embeddings (fastText's bigrams and trigrams): the
   // table's rows, 0 = none; and the longest n-gram (2 .. ngram_max).
   std::int64_t ngram_buckets = 8'000'000;
@@ -91,6 +92,7 @@ struct Config {
   double clip_norm = 1.0;  // 0 disables
   double ema = 0.0;        // decay of the parameters' moving average used to evaluate and save; 0 = off
   std::int64_t batch_size = 64;
+  std::int64_t accumulate = 1;  // micro-batches per step (gradient accumulation)
   std::int64_t epochs = 4;
   std::int64_t seed = 0;
   std::int64_t bucket = 50;  // bucketing chunk in batches, 0 = off
@@ -115,7 +117,7 @@ struct Config {
 
 // Every flag of train_imdb and config.json's keys, declared once (examples/common/flags.hpp).
 inline constexpr const char* kProgram = "train_imdb";
-inline constexpr int kConfigVersion = 2;
+inline constexpr int kConfigVersion = 3;
 const examples::Flags<Config>& flags();
 
 // A bad setting, also one found only once the data is known (e.g. more warmup steps than training

@@ -259,17 +259,20 @@ tr::TrainerOptions trainer_options(const Config& config, std::int64_t steps_per_
 // for the whole batch, seeded by the step).
 tr::StepOutput<float> step_loss(Model& model, ds::Batch batch, const Config& config,
                                 const std::optional<features::ClauseNegation>& clause_negation,
-                                const tr::Replicas& replicas, std::int64_t step) {
+                                const tr::Replicas& replicas, std::int64_t step, const tr::MicroBatch& micro) {
   const auto seed = static_cast<std::uint64_t>(config.seed), draw = static_cast<std::uint64_t>(step);
   ds::word_dropout(batch.ids, batch.padding_mask, config.word_dropout, ds::Vocabulary::unk_id, seed, draw);
   ds::random_crop(batch.ids, batch.padding_mask, crop_options(config), ds::Vocabulary::pad_id, seed, draw);
   if (clause_negation) {
     clause_negation->apply(batch.ids, batch.padding_mask, batch.labels, ds::Vocabulary::pad_id, seed, draw);
   }
-  if (replicas.size > 1) {
+  // This rank's rows (every rank the same number), then the micro-batch's part of them; the Trainer weighs
+  // each micro-batch's mean by its rows.
+  if (replicas.size > 1 || micro.count > 1) {
     std::vector<std::size_t> rows(batch.indices.size());
     std::iota(rows.begin(), rows.end(), std::size_t{0});
-    batch = ds::take_rows(batch, tr::shard(rows, replicas.size, replicas.rank));
+    if (replicas.size > 1) rows = tr::shard(rows, replicas.size, replicas.rank);
+    batch = ds::take_rows(batch, tr::micro_batch_rows(rows, micro));
   }
   const auto parts = model.forward_parts(batch.ids, batch.padding_mask);
   const auto logits = parts.total();
@@ -514,8 +517,8 @@ TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, 
   std::vector<EvalResult> validations;  // the EvalResult of each of the trainer's validations
   tr::TrainerHooks<float> hooks;
   hooks.begin_epoch = [&](std::int64_t epoch) { loader.set_epoch(static_cast<std::uint64_t>(epoch)); };
-  hooks.forward = [&](std::int64_t step, std::int64_t b) {
-    return step_loss(*model, loader.batch(static_cast<std::size_t>(b)), config, clause_negation, replicas, step);
+  hooks.forward = [&](std::int64_t step, std::int64_t b, const tr::MicroBatch& micro) {
+    return step_loss(*model, loader.batch(static_cast<std::size_t>(b)), config, clause_negation, replicas, step, micro);
   };
   hooks.validate = [&] { return validation(*model, data.valid, batch_size, validations); };
   if (ema) average_parameters(*ema, hooks);

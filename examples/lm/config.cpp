@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "examples/common/commands.hpp"
+#include "examples/common/memory_flags.hpp"
 #include "examples/common/model_options.hpp"
 #include "examples/common/precision.hpp"
 #include "examples/common/settings.hpp"
@@ -59,7 +60,8 @@ examples::Flags<Config> make_flags() {
          flag("--norm", &C::norm, "pre|post LayerNorm (causal: pre only; not with --arch llama)")
              .one_of({"pre", "post"}),
          flag("--pos", &C::pos, "positions: learned|sinusoidal (not with --arch llama)")
-             .one_of({"learned", "sinusoidal"})}},
+             .one_of({"learned", "sinusoidal"}),
+         examples::activation_checkpointing_flag<C>()}},
        {"Optimization (AdamW, warmup then cosine decay)",
         {flag("--lr", &C::lr, "peak learning rate (linear warmup, then cosine decay to 0 at the last step)")
              .in(examples::closed(0, lim::kLearningRate)),
@@ -67,6 +69,7 @@ examples::Flags<Config> make_flags() {
          flag("--weight-decay", &C::weight_decay, "decoupled weight decay").in(examples::at_least(0)),
          flag("--clip-norm", &C::clip_norm, "gradient norm clipping (0: off)").in(examples::at_least(0)),
          flag("--batch-size", &C::batch_size, "reviews per step").in(examples::closed(1, lim::kBatchSize)),
+         examples::accumulate_flag<C>(lim::kBatchSize),
          flag("--steps", &C::steps, "optimizer steps (one pass over the 22,500 training reviews is 5,625)")
              .in(examples::closed(1, lim::kSteps)),
          flag("--eval-every", &C::eval_every, "steps between validations and checkpoints")
@@ -123,6 +126,10 @@ std::optional<std::string> validate(const Config& c) {
   if (auto problem = examples::table_memory_problem("--vocab-size", c.vocab_size, "--context", c.context, c.d_model))
     return problem;
   if (c.d_model % c.heads != 0) return fmt::format("--d-model {} is not divisible by --heads {}", c.d_model, c.heads);
+  if (c.accumulate > c.batch_size) {
+    return fmt::format("--accumulate {} is more than --batch-size {}: a micro-batch would be empty", c.accumulate,
+                       c.batch_size);
+  }
   if (c.warmup >= c.steps) return fmt::format("--warmup {} must be less than --steps {}", c.warmup, c.steps);
   if (auto problem = examples::decoupled_decay_problem(c.lr, c.weight_decay)) return problem;
   if (c.arch == "llama" && c.objective != "causal") {
@@ -146,19 +153,23 @@ nlohmann::json to_json(const Config& c) { return flags().to_json(c); }
 Config config_from_json(const nlohmann::json& json) { return flags().from_json(json); }
 
 tapegrad::models::GPTOptions gpt_options(const Config& c, std::size_t vocab_size) {
-  return examples::transformer_options<tapegrad::models::GPTOptions>(c, vocab_size, c.context);
+  auto o = examples::transformer_options<tapegrad::models::GPTOptions>(c, vocab_size, c.context);
+  o.activation_checkpointing = c.activation_checkpointing;
+  return o;
 }
 
 tapegrad::models::LlamaOptions llama_options(const Config& c, std::size_t vocab_size) {
   auto o = examples::model_sizes<tapegrad::models::LlamaOptions>(c, vocab_size, c.context);
   o.hidden = static_cast<std::size_t>(c.hidden);
   o.tie_embeddings = true;
+  o.activation_checkpointing = c.activation_checkpointing;
   return o;
 }
 
 tapegrad::models::TransformerClassifierOptions encoder_options(const Config& c, std::size_t vocab_size) {
   auto o = examples::transformer_options<tapegrad::models::TransformerClassifierOptions>(c, vocab_size, c.context);
   o.norm_first = c.norm == "pre";
+  o.activation_checkpointing = c.activation_checkpointing;
   return o;
 }
 

@@ -42,9 +42,10 @@ struct Config {
   std::int64_t hidden = 344;
   double dropout = 0.0;  // the default run sees each training review about once: nothing to regularize
   double attn_dropout = 0.0;
-  std::string activation = "gelu";  // relu | gelu
-  std::string norm = "pre";         // pre | post (post: masked objective only)
-  std::string pos = "sinusoidal";   // learned | sinusoidal
+  std::string activation = "gelu";        // relu | gelu
+  std::string norm = "pre";               // pre | post (post: masked objective only)
+  std::string pos = "sinusoidal";         // learned | sinusoidal
+  bool activation_checkpointing = false;  // each layer recomputed in backward
 
   // Optimization (AdamW, linear warmup then cosine decay to 0 at the last step).
   double lr = 4e-3;
@@ -52,6 +53,7 @@ struct Config {
   double weight_decay = 0.1;
   double clip_norm = 1.0;  // 0 disables
   std::int64_t batch_size = 4;
+  std::int64_t accumulate = 1;     // micro-batches per step (gradient accumulation)
   std::int64_t steps = 5600;       // about one pass over the training reviews
   std::int64_t eval_every = 1400;  // steps between validations (and checkpoints)
   std::int64_t seed = 0;           // seeds the split (as train_imdb's --seed), init, order, dropout, masking
@@ -73,7 +75,7 @@ struct Config {
 };
 
 // Every flag of train_lm and config.json's keys, declared once (examples/common/flags.hpp).
-inline constexpr int kConfigVersion = 2;
+inline constexpr int kConfigVersion = 3;
 const examples::Flags<Config>& flags();
 
 // The masked objective's defaults, keyed by flag: train_imdb's classifier as the model (so that

@@ -92,24 +92,26 @@ class Batches {
   std::uint64_t epoch_ = 0;
 };
 
-// One step's loss, on this rank's rows of the global batch.
+// One micro-batch's loss, on this rank's rows of the global batch (all of them without accumulation).
 tt::StepOutput<float> step_loss(LanguageModel& model, const ds::EncodedDataset& train, const ds::Batch& batch,
-                                std::int64_t step, const tt::Replicas& replicas) {
+                                std::int64_t step, const tt::MicroBatch& micro, const tt::Replicas& replicas) {
+  std::vector<std::size_t> all(batch.indices.size());
+  std::iota(all.begin(), all.end(), std::size_t{0});
   tt::StepOutput<float> o;
   if (replicas.size <= 1) {
-    const auto loss = model.loss(batch, static_cast<std::uint64_t>(step));
+    const std::vector<std::size_t> rows = tt::micro_batch_rows(all, micro);
+    const auto loss = micro.count == 1 ? model.loss(batch, static_cast<std::uint64_t>(step))
+                                       : model.loss(batch, static_cast<std::uint64_t>(step), rows);
     o.loss = loss.loss;
     o.count = double(loss.count);
     o.correct = double(loss.correct);
-    for (std::size_t r : batch.indices) o.tokens += double(train.length(r));
+    for (std::size_t r : rows) o.tokens += double(train.length(batch.indices[r]));
     return o;
   }
-  // This rank's loss, a mean over its n targets, is weighted by n * ranks / N (N: the batch's targets on
-  // all ranks), so that the gradients' average over the ranks is the gradient of the mean over all N;
-  // each rank then counts N / ranks targets for the logs.
-  std::vector<std::size_t> all(batch.indices.size());
-  std::iota(all.begin(), all.end(), std::size_t{0});
-  const std::vector<std::size_t> rows = tt::shard(all, replicas.size, replicas.rank);
+  // This rank's loss, a mean over its n targets, is weighted by n * ranks / N (N: the micro-batch's
+  // targets on all ranks), so that the gradients' average over the ranks is the gradient of the mean over
+  // all N; each rank then counts N / ranks targets for the logs and the micro-batches' weights.
+  const std::vector<std::size_t> rows = tt::micro_batch_rows(tt::shard(all, replicas.size, replicas.rank), micro);
   const auto loss = model.loss(batch, static_cast<std::uint64_t>(step), rows);
   std::vector<double> total = {double(loss.count)};
   replicas.all_reduce_sum(total);
@@ -224,8 +226,8 @@ TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, 
 
   const tt::TrainerOptions options = trainer_options(config, stop_after_step);
   tt::TrainerHooks<float> hooks;
-  hooks.forward = [&](std::int64_t step, std::int64_t) {
-    return step_loss(model, data.train, batches.at(step), step, replicas);
+  hooks.forward = [&](std::int64_t step, std::int64_t, const tt::MicroBatch& micro) {
+    return step_loss(model, data.train, batches.at(step), step, micro, replicas);
   };
   hooks.validate = [&] {
     const Validation v = validate(model, module, data.valid_sample, static_cast<std::size_t>(config.batch_size));

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "examples/common/commands.hpp"
+#include "examples/common/memory_flags.hpp"
 #include "examples/common/precision.hpp"
 #include "examples/common/settings.hpp"
 #include "tapegrad/autograd/messages.hpp"
@@ -56,6 +57,7 @@ examples::Flags<Config> make_flags() {
              .or_off("--no-tie-output")}},
        {"Optimization",
         {flag("--batch-size", &C::batch_size, "sentences per step").in(count(lim::kBatchSize)),
+         examples::accumulate_flag<C>(lim::kBatchSize),
          flag("--steps", &C::steps, "training steps").in(count(lim::kSteps)),
          flag("--time-limit", &C::time_limit,
               "stop training after this many seconds (0: none; a run is its --steps on any machine)")
@@ -92,6 +94,10 @@ const examples::Flags<Config>& flags() {
 
 std::optional<std::string> validate(const Config& c) {
   if (auto problem = flags().check(c)) return problem;
+  if (c.accumulate > static_cast<std::int64_t>(c.batch_size)) {
+    return fmt::format("--accumulate {} is more than --batch-size {}: a micro-batch would be empty", c.accumulate,
+                       c.batch_size);
+  }
   if (c.d_model % c.nhead != 0) return fmt::format("--d-model {} is not divisible by --nhead {}", c.d_model, c.nhead);
   if (c.out.empty()) return "--out must name a folder";
   if (auto problem = examples::precision_problem(c.precision, c.precision_resolved, "precision_resolved")) {

@@ -30,6 +30,7 @@ struct Config {
   bool tie_output = true;
   // Optimization: the paper's recipe
   std::size_t batch_size = 64;
+  std::int64_t accumulate = 1;  // micro-batches per step (gradient accumulation)
   std::int64_t steps = 8000;
   // Seconds of training; 0 = no limit, the default: a run is its --steps on any machine (a cap tuned on one
   // machine stopped a 3x slower one halfway, below the documented quality).
@@ -61,7 +62,7 @@ struct Config {
 // Every flag of train_translate and config.json's keys (the fields' names), declared once
 // (examples/common/flags.hpp).
 inline constexpr const char* kProgram = "train_translate";
-inline constexpr int kConfigVersion = 2;
+inline constexpr int kConfigVersion = 3;
 const examples::Flags<Config>& flags();
 
 // The first bad setting as one line naming the flag and the value, or nothing.

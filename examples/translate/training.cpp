@@ -192,19 +192,40 @@ tr::TrainerOptions trainer_options(const Config& c, const std::function<bool(std
   return options;
 }
 
-// One step's loss on a fresh global batch, drawn from the training split (every rank draws the whole
-// batch, so that their samplers stay the same) and trained on this rank's rows of it.
-tr::StepOutput<float> step_loss(Model& model, tapegrad::Generator& sampler, const Config& c, Direction dir,
-                                const tr::Replicas& replicas, const tapegrad::CrossEntropyOptions& loss) {
+// One step's global batch: c.batch_size numbers drawn from the training split, as source and target ids
+// (every rank draws the whole batch, so that their samplers stay the same).
+struct StepBatch {
   std::vector<Ids> src, tgt;
+};
+StepBatch draw_batch(tapegrad::Generator& sampler, const Config& c, Direction dir) {
+  StepBatch batch;
   for (std::size_t i = 0; i < c.batch_size; ++i) {
     const std::uint64_t value = ds::draw_number(sampler, ds::NumberSplit::Train, c.seed);
-    src.push_back(encode_source(source_text(value, dir), dir));
-    tgt.push_back(encode_target(target_text(value, dir), dir));
+    batch.src.push_back(encode_source(source_text(value, dir), dir));
+    batch.tgt.push_back(encode_target(target_text(value, dir), dir));
   }
+  return batch;
+}
+
+// The rows of `rows` of a step's batch, made into one batch.
+Batch batch_of_rows(const StepBatch& step, const std::vector<std::size_t>& rows) {
+  std::vector<Ids> src, tgt;
+  for (const std::size_t i : rows) {
+    src.push_back(step.src[i]);
+    tgt.push_back(step.tgt[i]);
+  }
+  return make_batch(src, tgt);
+}
+
+// One micro-batch's loss (the whole step's batch without accumulation), on this rank's rows.
+tr::StepOutput<float> step_loss(Model& model, const StepBatch& step, const tr::MicroBatch& micro,
+                                const tr::Replicas& replicas, const tapegrad::CrossEntropyOptions& loss) {
+  std::vector<std::size_t> rows(step.src.size());
+  std::iota(rows.begin(), rows.end(), std::size_t{0});
   tr::StepOutput<float> output;
   if (replicas.size == 1) {
-    const Batch b = make_batch(src, tgt);
+    const Batch b =
+        micro.count == 1 ? make_batch(step.src, step.tgt) : batch_of_rows(step, tr::micro_batch_rows(rows, micro));
     Forced f = teacher_forced(model, b, loss);
     output.loss = f.loss;
     output.count = static_cast<double>(b.target_tokens);
@@ -214,19 +235,13 @@ tr::StepOutput<float> step_loss(Model& model, tapegrad::Generator& sampler, cons
   }
   // The ranks' rows hold different numbers of target tokens, so a per-rank mean would weigh a token of a
   // short shard more: each rank's loss is the sum over its tokens divided by the tokens per rank of the
-  // whole batch, and the ranks' average gradient is then the gradient of the mean over all the batch's
-  // tokens, as one process computes it. count (that share) makes the logged loss the batch's mean too.
-  std::vector<std::size_t> rows(src.size());
-  std::iota(rows.begin(), rows.end(), std::size_t{0});
+  // whole (micro-)batch, and the ranks' average gradient is then the gradient of the mean over all the
+  // batch's tokens, as one process computes it. count (that share) makes the logged loss the batch's mean
+  // too, and weighs the micro-batch in the step.
   std::size_t total_tokens = 0;
   Batch mine;
   for (int r = 0; r < replicas.size; ++r) {
-    std::vector<Ids> shard_src, shard_tgt;
-    for (const std::size_t i : tr::shard(rows, replicas.size, r)) {
-      shard_src.push_back(src[i]);
-      shard_tgt.push_back(tgt[i]);
-    }
-    Batch b = make_batch(shard_src, shard_tgt);
+    Batch b = batch_of_rows(step, tr::micro_batch_rows(tr::shard(rows, replicas.size, r), micro));
     total_tokens += b.target_tokens;
     if (r == replicas.rank) mine = std::move(b);
   }
@@ -350,7 +365,11 @@ TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, 
 
   const tr::TrainerOptions options = trainer_options(c, stop_after_step);
   tr::TrainerHooks<float> hooks;
-  hooks.forward = [&](std::int64_t, std::int64_t) { return step_loss(model, sampler, c, dir, replicas, loss); };
+  StepBatch step_batch;  // drawn at a step's first micro-batch, cut by the others
+  hooks.forward = [&](std::int64_t, std::int64_t, const tr::MicroBatch& micro) {
+    if (micro.index == 0) step_batch = draw_batch(sampler, c, dir);
+    return step_loss(model, step_batch, micro, replicas, loss);
+  };
   hooks.validate = [&] { return validation(model, data.valid, dir, loss); };
   hooks.generators = {{"sampler", &sampler}};
   hooks.replicas = replicas;

@@ -3,6 +3,9 @@
 //   ddp_check equivalence --dtype float|double   N ranks x batch B == 1 process x batch N*B after 20
 //                                                steps, for several bucket sizes and with gradient
 //                                                accumulation over 2 micro-batches (no_sync)
+//   ddp_check accumulate --dtype float|double    the Trainer on N ranks with --accumulate 1 and 3
+//                                                (micro-batches of 2, 1 and 1 rows) == 1 process x
+//                                                batch N*B, and DDP reduces once per step
 //   ddp_check dropout                            with dropout the loss falls and the ranks' parameters
 //                                                are bit-identical after every step
 //   ddp_check resume                             10 steps, checkpoint, a fresh model resumed from it
@@ -22,6 +25,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -33,6 +37,8 @@
 #include "tapegrad/optim/adam.hpp"
 #include "tapegrad/optim/sgd.hpp"
 #include "tapegrad/train/checkpoint.hpp"
+#include "tapegrad/train/loop.hpp"
+#include "tapegrad/train/micro_batch.hpp"
 
 namespace dist = tapegrad::distributed;
 using tapegrad::Generator;
@@ -247,6 +253,83 @@ int equivalence(const dist::Communicator& comm) {
   return comm.all_reduce_sum(ok ? 0.0 : 1.0) == 0.0 ? 0 : 1;
 }
 
+// A temporary folder named by rank 0, the same path on every rank; removed by rank 0.
+struct SharedTempDir {
+  const dist::Communicator& comm;
+  std::string path;
+  explicit SharedTempDir(const dist::Communicator& c) : comm(c) {
+    if (comm.rank() == 0) {
+      std::string pattern = (std::filesystem::temp_directory_path() / "tapegrad-ddp-XXXXXX").string();
+      if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed for " + pattern);
+      path = pattern;
+    }
+    comm.broadcast(path);
+  }
+  ~SharedTempDir() {
+    if (comm.rank() == 0) std::filesystem::remove_all(path);
+  }
+};
+
+// kSteps steps of train::Trainer on this rank's rows, each step cut into `micro_batches` micro-batches,
+// with DataParallelTraining's replicas; how many gradient reductions DDP made goes to *synchronizations.
+template <typename T>
+std::vector<xt::xarray<T>> trainer_run(const Data& data, const dist::Communicator& comm, int micro_batches,
+                                       std::int64_t* synchronizations) {
+  auto model = make_model<T>(0.0);
+  auto optimizer = make_optimizer<T>(*model);
+  dist::DataParallelTraining<T> parallel(*model, comm);
+  const SharedTempDir dir(comm);
+  const tapegrad::train::RunDirectory run(dir.path);
+  std::ostringstream log;
+  tapegrad::train::Progress progress(log, false, 1);
+  tapegrad::train::TrainerOptions options;
+  options.steps_per_epoch = kSteps;
+  options.log_every = kSteps;
+  options.schedule = [&](std::int64_t) { return optimizer->lr(); };
+  options.accumulate = micro_batches;
+  tapegrad::train::TrainerHooks<T> hooks;
+  hooks.forward = [&](std::int64_t step, std::int64_t, const tapegrad::train::MicroBatch& micro) {
+    const auto rows =
+        tapegrad::train::micro_batch_rows(step_rows(comm.size(), comm.rank(), kBatch, static_cast<int>(step)), micro);
+    tapegrad::train::StepOutput<T> out;
+    out.loss = loss_of(*model, data.rows(rows));
+    out.count = static_cast<double>(rows.size());
+    return out;
+  };
+  hooks.replicas = parallel.replicas();
+  tapegrad::train::Trainer<T> trainer(run, *model, *optimizer, options, hooks, progress);
+  trainer.run();
+  check_ranks_agree(comm, *model, kSteps);
+  *synchronizations = parallel.ddp().stats().synchronizations;
+  return values_of(*model);
+}
+
+template <typename T>
+int accumulate(const dist::Communicator& comm) {
+  const Data data;
+  const double tolerance = std::is_same_v<T, float> ? 1e-6 : 1e-9;
+  const auto reference = comm.rank() == 0 ? reference_run<T>(data, comm.size()) : std::vector<xt::xarray<T>>{};
+  std::string report;
+  bool ok = true;
+  for (const int micro_batches : {1, 3}) {
+    std::int64_t synchronizations = 0;
+    const auto result = trainer_run<T>(data, comm, micro_batches, &synchronizations);
+    if (comm.rank() != 0) continue;
+    const double diff = max_difference(result, reference);
+    const bool passed = diff <= tolerance && synchronizations == kSteps;
+    ok = ok && passed;
+    report += fmt::format("\n  --accumulate {}: max |param - reference| {:.3g}, {} gradient reductions{}",
+                          micro_batches, diff, synchronizations, passed ? "" : "  <-- FAILED");
+  }
+  if (comm.rank() == 0) {
+    fmt::print(
+        "accumulate {}: the Trainer on {} ranks x batch {} vs 1 process x batch {}, {} steps, tolerance {:g}:{}\n",
+        std::is_same_v<T, float> ? "float" : "double", comm.size(), kBatch, kBatch * comm.size(), kSteps, tolerance,
+        report);
+  }
+  return comm.all_reduce_sum(ok ? 0.0 : 1.0) == 0.0 ? 0 : 1;
+}
+
 int dropout(const dist::Communicator& comm) {
   const Data data;
   auto model = make_model<float>(0.1);
@@ -401,6 +484,7 @@ int main(int argc, char** argv) {
     tapegrad::set_num_threads(1);
     const Settings s = parse(argc, argv);
     if (s.mode == "equivalence") return s.dtype == "float" ? equivalence<float>(comm) : equivalence<double>(comm);
+    if (s.mode == "accumulate") return s.dtype == "float" ? accumulate<float>(comm) : accumulate<double>(comm);
     if (s.mode == "dropout") return dropout(comm);
     if (s.mode == "resume") return resume(comm);
     if (s.mode == "fault" || s.mode == "die") return fault(comm, s.fail_rank, s.mode == "die");

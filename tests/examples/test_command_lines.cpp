@@ -211,6 +211,7 @@ std::vector<std::string> companions(const std::string& program, const std::strin
   if (program == "train_lm" && flag == "--warmup") args = {"--steps", "1000000000"};
   if (program == "train_lm" && flag == "--steps") args = {"--warmup", "0"};
   if (program == "train_lm" && flag == "--hidden") args = {"--arch", "llama"};
+  if (flag == "--accumulate") args = {"--batch-size", value};
   // AdamW's decay factor 1 - lr * weight_decay must stay positive: each end of one with none of the other.
   if (flag == "--lr" && program != "train_translate") args = {"--weight-decay", "0"};
   if (flag == "--weight-decay") args = {"--lr", "0"};

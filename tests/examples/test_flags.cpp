@@ -113,21 +113,21 @@ TEST_CASE("every program: config.json is read strictly, each error naming the ke
 TEST_CASE("every program: a config.json of another version, or of none, is refused naming both versions", "[flags]") {
   for (const Program& p : programs()) {
     INFO(p.name);
-    CHECK(p.defaults.at("version") == 2);
+    CHECK(p.defaults.at("version") == 3);
     json j = p.defaults;
     j.erase("version");
     CHECK(error_of(p, j) == fmt::format("no \"version\": a run of an older {} (version 1), which this one does not "
-                                        "read (it reads version 2); train it anew",
+                                        "read (it reads version 3); train it anew",
                                         p.name));
-    j["version"] = 1;
-    CHECK(error_of(p, j) == fmt::format("\"version\" 1: a run of an older {}, which this one does not read (it "
-                                        "reads version 2); train it anew",
+    j["version"] = 2;
+    CHECK(error_of(p, j) == fmt::format("\"version\" 2: a run of an older {}, which this one does not read (it "
+                                        "reads version 3); train it anew",
                                         p.name));
-    j["version"] = 3;
+    j["version"] = 4;
     CHECK(error_of(p, j) ==
-          fmt::format("\"version\" 3: a run of a newer {}, which this one does not read (it reads version 2)", p.name));
-    j["version"] = "2";
-    CHECK_THAT(error_of(p, j), Catch::StartsWith("\"version\" \"2\": a run of an older"));
+          fmt::format("\"version\" 4: a run of a newer {}, which this one does not read (it reads version 3)", p.name));
+    j["version"] = "3";
+    CHECK_THAT(error_of(p, j), Catch::StartsWith("\"version\" \"3\": a run of an older"));
   }
 }
 

@@ -277,6 +277,44 @@ TEST_CASE("train_lm --resume after an interruption ends exactly where an uninter
   CHECK(misspelled.err == fmt::format("train_lm: {}: unknown key \"haeds\"\n", config.string()));
 }
 
+TEST_CASE(
+    "train_lm --accumulate and --activation-checkpointing are saved, and --resume keeps the first but may "
+    "change the second",
+    "[lm]") {
+  const std::string objective = GENERATE(std::string("causal"), std::string("llama"));
+  INFO("objective " << objective);
+  TempDir whole, parts;
+  std::ostringstream out, log;
+  lm::Config config = tiny_config(whole.path, objective);
+  config.accumulate = 2;
+  REQUIRE_FALSE(lm::train(config, out, log, false).interrupted);
+  const nlohmann::json saved = nlohmann::json::parse(read_bytes(whole.path / "config.json"));
+  CHECK(saved["accumulate"] == 2);
+  CHECK(saved["activation-checkpointing"] == false);
+  // Interrupted, then resumed with checkpointed layers: the same gradients, so the same model, bit for bit
+  // (dropout on: the masks of the second runs are the forward's).
+  config.out = parts.path.string();
+  CHECK(lm::train(config, out, log, false, [](std::int64_t step) { return step == 4; }).interrupted);
+  config.resume = true;
+  config.activation_checkpointing = true;
+  CHECK_FALSE(lm::train(config, out, log, false).interrupted);
+  CHECK(read_bytes(parts.path / "model.safetensors") == read_bytes(whole.path / "model.safetensors"));
+  // Another number of micro-batches would change the run's rounding: refused.
+  const CliResult r = run_lm({"--out", parts.path.string(), "--resume", "--accumulate", "1"});
+  CHECK(r.code == 2);
+  CHECK(r.err == fmt::format("train_lm: --resume: --accumulate 1 differs from 2 in {}\n",
+                             (parts.path / "config.json").string()));
+}
+
+TEST_CASE("train_lm --accumulate: more micro-batches than the batch has reviews is refused", "[lm]") {
+  TempDir tmp;
+  std::vector<std::string> args = tiny(tmp.path / "x");
+  args.insert(args.end(), {"--accumulate", "3"});
+  const CliResult r = run_lm(args);
+  CHECK(r.code == 2);
+  CHECK(r.err == "train_lm: --accumulate 3 is more than --batch-size 2: a micro-batch would be empty\n");
+}
+
 TEST_CASE("train_lm: bad settings are one line naming the flag, exit code 2", "[lm]") {
   TempDir tmp;
   const auto error = [&](std::vector<std::string> args) {
@@ -487,7 +525,7 @@ TEST_CASE("train_lm: a run folder of an older train_lm is refused, naming its ve
   const CliResult r = run_lm({"--resume", "--out", run.string()});
   CHECK(r.code == 1);
   CHECK(r.err == fmt::format("train_lm: {}: no \"version\": a run of an older train_lm (version 1), which this one "
-                             "does not read (it reads version 2); train it anew\n",
+                             "does not read (it reads version 3); train it anew\n",
                              (run / "config.json").string()));
 }
 

@@ -1,6 +1,6 @@
 // What every models::CausalLM must do, checked the same way for GPT and Llama: the causal property bit for
 // bit, forward_rows as forward's rows, generate() choosing the same tokens with the cache and without,
-// and learning a tiny pattern.
+// learning a tiny pattern, and activation checkpointing changing no gradient.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -100,6 +100,42 @@ void check_learns_pattern(Model& model) {
   INFO("loss " << first << " -> " << last);
   CHECK(first > 1.5f);
   CHECK(last < 0.5f);
+}
+
+// Two training steps of a model built with `options` and of the same model with activation checkpointing,
+// dropout on: every gradient (through forward and through forward_rows) and the dropout generator's state
+// equal bit for bit.
+template <typename Model, typename Options>
+void check_activation_checkpointing(Options options) {
+  options.activation_checkpointing = false;
+  Generator gen_plain(4);
+  Model plain(options, gen_plain);
+  options.activation_checkpointing = true;
+  Generator gen_checkpointed(4);
+  Model checkpointed(options, gen_checkpointed);
+  const xt::xarray<std::int64_t> ids = random_ids(3, 7, options.vocab_size, 5);
+  const xt::xarray<std::int64_t> rows = {0, 4, 9, 20};
+  const auto loss = [&](const Model& model, int step) {
+    const Tensor<double> logits = step == 0 ? model.forward(ids) : model.forward_rows(ids, rows);
+    return (logits * logits).mean();
+  };
+  for (int step = 0; step < 2; ++step) {
+    INFO("step " << step);
+    plain.zero_grad();
+    checkpointed.zero_grad();
+    const Tensor<double> a = loss(plain, step), b = loss(checkpointed, step);
+    REQUIRE(a.item() == b.item());
+    a.backward();
+    b.backward();
+    const auto p = plain.named_parameters(), c = checkpointed.named_parameters();
+    REQUIRE(p.size() == c.size());
+    for (std::size_t i = 0; i < p.size(); ++i) {
+      INFO(p[i].first);
+      REQUIRE(c[i].second.has_grad());
+      CHECK(p[i].second.grad() == c[i].second.grad());
+    }
+    CHECK(plain.dropout_generator()->state().s == checkpointed.dropout_generator()->state().s);
+  }
 }
 
 }  // namespace tapegrad::testing

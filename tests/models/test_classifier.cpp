@@ -189,3 +189,34 @@ TEST_CASE("TransformerClassifier: calling the model runs forward", "[classifier]
   auto ptr = std::make_shared<TransformerClassifier<float>>(tiny(Pooling::Cls, true), gen);
   CHECK((*ptr)(kIds, kPad).data() == ptr->forward(kIds, kPad).data());
 }
+
+TEST_CASE(
+    "TransformerClassifier: activation checkpointing gives the plain gradients bit for bit, padding and "
+    "dropout on",
+    "[classifier][checkpoint]") {
+  for (bool norm_first : {false, true}) {
+    INFO("norm_first " << norm_first);
+    TransformerClassifierOptions o = tiny(Pooling::Mean, norm_first);
+    o.dropout = 0.3;
+    o.attention_dropout = 0.2;
+    Generator gen_plain(5), gen_checkpointed(5);
+    TransformerClassifier<double> plain(o, gen_plain);
+    o.activation_checkpointing = true;
+    TransformerClassifier<double> checkpointed(o, gen_checkpointed);
+    REQUIRE(checkpointed.encoder->activation_checkpointing);
+    for (int step = 0; step < 2; ++step) {
+      plain.zero_grad();
+      checkpointed.zero_grad();
+      const Tensor<double> a = plain.forward(kIds, kPad).pow(2).sum(),
+                           b = checkpointed.forward(kIds, kPad).pow(2).sum();
+      REQUIRE(a.item() == b.item());
+      a.backward();
+      b.backward();
+      const auto p = plain.named_parameters(), c = checkpointed.named_parameters();
+      for (std::size_t i = 0; i < p.size(); ++i) {
+        INFO(p[i].first);
+        CHECK(p[i].second.grad() == c[i].second.grad());
+      }
+    }
+  }
+}

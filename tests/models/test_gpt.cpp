@@ -506,3 +506,10 @@ TEST_CASE("GPT: forward_rows gives forward's rows and their gradient", "[gpt]") 
   CHECK(xt::allclose(via_rows, model.embedding->weight.grad(), 1e-12, 1e-14));
   CHECK_THROWS_AS(model.forward_rows(ids, xt::xarray<std::int64_t>{10}), ShapeError);
 }
+
+TEST_CASE("GPT: activation checkpointing gives the plain gradients bit for bit, dropout on", "[gpt][checkpoint]") {
+  GPTOptions o = tiny();
+  o.dropout = 0.3;
+  o.attention_dropout = 0.2;
+  check_activation_checkpointing<GPT<double>>(o);
+}

@@ -262,3 +262,12 @@ TEST_CASE("Llama: errors name the problem and the values", "[llama]") {
   CHECK_THROWS_WITH(generate(model, {1, 2, 3}, g),
                     "generate: the prompt's 3 tokens plus 38 new ones exceed the model's context of 40 positions");
 }
+
+TEST_CASE("Llama: activation checkpointing gives the plain gradients bit for bit, dropout on", "[llama][checkpoint]") {
+  for (bool tied : {true, false}) {
+    INFO("tied " << tied);
+    LlamaOptions o = tiny(tied);
+    o.dropout = 0.3;
+    check_activation_checkpointing<Llama<double>>(o);
+  }
+}

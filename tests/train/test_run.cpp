@@ -163,7 +163,7 @@ struct Run {
     options.resume = resume;
     options.stop_after_step = std::move(stop);
     train::TrainerHooks<double> hooks;
-    hooks.forward = [this](std::int64_t, std::int64_t) {
+    hooks.forward = [this](std::int64_t, std::int64_t, const train::MicroBatch&) {
       const auto [x, labels] = draw(sampler, 8);
       const Tensor<double> logits = model.forward(x);
       train::StepOutput<double> out;
@@ -203,7 +203,7 @@ struct Bare {
 
   Bare() {
     options.schedule = [](std::int64_t) { return 0.01; };
-    hooks.forward = [this](std::int64_t, std::int64_t) {
+    hooks.forward = [this](std::int64_t, std::int64_t, const train::MicroBatch&) {
       const auto [x, labels] = draw(data, 4);
       return loss_on(model, x, labels);
     };
@@ -598,7 +598,7 @@ TEST_CASE("Trainer: a non-finite loss stops the run before the step, keeping the
   const auto infinity_at = [](Bare& b, std::int64_t bad_step) {
     b.options.steps_per_epoch = 3;
     b.options.epochs = 2;
-    b.hooks.forward = [&b, bad_step](std::int64_t step, std::int64_t) {
+    b.hooks.forward = [&b, bad_step](std::int64_t step, std::int64_t, const train::MicroBatch&) {
       auto [x, labels] = draw(b.data, 4);
       if (step == bad_step) x.mutable_data()(0, 0) = std::numeric_limits<double>::infinity();
       return loss_on(b.model, x, labels);
@@ -704,7 +704,7 @@ TEST_CASE("divergence_suspects names the extreme optimizer settings, and a diver
   Bare b;
   optim::Adam<double> wild(b.model.parameters(), optim::AdamOptions{0.01, {0.9, 0.5}});
   b.options.steps_per_epoch = 2;
-  b.hooks.forward = [&b](std::int64_t, std::int64_t) {
+  b.hooks.forward = [&b](std::int64_t, std::int64_t, const train::MicroBatch&) {
     auto [x, labels] = draw(b.data, 4);
     x.mutable_data()(0, 0) = std::numeric_limits<double>::infinity();
     return loss_on(b.model, x, labels);
@@ -724,7 +724,7 @@ TEST_CASE("Trainer: autocast covers the forward, the backward and validation, an
     const auto mark = [seen](char c) { seen->push_back(is_autocast_enabled() ? char(std::toupper(c)) : c); };
     b.options.steps_per_epoch = 2;
     b.hooks.begin_epoch = [mark](std::int64_t) { mark('e'); };
-    b.hooks.forward = [&b, mark](std::int64_t, std::int64_t) {
+    b.hooks.forward = [&b, mark](std::int64_t, std::int64_t, const train::MicroBatch&) {
       mark('f');
       const auto [x, labels] = draw(b.data, 4);
       return loss_on(b.model, x, labels);
@@ -772,7 +772,7 @@ TEST_CASE("Trainer: a rank other than 0 trains without writing files and logs th
   options.log_every = 1;
   train::TrainerHooks<double> hooks;
   Generator data(4);
-  hooks.forward = [&](std::int64_t, std::int64_t) {
+  hooks.forward = [&](std::int64_t, std::int64_t, const train::MicroBatch&) {
     const auto [x, labels] = draw(data, 4);
     auto out = loss_on(rank1.model, x, labels);
     out.tokens = 4;
@@ -806,7 +806,7 @@ TEST_CASE("Trainer: a validation stopped by Ctrl-C on another rank stops this on
   options.schedule = [](std::int64_t) { return 0.05; };
   train::TrainerHooks<double> hooks;
   Generator data(4);
-  hooks.forward = [&](std::int64_t, std::int64_t) {
+  hooks.forward = [&](std::int64_t, std::int64_t, const train::MicroBatch&) {
     const auto [x, labels] = draw(data, 4);
     return loss_on(rank1.model, x, labels);
   };

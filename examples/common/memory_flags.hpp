@@ -1,0 +1,31 @@
+// The flags that trade time for memory, the same in the training programs that take them: --accumulate
+// (gradient accumulation, saved and kept on --resume: it changes the run's rounding) and
+// --activation-checkpointing (saved, free on --resume: the gradients are the same bit for bit).
+#pragma once
+
+#include <vector>
+
+#include "examples/common/flags.hpp"
+
+namespace examples {
+
+/// --accumulate: micro-batches per optimizer step (train::TrainerOptions::accumulate).
+template <typename C>
+Flag accumulate_flag(long double max) {
+  return flag("--accumulate", &C::accumulate,
+              "cut each step's --batch-size batch into this many micro-batches, one forward and backward each, "
+              "for the memory of one (the step is the whole batch's, weighted per example or token)")
+      .in(closed(1, max));
+}
+
+/// --activation-checkpointing: the model's layers recompute their blocks' activations in backward.
+template <typename C>
+Flag activation_checkpointing_flag() {
+  return flag("--activation-checkpointing", &C::activation_checkpointing,
+              "keep only the inputs of each layer's attention and feed-forward blocks and recompute the blocks in "
+              "backward: less memory for about one more forward (the gradients are the same bit for bit, so "
+              "--resume may change it)")
+      .free_on_resume();
+}
+
+}  // namespace examples
