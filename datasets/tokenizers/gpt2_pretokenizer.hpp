@@ -1,10 +1,10 @@
 /// @file
 /// GPT-2's pre-tokenization: the text cut into the pieces that byte-level BPE then encodes one by one,
 /// by the regular expression
-///     's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+///     's|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+
 /// matched leftmost-first (as Python's regex, tiktoken and Hugging Face's tokenizers match it),
-/// implemented as a scanner. \s is Unicode's White_Space (unicode.hpp), and a byte that is not part
-/// of well-formed UTF-8 counts as a character of the class [^\s\p{L}\p{N}], so that every byte string
+/// implemented as a scanner. \\s is Unicode's White_Space (unicode.hpp), and a byte that is not part
+/// of well-formed UTF-8 counts as a character of the class [^\\s\\p{L}\\p{N}], so that every byte string
 /// is cut into pieces that concatenate back to it.
 #pragma once
 

@@ -10,6 +10,7 @@
 
 namespace tapegrad::datasets::tokenizers {
 
+/// A byte trie over pieces: every piece that starts at a position, in one walk.
 class PieceTrie {
  public:
   PieceTrie() = default;

@@ -18,6 +18,7 @@ struct CharsmapMatch {
   std::size_t consumed = 0;
 };
 
+/// SentencePiece's compiled normalization rules, read from a precompiled_charsmap.
 class PrecompiledCharsmap {
  public:
   /// Takes the blob (a little-endian uint32 trie size, the trie's 32-bit units, the replacements).

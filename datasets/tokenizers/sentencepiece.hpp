@@ -27,6 +27,7 @@ namespace tapegrad::datasets::tokenizers {
 /// SentencePiece's whitespace marker "▁" (U+2581), in UTF-8: what spaces become in pieces.
 inline constexpr std::string_view kSpaceSymbol = "\xE2\x96\x81";
 
+/// A SentencePiece tokenizer (BPE or unigram) read from a tokenizer.model.
 class SentencePiece {
  public:
   /// Reads tokenizer.model. Throws std::runtime_error naming the file and the problem: a malformed

@@ -20,6 +20,7 @@ enum class SentencePieceModelType : std::int32_t { unigram = 1, bpe = 2, word = 
 
 /// A ModelProto as read from a file.
 struct SentencePieceModelProto {
+  /// One piece of the vocabulary: its text, score and type.
   struct Piece {
     std::string piece;
     float score = 0.0f;
@@ -52,6 +53,7 @@ SentencePieceModelProto read_sentencepiece_model(const std::filesystem::path& pa
 
 /// "NORMAL", "BPE", ...: the names sentencepiece_model.proto gives.
 std::string_view piece_type_name(PieceType type);
+/// "UNIGRAM", "BPE", "WORD", "CHAR".
 std::string_view model_type_name(SentencePieceModelType type);
 
 }  // namespace tapegrad::datasets::tokenizers

@@ -1,6 +1,6 @@
 /// @file
 /// The Unicode pieces the tokenizers need: strict UTF-8 decoding of one code point, and the classes
-/// \p{L}, \p{N} and White_Space of regular expressions.
+/// \\p{L}, \\p{N} and White_Space of regular expressions.
 #pragma once
 
 #include <cstddef>
@@ -34,16 +34,16 @@ inline std::size_t utf8_length_from_lead(unsigned char c) {
 /// The UTF-8 encoding of a code point (at most U+10FFFF) appended to `out`.
 void append_utf8(char32_t cp, std::string& out);
 
-/// \p{L}: general categories Lu, Ll, Lt, Lm, Lo.
+/// \\p{L}: general categories Lu, Ll, Lt, Lm, Lo.
 bool is_letter(char32_t cp);
-/// \p{N}: general categories Nd, Nl, No.
+/// \\p{N}: general categories Nd, Nl, No.
 bool is_number(char32_t cp);
-/// The White_Space property, the \s of the regex engines that GPT-2's tokenizers run on (Python's
+/// The White_Space property, the \\s of the regex engines that GPT-2's tokenizers run on (Python's
 /// regex, Rust's regex, Oniguruma): U+0009..U+000D, U+0020, U+0085, U+00A0, U+1680, U+2000..U+200A,
 /// U+2028, U+2029, U+202F, U+205F, U+3000.
 bool is_whitespace(char32_t cp);
 
-/// The Unicode version of the \p{L} and \p{N} tables (make_unicode_tables.py).
+/// The Unicode version of the \\p{L} and \\p{N} tables (make_unicode_tables.py).
 std::string_view unicode_tables_version();
 
 namespace detail {
