@@ -201,26 +201,29 @@ ByteLevelBPE ByteLevelBPE::from_tokenizer_json(const fs::path& path) {
     fail(source, fmt::format("model.type is {}; only \"BPE\" is implemented", tapegrad::clip_for_message(type.dump())));
   const json& normalizer = member(root, "normalizer");
   if (!normalizer.is_null())
-    fail(source, fmt::format("it has a normalizer ({}); byte-level BPE with a normalizer is not implemented",
+    fail(source, fmt::format("it has a normalizer ({}); tapegrad's byte-level BPE does not support a normalizer",
                              tapegrad::clip_for_message(member(normalizer, "type").dump())));
   const json& pre = member(root, "pre_tokenizer");
   if (!pre.is_object() || member(pre, "type") != "ByteLevel")
     fail(source, fmt::format("the pre_tokenizer is {}; only ByteLevel (GPT-2's) is implemented",
                              tapegrad::clip_for_message(pre.is_object() ? member(pre, "type").dump() : pre.dump())));
   const auto refuse_true = [&](const json& object, const char* key, const char* where) {
-    if (member(object, key) == true) fail(source, fmt::format("{}.{} is true, which is not implemented", where, key));
+    if (member(object, key) == true)
+      fail(source, fmt::format("{}.{} is true, which tapegrad does not support", where, key));
   };
   refuse_true(pre, "add_prefix_space", "pre_tokenizer");
-  if (member(pre, "use_regex") == false) fail(source, "pre_tokenizer.use_regex is false, which is not implemented");
+  if (member(pre, "use_regex") == false)
+    fail(source, "pre_tokenizer.use_regex is false, which tapegrad does not support");
   refuse_true(model, "byte_fallback", "model");
   refuse_true(model, "ignore_merges", "model");
   const json& dropout = member(model, "dropout");
   if (!dropout.is_null() && !(dropout.is_number() && dropout.get<double>() == 0.0))
-    fail(source, fmt::format("model.dropout is {}; BPE dropout is not implemented", dropout.dump()));
+    fail(source, fmt::format("model.dropout is {}; tapegrad does not support BPE dropout", dropout.dump()));
   for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
     const json& v = member(model, key);
     if (!v.is_null() && v != "")
-      fail(source, fmt::format("model.{} is {}, which is not implemented", key, tapegrad::clip_for_message(v.dump())));
+      fail(source,
+           fmt::format("model.{} is {}, which tapegrad does not support", key, tapegrad::clip_for_message(v.dump())));
   }
   auto vocab = read_vocab(source + " (model.vocab)", member(model, "vocab"));
   const json& merge_list = member(model, "merges");

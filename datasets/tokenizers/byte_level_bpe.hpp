@@ -27,8 +27,8 @@ class ByteLevelBPE {
   /// Hugging Face's tokenizer.json of a byte-level BPE (model.type "BPE", pre_tokenizer ByteLevel with
   /// its regex, no normalizer): model.vocab, model.merges ("a b" strings or [a, b] pairs) and
   /// added_tokens, which encode() matches whole in the text. Settings that change the computation and
-  /// are not implemented (a normalizer, dropout, byte_fallback, another pre-tokenizer, an added
-  /// token's lstrip/rstrip/single_word) are refused by name.
+  /// that tapegrad does not support (a normalizer, dropout, byte_fallback, another pre-tokenizer, an
+  /// added token's lstrip/rstrip/single_word) are refused by name.
   static ByteLevelBPE from_tokenizer_json(const std::filesystem::path& path);
   /// A model folder: tokenizer.json when it has one, else vocab.json + merges.txt, with
   /// "<|endoftext|>" special when vocab.json holds it (as transformers' GPT2Tokenizer has it).

@@ -39,8 +39,9 @@ SentencePiece SentencePiece::from_proto(SentencePieceModelProto proto, const std
   if (proto.model_type != SentencePieceModelType::unigram && proto.model_type != SentencePieceModelType::bpe)
     fail(source, fmt::format("trainer_spec.model_type is {}; only UNIGRAM and BPE are implemented",
                              model_type_name(proto.model_type)));
-  if (proto.treat_whitespace_as_suffix) fail(source, "trainer_spec.treat_whitespace_as_suffix is not implemented");
-  if (proto.has_denormalizer_rule) fail(source, "a denormalizer_spec with rules is not implemented");
+  if (proto.treat_whitespace_as_suffix)
+    fail(source, "trainer_spec.treat_whitespace_as_suffix is not supported by tapegrad");
+  if (proto.has_denormalizer_rule) fail(source, "a denormalizer_spec with rules is not supported by tapegrad");
   if (proto.pieces.empty()) fail(source, "the model has no pieces");
   if (proto.pieces.size() > static_cast<std::size_t>(INT32_MAX))
     fail(source, fmt::format("the model has {} pieces, more than ids can hold", proto.pieces.size()));

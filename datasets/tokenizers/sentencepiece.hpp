@@ -32,7 +32,7 @@ class SentencePiece {
  public:
   /// Reads tokenizer.model. Throws std::runtime_error naming the file and the problem: a malformed
   /// protobuf, an empty or repeated piece, no or two UNKNOWN pieces, BYTE pieces without byte_fallback
-  /// or not all 256 with it, and what is not implemented, by name (model types WORD and CHAR,
+  /// or not all 256 with it, and what tapegrad does not support, by name (model types WORD and CHAR,
   /// treat_whitespace_as_suffix, a denormalizer).
   static SentencePiece load(const std::filesystem::path& path);
   /// From a parsed model; `source` names it in errors.
