@@ -57,6 +57,16 @@ EncodedDataset EncodedDataset::encode_texts(std::size_t count, const std::functi
                                             const std::function<std::int64_t(std::size_t)>& label,
                                             const std::vector<std::size_t>& indices, const Vocabulary& vocab,
                                             std::size_t max_len, Truncation truncation) {
+  return encode_texts(
+      count, text, label, indices,
+      [&](std::string_view t, std::vector<std::int64_t>& ids) { vocab.encode_into(t, ids); }, max_len, truncation);
+}
+
+EncodedDataset EncodedDataset::encode_texts(
+    std::size_t count, const std::function<std::string_view(std::size_t)>& text,
+    const std::function<std::int64_t(std::size_t)>& label, const std::vector<std::size_t>& indices,
+    const std::function<void(std::string_view, std::vector<std::int64_t>&)>& encode_into, std::size_t max_len,
+    Truncation truncation) {
   if (max_len == 0) throw std::invalid_argument("EncodedDataset::encode: max_len must be positive, got 0");
   EncodedDataset d;
   d.max_len_ = max_len;
@@ -69,7 +79,7 @@ EncodedDataset EncodedDataset::encode_texts(std::size_t count, const std::functi
     if (i >= count)
       throw std::out_of_range(fmt::format("EncodedDataset::encode: index {} is outside [0, {})", i, count));
     scratch.clear();
-    vocab.encode_into(text(i), scratch);
+    encode_into(text(i), scratch);
     const Kept k = truncation_window(scratch.size(), max_len, truncation);
     d.ids_.insert(d.ids_.end(), scratch.begin(), scratch.begin() + static_cast<std::ptrdiff_t>(k.first));
     d.ids_.insert(d.ids_.end(), scratch.begin() + static_cast<std::ptrdiff_t>(k.second), scratch.end());

@@ -60,6 +60,13 @@ class EncodedDataset {
                                      const std::function<std::int64_t(std::size_t)>& label,
                                      const std::vector<std::size_t>& indices, const Vocabulary& vocab,
                                      std::size_t max_len, Truncation truncation = Truncation::head);
+  /// The same with any tokenizer: encode_into(text, ids) appends the ids of text to ids (a pretrained
+  /// model's subword tokenizer in place of a Vocabulary).
+  static EncodedDataset encode_texts(
+      std::size_t count, const std::function<std::string_view(std::size_t)>& text,
+      const std::function<std::int64_t(std::size_t)>& label, const std::vector<std::size_t>& indices,
+      const std::function<void(std::string_view, std::vector<std::int64_t>&)>& encode_into, std::size_t max_len,
+      Truncation truncation = Truncation::head);
 
   std::size_t size() const { return labels_.size(); }
   std::size_t max_len() const { return max_len_; }

@@ -55,7 +55,7 @@ int run_training(const Parallel& parallel, std::ostream& out, std::ostream& err,
   }
   tt::remove_interrupt_handler();
   const bool restored = interrupted && put_back_previous(parallel, run, err);
-  if (parallel.writes_files() && !restored && std::filesystem::exists(run.config())) {
+  if (write_report && parallel.writes_files() && !restored && std::filesystem::exists(run.config())) {
     out << fmt::format("report: {}\n", write_report().string()) << std::flush;
   }
   return interrupted ? tt::kInterruptedExitCode : 0;

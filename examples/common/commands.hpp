@@ -117,7 +117,7 @@ void settle_run_folder(const tapegrad::train::RunDirectory& run, const Parallel&
 /// still reach stderr through train::exit_code_of). A run started with --overwrite that fails or is
 /// interrupted before its first checkpoint gets the previous run back (RunDirectory::restore_previous,
 /// said on err). Then rank 0 writes the report once the run has a config.json (an interrupted run too):
-/// write_report returns its path, printed as "report: PATH". Returns the exit code:
+/// write_report returns its path, printed as "report: PATH" (none when write_report is empty). Returns the exit code:
 /// train::kInterruptedExitCode when interrupted, else 0.
 int run_training(const Parallel& parallel, std::ostream& out, std::ostream& err, bool interactive,
                  const std::function<bool(std::ostream& out, std::ostream& err, bool interactive)>& train,

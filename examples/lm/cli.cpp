@@ -14,8 +14,11 @@
 #include "examples/lm/bench.hpp"
 #include "examples/lm/config.hpp"
 #include "examples/lm/data.hpp"
+#include "examples/lm/export.hpp"
+#include "examples/lm/finetune.hpp"
 #include "examples/lm/generate.hpp"
 #include "examples/lm/model.hpp"
+#include "examples/lm/perplexity.hpp"
 #include "examples/lm/report.hpp"
 #include "examples/lm/train.hpp"
 #include "tapegrad/autograd/autocast.hpp"
@@ -107,6 +110,30 @@ int evaluate_command(const EvaluateArgs& a, std::ostream& out, std::ostream& err
   return 0;
 }
 
+using FinetuneCheck = std::optional<std::string> (*)(const FinetuneConfig&);
+
+// train_lm finetune: the settings checked (with --resume, the run's), then the run.
+int finetune_command(const CLI::App& sub, FinetuneConfig config, std::ostream& out, std::ostream& err, bool interactive,
+                     const Parallel& parallel) {
+  examples::settle_run_folder(tt::RunDirectory(config.out), parallel, err);
+  if (config.resume) {
+    const tt::RunDirectory run(config.out);
+    run.check_resumable({tt::RunDirectory::kConfig});
+    config = examples::with_saved_settings(
+        finetune_flags(), sub, config,
+        examples::read_run_settings(finetune_flags(), run, static_cast<FinetuneCheck>(&validate)));
+  }
+  if (const auto problem = validate(config)) throw tt::UsageError(*problem);
+  for (const auto& [flag, path] : {std::pair{"--from", config.from}, std::pair{"--text", config.text},
+                                   std::pair{"--valid-text", config.valid_text}, std::pair{"--data", config.data}}) {
+    if (!path.empty() && !fs::exists(path)) throw tt::UsageError(fmt::format("{} {} does not exist", flag, path));
+  }
+  return examples::run_training(
+      parallel, out, err, interactive,
+      [&](std::ostream& o, std::ostream& e, bool bar) { return finetune(config, o, e, bar).interrupted; },
+      tt::RunDirectory(config.out), {});
+}
+
 }  // namespace
 
 int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& out, std::ostream& err, bool interactive,
@@ -114,7 +141,9 @@ int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& o
   CLI::App app(
       "Trains a Transformer language model on the text of the IMDb training reviews: a GPT or a Llama (causal,\n"
       "--arch) or a masked-token encoder that starts train_imdb's classifier (--init-from).\n"
-      "With no subcommand it trains; `generate`, `evaluate`, `bench` and `report` use a finished run.",
+      "With no subcommand it trains; `generate`, `evaluate`, `bench` and `report` use a finished run;\n"
+      "`finetune` trains a pretrained model (a Hugging Face folder or a run) further, `export` writes a run in\n"
+      "Hugging Face's layout, `perplexity` scores any of them on a text.",
       kProgram);
   app.require_subcommand(0, 1);
   Config config;
@@ -162,6 +191,39 @@ int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& o
   bench_app->add_option("--threads", bench.threads, "BLAS threads")->capture_default_str();
   bench_app->add_option("--precision", bench.precision, examples::kSubcommandPrecisionHelp);
 
+  FinetuneConfig finetune_config;
+  CLI::App* finetune_app = app.add_subcommand(
+      "finetune",
+      "train a pretrained model further (every weight, or LoRA adapters) on a text file or one label's reviews");
+  finetune_flags().add_to(*finetune_app, finetune_config);
+
+  ExportArgs export_args;
+  CLI::App* export_app = app.add_subcommand(
+      "export", "write a run's model in Hugging Face's layout with its tokenizer, or a LoRA run's adapters in PEFT's");
+  export_app->add_option("--run", export_args.run, "a train_lm run or a finetune run")->required();
+  export_app->add_option("--out", export_args.out, "the folder to write")->required();
+  export_app->add_flag("--adapter", export_args.adapter,
+                       "the LoRA adapters alone (adapter_model.safetensors, adapter_config.json)");
+  export_app->add_flag("--overwrite", export_args.overwrite, "replace a model or adapters in --out");
+
+  PerplexityArgs ppl;
+  CLI::App* perplexity_app = app.add_subcommand(
+      "perplexity", "perplexity of a model folder on a text file or on the validation reviews of one label");
+  perplexity_app->add_option("--run", ppl.run, "a model folder: a train_lm or finetune run, or a Hugging Face folder")
+      ->required();
+  perplexity_app->add_option("--text", ppl.text, "a text file, each non-empty line a document");
+  perplexity_app->add_option("--reviews", ppl.reviews, "or the IMDb validation reviews of one label: pos|neg");
+  perplexity_app->add_option("--data", ppl.data, "aclImdb folder or .tar.gz (default: found)");
+  perplexity_app->add_flag("--no-download", ppl.no_download, "fail instead of downloading the data");
+  perplexity_app->add_option("--valid-fraction", ppl.valid_fraction, "share of train/ held out, as train_imdb's")
+      ->capture_default_str();
+  perplexity_app->add_option("--seed", ppl.seed, "the split's seed, as train_imdb's")->capture_default_str();
+  perplexity_app->add_option("--context", ppl.context, "tokens per document scored (its head); 0: the model's")
+      ->capture_default_str();
+  perplexity_app->add_option("--batch-size", ppl.batch_size, "documents per batch")->capture_default_str();
+  perplexity_app->add_option("--threads", ppl.threads, "BLAS threads")->capture_default_str();
+  perplexity_app->add_option("--precision", ppl.precision, examples::kSubcommandPrecisionHelp);
+
   std::string report_run;
   CLI::App* report_app = app.add_subcommand("report", "an HTML page of a run's curves and settings (RUN/report.html)");
   report_app->add_option("--run", report_run, "run folder")->required();
@@ -169,13 +231,17 @@ int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& o
   if (const auto code = examples::parse_command_line(app, argc, argv, out, err, kProgram)) return *code;
   return tt::exit_code_of(kProgram, err, [&] {
     CLI::App* command = nullptr;
-    for (CLI::App* sub : {generate_app, evaluate_app, bench_app, report_app})
+    for (CLI::App* sub : {generate_app, evaluate_app, bench_app, report_app, finetune_app, export_app, perplexity_app})
       if (sub->parsed()) command = sub;
     if (!command) return train_command(app, config, out, err, interactive, parallel);
     examples::check_subcommand(app, *command, parallel);
     if (command == generate_app) return generate_command(gen, in, out, err);
     if (command == evaluate_app) return evaluate_command(eval_args, out, err);
     if (command == bench_app) return bench_command(bench, out, err);
+    if (command == finetune_app)
+      return finetune_command(*finetune_app, finetune_config, out, err, interactive, parallel);
+    if (command == export_app) return export_command(export_args, out, err);
+    if (command == perplexity_app) return perplexity_command(ppl, out, err);
     const tt::RunDirectory run(report_run);
     run.check_has({tt::RunDirectory::kConfig});
     examples::check_run_metrics(run, err);

@@ -8,7 +8,7 @@
 
 #include "examples/common/precision.hpp"
 #include "examples/common/settings.hpp"
-#include "examples/lm/model.hpp"
+#include "examples/lm/model_folder.hpp"
 #include "tapegrad/autograd/autocast.hpp"
 #include "tapegrad/autograd/matmul.hpp"
 #include "tapegrad/models/generate.hpp"
@@ -48,8 +48,8 @@ int generate_command(const GenerateArgs& a, std::istream& in, std::ostream& out,
   options.use_cache = !a.no_cache;
   tapegrad::set_num_threads(static_cast<int>(a.threads));
 
-  const LoadedRun run = load_causal_run(a.run);
-  const bool bf16 = examples::subcommand_uses_bfloat16(a.precision, run.config.precision, err);
+  const ModelFolder run = load_model_folder(a.run);
+  const bool bf16 = examples::subcommand_uses_bfloat16(a.precision, run.precision, err);
   const tapegrad::autocast precision(bf16);
   std::string text;
   if (a.prompt.empty()) {
@@ -57,24 +57,37 @@ int generate_command(const GenerateArgs& a, std::istream& in, std::ostream& out,
   } else {
     for (const auto& word : a.prompt) text += (text.empty() ? "" : " ") + word;
   }
-  std::vector<std::int64_t> prompt = run.vocab.encode(text);
+  std::vector<std::int64_t> prompt = run.tokenizer->encode(text);
   if (a.prompt_tokens > 0 && prompt.size() > static_cast<std::size_t>(a.prompt_tokens)) {
     prompt.erase(prompt.begin(), prompt.end() - a.prompt_tokens);
   }
   if (prompt.empty()) throw tt::UsageError("the prompt has no tokens");
-  const auto context = static_cast<std::size_t>(run.config.context);
+  const std::size_t context = run.model->max_len();
   if (prompt.size() + options.max_new_tokens > context) {
     throw tt::UsageError(fmt::format(
         "the prompt's {} tokens plus --max-new-tokens {} exceed the model's context of {} (--prompt-tokens keeps "
         "the prompt's last ones)",
         prompt.size(), options.max_new_tokens, context));
   }
-  for (std::size_t i = 0; i < prompt.size(); ++i) out << (i ? " " : "") << run.vocab.token(prompt[i]);
-  out << " |" << std::flush;
+  const std::string shown = run.tokenizer->decode(prompt);
+  out << shown << " |" << std::flush;
+  // Words are written a space apart; subwords carry their own spaces, and a piece's text may depend on
+  // the pieces before it, so the new text is what decoding the whole sequence adds.
+  std::vector<std::int64_t> sequence = prompt;
+  std::size_t written = shown.size();
   const tt::Stopwatch clock;
-  const auto generated =
-      tapegrad::models::generate<float>(run.model->causal_lm(), prompt, options,
-                                        [&](std::int64_t id) { out << ' ' << run.vocab.token(id) << std::flush; });
+  const auto generated = tapegrad::models::generate<float>(*run.model, prompt, options, [&](std::int64_t id) {
+    if (run.tokenizer->spaced()) {
+      out << ' ' << run.tokenizer->decode({id}) << std::flush;
+      return;
+    }
+    sequence.push_back(id);
+    const std::string all = run.tokenizer->decode(sequence);
+    if (all.size() > written) {
+      out << all.substr(written) << std::flush;
+      written = all.size();
+    }
+  });
   const double seconds = clock.seconds();
   out << std::endl;
   err << fmt::format(

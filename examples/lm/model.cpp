@@ -89,25 +89,8 @@ const tapegrad::models::GPT<float>& LanguageModel::gpt() const {
 
 LanguageModel::Loss LanguageModel::loss(const ds::Batch& batch, std::uint64_t draw,
                                         const std::vector<std::size_t>& rows) const {
+  if (causal_) return causal_loss(*causal_, batch, rows);
   Loss out;
-  if (causal_) {
-    constexpr std::int64_t kIgnored = -100;
-    const ds::NextTokenBatch next = ds::next_token_batch(rows.empty() ? batch : ds::take_rows(batch, rows), kIgnored);
-    // Logits only where a target is (not at padding): the same loss, without the largest tensor's waste.
-    std::vector<std::int64_t> rows, kept;
-    for (std::size_t i = 0; i < next.targets.size(); ++i) {
-      if (next.targets.data()[i] == kIgnored) continue;
-      rows.push_back(static_cast<std::int64_t>(i));
-      kept.push_back(next.targets.data()[i]);
-    }
-    const xt::xarray<std::int64_t> row_ids = xt::adapt(rows, {rows.size()});
-    const xt::xarray<std::int64_t> targets = xt::adapt(kept, {kept.size()});
-    const Tensor<float> flat = causal_->forward_rows(next.inputs, row_ids);
-    out.loss = tapegrad::cross_entropy(flat, targets);
-    out.count = next.count;
-    out.correct = count_correct(flat, targets);
-    return out;
-  }
   // Drawn for the whole batch, so that a rank's rows are masked as in one process.
   const ds::MaskedTokens m = ds::mask_tokens(batch.ids, batch.padding_mask, mask_id_, masked_->options.vocab_size,
                                              ds::MaskingOptions{}, static_cast<std::uint64_t>(config_.seed), draw);
@@ -120,8 +103,12 @@ LanguageModel::Loss LanguageModel::loss(const ds::Batch& batch, std::uint64_t dr
   return out;
 }
 
-Validation validate(const LanguageModel& model, tapegrad::nn::Module<float>& module, const ds::EncodedDataset& data,
-                    std::size_t batch_size) {
+namespace {
+
+// Mean loss, perplexity and accuracy of `loss` over data's batches, in eval mode without recording.
+template <typename LossOf>
+Validation validate_with(tapegrad::nn::Module<float>& module, const ds::EncodedDataset& data, std::size_t batch_size,
+                         const LossOf& loss) {
   const tapegrad::train::Stopwatch clock;
   tapegrad::NoGradGuard no_grad;
   module.eval();
@@ -134,7 +121,7 @@ Validation validate(const LanguageModel& model, tapegrad::nn::Module<float>& mod
   Validation v;
   double nll = 0.0, correct = 0.0;
   for (std::size_t i = 0; i < loader.size(); ++i) {
-    const auto l = model.loss(loader.batch(i), (std::uint64_t{1} << 32) + i);
+    const LanguageModel::Loss l = loss(loader.batch(i), (std::uint64_t{1} << 32) + i);
     if (l.count == 0) continue;
     nll += static_cast<double>(l.loss.item()) * double(l.count);
     correct += double(l.correct);
@@ -145,6 +132,41 @@ Validation validate(const LanguageModel& model, tapegrad::nn::Module<float>& mod
   v.accuracy = v.tokens ? correct / double(v.tokens) : 0.0;
   v.seconds = clock.seconds();
   return v;
+}
+
+}  // namespace
+
+LanguageModel::Loss causal_loss(const tapegrad::models::CausalLM<float>& model, const ds::Batch& batch,
+                                const std::vector<std::size_t>& rows) {
+  LanguageModel::Loss out;
+  constexpr std::int64_t kIgnored = -100;
+  const ds::NextTokenBatch next = ds::next_token_batch(rows.empty() ? batch : ds::take_rows(batch, rows), kIgnored);
+  // Logits only where a target is (not at padding): the same loss, without the largest tensor's waste.
+  std::vector<std::int64_t> positions, kept;
+  for (std::size_t i = 0; i < next.targets.size(); ++i) {
+    if (next.targets.data()[i] == kIgnored) continue;
+    positions.push_back(static_cast<std::int64_t>(i));
+    kept.push_back(next.targets.data()[i]);
+  }
+  const xt::xarray<std::int64_t> row_ids = xt::adapt(positions, {positions.size()});
+  const xt::xarray<std::int64_t> targets = xt::adapt(kept, {kept.size()});
+  const Tensor<float> flat = model.forward_rows(next.inputs, row_ids);
+  out.loss = tapegrad::cross_entropy(flat, targets);
+  out.count = next.count;
+  out.correct = count_correct(flat, targets);
+  return out;
+}
+
+Validation validate(const LanguageModel& model, tapegrad::nn::Module<float>& module, const ds::EncodedDataset& data,
+                    std::size_t batch_size) {
+  return validate_with(module, data, batch_size,
+                       [&](const ds::Batch& batch, std::uint64_t draw) { return model.loss(batch, draw); });
+}
+
+Validation validate_causal(const tapegrad::models::CausalLM<float>& model, tapegrad::nn::Module<float>& module,
+                           const ds::EncodedDataset& data, std::size_t batch_size) {
+  return validate_with(module, data, batch_size,
+                       [&](const ds::Batch& batch, std::uint64_t) { return causal_loss(model, batch); });
 }
 
 Config read_config(const tapegrad::train::RunDirectory& run) {

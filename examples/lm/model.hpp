@@ -65,6 +65,14 @@ struct Validation {
 Validation validate(const LanguageModel& model, tapegrad::nn::Module<float>& module,
                     const tapegrad::datasets::EncodedDataset& data, std::size_t batch_size);
 
+// The causal loss of `model` on a batch (LanguageModel::loss of a causal model): every token after the
+// first of each row, predicted from those before it; `rows`: only those rows; empty: all.
+LanguageModel::Loss causal_loss(const tapegrad::models::CausalLM<float>& model, const tapegrad::datasets::Batch& batch,
+                                const std::vector<std::size_t>& rows = {});
+// validate() for any causal model (a pretrained one, a fine-tuned one): module is model.
+Validation validate_causal(const tapegrad::models::CausalLM<float>& model, tapegrad::nn::Module<float>& module,
+                           const tapegrad::datasets::EncodedDataset& data, std::size_t batch_size);
+
 struct LoadedRun {
   Config config;
   tapegrad::datasets::Vocabulary vocab;

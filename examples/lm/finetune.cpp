@@ -1,0 +1,252 @@
+#include "examples/lm/finetune.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <numeric>
+
+#include "examples/common/batching.hpp"
+#include "examples/common/commands.hpp"
+#include "examples/common/imdb_data.hpp"
+#include "examples/common/precision.hpp"
+#include "examples/common/trainer_options.hpp"
+#include "examples/lm/model_folder.hpp"
+#include "tapegrad/autograd/autocast.hpp"
+#include "tapegrad/autograd/generator.hpp"
+#include "tapegrad/autograd/matmul.hpp"
+#include "tapegrad/datasets/imdb/imdb.hpp"
+#include "tapegrad/datasets/imdb/locate.hpp"
+#include "tapegrad/datasets/text/batching.hpp"
+#include "tapegrad/datasets/text/split.hpp"
+#include "tapegrad/optim/adamw.hpp"
+#include "tapegrad/optim/schedule.hpp"
+#include "tapegrad/train/errors.hpp"
+#include "tapegrad/train/loop.hpp"
+#include "tapegrad/train/progress.hpp"
+#include "tapegrad/train/run_directory.hpp"
+
+namespace lm {
+
+namespace fs = std::filesystem;
+namespace ds = tapegrad::datasets;
+namespace tt = tapegrad::train;
+
+namespace {
+
+std::vector<std::string> read_lines(const std::string& path, const char* flag) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw tt::UsageError(fmt::format("{} {}: cannot open for reading", flag, path));
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) {
+    if (line.find_first_not_of(" \t\r\f\v") != std::string::npos) lines.push_back(line);
+  }
+  if (in.bad()) throw std::runtime_error(fmt::format("{}: cannot read", path));
+  return lines;
+}
+
+ds::EncodedDataset choose(const ds::EncodedDataset& data, std::int64_t count, std::int64_t seed) {
+  const auto n = static_cast<std::size_t>(count);
+  if (n == 0 || n >= data.size()) return data;
+  // Its own stream ("valid" in ASCII), as train_lm's validation subset.
+  tapegrad::Generator gen(static_cast<std::uint64_t>(seed) ^ 0x76616c6964ULL);
+  std::vector<std::size_t> order = gen.permutation(data.size());
+  order.resize(n);
+  std::sort(order.begin(), order.end());
+  return ds::EncodedDataset::encode_texts(
+      data.size(), [](std::size_t) { return std::string_view(); }, [](std::size_t) { return std::int64_t{0}; }, order,
+      [&, next = std::size_t{0}](std::string_view, std::vector<std::int64_t>& ids) mutable {
+        const std::size_t i = order[next++];
+        ids.insert(ids.end(), data.ids(i), data.ids(i) + data.length(i));
+      },
+      data.max_len());
+}
+
+}  // namespace
+
+ds::EncodedDataset encode_texts(const std::vector<std::string>& texts, const TextTokenizer& tokenizer,
+                                std::size_t max_len) {
+  std::vector<std::vector<std::int64_t>> encoded(texts.size());
+  std::vector<std::size_t> usable;
+  for (std::size_t i = 0; i < texts.size(); ++i) {
+    encoded[i] = tokenizer.encode(texts[i]);
+    if (encoded[i].size() >= 2) usable.push_back(i);
+  }
+  // The ids are asked for in the order of `usable`.
+  std::size_t next = 0;
+  return ds::EncodedDataset::encode_texts(
+      texts.size(), [&](std::size_t i) { return std::string_view(texts[i]); },
+      [](std::size_t) { return std::int64_t{0}; }, usable,
+      [&](std::string_view, std::vector<std::int64_t>& ids) {
+        const auto& more = encoded[usable[next++]];
+        ids.insert(ids.end(), more.begin(), more.end());
+      },
+      max_len);
+}
+
+ds::EncodedDataset encode_text_file(const std::string& path, const TextTokenizer& tokenizer, std::size_t max_len) {
+  const auto lines = read_lines(path, "--text");
+  ds::EncodedDataset data = encode_texts(lines, tokenizer, max_len);
+  if (data.size() == 0) {
+    throw std::runtime_error(
+        fmt::format("{}: none of its {} non-empty lines has the 2 tokens a language model needs", path, lines.size()));
+  }
+  return data;
+}
+
+LabelReviews read_label_reviews(const std::string& data, bool no_download, const std::string& label,
+                                double valid_fraction, std::int64_t seed) {
+  const ds::Located located = ds::locate_imdb(examples::imdb_locate_options(data, no_download));
+  const ds::ImdbData reviews = ds::read_imdb(located.path, ds::ImdbSplits::TrainOnly);
+  const auto split = ds::train_valid_split(reviews.train, valid_fraction, static_cast<std::uint64_t>(seed));
+  const std::int64_t wanted = label == "pos" ? 1 : 0;
+  LabelReviews out;
+  for (std::size_t i : split.train)
+    if (reviews.train[i].label == wanted) out.train.push_back(reviews.train[i].text);
+  for (std::size_t i : split.valid)
+    if (reviews.train[i].label == wanted) out.valid.push_back(reviews.train[i].text);
+  out.source = fmt::format("{} ({})", located.path.string(), located.source);
+  return out;
+}
+
+Documents prepare_documents(const FinetuneConfig& c, const TextTokenizer& tokenizer, std::size_t max_len) {
+  Documents d;
+  if (!c.reviews.empty()) {
+    const LabelReviews r = read_label_reviews(c.data, c.no_download, c.reviews, c.valid_fraction, c.seed);
+    d.train = encode_texts(r.train, tokenizer, max_len);
+    d.valid = encode_texts(r.valid, tokenizer, max_len);
+    d.source = fmt::format("the {} training reviews of {}: {} to train on, {} to validate", c.reviews, r.source,
+                           d.train.size(), d.valid.size());
+  } else {
+    std::vector<std::string> lines = read_lines(c.text, "--text"), train, valid;
+    if (!c.valid_text.empty()) {
+      train = std::move(lines);
+      valid = read_lines(c.valid_text, "--valid-text");
+    } else {
+      for (std::size_t i = 0; i < lines.size(); ++i) (i % 10 == 9 ? valid : train).push_back(std::move(lines[i]));
+    }
+    d.train = encode_texts(train, tokenizer, max_len);
+    d.valid = encode_texts(valid, tokenizer, max_len);
+    d.source = fmt::format("{}: {} documents to train on, {} to validate{}", c.text, d.train.size(), d.valid.size(),
+                           c.valid_text.empty() ? " (every 10th)" : " (" + c.valid_text + ")");
+  }
+  if (d.train.size() == 0 || d.valid.size() == 0) {
+    throw std::runtime_error(fmt::format("{}: no {} document has the 2 tokens a language model needs", d.source,
+                                         d.train.size() == 0 ? "training" : "validation"));
+  }
+  d.valid_sample = choose(d.valid, c.valid_reviews, c.seed);
+  return d;
+}
+
+FinetuneResult finetune(const FinetuneConfig& settings, std::ostream& out, std::ostream& log, bool interactive,
+                        const std::function<bool(std::int64_t)>& stop_after_step) {
+  const tt::RunDirectory run(settings.out);
+  FinetuneConfig config = examples::checked_against_run(
+      finetune_flags(), settings, run, {tt::RunDirectory::kConfig, tt::RunDirectory::kCheckpoint}, &validate);
+  tapegrad::set_num_threads(static_cast<int>(config.threads));
+  tt::Progress progress(log, interactive, static_cast<std::size_t>(config.log_every));
+  config.precision_resolved =
+      examples::start_precision(config.precision, config.precision_resolved, config.resume, progress);
+
+  ModelFolder folder = load_model_folder(config.from);
+  if (folder.kind == ModelFolder::Kind::finetune_run) {
+    throw tt::UsageError(fmt::format("--from {} is a fine-tuning run: export it first (train_lm export)", config.from));
+  }
+  prepare_finetuning(folder, config);
+  auto& module = *folder.module;
+  const std::size_t context = folder.model->max_len();
+  if (config.context > static_cast<std::int64_t>(context)) {
+    throw tt::UsageError(fmt::format("--context {} is beyond the model's context of {}", config.context, context));
+  }
+  const std::size_t max_len = (config.context ? static_cast<std::size_t>(config.context) : context) + 1;
+  const Documents docs = prepare_documents(config, *folder.tokenizer, max_len);
+  progress.message(fmt::format("model: {} from {}, tokenizer {}; {}", module.name(), config.from,
+                               folder.tokenizer->description(), docs.source));
+
+  FinetuneResult result;
+  const auto trainable = tapegrad::nn::trainable_parameters(module);
+  for (const auto& p : trainable) result.trained_parameters += p.numel();
+  result.parameters = module.num_parameters();
+  progress.message(fmt::format(
+      "{}: {} of {} parameters trained ({:.2f}%); {} steps of {} documents",
+      config.lora_rank
+          ? fmt::format("LoRA r {} alpha {} on {}", config.lora_rank, config.lora_alpha, config.lora_targets)
+          : std::string("full fine-tuning"),
+      result.trained_parameters, result.parameters,
+      100.0 * double(result.trained_parameters) / double(result.parameters), config.steps, config.batch_size));
+
+  tapegrad::optim::AdamWOptions adamw;
+  adamw.lr = config.lr;
+  adamw.weight_decay = config.weight_decay;
+  tapegrad::optim::AdamW<float> optimizer(trainable, adamw);
+  ds::DataLoader loader(docs.train, examples::batch_options(config));
+  std::uint64_t epoch = 0;
+  const auto batch_at = [&](std::int64_t step) {
+    const auto s = static_cast<std::size_t>(step);
+    if (s / loader.size() != epoch) {
+      epoch = s / loader.size();
+      loader.set_epoch(epoch);
+    }
+    return loader.batch(s % loader.size());
+  };
+
+  const auto batch_size = static_cast<std::size_t>(config.batch_size);
+  if (!config.resume) {
+    examples::start_run_folder(run, config.overwrite, to_json(config), progress);
+    const tapegrad::autocast precision(config.precision_resolved == "bf16");
+    result.before = validate_causal(*folder.model, module, docs.valid_sample, batch_size);
+    progress.message(fmt::format("before fine-tuning: valid loss {:.4f} ppl {:.2f} ({} documents)", result.before.loss,
+                                 result.before.perplexity, docs.valid_sample.size()));
+  }
+
+  tt::TrainerOptions options = examples::trainer_options(
+      config, 1, config.steps, tapegrad::optim::CosineDecay(config.lr, config.steps, config.warmup), stop_after_step);
+  options.eval_every = config.eval_every;
+  tt::TrainerHooks<float> hooks;
+  hooks.forward = [&](std::int64_t step, std::int64_t, const tt::MicroBatch& micro) {
+    const ds::Batch batch = batch_at(step);
+    std::vector<std::size_t> all(batch.indices.size());
+    std::iota(all.begin(), all.end(), std::size_t{0});
+    const std::vector<std::size_t> rows = tt::micro_batch_rows(all, micro);
+    const auto loss = causal_loss(*folder.model, batch, micro.count == 1 ? std::vector<std::size_t>{} : rows);
+    tt::StepOutput<float> o;
+    o.loss = loss.loss;
+    o.count = double(loss.count);
+    o.correct = double(loss.correct);
+    for (std::size_t r : rows) o.tokens += double(docs.train.length(batch.indices[r]));
+    return o;
+  };
+  hooks.validate = [&] {
+    const Validation v = validate_causal(*folder.model, module, docs.valid_sample, batch_size);
+    tt::Evaluation e;
+    e.score = -v.loss;
+    e.metrics = {{"valid_loss", v.loss}, {"valid_ppl", v.perplexity}, {"valid_acc", v.accuracy}};
+    e.summary = fmt::format("valid loss {:.4f} ppl {:.2f}", v.loss, v.perplexity);
+    return e;
+  };
+  tt::Trainer<float> trainer(run, module, optimizer, options, hooks, progress);
+  if (!config.resume) {
+    trainer.metrics().write({{"step", 0},
+                             {"valid_loss", result.before.loss},
+                             {"valid_ppl", result.before.perplexity},
+                             {"trained_parameters", result.trained_parameters},
+                             {"parameters", result.parameters}});
+  }
+  const tt::TrainerResult r = trainer.run();
+  result.interrupted = r.interrupted;
+  result.steps = r.step;
+  result.best_step = r.best_step;
+  result.train_seconds = r.train_seconds;
+  if (r.best_step > 0) {
+    result.best.loss = r.best_metrics.value("valid_loss", 0.0);
+    result.best.perplexity = r.best_metrics.value("valid_ppl", 0.0);
+  }
+  if (!r.interrupted) {
+    out << fmt::format("best validation (step {}, {} documents): loss {:.4f}, perplexity {:.2f}\n", result.best_step,
+                       docs.valid_sample.size(), result.best.loss, result.best.perplexity);
+    out << fmt::format("training: {:.1f} s\n", result.train_seconds);
+  }
+  return result;
+}
+
+}  // namespace lm
