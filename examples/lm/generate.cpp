@@ -77,6 +77,11 @@ int generate_command(const GenerateArgs& a, std::istream& in, std::ostream& out,
   std::size_t written = shown.size();
   const tt::Stopwatch clock;
   const auto generated = tapegrad::models::generate<float>(*run.model, prompt, options, [&](std::int64_t id) {
+    // A model's vocabulary may be larger than its tokenizer's (rows padded for speed): such an id has no text.
+    if (static_cast<std::size_t>(id) >= run.tokenizer->vocab_size()) {
+      out << fmt::format("[id {}]", id) << std::flush;
+      return;
+    }
     if (run.tokenizer->spaced()) {
       out << ' ' << run.tokenizer->decode({id}) << std::flush;
       return;

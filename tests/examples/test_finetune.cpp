@@ -1,0 +1,360 @@
+// train_lm finetune, export and perplexity (examples/lm): full and LoRA fine-tuning of small Hugging Face
+// checkpoints (tests/fixtures/pretrained) lower the validation loss; a train_lm run and a fine-tuned run
+// exported in Hugging Face's layout reload to the same logits; the LoRA adapters exported alone are the
+// files nn::save_lora_adapter writes and load back onto the base; --resume ends where an uninterrupted run
+// does; bad inputs are refused naming the problem.
+#include <fmt/format.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string>
+#include <vector>
+#include <xtensor/xadapt.hpp>
+
+#include "examples/lm/cli.hpp"
+#include "examples/lm/finetune.hpp"
+#include "examples/lm/model_folder.hpp"
+#include "examples/lm/text_tokenizer.hpp"
+#include "examples/lm/word_level_json.hpp"
+#include "tapegrad/autograd/autocast.hpp"
+#include "tapegrad/datasets/text/tokenizer.hpp"
+#include "tapegrad/datasets/tokenizers/bytes_to_unicode.hpp"
+#include "tapegrad/models/pretrained.hpp"
+#include "tapegrad/nn/lora_adapter_file.hpp"
+#include "tapegrad/train/metrics.hpp"
+#include "tests/examples/tiny_runs.hpp"
+#include "tests/helpers.hpp"
+
+namespace fs = std::filesystem;
+using tapegrad::testing::TempDir;
+
+namespace {
+
+const fs::path kPretrained = fs::path(TAPEGRAD_TEST_DATA_DIR) / "../fixtures/pretrained";
+
+struct CliResult {
+  int code;
+  std::string out, err;
+};
+
+CliResult run_lm(std::vector<std::string> args, const std::string& input = "") {
+  args.insert(args.begin(), "train_lm");
+  std::vector<const char*> argv;
+  for (const auto& a : args) argv.push_back(a.c_str());
+  std::istringstream in(input);
+  std::ostringstream out, err;
+  const int code = lm::run_cli(static_cast<int>(argv.size()), argv.data(), in, out, err, false);
+  return {code, out.str(), err.str()};
+}
+
+std::string read_bytes(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+void write_text(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
+
+// A text the fixtures' random models learn quickly: a few sentences over and over.
+fs::path repetitive_text(const fs::path& dir) {
+  std::string text;
+  for (int i = 0; i < 40; ++i) {
+    text += i % 2 ? "the movie was great and the acting was good .\n" : "a good film , i loved the story .\n";
+  }
+  write_text(dir / "text.txt", text);
+  return dir / "text.txt";
+}
+
+// A copy of a fixture checkpoint with a word tokenizer (train_lm's) of the text's tokens.
+fs::path llama_with_words(const fs::path& dir, std::size_t extra_tokens = 0) {
+  const fs::path folder = dir / "llama";
+  fs::create_directories(folder);
+  for (const char* f : {"config.json", "model.safetensors"}) fs::copy_file(kPretrained / "llama_f32" / f, folder / f);
+  std::vector<std::string> tokens = {"<pad>", "<unk>"};
+  for (const auto& t : tapegrad::datasets::tokenize(read_bytes(repetitive_text(dir)))) {
+    if (std::find(tokens.begin(), tokens.end(), t) == tokens.end()) tokens.push_back(t);
+  }
+  for (std::size_t i = 0; i < extra_tokens; ++i) tokens.push_back(fmt::format("w{}", i));
+  const auto vocab = tapegrad::datasets::Vocabulary::from_tokens(tokens);
+  write_text(folder / "tokenizer.json", lm::word_level_tokenizer_json(vocab).dump());
+  return folder;
+}
+
+// A copy of the GPT-2 fixture with a byte-level BPE tokenizer.json of the 256 bytes and no merges (its
+// vocabulary of 300 has room for them).
+fs::path gpt2_with_bytes(const fs::path& dir) {
+  const fs::path folder = dir / "gpt2";
+  fs::create_directories(folder);
+  for (const char* f : {"config.json", "model.safetensors"})
+    fs::copy_file(kPretrained / "gpt2_prefixed_f32_tied" / f, folder / f);
+  nlohmann::json vocab = nlohmann::json::object();
+  const auto& chars = tapegrad::datasets::tokenizers::byte_to_unicode_strings();
+  for (int b = 0; b < 256; ++b) vocab[chars[b]] = b;
+  const nlohmann::json tokenizer = {
+      {"version", "1.0"},
+      {"added_tokens", nlohmann::json::array()},
+      {"normalizer", nullptr},
+      {"pre_tokenizer",
+       {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", true}}},
+      {"decoder", {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}}},
+      {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", nlohmann::json::array()}}}};
+  write_text(folder / "tokenizer.json", tokenizer.dump());
+  return folder;
+}
+
+std::vector<std::string> finetune_args(const fs::path& from, const fs::path& text, const fs::path& out) {
+  return {"finetune",   "--from",      from.string(), "--text",       text.string(), "--out",
+          out.string(), "--steps",     "30",          "--eval-every", "15",          "--warmup",
+          "2",          "--lr",        "0.05",        "--batch-size", "4",           "--threads",
+          "1",          "--precision", "fp32",        "--log-every",  "5",           "--lora-dropout",
+          "0"};
+}
+
+// The validation loss before the first step and the best one, from metrics.jsonl.
+std::pair<double, double> losses(const fs::path& run) {
+  double before = -1, best = 1e30;
+  for (const auto& line : tapegrad::train::read_metrics(run / "metrics.jsonl")) {
+    if (!line.contains("valid_loss")) continue;
+    if (line.at("step") == 0) {
+      before = line.at("valid_loss").get<double>();
+    } else {
+      best = std::min(best, line.at("valid_loss").get<double>());
+    }
+  }
+  return {before, best};
+}
+
+const xt::xarray<std::int64_t>& some_ids() {
+  static const xt::xarray<std::int64_t> ids = {{2, 5, 7, 3, 9, 4, 11, 6}, {8, 3, 3, 12, 2, 10, 5, 1}};
+  return ids;
+}
+
+double max_difference(const tapegrad::models::CausalLM<float>& a, const tapegrad::models::CausalLM<float>& b) {
+  const xt::xarray<float> x = a.forward(some_ids()).data(), y = b.forward(some_ids()).data();
+  REQUIRE(x.shape() == y.shape());
+  return xt::amax(xt::abs(x - y))();
+}
+
+}  // namespace
+
+TEST_CASE("train_lm finetune: LoRA and full fine-tuning of a Hugging Face Llama lower the loss and export",
+          "[finetune]") {
+  TempDir tmp;
+  const fs::path base = llama_with_words(tmp.path), text = tmp.path / "text.txt";
+  for (const std::string rank : {"4", "0"}) {
+    INFO("--lora-rank " << rank);
+    const fs::path run = tmp.path / ("run" + rank);
+    auto args = finetune_args(base, text, run);
+    args.insert(args.end(), {"--lora-rank", rank, "--lora-targets", "q_proj,v_proj,down_proj"});
+    const CliResult r = run_lm(args);
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    const auto [before, best] = losses(run);
+    CHECK(before > 0);
+    CHECK(best < before - 0.5);
+    // Only the adapters train with LoRA.
+    const nlohmann::json first = tapegrad::train::read_metrics(run / "metrics.jsonl").front();
+    if (rank == "4") CHECK(first.at("trained_parameters") < first.at("parameters").get<double>() / 4);
+    if (rank == "0") CHECK(first.at("trained_parameters") == first.at("parameters"));
+
+    // Exported (merged) and reloaded: the logits of the run's model.
+    const fs::path exported = tmp.path / ("hf" + rank);
+    const CliResult e = run_lm({"export", "--run", run.string(), "--out", exported.string()});
+    INFO(e.err);
+    REQUIRE(e.code == 0);
+    const lm::ModelFolder tuned = lm::load_model_folder(run);
+    const auto reloaded = tapegrad::models::from_pretrained<float>(exported.string());
+    CHECK(max_difference(*tuned.model, *reloaded) < (rank == "0" ? 1e-6 : 1e-4));
+    CHECK(read_bytes(exported / "tokenizer.json") == read_bytes(base / "tokenizer.json"));
+    // perplexity of the run and of its export agree.
+    const auto ppl = [&](const fs::path& folder) {
+      const CliResult p = run_lm(
+          {"perplexity", "--run", folder.string(), "--text", text.string(), "--threads", "1", "--precision", "fp32"});
+      INFO(p.err);
+      REQUIRE(p.code == 0);
+      return p.out.substr(0, p.out.find(':'));
+    };
+    CHECK(ppl(run) == ppl(exported));
+    CHECK(ppl(run) != ppl(base));
+
+    const fs::path adapter = tmp.path / ("adapter" + rank);
+    const CliResult a = run_lm({"export", "--run", run.string(), "--out", adapter.string(), "--adapter"});
+    if (rank == "0") {
+      CHECK(a.code == 2);
+      CHECK_THAT(a.err, Catch::Contains("has no LoRA adapters"));
+      continue;
+    }
+    INFO(a.err);
+    REQUIRE(a.code == 0);
+    // The files nn/lora_adapter_file writes of the same model ...
+    const fs::path direct = tmp.path / "direct";
+    tapegrad::nn::LoraFileOptions options;
+    options.base_model_name_or_path = base.string();
+    options.module_name = [](const std::string& n) { return "model." + n; };
+    tapegrad::nn::save_lora_adapter(*tuned.module, *tuned.lora, direct.string(), options);
+    for (const char* f : {"adapter_model.safetensors", "adapter_config.json"}) {
+      CHECK(read_bytes(adapter / f) == read_bytes(direct / f));
+    }
+    const nlohmann::json config = nlohmann::json::parse(read_bytes(adapter / "adapter_config.json"));
+    CHECK(config.at("target_modules") == nlohmann::json({"q_proj", "v_proj", "down_proj"}));
+    // ... which, loaded onto the base, give the run's model.
+    const auto fresh = tapegrad::models::from_pretrained<float>(base.string());
+    auto& module = dynamic_cast<tapegrad::nn::Module<float>&>(*fresh);
+    tapegrad::nn::load_lora_adapter(module, adapter.string(), options);
+    module.eval();
+    CHECK(max_difference(*tuned.model, *fresh) == 0);
+  }
+}
+
+TEST_CASE("train_lm finetune: LoRA on a GPT-2 checkpoint with its byte-level BPE tokenizer", "[finetune]") {
+  TempDir tmp;
+  const fs::path base = gpt2_with_bytes(tmp.path), text = repetitive_text(tmp.path), run = tmp.path / "run";
+  auto args = finetune_args(base, text, run);
+  args.insert(args.end(), {"--lora-targets", "c_fc,c_proj", "--context", "40"});
+  const CliResult r = run_lm(args);
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const auto [before, best] = losses(run);
+  CHECK(best < before - 0.5);
+  const CliResult e = run_lm({"export", "--run", run.string(), "--out", (tmp.path / "hf").string()});
+  REQUIRE(e.code == 0);
+  const auto reloaded = tapegrad::models::from_pretrained<float>((tmp.path / "hf").string());
+  CHECK(max_difference(*lm::load_model_folder(run).model, *reloaded) < 1e-4);
+  CHECK(read_bytes(tmp.path / "hf" / "tokenizer.json") == read_bytes(base / "tokenizer.json"));
+  // The continuation is decoded bytes: the prompt comes back as it was given.
+  const CliResult g =
+      run_lm({"generate", "--run", run.string(), "--max-new-tokens", "5", "--threads", "1"}, "the movie");
+  INFO(g.err);
+  REQUIRE(g.code == 0);
+  CHECK(g.out.rfind("the movie |", 0) == 0);
+  // c_attn is a parameter of tapegrad's attention, not a Linear.
+  auto attn = finetune_args(base, text, tmp.path / "attn");
+  attn.insert(attn.end(), {"--lora-targets", "c_attn"});
+  const CliResult bad = run_lm(attn);
+  CHECK(bad.code == 2);
+  CHECK_THAT(bad.err, Catch::Contains("c_attn") && Catch::Contains("not a Linear"));
+}
+
+TEST_CASE("train_lm export: a train_lm run in Hugging Face's layout, its words as tokenizer.json", "[finetune]") {
+  TempDir tmp;
+  for (const std::string arch : {"gpt", "llama"}) {
+    INFO("--arch " << arch);
+    const fs::path run = tmp.path / arch, exported = tmp.path / (arch + "-hf");
+    auto args = tapegrad::testing::lm_tiny_args("4", "2");
+    if (arch == "llama") {
+      const auto ff = std::find(args.begin(), args.end(), "--ff");
+      args.erase(ff, ff + 2);
+      args.insert(args.end(), {"--arch", "llama", "--hidden", "24"});
+    }
+    args.insert(args.end(), {"--out", run.string(), "--precision", "fp32"});
+    REQUIRE(run_lm(args).code == 0);
+    const CliResult e = run_lm({"export", "--run", run.string(), "--out", exported.string()});
+    INFO(e.err);
+    if (arch == "gpt") {
+      // train_lm's GPT has an output bias, which GPT-2's lm_head has not: refused rather than dropped.
+      CHECK(e.code == 1);
+      CHECK_THAT(e.err, Catch::Contains("output_bias is nonzero"));
+      CHECK_FALSE(fs::exists(exported / "model.safetensors"));
+      continue;
+    }
+    REQUIRE(e.code == 0);
+    const lm::ModelFolder trained = lm::load_model_folder(run), reloaded = lm::load_model_folder(exported);
+    CHECK(reloaded.kind == lm::ModelFolder::Kind::hugging_face);
+    CHECK(max_difference(*trained.model, *reloaded.model) < 1e-5);
+    // The tokenizer read back from tokenizer.json is the run's vocabulary.
+    REQUIRE(reloaded.tokenizer->words());
+    CHECK(reloaded.tokenizer->words()->tokens() == trained.tokenizer->words()->tokens());
+    const std::string review = "This MOVIE was <br /><br />great, isn’t it?! A 10/10 film.";
+    CHECK(reloaded.tokenizer->encode(review) == trained.tokenizer->encode(review));
+    // The same text both ways: generate from the run and from the export.
+    const auto generated = [&](const fs::path& folder) {
+      const CliResult g = run_lm({"generate", "--run", folder.string(), "--max-new-tokens", "8", "--threads", "1",
+                                  "--precision", "fp32", "--temperature", "0"},
+                                 "the movie was");
+      REQUIRE(g.code == 0);
+      return g.out;
+    };
+    CHECK(generated(run) == generated(exported));
+    // An existing export is not overwritten unless asked.
+    const CliResult again = run_lm({"export", "--run", run.string(), "--out", exported.string()});
+    CHECK(again.code == 2);
+    CHECK_THAT(again.err, Catch::Contains("--overwrite"));
+    CHECK(run_lm({"export", "--run", run.string(), "--out", exported.string(), "--overwrite"}).code == 0);
+  }
+  // A word of one byte beyond ASCII (no UTF-8 text alone) travels as "<0xE9>".
+  const auto vocab = tapegrad::datasets::Vocabulary::from_tokens({"<pad>", "<unk>", "\xE9", "don't", "."});
+  const nlohmann::json json = lm::word_level_tokenizer_json(vocab);
+  CHECK(json.at("model").at("vocab").at("<0xE9>") == 2);
+  CHECK(lm::vocabulary_from_tokenizer_json(nlohmann::json::parse(json.dump()), "t").tokens() == vocab.tokens());
+}
+
+TEST_CASE("train_lm finetune --resume after an interruption ends exactly where an uninterrupted run does",
+          "[finetune]") {
+  TempDir tmp;
+  const fs::path base = llama_with_words(tmp.path), text = tmp.path / "text.txt";
+  lm::FinetuneConfig c;
+  c.from = base.string();
+  c.text = text.string();
+  c.steps = 8;
+  c.eval_every = 3;
+  c.warmup = 1;
+  c.lr = 0.05;
+  c.lora_dropout = 0.1;  // its generator must come back too
+  c.threads = 1;
+  c.precision = "fp32";
+  std::ostringstream out, log;
+  c.out = (tmp.path / "whole").string();
+  REQUIRE_FALSE(lm::finetune(c, out, log, false).interrupted);
+  c.out = (tmp.path / "parts").string();
+  CHECK(lm::finetune(c, out, log, false, [](std::int64_t step) { return step == 5; }).interrupted);
+  const CliResult r = run_lm({"finetune", "--resume", "--out", c.out, "--threads", "1"});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(read_bytes(tmp.path / "parts" / "model.safetensors") == read_bytes(tmp.path / "whole" / "model.safetensors"));
+  const CliResult conflict = run_lm({"finetune", "--resume", "--out", c.out, "--lora-rank", "2"});
+  CHECK(conflict.code == 2);
+  CHECK_THAT(conflict.err, Catch::Contains("--lora-rank 2 differs from 8"));
+}
+
+TEST_CASE("train_lm finetune, export, perplexity: bad inputs are refused naming the problem", "[finetune]") {
+  TempDir tmp;
+  const fs::path base = llama_with_words(tmp.path), text = tmp.path / "text.txt", out = tmp.path / "out";
+  const auto refused = [&](std::vector<std::string> args, const std::string& expected, int code = 2) {
+    INFO(fmt::format("{}", fmt::join(args, " ")));
+    const CliResult r = run_lm(std::move(args));
+    CHECK(r.code == code);
+    CHECK_THAT(r.err, Catch::Contains(expected));
+    CHECK_FALSE(fs::exists(out / "config.json"));
+  };
+  const auto with = [&](std::vector<std::string> extra, const fs::path& from = {}) {
+    auto args = finetune_args(from.empty() ? base : from, text, out);
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  refused({"finetune", "--text", text.string(), "--out", out.string()}, "--from is required");
+  refused(with({}, (tmp.path / "nowhere").string()), "does not exist");
+  refused(with({}, text.string()), "is a file, not a model folder");
+  refused(with({}, tmp.path.string()), "has no config.json");
+  refused(with({"--reviews", "pos"}), "give one of them");
+  refused({"finetune", "--from", base.string(), "--reviews", "great", "--out", out.string()},
+          "--reviews great is not one of pos|neg");
+  refused(with({"--lora-targets", "q_proj,nope"}), "target module \"nope\" matches no module");
+  refused(with({"--lora-targets", "q_proj,,v_proj"}), "names an empty module");
+  // A folder without tokenizer files, and a tokenizer with more words than the model's vocabulary.
+  const fs::path bare = tmp.path / "bare";
+  fs::create_directories(bare);
+  for (const char* f : {"config.json", "model.safetensors"}) fs::copy_file(kPretrained / "llama_f32" / f, bare / f);
+  refused(with({}, bare.string()), "has no tokenizer", 1);
+  TempDir big;
+  const fs::path large = llama_with_words(big.path, 400);
+  refused(with({}, large.string()), "beyond the model's vocabulary of 300", 1);
+  // Missing weights are named by the reader.
+  fs::remove(bare / "model.safetensors");
+  fs::copy_file(base / "tokenizer.json", bare / "tokenizer.json");
+  refused(with({}, bare.string()), "has neither model.safetensors", 1);
+  refused({"export", "--run", base.string(), "--out", out.string(), "--adapter"}, "has no LoRA adapters");
+  refused({"perplexity", "--run", base.string()}, "--text FILE or --reviews pos|neg");
+  refused({"perplexity", "--run", base.string(), "--text", (tmp.path / "none.txt").string()}, "does not exist");
+}
