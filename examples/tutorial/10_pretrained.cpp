@@ -31,12 +31,12 @@ int main(int argc, char** argv) {
   };
   print("before:", models::generate(*model, prompt, greedy));
 
-  // LoRA as PEFT does it: low-rank adapters beside the attention's query and value projections, the base
+  // LoRA as PEFT does it: low-rank adapters beside the query, value and down projections, the base
   // frozen (no gradient, no optimizer state), so only the adapters' few parameters train.
   nn::LoraConfig lora;
   lora.r = 4;
   lora.lora_alpha = 8;
-  lora.target_modules = {"q_proj", "v_proj"};
+  lora.target_modules = {"q_proj", "v_proj", "down_proj"};
   Generator gen(0);
   nn::inject_lora(module, lora, gen);
   std::size_t trained = 0;
@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
   optim::AdamW<float> opt(nn::trainable_parameters(module), adamw);
   module.train();
   double first = 0, last = 0;
-  for (int step = 1; step <= 40; ++step) {
+  for (int step = 1; step <= 100; ++step) {
     opt.zero_grad();
     const Tensor<float> logits = model->forward(inputs);  // [1, 31, vocab]
     auto loss = cross_entropy(reshape(logits, {-1, static_cast<std::int64_t>(model->vocab_size())}), targets);
