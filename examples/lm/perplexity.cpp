@@ -17,31 +17,35 @@ namespace lm {
 namespace tt = tapegrad::train;
 
 int perplexity_command(const PerplexityArgs& a, std::ostream& out, std::ostream& err) {
+  if (!(a.valid_fraction > 0 && a.valid_fraction < 1)) {
+    throw tt::UsageError(fmt::format("--valid-fraction {} is outside (0, 1)", a.valid_fraction));
+  }
+  if (a.seed < 0) throw tt::UsageError(fmt::format("--seed {} must not be negative", a.seed));
+  if (a.context != 0 && a.context < 2) {
+    throw tt::UsageError(fmt::format("--context {} must be 0 or at least 2", a.context));
+  }
+  namespace lim = examples::limits;
+  if (a.context > lim::kSequenceLength) {
+    throw tt::UsageError(fmt::format("--context {} is above the limit of {}", a.context, lim::kSequenceLength));
+  }
+  if (a.batch_size < 1) throw tt::UsageError(fmt::format("--batch-size {} must be positive", a.batch_size));
+  if (a.batch_size > lim::kBatchSize) {
+    throw tt::UsageError(fmt::format("--batch-size {} is above the limit of {}", a.batch_size, lim::kBatchSize));
+  }
+  if (const auto problem = examples::threads_problem(a.threads)) throw tt::UsageError(*problem);
+  if (const auto problem = examples::subcommand_precision_problem(a.precision)) throw tt::UsageError(*problem);
+  for (const auto& [flag, path] :
+       {std::pair{"--run", a.run}, std::pair{"--text", a.text}, std::pair{"--data", a.data}}) {
+    if (!path.empty() && !std::filesystem::exists(path)) {
+      throw tt::UsageError(fmt::format("{} {} does not exist", flag, path));
+    }
+  }
   if (a.text.empty() == a.reviews.empty()) {
     throw tt::UsageError(a.text.empty() ? "give the text to score: --text FILE or --reviews pos|neg"
                                         : "--text and --reviews: give one of them");
   }
   if (!a.reviews.empty() && a.reviews != "pos" && a.reviews != "neg") {
     throw tt::UsageError(fmt::format("--reviews {} is not one of pos|neg", a.reviews));
-  }
-  if (!(a.valid_fraction > 0 && a.valid_fraction < 1)) {
-    throw tt::UsageError(fmt::format("--valid-fraction {} is outside (0, 1)", a.valid_fraction));
-  }
-  if (a.seed < 0) throw tt::UsageError(fmt::format("--seed {} must not be negative", a.seed));
-  if (a.context != 0 && a.context < 2)
-    throw tt::UsageError(fmt::format("--context {} must be 0 or at least 2", a.context));
-  if (a.batch_size < 1) throw tt::UsageError(fmt::format("--batch-size {} must be positive", a.batch_size));
-  if (a.batch_size > examples::limits::kBatchSize) {
-    throw tt::UsageError(
-        fmt::format("--batch-size {} is above the limit of {}", a.batch_size, examples::limits::kBatchSize));
-  }
-  if (const auto problem = examples::threads_problem(a.threads)) throw tt::UsageError(*problem);
-  if (const auto problem = examples::subcommand_precision_problem(a.precision)) throw tt::UsageError(*problem);
-  if (!a.text.empty() && !std::filesystem::exists(a.text)) {
-    throw tt::UsageError(fmt::format("--text {} does not exist", a.text));
-  }
-  if (!a.data.empty() && !std::filesystem::exists(a.data)) {
-    throw tt::UsageError(fmt::format("--data {} does not exist", a.data));
   }
   tapegrad::set_num_threads(static_cast<int>(a.threads));
   ModelFolder f = load_model_folder(a.run);
