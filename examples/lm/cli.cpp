@@ -152,7 +152,7 @@ int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& o
   GenerateArgs gen;
   CLI::App* generate_app =
       app.add_subcommand("generate", "continue a prompt (the arguments, or stdin) with a causal run");
-  generate_app->add_option("--run", gen.run, "run folder (config.json, vocab.txt, model.safetensors)")->required();
+  generate_app->add_option("--run", gen.run, "a causal run, a finetune run or a Hugging Face folder")->required();
   generate_app->add_option("prompt", gen.prompt, "the prompt (its words are joined with spaces)");
   generate_app->add_option("--max-new-tokens", gen.max_new_tokens, "tokens to generate")->capture_default_str();
   generate_app->add_option("--temperature", gen.temperature, "softmax temperature; 0: greedy")->capture_default_str();

@@ -24,8 +24,9 @@ struct GenerateArgs {
   std::string precision;  // fp32 | bf16 | auto; empty: the run's
 };
 
-// Prints the prompt as the model reads it (tokens joined by spaces, unknown ones as <unk>), then each
-// new token as it is chosen, to out; the speed to err. Throws train::UsageError for bad arguments.
+// Prints the prompt as the model reads it (a run's words joined by spaces, unknown ones as <unk>; a
+// subword tokenizer's decoded text), then each new token as it is chosen, to out; the speed to err. The
+// model is any folder model_folder.hpp reads. Throws train::UsageError for bad arguments.
 int generate_command(const GenerateArgs& args, std::istream& in, std::ostream& out, std::ostream& err);
 
 }  // namespace lm
