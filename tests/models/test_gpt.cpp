@@ -71,27 +71,7 @@ TEMPLATE_TEST_CASE("GPT: the KV cache gives the logits of full recomputation at 
     GPT<TestType> model(o, gen);
     model.eval();
     NoGradGuard no_grad;
-    const xt::xarray<std::int64_t> ids = random_ids(2, 30, o.vocab_size, 5);
-    const Tensor<TestType> full = model.forward(ids);
-    // A prompt of 6 tokens in one call, then 3 tokens at once (the shifted causal mask), then one by one.
-    typename GPT<TestType>::Cache cache;
-    double worst = 0.0;
-    std::size_t at = 0;
-    std::vector<std::size_t> chunks = {6, 3};
-    chunks.resize(chunks.size() + ids.shape(1) - 9, 1);
-    for (std::size_t n : chunks) {
-      const xt::xarray<std::int64_t> chunk = xt::view(ids, xt::all(), xt::range(at, at + n));
-      const Tensor<TestType> step = model.forward_incremental(chunk, cache);
-      REQUIRE(step.shape() == Shape{2, n, o.vocab_size});
-      for (std::size_t b = 0; b < 2; ++b)
-        for (std::size_t i = 0; i < n; ++i)
-          for (std::size_t v = 0; v < o.vocab_size; ++v)
-            worst = std::max(worst, std::abs(double(step.data()(b, i, v)) - double(full.data()(b, at + i, v))));
-      at += n;
-      CHECK(cache.length() == at);
-    }
-    INFO("largest difference " << worst);
-    CHECK(worst <= 1e-5);
+    check_cache_matches_full(model);
   }
 }
 

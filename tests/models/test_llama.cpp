@@ -79,34 +79,7 @@ TEMPLATE_TEST_CASE("Llama: the KV cache gives the logits of full recomputation, 
     Llama<TestType> model(o, gen);
     model.eval();
     NoGradGuard no_grad;
-    const xt::xarray<std::int64_t> ids = random_ids(2, 30, o.vocab_size, 5);
-    const Tensor<TestType> full = model.forward(ids);
-    // A prompt of 6 tokens in one call, then 3 at once (the shifted causal mask, RoPE at offset 6), then
-    // one by one; next_token_logits on a second cache fed the same pieces gives each piece's last row.
-    typename Llama<TestType>::Cache cache, next_cache;
-    double worst = 0.0;
-    std::size_t at = 0;
-    std::vector<std::size_t> chunks = {6, 3};
-    chunks.resize(chunks.size() + ids.shape(1) - 9, 1);
-    for (std::size_t n : chunks) {
-      const xt::xarray<std::int64_t> chunk = xt::view(ids, xt::all(), xt::range(at, at + n));
-      const Tensor<TestType> step = model.forward_incremental(chunk, cache);
-      const Tensor<TestType> next = model.next_token_logits(chunk, next_cache);
-      REQUIRE(step.shape() == Shape{2, n, o.vocab_size});
-      REQUIRE(next.shape() == Shape{2, o.vocab_size});
-      for (std::size_t b = 0; b < 2; ++b) {
-        for (std::size_t v = 0; v < o.vocab_size; ++v) {
-          for (std::size_t i = 0; i < n; ++i)
-            worst = std::max(worst, std::abs(double(step.data()(b, i, v)) - double(full.data()(b, at + i, v))));
-          worst = std::max(worst, std::abs(double(next.data()(b, v)) - double(full.data()(b, at + n - 1, v))));
-        }
-      }
-      at += n;
-      CHECK(cache.length() == at);
-      CHECK(next_cache.length() == at);
-    }
-    INFO("largest difference " << worst);
-    CHECK(worst <= 1e-5);
+    check_cache_matches_full(model);
   }
 }
 
