@@ -212,9 +212,8 @@ const examples::Flags<Config>& flags() {
 
 std::optional<std::string> validate(const Config& c) {
   if (auto problem = flags().check(c)) return problem;
-  if (c.accumulate > static_cast<std::int64_t>(c.batch_size)) {
-    return fmt::format("--accumulate {} is more than --batch-size {}: a micro-batch would be empty", c.accumulate,
-                       c.batch_size);
+  if (auto problem = examples::accumulate_problem(c.accumulate, c.batch_size)) {
+    return problem;
   }
   // The embedding and the positional table grow with the flags.
   if (auto problem = examples::table_memory_problem("--vocab-size", c.vocab_size, "--max-len", c.max_len, c.d_model))
