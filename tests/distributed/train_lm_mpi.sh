@@ -8,8 +8,6 @@ source "$(dirname "$0")/common.sh"
 mpirun=$1
 program=$2
 data=$3
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
 
 # fp32: the comparison is at float's rounding (1e-6); in bf16 a rank's gradients, scaled by its share of
 # the batch, round to bfloat16 otherwise than the whole batch's.
