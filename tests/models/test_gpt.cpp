@@ -17,6 +17,7 @@
 #include "tapegrad/optim/adam.hpp"
 #include "tests/helpers.hpp"
 #include "tests/models/causal_lm_checks.hpp"
+#include "tests/models/refusals.hpp"
 
 using namespace tapegrad;
 using namespace tapegrad::models;
@@ -321,15 +322,12 @@ TEST_CASE("GPT: layout, names and errors", "[gpt]") {
     CHECK(state.count(name) == 1);
   }
   CHECK(state.count("output_projection.weight") == 0);  // tied to embedding.weight
-  GPTOptions bad = tiny();
-  bad.nhead = 3;
-  CHECK_THROWS_WITH(GPT<float>(bad, gen), "GPT: d_model (8) must be divisible by nhead (3)");
-  bad = tiny();
-  bad.dropout = 1.0;
-  CHECK_THROWS_WITH(GPT<float>(bad, gen), "GPT: dropout must be in [0, 1), got 1");
-  bad = tiny();
-  bad.embedding_dropout = -0.5;
-  CHECK_THROWS_WITH(GPT<float>(bad, gen), "GPT: embedding_dropout must be in [0, 1), got -0.5");
+  check_refused<GPT<float>>(
+      tiny(), [](auto& o) { o.nhead = 3; }, "GPT: d_model (8) must be divisible by nhead (3)");
+  check_refused<GPT<float>>(
+      tiny(), [](auto& o) { o.dropout = 1.0; }, "GPT: dropout must be in [0, 1), got 1");
+  check_refused<GPT<float>>(
+      tiny(), [](auto& o) { o.embedding_dropout = -0.5; }, "GPT: embedding_dropout must be in [0, 1), got -0.5");
   CHECK_THROWS_WITH(model.forward(random_ids(1, 41, 13, 0)),
                     "GPT.forward: positions 0..40 exceed the context of max_len = 40 positions");
   GPT<float>::Cache cache;

@@ -14,6 +14,7 @@
 #include "tapegrad/optim/adam.hpp"
 #include "tests/helpers.hpp"
 #include "tests/models/causal_lm_checks.hpp"
+#include "tests/models/refusals.hpp"
 
 using namespace tapegrad;
 using namespace tapegrad::models;
@@ -185,31 +186,23 @@ TEST_CASE("Llama: a tiny language model's loss falls", "[llama]") {
 
 TEST_CASE("Llama: errors name the problem and the values", "[llama]") {
   Generator gen(2);
-  LlamaOptions bad = tiny();
-  bad.nhead = 3;
-  CHECK_THROWS_WITH(Llama<float>(bad, gen), "Llama: d_model (16) must be divisible by nhead (3)");
-  bad = tiny();
-  bad.nhead = 16;
-  CHECK_THROWS_WITH(Llama<float>(bad, gen),
-                    "Llama: the head size d_model / nhead = 16 / 16 = 1 must be even for rotary embeddings");
-  bad = tiny();
-  bad.hidden = 0;
-  CHECK_THROWS_WITH(Llama<float>(bad, gen), "Llama: hidden must be positive, got 0");
-  bad = tiny();
-  bad.dropout = 1.0;
-  CHECK_THROWS_WITH(Llama<float>(bad, gen), "Llama: dropout must be in [0, 1), got 1");
-  bad = tiny();
-  bad.rope_base = 0.0;
-  CHECK_THROWS_WITH(Llama<float>(bad, gen), "Llama: rope_base must be positive, got 0");
-  bad = tiny();
-  bad.padding_idx = 13;
-  CHECK_THROWS_WITH(Llama<float>(bad, gen), "Llama: padding_idx 13 is outside the vocabulary of 13 tokens");
-  bad = tiny();
-  bad.num_kv_heads = 3;
-  CHECK_THROWS_WITH(Llama<float>(bad, gen), "Llama: nhead (4) must be divisible by num_kv_heads (3)");
-  bad = tiny();
-  bad.head_dim = 5;
-  CHECK_THROWS_WITH(Llama<float>(bad, gen), "Llama: head_dim (5) must be even for rotary embeddings");
+  check_refused<Llama<float>>(
+      tiny(), [](auto& o) { o.nhead = 3; }, "Llama: d_model (16) must be divisible by nhead (3)");
+  check_refused<Llama<float>>(
+      tiny(), [](auto& o) { o.nhead = 16; },
+      "Llama: the head size d_model / nhead = 16 / 16 = 1 must be even for rotary embeddings");
+  check_refused<Llama<float>>(
+      tiny(), [](auto& o) { o.hidden = 0; }, "Llama: hidden must be positive, got 0");
+  check_refused<Llama<float>>(
+      tiny(), [](auto& o) { o.dropout = 1.0; }, "Llama: dropout must be in [0, 1), got 1");
+  check_refused<Llama<float>>(
+      tiny(), [](auto& o) { o.rope_base = 0.0; }, "Llama: rope_base must be positive, got 0");
+  check_refused<Llama<float>>(
+      tiny(), [](auto& o) { o.padding_idx = 13; }, "Llama: padding_idx 13 is outside the vocabulary of 13 tokens");
+  check_refused<Llama<float>>(
+      tiny(), [](auto& o) { o.num_kv_heads = 3; }, "Llama: nhead (4) must be divisible by num_kv_heads (3)");
+  check_refused<Llama<float>>(
+      tiny(), [](auto& o) { o.head_dim = 5; }, "Llama: head_dim (5) must be even for rotary embeddings");
 
   Llama<float> model(tiny(), gen);
   model.eval();
