@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <vector>
 #include <xtensor/xview.hpp>
 
@@ -71,6 +72,30 @@ void check_cache_matches_full(const models::CausalLM<T>& model) {
   }
   INFO("largest difference " << worst);
   CHECK(worst <= 1e-5);
+}
+
+// A model named `name` ("GPT", "Llama") of max_len 40 and 13 tokens refuses, naming the positions or the
+// batch: a forward of 41 positions; with 39 in its cache, 2 more by forward_incremental or
+// next_token_logits, and ids of another batch than the cache's; and generate() asked for 3 + 38 tokens.
+inline void check_context_refused(const models::CausalLM<float>& model, const std::string& name) {
+  CHECK_THROWS_WITH(model.forward(random_ids(1, 41, 13, 0)),
+                    name + ".forward: positions 0..40 exceed the context of max_len = 40 positions");
+  models::CausalLM<float>::Cache cache;
+  model.forward_incremental(random_ids(1, 39, 13, 0), cache);
+  for (const char* op : {"forward_incremental", "next_token_logits"}) {
+    const auto call = [&](const xt::xarray<std::int64_t>& ids) {
+      return std::string(op) == "forward_incremental" ? model.forward_incremental(ids, cache)
+                                                      : model.next_token_logits(ids, cache);
+    };
+    CHECK_THROWS_WITH(call(random_ids(1, 2, 13, 0)),
+                      name + "." + op + ": positions 39..40 exceed the context of max_len = 40 positions");
+    CHECK_THROWS_WITH(call(random_ids(2, 1, 13, 0)),
+                      name + "." + op + ": ids have batch 2 but the cache holds batch 1");
+  }
+  models::GenerateOptions g;
+  g.max_new_tokens = 38;
+  CHECK_THROWS_WITH(models::generate(model, {1, 2, 3}, g),
+                    "generate: the prompt's 3 tokens plus 38 new ones exceed the model's context of 40 positions");
 }
 
 // forward_rows(ids, rows) of a [2, 5] batch equals those rows of forward(ids), exactly.
