@@ -109,10 +109,7 @@ std::optional<std::string> validate(const FinetuneConfig& c) {
     return fmt::format("--reviews {} is not one of pos|neg", c.reviews);
   }
   if (!c.valid_text.empty() && c.text.empty()) return std::string("--valid-text goes with --text");
-  if (c.accumulate > c.batch_size) {
-    return fmt::format("--accumulate {} is more than --batch-size {}: a micro-batch would be empty", c.accumulate,
-                       c.batch_size);
-  }
+  if (auto problem = examples::accumulate_problem(c.accumulate, c.batch_size)) return problem;
   if (c.warmup >= c.steps) return fmt::format("--warmup {} must be less than --steps {}", c.warmup, c.steps);
   if (auto problem = examples::decoupled_decay_problem(c.lr, c.weight_decay)) return problem;
   if (c.lora_rank > 0) {

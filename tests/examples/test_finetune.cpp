@@ -25,29 +25,21 @@
 #include "tapegrad/models/pretrained.hpp"
 #include "tapegrad/nn/lora_adapter_file.hpp"
 #include "tapegrad/train/metrics.hpp"
+#include "tests/examples/cli_harness.hpp"
 #include "tests/examples/tiny_runs.hpp"
 #include "tests/helpers.hpp"
 
 namespace fs = std::filesystem;
+using tapegrad::testing::CliResult;
 using tapegrad::testing::TempDir;
 
 namespace {
 
 const fs::path kPretrained = fs::path(TAPEGRAD_TEST_DATA_DIR) / "../fixtures/pretrained";
 
-struct CliResult {
-  int code;
-  std::string out, err;
-};
-
 CliResult run_lm(std::vector<std::string> args, const std::string& input = "") {
-  args.insert(args.begin(), "train_lm");
-  std::vector<const char*> argv;
-  for (const auto& a : args) argv.push_back(a.c_str());
-  std::istringstream in(input);
-  std::ostringstream out, err;
-  const int code = lm::run_cli(static_cast<int>(argv.size()), argv.data(), in, out, err, false);
-  return {code, out.str(), err.str()};
+  return tapegrad::testing::run_cli_in_process([](auto&&... a) { return lm::run_cli(a...); }, "train_lm",
+                                               std::move(args), input);
 }
 
 std::string read_bytes(const fs::path& p) {
