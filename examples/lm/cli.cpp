@@ -134,6 +134,54 @@ int finetune_command(const CLI::App& sub, FinetuneConfig config, std::ostream& o
       tt::RunDirectory(config.out), {});
 }
 
+CLI::App* add_bench(CLI::App& app, BenchArgs& a) {
+  CLI::App* bench_app = app.add_subcommand(
+      "bench", "generation speed of a causal run with and without the KV cache, at several context lengths");
+  bench_app->add_option("--run", a.run, "run folder")->required();
+  bench_app->add_option("--contexts", a.contexts, "tokens of context at the last new token")
+      ->capture_default_str()
+      ->delimiter(',');
+  bench_app->add_option("--new-tokens", a.new_tokens, "new tokens per measurement (the prompt is the rest)")
+      ->capture_default_str();
+  bench_app->add_option("--repeats", a.repeats, "measurements per setting; the fastest is reported")
+      ->capture_default_str();
+  bench_app->add_option("--seed", a.seed, "seeds the prompt's random tokens")->capture_default_str();
+  bench_app->add_option("--threads", a.threads, "BLAS threads")->capture_default_str();
+  bench_app->add_option("--precision", a.precision, examples::kSubcommandPrecisionHelp);
+  return bench_app;
+}
+
+CLI::App* add_export(CLI::App& app, ExportArgs& a) {
+  CLI::App* export_app = app.add_subcommand(
+      "export", "write a run's model in Hugging Face's layout with its tokenizer, or a LoRA run's adapters in PEFT's");
+  export_app->add_option("--run", a.run, "a train_lm run or a finetune run")->required();
+  export_app->add_option("--out", a.out, "the folder to write")->required();
+  export_app->add_flag("--adapter", a.adapter,
+                       "the LoRA adapters alone (adapter_model.safetensors, adapter_config.json)");
+  export_app->add_flag("--overwrite", a.overwrite, "replace a model or adapters in --out");
+  return export_app;
+}
+
+CLI::App* add_perplexity(CLI::App& app, PerplexityArgs& a) {
+  CLI::App* perplexity_app = app.add_subcommand(
+      "perplexity", "perplexity of a model folder on a text file or on the validation reviews of one label");
+  perplexity_app->add_option("--run", a.run, "a model folder: a train_lm or finetune run, or a Hugging Face folder")
+      ->required();
+  perplexity_app->add_option("--text", a.text, "a text file, each non-empty line a document");
+  perplexity_app->add_option("--reviews", a.reviews, "or the IMDb validation reviews of one label: pos|neg");
+  perplexity_app->add_option("--data", a.data, "aclImdb folder or .tar.gz (default: found)");
+  perplexity_app->add_flag("--no-download", a.no_download, "fail instead of downloading the data");
+  perplexity_app->add_option("--valid-fraction", a.valid_fraction, "share of train/ held out, as train_imdb's")
+      ->capture_default_str();
+  perplexity_app->add_option("--seed", a.seed, "the split's seed, as train_imdb's")->capture_default_str();
+  perplexity_app->add_option("--context", a.context, "tokens per document scored (its head); 0: the model's")
+      ->capture_default_str();
+  perplexity_app->add_option("--batch-size", a.batch_size, "documents per batch")->capture_default_str();
+  perplexity_app->add_option("--threads", a.threads, "BLAS threads")->capture_default_str();
+  perplexity_app->add_option("--precision", a.precision, examples::kSubcommandPrecisionHelp);
+  return perplexity_app;
+}
+
 }  // namespace
 
 int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& out, std::ostream& err, bool interactive,
@@ -177,19 +225,7 @@ int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& o
   evaluate_app->add_option("--precision", eval_args.precision, examples::kSubcommandPrecisionHelp);
 
   BenchArgs bench;
-  CLI::App* bench_app = app.add_subcommand(
-      "bench", "generation speed of a causal run with and without the KV cache, at several context lengths");
-  bench_app->add_option("--run", bench.run, "run folder")->required();
-  bench_app->add_option("--contexts", bench.contexts, "tokens of context at the last new token")
-      ->capture_default_str()
-      ->delimiter(',');
-  bench_app->add_option("--new-tokens", bench.new_tokens, "new tokens per measurement (the prompt is the rest)")
-      ->capture_default_str();
-  bench_app->add_option("--repeats", bench.repeats, "measurements per setting; the fastest is reported")
-      ->capture_default_str();
-  bench_app->add_option("--seed", bench.seed, "seeds the prompt's random tokens")->capture_default_str();
-  bench_app->add_option("--threads", bench.threads, "BLAS threads")->capture_default_str();
-  bench_app->add_option("--precision", bench.precision, examples::kSubcommandPrecisionHelp);
+  CLI::App* bench_app = add_bench(app, bench);
 
   FinetuneConfig finetune_config;
   CLI::App* finetune_app = app.add_subcommand(
@@ -198,31 +234,9 @@ int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& o
   finetune_flags().add_to(*finetune_app, finetune_config);
 
   ExportArgs export_args;
-  CLI::App* export_app = app.add_subcommand(
-      "export", "write a run's model in Hugging Face's layout with its tokenizer, or a LoRA run's adapters in PEFT's");
-  export_app->add_option("--run", export_args.run, "a train_lm run or a finetune run")->required();
-  export_app->add_option("--out", export_args.out, "the folder to write")->required();
-  export_app->add_flag("--adapter", export_args.adapter,
-                       "the LoRA adapters alone (adapter_model.safetensors, adapter_config.json)");
-  export_app->add_flag("--overwrite", export_args.overwrite, "replace a model or adapters in --out");
-
+  CLI::App* export_app = add_export(app, export_args);
   PerplexityArgs ppl;
-  CLI::App* perplexity_app = app.add_subcommand(
-      "perplexity", "perplexity of a model folder on a text file or on the validation reviews of one label");
-  perplexity_app->add_option("--run", ppl.run, "a model folder: a train_lm or finetune run, or a Hugging Face folder")
-      ->required();
-  perplexity_app->add_option("--text", ppl.text, "a text file, each non-empty line a document");
-  perplexity_app->add_option("--reviews", ppl.reviews, "or the IMDb validation reviews of one label: pos|neg");
-  perplexity_app->add_option("--data", ppl.data, "aclImdb folder or .tar.gz (default: found)");
-  perplexity_app->add_flag("--no-download", ppl.no_download, "fail instead of downloading the data");
-  perplexity_app->add_option("--valid-fraction", ppl.valid_fraction, "share of train/ held out, as train_imdb's")
-      ->capture_default_str();
-  perplexity_app->add_option("--seed", ppl.seed, "the split's seed, as train_imdb's")->capture_default_str();
-  perplexity_app->add_option("--context", ppl.context, "tokens per document scored (its head); 0: the model's")
-      ->capture_default_str();
-  perplexity_app->add_option("--batch-size", ppl.batch_size, "documents per batch")->capture_default_str();
-  perplexity_app->add_option("--threads", ppl.threads, "BLAS threads")->capture_default_str();
-  perplexity_app->add_option("--precision", ppl.precision, examples::kSubcommandPrecisionHelp);
+  CLI::App* perplexity_app = add_perplexity(app, ppl);
 
   std::string report_run;
   CLI::App* report_app = app.add_subcommand("report", "an HTML page of a run's curves and settings (RUN/report.html)");

@@ -138,6 +138,68 @@ Documents prepare_documents(const FinetuneConfig& c, const TextTokenizer& tokeni
   return d;
 }
 
+namespace {
+
+// The model with its adapters (if any) and the documents, said on progress.
+struct Prepared {
+  ModelFolder folder;
+  Documents docs;
+};
+Prepared prepare(const FinetuneConfig& config, tt::Progress& progress) {
+  Prepared p{load_model_folder(config.from), {}};
+  if (p.folder.kind == ModelFolder::Kind::finetune_run) {
+    throw tt::UsageError(fmt::format("--from {} is a fine-tuning run: export it first (train_lm export)", config.from));
+  }
+  prepare_finetuning(p.folder, config);
+  const std::size_t context = p.folder.model->max_len();
+  if (config.context > static_cast<std::int64_t>(context)) {
+    throw tt::UsageError(fmt::format("--context {} is beyond the model's context of {}", config.context, context));
+  }
+  const std::size_t max_len = (config.context ? static_cast<std::size_t>(config.context) : context) + 1;
+  p.docs = prepare_documents(config, *p.folder.tokenizer, max_len);
+  progress.message(fmt::format("model: {} from {}, tokenizer {}; {}", p.folder.module->name(), config.from,
+                               p.folder.tokenizer->description(), p.docs.source));
+  return p;
+}
+
+// The training step (the causal loss of a micro-batch of the shuffled passes over the documents) and the
+// validation (the loss on the validation sample).
+tt::TrainerHooks<float> hooks_for(const Prepared& p, const FinetuneConfig& config) {
+  auto loader = std::make_shared<ds::DataLoader>(p.docs.train, examples::batch_options(config));
+  auto epoch = std::make_shared<std::uint64_t>(0);
+  const auto batch_size = static_cast<std::size_t>(config.batch_size);
+  tt::TrainerHooks<float> hooks;
+  hooks.forward = [&p, loader, epoch](std::int64_t step, std::int64_t, const tt::MicroBatch& micro) {
+    const auto s = static_cast<std::size_t>(step);
+    if (s / loader->size() != *epoch) {
+      *epoch = s / loader->size();
+      loader->set_epoch(*epoch);
+    }
+    const ds::Batch batch = loader->batch(s % loader->size());
+    std::vector<std::size_t> all(batch.indices.size());
+    std::iota(all.begin(), all.end(), std::size_t{0});
+    const std::vector<std::size_t> rows = tt::micro_batch_rows(all, micro);
+    const auto loss = causal_loss(*p.folder.model, batch, micro.count == 1 ? std::vector<std::size_t>{} : rows);
+    tt::StepOutput<float> o;
+    o.loss = loss.loss;
+    o.count = double(loss.count);
+    o.correct = double(loss.correct);
+    for (std::size_t r : rows) o.tokens += double(p.docs.train.length(batch.indices[r]));
+    return o;
+  };
+  hooks.validate = [&p, batch_size] {
+    const Validation v = validate_causal(*p.folder.model, *p.folder.module, p.docs.valid_sample, batch_size);
+    tt::Evaluation e;
+    e.score = -v.loss;
+    e.metrics = {{"valid_loss", v.loss}, {"valid_ppl", v.perplexity}, {"valid_acc", v.accuracy}};
+    e.summary = fmt::format("valid loss {:.4f} ppl {:.2f}", v.loss, v.perplexity);
+    return e;
+  };
+  return hooks;
+}
+
+}  // namespace
+
 FinetuneResult finetune(const FinetuneConfig& settings, std::ostream& out, std::ostream& log, bool interactive,
                         const std::function<bool(std::int64_t)>& stop_after_step) {
   const tt::RunDirectory run(settings.out);
@@ -147,25 +209,12 @@ FinetuneResult finetune(const FinetuneConfig& settings, std::ostream& out, std::
   tt::Progress progress(log, interactive, static_cast<std::size_t>(config.log_every));
   config.precision_resolved =
       examples::start_precision(config.precision, config.precision_resolved, config.resume, progress);
-
-  ModelFolder folder = load_model_folder(config.from);
-  if (folder.kind == ModelFolder::Kind::finetune_run) {
-    throw tt::UsageError(fmt::format("--from {} is a fine-tuning run: export it first (train_lm export)", config.from));
-  }
-  prepare_finetuning(folder, config);
-  auto& module = *folder.module;
-  const std::size_t context = folder.model->max_len();
-  if (config.context > static_cast<std::int64_t>(context)) {
-    throw tt::UsageError(fmt::format("--context {} is beyond the model's context of {}", config.context, context));
-  }
-  const std::size_t max_len = (config.context ? static_cast<std::size_t>(config.context) : context) + 1;
-  const Documents docs = prepare_documents(config, *folder.tokenizer, max_len);
-  progress.message(fmt::format("model: {} from {}, tokenizer {}; {}", module.name(), config.from,
-                               folder.tokenizer->description(), docs.source));
+  const Prepared p = prepare(config, progress);
+  auto& module = *p.folder.module;
 
   FinetuneResult result;
   const auto trainable = tapegrad::nn::trainable_parameters(module);
-  for (const auto& p : trainable) result.trained_parameters += p.numel();
+  for (const auto& t : trainable) result.trained_parameters += t.numel();
   result.parameters = module.num_parameters();
   progress.message(fmt::format(
       "{}: {} of {} parameters trained ({:.2f}%); {} steps of {} documents",
@@ -174,57 +223,22 @@ FinetuneResult finetune(const FinetuneConfig& settings, std::ostream& out, std::
           : std::string("full fine-tuning"),
       result.trained_parameters, result.parameters,
       100.0 * double(result.trained_parameters) / double(result.parameters), config.steps, config.batch_size));
-
   tapegrad::optim::AdamWOptions adamw;
   adamw.lr = config.lr;
   adamw.weight_decay = config.weight_decay;
   tapegrad::optim::AdamW<float> optimizer(trainable, adamw);
-  ds::DataLoader loader(docs.train, examples::batch_options(config));
-  std::uint64_t epoch = 0;
-  const auto batch_at = [&](std::int64_t step) {
-    const auto s = static_cast<std::size_t>(step);
-    if (s / loader.size() != epoch) {
-      epoch = s / loader.size();
-      loader.set_epoch(epoch);
-    }
-    return loader.batch(s % loader.size());
-  };
-
-  const auto batch_size = static_cast<std::size_t>(config.batch_size);
   if (!config.resume) {
     examples::start_run_folder(run, config.overwrite, to_json(config), progress);
     const tapegrad::autocast precision(config.precision_resolved == "bf16");
-    result.before = validate_causal(*folder.model, module, docs.valid_sample, batch_size);
+    result.before =
+        validate_causal(*p.folder.model, module, p.docs.valid_sample, static_cast<std::size_t>(config.batch_size));
     progress.message(fmt::format("before fine-tuning: valid loss {:.4f} ppl {:.2f} ({} documents)", result.before.loss,
-                                 result.before.perplexity, docs.valid_sample.size()));
+                                 result.before.perplexity, p.docs.valid_sample.size()));
   }
-
   tt::TrainerOptions options = examples::trainer_options(
       config, 1, config.steps, tapegrad::optim::CosineDecay(config.lr, config.steps, config.warmup), stop_after_step);
   options.eval_every = config.eval_every;
-  tt::TrainerHooks<float> hooks;
-  hooks.forward = [&](std::int64_t step, std::int64_t, const tt::MicroBatch& micro) {
-    const ds::Batch batch = batch_at(step);
-    std::vector<std::size_t> all(batch.indices.size());
-    std::iota(all.begin(), all.end(), std::size_t{0});
-    const std::vector<std::size_t> rows = tt::micro_batch_rows(all, micro);
-    const auto loss = causal_loss(*folder.model, batch, micro.count == 1 ? std::vector<std::size_t>{} : rows);
-    tt::StepOutput<float> o;
-    o.loss = loss.loss;
-    o.count = double(loss.count);
-    o.correct = double(loss.correct);
-    for (std::size_t r : rows) o.tokens += double(docs.train.length(batch.indices[r]));
-    return o;
-  };
-  hooks.validate = [&] {
-    const Validation v = validate_causal(*folder.model, module, docs.valid_sample, batch_size);
-    tt::Evaluation e;
-    e.score = -v.loss;
-    e.metrics = {{"valid_loss", v.loss}, {"valid_ppl", v.perplexity}, {"valid_acc", v.accuracy}};
-    e.summary = fmt::format("valid loss {:.4f} ppl {:.2f}", v.loss, v.perplexity);
-    return e;
-  };
-  tt::Trainer<float> trainer(run, module, optimizer, options, hooks, progress);
+  tt::Trainer<float> trainer(run, module, optimizer, options, hooks_for(p, config), progress);
   if (!config.resume) {
     trainer.metrics().write({{"step", 0},
                              {"valid_loss", result.before.loss},
@@ -243,7 +257,7 @@ FinetuneResult finetune(const FinetuneConfig& settings, std::ostream& out, std::
   }
   if (!r.interrupted) {
     out << fmt::format("best validation (step {}, {} documents): loss {:.4f}, perplexity {:.2f}\n", result.best_step,
-                       docs.valid_sample.size(), result.best.loss, result.best.perplexity);
+                       p.docs.valid_sample.size(), result.best.loss, result.best.perplexity);
     out << fmt::format("training: {:.1f} s\n", result.train_seconds);
   }
   return result;

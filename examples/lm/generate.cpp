@@ -19,7 +19,10 @@ namespace lm {
 
 namespace tt = tapegrad::train;
 
-int generate_command(const GenerateArgs& a, std::istream& in, std::ostream& out, std::ostream& err) {
+namespace {
+
+// The decoding options the flags give, each checked before the model is read.
+tapegrad::models::GenerateOptions checked_options(const GenerateArgs& a) {
   if (a.max_new_tokens <= 0)
     throw tt::UsageError(fmt::format("--max-new-tokens {} must be positive", a.max_new_tokens));
   if (a.top_k < 0) throw tt::UsageError(fmt::format("--top-k {} must not be negative", a.top_k));
@@ -46,6 +49,13 @@ int generate_command(const GenerateArgs& a, std::istream& in, std::ostream& out,
   options.max_new_tokens = static_cast<std::size_t>(a.max_new_tokens);
   options.seed = static_cast<std::uint64_t>(a.seed);
   options.use_cache = !a.no_cache;
+  return options;
+}
+
+}  // namespace
+
+int generate_command(const GenerateArgs& a, std::istream& in, std::ostream& out, std::ostream& err) {
+  const tapegrad::models::GenerateOptions options = checked_options(a);
   tapegrad::set_num_threads(static_cast<int>(a.threads));
 
   const ModelFolder run = load_model_folder(a.run);
