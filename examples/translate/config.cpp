@@ -57,7 +57,7 @@ examples::Flags<Config> make_flags() {
              .or_off("--no-tie-output")}},
        {"Optimization",
         {flag("--batch-size", &C::batch_size, "sentences per step").in(count(lim::kBatchSize)),
-         examples::accumulate_flag<C>(lim::kBatchSize),
+         examples::accumulate_flag<C>(lim::kBatchSize), examples::zero_flag<C>(),
          flag("--steps", &C::steps, "training steps").in(count(lim::kSteps)),
          flag("--time-limit", &C::time_limit,
               "stop training after this many seconds (0: none; a run is its --steps on any machine)")

@@ -31,6 +31,7 @@ struct Config {
   // Optimization: the paper's recipe
   std::size_t batch_size = 64;
   std::int64_t accumulate = 1;  // micro-batches per step (gradient accumulation)
+  std::int64_t zero = 0;        // ZeRO stage under mpirun (0: none)
   std::int64_t steps = 8000;
   // Seconds of training; 0 = no limit, the default: a run is its --steps on any machine (a cap tuned on one
   // machine stopped a 3x slower one halfway, below the documented quality).
