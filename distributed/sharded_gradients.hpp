@@ -16,11 +16,12 @@ namespace tapegrad::distributed {
 
 /// How ShardedGradients groups gradients into buckets and how many of them it lets be in flight.
 struct ShardedGradientOptions {
-  /// As DataParallelOptions: a small first bucket, then buckets of up to bucket_bytes. A bucket holds
-  /// the parameters of one owner only; a parameter larger than a bucket is reduced in its own gradient,
-  /// without a copy.
+  /// As DataParallelOptions, a first bucket and then buckets of up to these sizes, but small: a bucket
+  /// buffer exists only while its gradients are gathered and reduced, and is memory that ZeRO saves
+  /// elsewhere. A bucket holds the parameters of one owner only; a parameter of a bucket's size or more
+  /// is reduced in its own gradient, without a copy.
   std::size_t first_bucket_bytes = std::size_t(1) << 20;
-  std::size_t bucket_bytes = std::size_t(4) << 20;
+  std::size_t bucket_bytes = std::size_t(1) << 20;
   /// Reductions allowed in flight: starting one more first waits for the oldest, which bounds the
   /// buffers a rank holds during backward to about this many buckets.
   std::size_t max_in_flight = 2;
