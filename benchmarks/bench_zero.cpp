@@ -91,20 +91,23 @@ int main(int argc, char** argv) {
     xt::xarray<std::int64_t> ids = xt::zeros<std::int64_t>({o.batch, o.len});
     xt::xarray<bool> padding = xt::zeros<bool>({o.batch, o.len});
     xt::xarray<std::int64_t> labels = xt::zeros<std::int64_t>({o.batch});
-    double seconds = 0;
+    double seconds = 0, backward_seconds = 0, update_seconds = 0;
     for (std::size_t step = 0; step < o.steps; ++step) {
       for (auto& id : ids) id = 2 + static_cast<std::int64_t>(data.randint(mo.vocab_size - 2));
       for (auto& l : labels) l = static_cast<std::int64_t>(data.randint(2));
       const auto start = Clock::now();
       optimizer->zero_grad();
       tapegrad::cross_entropy(model.forward(ids, padding), labels).backward();
+      backward_seconds += std::chrono::duration<double>(Clock::now() - start).count();
       replicas.synchronize_gradients();
       if (replicas.clip_grad_norm) {
         replicas.clip_grad_norm(1.0);
       } else {
         tapegrad::optim::clip_grad_norm_(optimizer->params(), 1.0);
       }
+      const auto update = Clock::now();
       optimizer->step();
+      update_seconds += std::chrono::duration<double>(Clock::now() - update).count();
       seconds += std::chrono::duration<double>(Clock::now() - start).count();
     }
 
@@ -127,10 +130,12 @@ int main(int argc, char** argv) {
     const std::string line = fmt::format(
         "{{\"zero\": {}, \"ranks\": {}, \"rank\": {}, \"parameters\": {}, \"weights_mib\": {:.2f}, "
         "\"gradients_mib\": {:.2f}, \"ddp_bucket_buffers_mib\": {:.2f}, \"zero2_peak_bucket_buffers_mib\": {:.2f}, "
-        "\"optimizer_state_mib\": {:.2f}, \"held_mib\": {:.2f}, \"peak_rss_mib\": {:.1f}, \"step_s\": {:.3f}}}",
+        "\"optimizer_state_mib\": {:.2f}, \"held_mib\": {:.2f}, \"peak_rss_mib\": {:.1f}, \"step_s\": {:.3f}, "
+        "\"forward_backward_s\": {:.3f}, "
+        "\"optimizer_step_s\": {:.3f}}}",
         o.zero, comm.size(), comm.rank(), model.num_parameters(), mib(weights), mib(grads), mib(buckets),
-        mib(peak_buffers), mib(state), mib(weights + grads + buckets + state), mib(peak_rss),
-        seconds / double(o.steps));
+        mib(peak_buffers), mib(state), mib(weights + grads + buckets + state), mib(peak_rss), seconds / double(o.steps),
+        backward_seconds / double(o.steps), update_seconds / double(o.steps));
     const auto lines = comm.all_gather(line);
     if (comm.rank() == 0)
       for (const auto& l : lines) fmt::print("{}\n", l);

@@ -30,7 +30,7 @@ struct ZeroOptions {
 /// The parameters are partitioned with partition_parameters (contiguous runs of the list, balanced by
 /// the element count of those that require grad; the same on every rank) and each rank builds the
 /// wrapped optimizer on its own run only, so it keeps only that run's state. step() steps the own run
-/// and then every owner broadcasts its updated parameters, so that all ranks hold the whole model
+/// and then every owner broadcasts its updated parameters (MPI_Bcast), so that all ranks hold the whole model
 /// again. The update of each parameter is the wrapped optimizer's, elementwise on the same values: with
 /// the same averaged gradients (stage 1 behind DistributedDataParallel) the parameters equal those of
 /// DDP with the plain optimizer bit for bit; at stage 2 the sum of the gradients may be taken in
