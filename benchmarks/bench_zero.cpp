@@ -112,6 +112,7 @@ int main(int argc, char** argv) {
     }
 
     double weights = 0, grads = 0, buckets = 0, state = 0, peak_buffers = 0;
+    std::size_t reductions = training.ddp() ? training.ddp()->bucket_names().size() : 0;
     for (const auto& p : model.parameters()) {
       weights += double(p.numel() * sizeof(float));
       if (p.has_grad()) grads += double(p.numel() * sizeof(float));
@@ -122,18 +123,21 @@ int main(int argc, char** argv) {
     if (local)
       for (const auto& [key, value] : local->state_dict())
         if (key != "param_groups.0.lr") state += double(value.numel() * sizeof(float));
-    if (training.zero() && training.zero()->gradients())
+    if (training.zero() && training.zero()->gradients()) {
       peak_buffers = double(training.zero()->gradients()->stats().peak_buffer_bytes);
+      reductions = training.zero()->gradients()->num_buckets();
+    }
     rusage usage{};
     getrusage(RUSAGE_SELF, &usage);
     const double peak_rss = double(usage.ru_maxrss) * 1024.0;
     const std::string line = fmt::format(
-        "{{\"zero\": {}, \"ranks\": {}, \"rank\": {}, \"parameters\": {}, \"weights_mib\": {:.2f}, "
+        "{{\"zero\": {}, \"ranks\": {}, \"rank\": {}, \"parameters\": {}, \"reductions_per_step\": {}, "
+        "\"weights_mib\": {:.2f}, "
         "\"gradients_mib\": {:.2f}, \"ddp_bucket_buffers_mib\": {:.2f}, \"zero2_peak_bucket_buffers_mib\": {:.2f}, "
         "\"optimizer_state_mib\": {:.2f}, \"held_mib\": {:.2f}, \"peak_rss_mib\": {:.1f}, \"step_s\": {:.3f}, "
         "\"forward_backward_s\": {:.3f}, "
         "\"optimizer_step_s\": {:.3f}}}",
-        o.zero, comm.size(), comm.rank(), model.num_parameters(), mib(weights), mib(grads), mib(buckets),
+        o.zero, comm.size(), comm.rank(), model.num_parameters(), reductions, mib(weights), mib(grads), mib(buckets),
         mib(peak_buffers), mib(state), mib(weights + grads + buckets + state), mib(peak_rss), seconds / double(o.steps),
         backward_seconds / double(o.steps), update_seconds / double(o.steps));
     const auto lines = comm.all_gather(line);
