@@ -37,6 +37,10 @@ struct Parallel {
   /// Collective: throws on every rank, naming the ranks that differ, unless `text` is the same on all.
   std::function<void(const std::string& what, const std::string& text)> verify_same;
   bool writes_files() const { return rank == 0; }
+  /// attach(model, zero_stage) under mpirun; no replicas in one process.
+  tapegrad::train::Replicas replicas(tapegrad::nn::Module<float>& model, std::int64_t zero_stage) const {
+    return attach ? attach(model, static_cast<int>(zero_stage)) : tapegrad::train::Replicas{};
+  }
   /// make(params) in one process; the attached training's optimizer under mpirun.
   std::unique_ptr<tapegrad::optim::Optimizer<float>> optimizer(std::vector<tapegrad::Tensor<float>> params,
                                                                const OptimizerFactory& make) const {

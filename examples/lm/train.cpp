@@ -214,11 +214,9 @@ TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, 
   LanguageModel model(config, data.vocab);
   auto& module = model.module();
   // Several ranks: the same model everywhere (checked), gradients averaged; each trains its rows.
-  const tt::Replicas replicas =
-      parallel.attach ? parallel.attach(module, static_cast<int>(config.zero)) : tt::Replicas{};
-  const auto optimizer = parallel.optimizer(module.parameters(), [&](std::vector<tapegrad::Tensor<float>> params) {
-    return make_optimizer(config, std::move(params));
-  });
+  const tt::Replicas replicas = parallel.replicas(module, config.zero);
+  const auto optimizer =
+      parallel.optimizer(module.parameters(), [&](auto params) { return make_optimizer(config, std::move(params)); });
   Batches batches(data, config);
   if (!config.resume && writer) {
     examples::start_run_folder(run, config.overwrite, to_json(config), progress,

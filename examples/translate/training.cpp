@@ -348,10 +348,9 @@ TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, 
   tapegrad::Generator gen(c.seed);
   Model model(c.model_options(), gen);
   // Several ranks: the same model everywhere (checked), gradients averaged; each trains its rows.
-  const tr::Replicas replicas = parallel.attach ? parallel.attach(model, static_cast<int>(c.zero)) : tr::Replicas{};
-  const auto optimizer = parallel.optimizer(model.parameters(), [&](std::vector<tapegrad::Tensor<float>> params) {
-    return make_optimizer(c, std::move(params));
-  });
+  const tr::Replicas replicas = parallel.replicas(model, c.zero);
+  const auto optimizer =
+      parallel.optimizer(model.parameters(), [&](auto params) { return make_optimizer(c, std::move(params)); });
   const auto loss = loss_options(c);
   // Training numbers are drawn afresh for every batch from the training split.
   tapegrad::Generator sampler(c.seed ^ 0x5eedULL);

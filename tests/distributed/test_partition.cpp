@@ -33,7 +33,7 @@ TEST_CASE("partition_parameters: ranks may own nothing, owners never decrease", 
   }
 }
 
-TEST_CASE("partition_parameters: frozen parameters weigh nothing; bad world sizes throw", "[distributed][zero]") {
+TEST_CASE("partition_parameters: frozen parameters weigh nothing, bad world sizes throw", "[distributed][zero]") {
   CHECK(partition_parameters({0, 0}, 3) == std::vector<int>{0, 0});
   CHECK(partition_parameters({0, 50, 0, 50, 0}, 2) == std::vector<int>{0, 0, 1, 1, 1});
   CHECK_THROWS_AS(partition_parameters({1, 2}, 0), std::invalid_argument);
