@@ -236,7 +236,7 @@ TEST_CASE("train_translate --activation-checkpointing is saved, and --resume may
   std::ostringstream out, log;
   REQUIRE_FALSE(translate::train(tiny_config(whole.path), out, log, false).interrupted);
   const nlohmann::json saved = nlohmann::json::parse(read_bytes(whole.path / "config.json"));
-  CHECK(saved["activation-checkpointing"] == false);
+  CHECK(saved["activation_checkpointing"] == false);
   // Interrupted, then resumed with checkpointed encoder and decoder blocks: the same gradients, so the
   // same model, bit for bit (dropout on: the masks of the second runs are the forward's).
   translate::Config config = tiny_config(parts.path);
