@@ -359,9 +359,8 @@ Tensor<T> linear_impl(const char* op, const Tensor<T>& x, const Tensor<T>& weigh
   // What the activation's backward reads: the GELUs their input; ReLU only where its output is positive,
   // kept as bits, so that the output is freed as soon as its last user is done (a dropout after it, which
   // keeps nothing, leaves the [rows, out_features] output of a feed-forward block unheld).
-  std::shared_ptr<const xt::xarray<T>> act_val;
+  const std::shared_ptr<const xt::xarray<T>> act_val = gelu ? pre : nullptr;
   std::shared_ptr<const std::vector<std::uint64_t>> positive;
-  if (gelu) act_val = pre;
   if (activation == Activation::ReLU)
     positive = std::make_shared<const std::vector<std::uint64_t>>(positive_bits(result.data().data(), result.numel()));
   // The values the backward's products read: the bfloat16 copies under autocast, else x and the weight.
