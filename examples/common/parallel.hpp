@@ -23,6 +23,8 @@ struct Parallel {
   std::function<tapegrad::train::Replicas(tapegrad::nn::Module<float>& model)> attach;
   /// Collective: throws on every rank, naming the ranks that differ, unless `text` is the same on all.
   std::function<void(const std::string& what, const std::string& text)> verify_same;
+  /// Collective: returns on every rank once all ranks have called it (nothing to wait for in one process).
+  std::function<void()> barrier;
   bool writes_files() const { return rank == 0; }
 
   /// With several ranks (collective): throws unless all ranks were started with the same settings, a

@@ -95,9 +95,8 @@ const examples::Flags<Config>& flags() {
 
 std::optional<std::string> validate(const Config& c) {
   if (auto problem = flags().check(c)) return problem;
-  if (c.accumulate > static_cast<std::int64_t>(c.batch_size)) {
-    return fmt::format("--accumulate {} is more than --batch-size {}: a micro-batch would be empty", c.accumulate,
-                       c.batch_size);
+  if (auto problem = examples::accumulate_problem(c.accumulate, static_cast<std::int64_t>(c.batch_size))) {
+    return problem;
   }
   if (c.d_model % c.nhead != 0) return fmt::format("--d-model {} is not divisible by --nhead {}", c.d_model, c.nhead);
   if (c.out.empty()) return "--out must name a folder";

@@ -12,6 +12,7 @@
 #include "tapegrad/models/transformer.hpp"
 #include "tapegrad/optim/adam.hpp"
 #include "tests/helpers.hpp"
+#include "tests/models/refusals.hpp"
 
 using namespace tapegrad;
 using namespace tapegrad::nn;
@@ -157,12 +158,11 @@ TEST_CASE("Transformer: layout, names and option errors", "[translate]") {
   CHECK(untied.num_parameters() - tied.num_parameters() == 4 * 7);  // the untied weight [7, 4]
   CHECK(tied.forward(kSrc, kTgt, kSrcPad).shape() == Shape{2, 5, 7});
 
-  TransformerOptions bad = tiny(false, false);
-  bad.nhead = 3;
-  CHECK_THROWS_WITH(Transformer<float>(bad, gen), Catch::Contains("d_model (4) must be divisible by nhead (3)"));
-  bad = tiny(false, false);
-  bad.padding_idx = 8;
-  CHECK_THROWS_WITH(Transformer<float>(bad, gen), Catch::Contains("padding_idx 8 is outside tgt_vocab_size = 7"));
+  testing::check_refused<Transformer<float>>(
+      tiny(false, false), [](auto& o) { o.nhead = 3; }, Catch::Contains("d_model (4) must be divisible by nhead (3)"));
+  testing::check_refused<Transformer<float>>(
+      tiny(false, false), [](auto& o) { o.padding_idx = 8; },
+      Catch::Contains("padding_idx 8 is outside tgt_vocab_size = 7"));
   CHECK_THROWS_AS(tied.encode(xt::xarray<std::int64_t>{1, 2}, {}), ShapeError);
   CHECK_THROWS_WITH(tied.encode(kSrc, BoolArray{{false, false}}), Catch::Contains("padding mask of src is [1, 2]"));
 }
