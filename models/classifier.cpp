@@ -71,13 +71,7 @@ TransformerClassifier<T>::TransformerClassifier(const TransformerClassifierOptio
       ngram_proj = this->register_module("ngram_proj", std::make_shared<nn::Linear<T>>(width, o.d_model, gen, false));
     }
   }
-  if (o.positional == PositionalKind::Sinusoidal) {
-    sinusoidal = this->register_module("pos_encoding", std::make_shared<nn::SinusoidalPositionalEncoding<T>>(
-                                                           o.d_model, o.max_len, /*batch_first=*/true));
-  } else {
-    learned = this->register_module("pos_encoding", std::make_shared<nn::LearnedPositionalEmbedding<T>>(
-                                                        o.max_len, o.d_model, gen, /*batch_first=*/true));
-  }
+  register_positions<T>(*this, o.positional, o.max_len, o.d_model, gen, sinusoidal, learned);
   dropout = this->register_module("dropout", std::make_shared<nn::Dropout<T>>(o.dropout, dropout_gen_));
   if (o.pooling == Pooling::Cls) {
     cls_token = this->register_parameter("cls_token", Tensor<T>::normal({o.d_model}, T(0), T(1), gen));

@@ -25,6 +25,19 @@ std::shared_ptr<nn::Embedding<T>> scaled_normal_embedding(std::size_t vocab_size
 }
 
 template <typename T>
+void register_positions(nn::Module<T>& owner, PositionalKind kind, std::size_t max_len, std::size_t d_model,
+                        Generator& gen, std::shared_ptr<nn::SinusoidalPositionalEncoding<T>>& sinusoidal,
+                        std::shared_ptr<nn::LearnedPositionalEmbedding<T>>& learned) {
+  if (kind == PositionalKind::Sinusoidal) {
+    sinusoidal = owner.register_module(
+        "pos_encoding", std::make_shared<nn::SinusoidalPositionalEncoding<T>>(d_model, max_len, /*batch_first=*/true));
+  } else {
+    learned = owner.register_module("pos_encoding", std::make_shared<nn::LearnedPositionalEmbedding<T>>(
+                                                        max_len, d_model, gen, /*batch_first=*/true));
+  }
+}
+
+template <typename T>
 Tensor<T> scaled_lookup(const nn::Embedding<T>& table, const xt::xarray<std::int64_t>& ids) {
   return mul(table.forward(ids), static_cast<T>(std::sqrt(static_cast<double>(table.embedding_dim))));
 }
@@ -34,6 +47,12 @@ template std::shared_ptr<nn::Embedding<float>> scaled_normal_embedding<float>(st
 template std::shared_ptr<nn::Embedding<double>> scaled_normal_embedding<double>(std::size_t, std::size_t,
                                                                                 std::optional<std::int64_t>,
                                                                                 Generator&);
+template void register_positions<float>(nn::Module<float>&, PositionalKind, std::size_t, std::size_t, Generator&,
+                                        std::shared_ptr<nn::SinusoidalPositionalEncoding<float>>&,
+                                        std::shared_ptr<nn::LearnedPositionalEmbedding<float>>&);
+template void register_positions<double>(nn::Module<double>&, PositionalKind, std::size_t, std::size_t, Generator&,
+                                         std::shared_ptr<nn::SinusoidalPositionalEncoding<double>>&,
+                                         std::shared_ptr<nn::LearnedPositionalEmbedding<double>>&);
 template Tensor<float> scaled_lookup<float>(const nn::Embedding<float>&, const xt::xarray<std::int64_t>&);
 template Tensor<double> scaled_lookup<double>(const nn::Embedding<double>&, const xt::xarray<std::int64_t>&);
 

@@ -11,6 +11,8 @@
 
 #include "tapegrad/autograd/generator.hpp"
 #include "tapegrad/nn/embedding.hpp"
+#include "tapegrad/nn/module.hpp"
+#include "tapegrad/nn/positional_encoding.hpp"
 
 namespace tapegrad::models {
 
@@ -28,6 +30,13 @@ std::string positional_name(PositionalKind p);
 template <typename T>
 std::shared_ptr<nn::Embedding<T>> scaled_normal_embedding(std::size_t vocab_size, std::size_t d_model,
                                                           std::optional<std::int64_t> padding_idx, Generator& gen);
+
+/// Registers a token model's positions on owner as "pos_encoding", batch-first over max_len positions:
+/// the fixed sinusoids into `sinusoidal`, or a table drawn from gen into `learned`; the other stays null.
+template <typename T>
+void register_positions(nn::Module<T>& owner, PositionalKind kind, std::size_t max_len, std::size_t d_model,
+                        Generator& gen, std::shared_ptr<nn::SinusoidalPositionalEncoding<T>>& sinusoidal,
+                        std::shared_ptr<nn::LearnedPositionalEmbedding<T>>& learned);
 
 /// table.forward(ids) * sqrt(embedding_dim).
 template <typename T>

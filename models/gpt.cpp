@@ -35,13 +35,7 @@ GPT<T>::GPT(const GPTOptions& o, Generator& gen) : options(o) {
   this->register_generator("dropout_generator", dropout_gen_);
   embedding =
       this->register_module("embedding", scaled_normal_embedding<T>(o.vocab_size, o.d_model, o.padding_idx, gen));
-  if (o.positional == PositionalKind::Sinusoidal) {
-    sinusoidal = this->register_module("pos_encoding", std::make_shared<nn::SinusoidalPositionalEncoding<T>>(
-                                                           o.d_model, o.max_len, /*batch_first=*/true));
-  } else {
-    learned = this->register_module("pos_encoding", std::make_shared<nn::LearnedPositionalEmbedding<T>>(
-                                                        o.max_len, o.d_model, gen, /*batch_first=*/true));
-  }
+  register_positions<T>(*this, o.positional, o.max_len, o.d_model, gen, sinusoidal, learned);
   dropout = this->register_module(
       "dropout", std::make_shared<nn::Dropout<T>>(o.embedding_dropout.value_or(o.dropout), dropout_gen_));
 

@@ -19,13 +19,7 @@ TransformerMaskedLM<T>::TransformerMaskedLM(const TransformerClassifierOptions& 
   this->register_generator("dropout_generator", dropout_gen_);
   embedding =
       this->register_module("embedding", scaled_normal_embedding<T>(o.vocab_size, o.d_model, o.padding_idx, gen));
-  if (o.positional == PositionalKind::Sinusoidal) {
-    sinusoidal = this->register_module("pos_encoding", std::make_shared<nn::SinusoidalPositionalEncoding<T>>(
-                                                           o.d_model, o.max_len, /*batch_first=*/true));
-  } else {
-    learned = this->register_module("pos_encoding", std::make_shared<nn::LearnedPositionalEmbedding<T>>(
-                                                        o.max_len, o.d_model, gen, /*batch_first=*/true));
-  }
+  register_positions<T>(*this, o.positional, o.max_len, o.d_model, gen, sinusoidal, learned);
   dropout = this->register_module("dropout", std::make_shared<nn::Dropout<T>>(o.dropout, dropout_gen_));
   encoder = this->register_module("encoder", make_classifier_encoder<T>(o, gen, dropout_gen_));
   mlm_dense = this->register_module("mlm_dense", std::make_shared<nn::Linear<T>>(o.d_model, o.d_model, gen));

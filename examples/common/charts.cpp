@@ -102,6 +102,22 @@ std::optional<double> number(const nlohmann::json& line, const char* key) {
   return it->get<double>();
 }
 
+void Series::add(double x, const nlohmann::json& line, const char* key, double scale) {
+  if (const auto v = number(line, key)) points.emplace_back(x, scale * *v);
+}
+
+ChartLines chart_lines(const std::vector<nlohmann::json>& metrics, const char* x_key) {
+  ChartLines c;
+  for (const auto& line : metrics) {
+    if (line.value("split", "") == "test") {
+      c.test = line;
+    } else if (const auto x = number(line, x_key)) {
+      c.points.emplace_back(*x, line);
+    }
+  }
+  return c;
+}
+
 std::string duration(double seconds) {
   if (seconds < 10) return fmt::format("{:.2f} s", seconds);
   if (seconds < 60) return fmt::format("{:.1f} s", seconds);

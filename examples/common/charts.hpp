@@ -16,6 +16,9 @@ struct Series {
   std::string id, label, color;
   std::vector<std::pair<double, double>> points;
   bool markers = true;  // a circle per point (class "pt") with the value as its tooltip
+
+  // Adds the point (x, scale * line[key]) when a metrics.jsonl line has a number under key.
+  void add(double x, const nlohmann::json& line, const char* key, double scale = 1.0);
 };
 
 // A line chart with axes, about five round ticks on each, axis labels and a legend below. Each series
@@ -26,6 +29,14 @@ std::string line_chart(const std::string& id, const std::string& x_label, const 
 
 // The number under key in a metrics.jsonl line; none if absent or null (how JSON writes NaN).
 std::optional<double> number(const nlohmann::json& line, const char* key);
+
+// A run's metrics.jsonl lines as a page charts them: those with a number under x_key ("epoch", "step"),
+// each with that x, in order; the test line (split "test") apart.
+struct ChartLines {
+  std::vector<std::pair<double, nlohmann::json>> points;
+  std::optional<nlohmann::json> test;
+};
+ChartLines chart_lines(const std::vector<nlohmann::json>& metrics, const char* x_key);
 
 // "4.21 s", "37.5 s", "12:34", "1:02:03".
 std::string duration(double seconds);

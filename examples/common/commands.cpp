@@ -34,9 +34,12 @@ bool put_back_previous(const Parallel& parallel, const tt::RunDirectory& run, st
 }  // namespace
 
 void settle_run_folder(const tt::RunDirectory& run, const Parallel& parallel, std::ostream& err) {
-  if (!parallel.writes_files() || !std::filesystem::is_directory(run.dir())) return;
-  for (const auto& line : run.settle()) err << line << '\n';
-  err << std::flush;
+  if (parallel.writes_files() && std::filesystem::is_directory(run.dir())) {
+    for (const auto& line : run.settle()) err << line << '\n';
+    err << std::flush;
+  }
+  // The other ranks read the folder next (--resume): not before rank 0 has put it in order.
+  if (parallel.barrier) parallel.barrier();
 }
 
 int run_training(const Parallel& parallel, std::ostream& out, std::ostream& err, bool interactive,

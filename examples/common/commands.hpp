@@ -109,7 +109,7 @@ void start_run_folder(const tapegrad::train::RunDirectory& run, bool overwrite, 
 /// Before a training command reads anything of its run folder (a folder that does not exist yet has
 /// nothing to settle): the process that writes the run's files settles what a killed one left there
 /// (RunDirectory::settle: an overwritten run put back or deleted, the temporary files of killed saves
-/// removed), a line on err for each thing done.
+/// removed), a line on err for each thing done. Collective: every rank returns once it is done.
 void settle_run_folder(const tapegrad::train::RunDirectory& run, const Parallel& parallel, std::ostream& err);
 
 /// Trains the run in `run` through train(out, err, interactive), which returns whether it was

@@ -5,6 +5,11 @@
 // 2, no more than resuming on another number of ranks changes it).
 #pragma once
 
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "examples/common/flags.hpp"
@@ -18,6 +23,13 @@ Flag accumulate_flag(long double max) {
               "cut each step's --batch-size batch into this many micro-batches, one forward and backward each, "
               "for the memory of one (the step is the whole batch's, weighted per example or token)")
       .in(closed(1, max));
+}
+
+/// "--accumulate 8 is more than --batch-size 4: ..." when a micro-batch would be empty, else nothing.
+inline std::optional<std::string> accumulate_problem(std::int64_t accumulate, std::int64_t batch_size) {
+  if (accumulate <= batch_size) return std::nullopt;
+  return fmt::format("--accumulate {} is more than --batch-size {}: a micro-batch would be empty", accumulate,
+                     batch_size);
 }
 
 /// --activation-checkpointing: the model's layers recompute their blocks' activations in backward.

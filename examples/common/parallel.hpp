@@ -36,6 +36,8 @@ struct Parallel {
       shard_optimizer;
   /// Collective: throws on every rank, naming the ranks that differ, unless `text` is the same on all.
   std::function<void(const std::string& what, const std::string& text)> verify_same;
+  /// Collective: returns on every rank once all ranks have called it (nothing to wait for in one process).
+  std::function<void()> barrier;
   bool writes_files() const { return rank == 0; }
   /// attach(model, zero_stage) under mpirun; no replicas in one process.
   tapegrad::train::Replicas replicas(tapegrad::nn::Module<float>& model, std::int64_t zero_stage) const {

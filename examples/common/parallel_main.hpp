@@ -65,6 +65,7 @@ inline int parallel_main(int argc, char** argv, const char* program, const std::
       parallel.verify_same = [&](const std::string& what, const std::string& text) {
         dist::verify_same_on_all_ranks(world, what, text);
       };
+      parallel.barrier = [&] { world.barrier(); };
       const int code = check_output(program, run(parallel));
       if (code != 0 && code != tapegrad::train::kInterruptedExitCode && world.size() > 1) {
         dist::abort_job(fmt::format("{} failed (exit code {})", program, code), code);

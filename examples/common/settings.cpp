@@ -20,12 +20,12 @@ std::optional<std::string> table_memory_problem(const char* vocab_flag, std::int
       vocab_flag, vocab_size, len_flag, max_len, d_model, table_bytes / 1e9, memory / 1e9);
 }
 
-std::optional<std::string> decoupled_decay_problem(double lr, double weight_decay) {
+std::optional<std::string> decoupled_decay_problem(double lr, double weight_decay, const std::string& lr_name) {
   if (lr * weight_decay < 1.0) return std::nullopt;
   return fmt::format(
-      "--lr {} times --weight-decay {} is {}, not below 1: AdamW's decoupled decay would multiply every weight by "
+      "{} {} times --weight-decay {} is {}, not below 1: AdamW's decoupled decay would multiply every weight by "
       "1 - lr * weight_decay = {} each step",
-      lr, weight_decay, lr * weight_decay, 1.0 - lr * weight_decay);
+      lr_name, lr, weight_decay, lr * weight_decay, 1.0 - lr * weight_decay);
 }
 
 std::optional<std::string> threads_problem(std::int64_t threads) {

@@ -47,8 +47,8 @@ std::optional<std::string> table_memory_problem(const char* vocab_flag, std::int
 
 /// "--lr 1000 times --weight-decay 0.1 is 100, not below 1: ..." when AdamW's decoupled decay factor
 /// 1 - lr * weight_decay at the peak learning rate lr would zero or flip every weight each step, else
-/// nothing (optim/adamw.hpp refuses it too, in torch's names).
-std::optional<std::string> decoupled_decay_problem(double lr, double weight_decay);
+/// nothing (optim/adamw.hpp refuses it too, in torch's names). `lr_name` says where lr comes from.
+std::optional<std::string> decoupled_decay_problem(double lr, double weight_decay, const std::string& lr_name = "--lr");
 
 /// "--threads 0 must be positive" or "--threads 5000 is above the limit of 1024", else nothing: the
 /// check of a subcommand's --threads (a training's is part of its settings' checks).

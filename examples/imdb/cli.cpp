@@ -43,22 +43,14 @@ Config with_saved_settings(const CLI::App& app, const Config& config) {
   return examples::with_saved_settings(flags(), app, config, read_config(run));
 }
 
-void check_positive(const char* flag, std::int64_t value) {
-  if (value <= 0) throw UsageError(fmt::format("{} {} must be positive", flag, value));
-}
-
-// --threads of the subcommands, bounded like training's (an int64 above 2^31 used to wrap to 2).
-void check_threads(std::int64_t threads) {
-  check_positive("--threads", threads);
-  Config c;
-  c.threads = threads;
-  if (const auto problem = validate(c)) throw UsageError(*problem);
-}
-
-// A run folder for evaluate/predict: it must hold the files load_run reads.
-void check_run_folder(const std::string& dir) {
+// What evaluate, predict and explain check before they read the run, the flags first: --threads (bounded
+// like training's), --precision, and a run folder holding the files load_run reads; then the BLAS threads.
+void start_on_run(const std::string& dir, std::int64_t threads, const std::string& precision) {
+  if (const auto problem = examples::threads_problem(threads)) throw UsageError(*problem);
+  if (const auto problem = examples::subcommand_precision_problem(precision)) throw UsageError(*problem);
   run_directory(dir).check_has(
       {tapegrad::train::RunDirectory::kConfig, kVocabFile, tapegrad::train::RunDirectory::kModel});
+  tapegrad::set_num_threads(static_cast<int>(threads));
 }
 
 int train_command(const CLI::App& app, Config config, std::ostream& out, std::ostream& err, bool interactive,
@@ -127,11 +119,8 @@ int evaluate_command(const EvaluateArgs& a, std::ostream& out, std::ostream& err
     throw UsageError(
         fmt::format("--batch-size {} is above the limit of {}", a.batch_size, examples::limits::kBatchSize));
   }
-  check_threads(a.threads);
-  if (const auto problem = examples::subcommand_precision_problem(a.precision)) throw UsageError(*problem);
-  check_run_folder(a.run);
+  start_on_run(a.run, a.threads, a.precision);
   if (!a.data.empty() && !fs::exists(a.data)) throw UsageError(fmt::format("--data {} does not exist", a.data));
-  tapegrad::set_num_threads(static_cast<int>(a.threads));
 
   LoadedRun run = load_run(a.run);
   const tapegrad::autocast precision(examples::subcommand_uses_bfloat16(a.precision, run.config.precision, err));
@@ -194,10 +183,7 @@ struct PredictArgs {
 };
 
 int predict_command(const PredictArgs& a, std::istream& in, std::ostream& out, std::ostream& err) {
-  check_threads(a.threads);
-  if (const auto problem = examples::subcommand_precision_problem(a.precision)) throw UsageError(*problem);
-  check_run_folder(a.run);
-  tapegrad::set_num_threads(static_cast<int>(a.threads));
+  start_on_run(a.run, a.threads, a.precision);
   std::vector<std::string> texts = a.texts;
   const bool from_stdin = texts.empty();
   const auto has_tokens = [](const std::string& text) {
@@ -236,10 +222,7 @@ struct ExplainArgs {
 };
 
 int explain_command(const ExplainArgs& a, std::istream& in, std::ostream& out, std::ostream& err) {
-  check_threads(a.threads);
-  if (const auto problem = examples::subcommand_precision_problem(a.precision)) throw UsageError(*problem);
-  check_run_folder(a.run);
-  tapegrad::set_num_threads(static_cast<int>(a.threads));
+  start_on_run(a.run, a.threads, a.precision);
   std::string text;
   if (a.words.empty()) {
     text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());

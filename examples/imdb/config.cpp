@@ -12,6 +12,7 @@
 #include "examples/common/model_options.hpp"
 #include "examples/common/precision.hpp"
 #include "examples/common/settings.hpp"
+#include "tapegrad/optim/schedule.hpp"
 
 namespace imdb {
 
@@ -213,9 +214,8 @@ const examples::Flags<Config>& flags() {
 
 std::optional<std::string> validate(const Config& c) {
   if (auto problem = flags().check(c)) return problem;
-  if (c.accumulate > static_cast<std::int64_t>(c.batch_size)) {
-    return fmt::format("--accumulate {} is more than --batch-size {}: a micro-batch would be empty", c.accumulate,
-                       c.batch_size);
+  if (auto problem = examples::accumulate_problem(c.accumulate, c.batch_size)) {
+    return problem;
   }
   // The embedding and the positional table grow with the flags.
   if (auto problem = examples::table_memory_problem("--vocab-size", c.vocab_size, "--max-len", c.max_len, c.d_model))
@@ -233,9 +233,15 @@ std::optional<std::string> validate(const Config& c) {
   if ((c.schedule == "inv-sqrt" || c.schedule == "noam") && c.warmup == 0) {
     return fmt::format("--schedule {} needs --warmup >= 1, got {}", c.schedule, c.warmup);
   }
-  // Noam's peak is --lr / sqrt(--d-model * --warmup), not --lr: AdamW refuses a peak that is too large itself.
-  if (c.optimizer == "adamw" && c.schedule != "noam") {
-    if (auto problem = examples::decoupled_decay_problem(c.lr, c.weight_decay)) return problem;
+  if (c.optimizer == "adamw") {
+    // Noam's --lr is a factor: the rate peaks at step --warmup at --lr / sqrt(--d-model * --warmup).
+    const bool noam = c.schedule == "noam";
+    const double peak_lr = noam ? tapegrad::optim::Noam(c.d_model, c.warmup, c.lr)(c.warmup) : c.lr;
+    const std::string lr_name =
+        noam ? fmt::format("the peak rate of --schedule noam, --lr {} / sqrt(--d-model {} * --warmup {}),", c.lr,
+                           c.d_model, c.warmup)
+             : "--lr";
+    if (auto problem = examples::decoupled_decay_problem(peak_lr, c.weight_decay, lr_name)) return problem;
   }
   try {
     const auto [b1, b2] = parse_betas(c.betas);

@@ -88,25 +88,19 @@ struct Curves {
 
 Curves read_curves(const tapegrad::train::RunDirectory& run) {
   Curves c;
-  for (const json& line : tapegrad::train::read_metrics(run.metrics())) {
-    if (line.value("split", "") == "test") {
-      c.test = line;
-      continue;
-    }
-    const auto epoch = number(line, "epoch");
-    if (!epoch) continue;
-    const bool per_epoch = line.contains("valid_loss");
-    const auto loss = number(line, "loss"), acc = number(line, "acc");
-    if (!per_epoch) {
-      if (loss) c.loss_window.points.emplace_back(*epoch, *loss);
-      if (acc) c.acc_window.points.emplace_back(*epoch, 100.0 * *acc);
+  auto lines = examples::charts::chart_lines(tapegrad::train::read_metrics(run.metrics()), "epoch");
+  c.test = std::move(lines.test);
+  for (const auto& [epoch, line] : lines.points) {
+    if (!line.contains("valid_loss")) {  // a log window's line
+      c.loss_window.add(epoch, line, "loss");
+      c.acc_window.add(epoch, line, "acc", 100.0);
       continue;
     }
     c.epochs.push_back(line);
-    if (loss) c.loss_train.points.emplace_back(*epoch, *loss);
-    if (acc) c.acc_train.points.emplace_back(*epoch, 100.0 * *acc);
-    if (const auto v = number(line, "valid_loss")) c.loss_valid.points.emplace_back(*epoch, *v);
-    if (const auto v = number(line, "valid_acc")) c.acc_valid.points.emplace_back(*epoch, 100.0 * *v);
+    c.loss_train.add(epoch, line, "loss");
+    c.acc_train.add(epoch, line, "acc", 100.0);
+    c.loss_valid.add(epoch, line, "valid_loss");
+    c.acc_valid.add(epoch, line, "valid_acc", 100.0);
   }
   return c;
 }

@@ -126,10 +126,7 @@ std::optional<std::string> validate(const Config& c) {
   if (auto problem = examples::table_memory_problem("--vocab-size", c.vocab_size, "--context", c.context, c.d_model))
     return problem;
   if (c.d_model % c.heads != 0) return fmt::format("--d-model {} is not divisible by --heads {}", c.d_model, c.heads);
-  if (c.accumulate > c.batch_size) {
-    return fmt::format("--accumulate {} is more than --batch-size {}: a micro-batch would be empty", c.accumulate,
-                       c.batch_size);
-  }
+  if (auto problem = examples::accumulate_problem(c.accumulate, c.batch_size)) return problem;
   if (c.warmup >= c.steps) return fmt::format("--warmup {} must be less than --steps {}", c.warmup, c.steps);
   if (auto problem = examples::decoupled_decay_problem(c.lr, c.weight_decay)) return problem;
   if (c.arch == "llama" && c.objective != "causal") {

@@ -54,7 +54,8 @@ examples::Flags<Config> make_flags() {
          flag("--activation", &C::activation, "relu|gelu").one_of({"relu", "gelu"}),
          flag("--norm-first", &C::norm_first, "pre-LN instead of the paper's post-LN").or_off("--post-norm"),
          flag("--tie-output", &C::tie_output, "the output projection shares the target embedding")
-             .or_off("--no-tie-output")}},
+             .or_off("--no-tie-output"),
+         examples::activation_checkpointing_flag<C>()}},
        {"Optimization",
         {flag("--batch-size", &C::batch_size, "sentences per step").in(count(lim::kBatchSize)),
          examples::accumulate_flag<C>(lim::kBatchSize), examples::zero_flag<C>(),
@@ -94,9 +95,8 @@ const examples::Flags<Config>& flags() {
 
 std::optional<std::string> validate(const Config& c) {
   if (auto problem = flags().check(c)) return problem;
-  if (c.accumulate > static_cast<std::int64_t>(c.batch_size)) {
-    return fmt::format("--accumulate {} is more than --batch-size {}: a micro-batch would be empty", c.accumulate,
-                       c.batch_size);
+  if (auto problem = examples::accumulate_problem(c.accumulate, static_cast<std::int64_t>(c.batch_size))) {
+    return problem;
   }
   if (c.d_model % c.nhead != 0) return fmt::format("--d-model {} is not divisible by --nhead {}", c.d_model, c.nhead);
   if (c.out.empty()) return "--out must name a folder";
@@ -129,6 +129,7 @@ tapegrad::models::TransformerOptions Config::model_options() const {
   o.max_len = 32;  // 20 word tokens + bos at most
   o.padding_idx = tapegrad::datasets::kNumberPad;
   o.tie_output = tie_output;
+  o.activation_checkpointing = activation_checkpointing;
   return o;
 }
 

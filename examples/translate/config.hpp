@@ -28,6 +28,7 @@ struct Config {
   std::string activation = "relu";
   bool norm_first = false;
   bool tie_output = true;
+  bool activation_checkpointing = false;  // each encoder and decoder block recomputed in backward
   // Optimization: the paper's recipe
   std::size_t batch_size = 64;
   std::int64_t accumulate = 1;  // micro-batches per step (gradient accumulation)

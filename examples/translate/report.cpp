@@ -47,22 +47,18 @@ struct Curves {
 
 Curves read_curves(const tapegrad::train::RunDirectory& run) {
   Curves c;
-  for (const json& line : tapegrad::train::read_metrics(run.metrics())) {
-    if (line.value("split", "") == "test") {
-      c.test = line;
-      continue;
-    }
-    const auto step = number(line, "step");
-    if (!step) continue;
-    if (!line.contains("valid_exact")) {
-      if (const auto v = number(line, "loss")) c.loss_train.points.emplace_back(*step, *v);
-      if (const auto v = number(line, "acc")) c.acc_train.points.emplace_back(*step, 100.0 * *v);
+  auto lines = examples::charts::chart_lines(tapegrad::train::read_metrics(run.metrics()), "step");
+  c.test = std::move(lines.test);
+  for (const auto& [step, line] : lines.points) {
+    if (!line.contains("valid_exact")) {  // a log window's line
+      c.loss_train.add(step, line, "loss");
+      c.acc_train.add(step, line, "acc", 100.0);
       continue;
     }
     c.validations.push_back(line);
-    if (const auto v = number(line, "valid_loss")) c.loss_valid.points.emplace_back(*step, *v);
-    if (const auto v = number(line, "valid_acc")) c.acc_valid.points.emplace_back(*step, 100.0 * *v);
-    if (const auto v = number(line, "valid_exact")) c.exact_valid.points.emplace_back(*step, 100.0 * *v);
+    c.loss_valid.add(step, line, "valid_loss");
+    c.acc_valid.add(step, line, "valid_acc", 100.0);
+    c.exact_valid.add(step, line, "valid_exact", 100.0);
   }
   return c;
 }

@@ -1,4 +1,8 @@
-# Shell pieces the programs' MPI tests share (sourced, not run).
+# Shell pieces the programs' MPI tests share (sourced, not run): $work, a temporary folder for the
+# test's runs that is removed when the test exits, and the checks below.
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
 
 # expect_seed_mismatch_named MPIRUN PROGRAM OUT FLAGS...: one rank started with --seed 7 and one
 # without must end the job at start, naming the configuration and rank 1. Exits 1 otherwise.

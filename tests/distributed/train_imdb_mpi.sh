@@ -8,8 +8,6 @@ source "$(dirname "$0")/common.sh"
 mpirun=$1
 program=$2
 data=$3
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
 
 # SGD, not Adam: the key part of in_proj_bias has a gradient that is zero but for rounding (softmax
 # ignores a constant added to every key), and Adam scales that noise up to a step of lr. fp32: the

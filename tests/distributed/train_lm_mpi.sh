@@ -8,8 +8,6 @@ source "$(dirname "$0")/common.sh"
 mpirun=$1
 program=$2
 data=$3
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
 
 # fp32: the comparison is at float's rounding (1e-6); in bf16 a rank's gradients, scaled by its share of
 # the batch, round to bfloat16 otherwise than the whole batch's.
@@ -43,6 +41,18 @@ for objective in causal masked; do
   # in another order), but for the key part of in_proj_bias (see compare_runs.py).
   python3 "$(dirname "$0")/compare_runs.py" "$work/one-$objective" "$work/two-$objective" --skip-key-bias 16
 done
+
+# A run whose --overwrite was killed before its first checkpoint (its files in previous-run/): rank 0
+# puts them back before any rank reads the folder, so --resume on 2 ranks finds the finished run.
+cp -r "$work/two-causal" "$work/killed"
+mkdir "$work/killed/previous-run"
+find "$work/killed" -maxdepth 1 -type f -exec mv {} "$work/killed/previous-run/" \;
+"$mpirun" -np 2 --oversubscribe "$program" --resume --out "$work/killed" > "$work/five.out" 2> "$work/five.err" || {
+  cat "$work/five.err"
+  exit 1
+}
+grep -q "put back the previous run's" "$work/five.err"
+cmp "$work/two-causal/model.safetensors" "$work/killed/model.safetensors"
 
 # ZeRO: stages 1 and 2 on 2 ranks train the one-process model too, and config.json records the stage.
 flags=(--data "$data" --no-download --vocab-size 60 --context 48 --layers 2 --d-model 16 --heads 2 --ff 32

@@ -9,8 +9,6 @@ source "$(dirname "$0")/common.sh"
 mpirun=$1
 program=$2
 here=$(cd "$(dirname "$0")" && pwd)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
 fail() {
   echo "train_translate_mpi: $*" >&2
   exit 1

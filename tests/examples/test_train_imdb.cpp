@@ -737,12 +737,7 @@ TEST_CASE("explain: saliency is the derivative of the logit along each token's o
   using tapegrad::models::Pooling;
   for (Pooling pooling : {Pooling::Mean, Pooling::Max, Pooling::Cls}) {
     INFO("pooling " << tapegrad::models::pooling_name(pooling));
-    tapegrad::models::TransformerClassifierOptions o;
-    o.vocab_size = 20;
-    o.max_len = 8;
-    o.d_model = 8;
-    o.nhead = 2;
-    o.num_layers = 2;
+    auto o = tapegrad::testing::sized<tapegrad::models::TransformerClassifierOptions>(20, 8, 8, 2, 2);
     o.dim_feedforward = 12;
     o.pooling = pooling;
     tapegrad::Generator gen(11);

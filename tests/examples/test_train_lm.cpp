@@ -400,20 +400,14 @@ TEST_CASE("train_imdb --init-from loads a masked run's embedding and encoder exa
   INFO(m.err);
   REQUIRE(m.code == 0);
   // With lr 0 (and so no decay) the classifier keeps the loaded values: they must be the file's.
-  imdb::Config c;
-  c.data = kFixture.string();
-  c.no_download = true;
+  imdb::Config c = tapegrad::testing::imdb_tiny_config();
   c.d_model = 16;
-  c.heads = 2;
   c.ff = 32;
   c.max_len = 48;
   c.epochs = 1;
-  c.batch_size = 2;
-  c.valid_fraction = 0.34;
   c.warmup = 0;
   c.schedule = "constant";
   c.lr = 0.0;
-  c.threads = 1;
   c.init_from = pretrained.string();
   c.ngram_buckets = 64;  // fresh, like the head
   c.wide_buckets = 31;   // fresh too

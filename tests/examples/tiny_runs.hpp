@@ -85,10 +85,11 @@ inline std::vector<std::string> translate_tiny_args(const std::string& steps, co
           "1"};
 }
 
-/// text_tiny_args as the Config train_imdb's in-process tests pass, with reviews cut at 32 words, a third
-/// of the fixture held out for validation, one warmup step, on one thread.
-inline imdb::Config imdb_tiny_config() {
-  imdb::Config c;
+/// text_tiny_args as a Config of train_imdb or train_lm (the fields they name alike), with a third of the
+/// fixture held out for validation, one warmup step, on one thread.
+template <typename Config>
+Config text_tiny_config() {
+  Config c;
   c.data = tiny_reviews();
   c.no_download = true;
   c.d_model = 8;
@@ -96,30 +97,29 @@ inline imdb::Config imdb_tiny_config() {
   c.ff = 16;
   c.vocab_size = 50;
   c.batch_size = 2;
-  c.max_len = 32;
   c.valid_fraction = 0.34;
   c.warmup = 1;
   c.threads = 1;
   return c;
 }
 
+/// text_tiny_config as train_imdb's in-process tests pass it, with reviews cut at 32 words.
+inline imdb::Config imdb_tiny_config() {
+  auto c = text_tiny_config<imdb::Config>();
+  c.max_len = 32;
+  return c;
+}
+
 /// lm_tiny_args as the Config train_lm's in-process tests pass (without its --lr).
 inline lm::Config lm_tiny_config(std::int64_t steps, std::int64_t eval_every) {
-  lm::Config c;
-  c.data = tiny_reviews();
-  c.no_download = true;
+  auto c = text_tiny_config<lm::Config>();
   c.vocab_size = 60;
   c.context = 48;
   c.layers = 1;
   c.d_model = 16;
-  c.heads = 2;
   c.ff = 32;
-  c.batch_size = 2;
   c.steps = steps;
   c.eval_every = eval_every;
-  c.warmup = 1;
-  c.valid_fraction = 0.34;
-  c.threads = 1;
   return c;
 }
 

@@ -1,10 +1,13 @@
 // What every models::CausalLM must do, checked the same way for GPT and Llama: the causal property bit for
-// bit, forward_rows as forward's rows, generate() choosing the same tokens with the cache and without,
-// learning a tiny pattern, and activation checkpointing changing no gradient.
+// bit, the KV cache against full recomputation, forward_rows as forward's rows, generate() choosing the same tokens
+// with the cache and without, learning a tiny pattern, and activation checkpointing changing no gradient.
 #pragma once
 
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstdint>
+#include <string>
 #include <vector>
 #include <xtensor/xview.hpp>
 
@@ -34,6 +37,65 @@ inline void check_causal_bit_for_bit(const models::CausalLM<float>& model) {
       }
     }
   }
+}
+
+// A [2, 30] batch fed as a prompt of 6 tokens in one call, then 3 at once (the shifted causal mask and
+// positions at offset 6), then one by one: forward_incremental gives forward's logits within 1e-5 at every
+// position, and next_token_logits on a second cache fed the same pieces gives each piece's last row.
+// Model in eval mode, no grad.
+template <typename T>
+void check_cache_matches_full(const models::CausalLM<T>& model) {
+  const std::size_t vocab = model.vocab_size();
+  const xt::xarray<std::int64_t> ids = random_ids(2, 30, vocab, 5);
+  const Tensor<T> full = model.forward(ids);
+  typename models::CausalLM<T>::Cache cache, next_cache;
+  double worst = 0.0;
+  std::size_t at = 0;
+  std::vector<std::size_t> chunks = {6, 3};
+  chunks.resize(chunks.size() + ids.shape(1) - 9, 1);
+  for (std::size_t n : chunks) {
+    const xt::xarray<std::int64_t> chunk = xt::view(ids, xt::all(), xt::range(at, at + n));
+    const Tensor<T> step = model.forward_incremental(chunk, cache);
+    const Tensor<T> next = model.next_token_logits(chunk, next_cache);
+    REQUIRE(step.shape() == Shape{2, n, vocab});
+    REQUIRE(next.shape() == Shape{2, vocab});
+    for (std::size_t b = 0; b < 2; ++b) {
+      for (std::size_t v = 0; v < vocab; ++v) {
+        for (std::size_t i = 0; i < n; ++i)
+          worst = std::max(worst, std::abs(double(step.data()(b, i, v)) - double(full.data()(b, at + i, v))));
+        worst = std::max(worst, std::abs(double(next.data()(b, v)) - double(full.data()(b, at + n - 1, v))));
+      }
+    }
+    at += n;
+    CHECK(cache.length() == at);
+    CHECK(next_cache.length() == at);
+  }
+  INFO("largest difference " << worst);
+  CHECK(worst <= 1e-5);
+}
+
+// A model named `name` ("GPT", "Llama") of max_len 40 and 13 tokens refuses, naming the positions or the
+// batch: a forward of 41 positions; with 39 in its cache, 2 more by forward_incremental or
+// next_token_logits, and ids of another batch than the cache's; and generate() asked for 3 + 38 tokens.
+inline void check_context_refused(const models::CausalLM<float>& model, const std::string& name) {
+  CHECK_THROWS_WITH(model.forward(random_ids(1, 41, 13, 0)),
+                    name + ".forward: positions 0..40 exceed the context of max_len = 40 positions");
+  models::CausalLM<float>::Cache cache;
+  model.forward_incremental(random_ids(1, 39, 13, 0), cache);
+  for (const char* op : {"forward_incremental", "next_token_logits"}) {
+    const auto call = [&](const xt::xarray<std::int64_t>& ids) {
+      return std::string(op) == "forward_incremental" ? model.forward_incremental(ids, cache)
+                                                      : model.next_token_logits(ids, cache);
+    };
+    CHECK_THROWS_WITH(call(random_ids(1, 2, 13, 0)),
+                      name + "." + op + ": positions 39..40 exceed the context of max_len = 40 positions");
+    CHECK_THROWS_WITH(call(random_ids(2, 1, 13, 0)),
+                      name + "." + op + ": ids have batch 2 but the cache holds batch 1");
+  }
+  models::GenerateOptions g;
+  g.max_new_tokens = 38;
+  CHECK_THROWS_WITH(models::generate(model, {1, 2, 3}, g),
+                    "generate: the prompt's 3 tokens plus 38 new ones exceed the model's context of 40 positions");
 }
 
 // forward_rows(ids, rows) of a [2, 5] batch equals those rows of forward(ids), exactly.

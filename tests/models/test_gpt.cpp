@@ -17,6 +17,7 @@
 #include "tapegrad/optim/adam.hpp"
 #include "tests/helpers.hpp"
 #include "tests/models/causal_lm_checks.hpp"
+#include "tests/models/refusals.hpp"
 
 using namespace tapegrad;
 using namespace tapegrad::models;
@@ -71,27 +72,7 @@ TEMPLATE_TEST_CASE("GPT: the KV cache gives the logits of full recomputation at 
     GPT<TestType> model(o, gen);
     model.eval();
     NoGradGuard no_grad;
-    const xt::xarray<std::int64_t> ids = random_ids(2, 30, o.vocab_size, 5);
-    const Tensor<TestType> full = model.forward(ids);
-    // A prompt of 6 tokens in one call, then 3 tokens at once (the shifted causal mask), then one by one.
-    typename GPT<TestType>::Cache cache;
-    double worst = 0.0;
-    std::size_t at = 0;
-    std::vector<std::size_t> chunks = {6, 3};
-    chunks.resize(chunks.size() + ids.shape(1) - 9, 1);
-    for (std::size_t n : chunks) {
-      const xt::xarray<std::int64_t> chunk = xt::view(ids, xt::all(), xt::range(at, at + n));
-      const Tensor<TestType> step = model.forward_incremental(chunk, cache);
-      REQUIRE(step.shape() == Shape{2, n, o.vocab_size});
-      for (std::size_t b = 0; b < 2; ++b)
-        for (std::size_t i = 0; i < n; ++i)
-          for (std::size_t v = 0; v < o.vocab_size; ++v)
-            worst = std::max(worst, std::abs(double(step.data()(b, i, v)) - double(full.data()(b, at + i, v))));
-      at += n;
-      CHECK(cache.length() == at);
-    }
-    INFO("largest difference " << worst);
-    CHECK(worst <= 1e-5);
+    check_cache_matches_full(model);
   }
 }
 
@@ -341,28 +322,16 @@ TEST_CASE("GPT: layout, names and errors", "[gpt]") {
     CHECK(state.count(name) == 1);
   }
   CHECK(state.count("output_projection.weight") == 0);  // tied to embedding.weight
-  GPTOptions bad = tiny();
-  bad.nhead = 3;
-  CHECK_THROWS_WITH(GPT<float>(bad, gen), "GPT: d_model (8) must be divisible by nhead (3)");
-  bad = tiny();
-  bad.dropout = 1.0;
-  CHECK_THROWS_WITH(GPT<float>(bad, gen), "GPT: dropout must be in [0, 1), got 1");
-  bad = tiny();
-  bad.embedding_dropout = -0.5;
-  CHECK_THROWS_WITH(GPT<float>(bad, gen), "GPT: embedding_dropout must be in [0, 1), got -0.5");
-  CHECK_THROWS_WITH(model.forward(random_ids(1, 41, 13, 0)),
-                    "GPT.forward: positions 0..40 exceed the context of max_len = 40 positions");
-  GPT<float>::Cache cache;
+  check_refused<GPT<float>>(
+      tiny(), [](auto& o) { o.nhead = 3; }, "GPT: d_model (8) must be divisible by nhead (3)");
+  check_refused<GPT<float>>(
+      tiny(), [](auto& o) { o.dropout = 1.0; }, "GPT: dropout must be in [0, 1), got 1");
+  check_refused<GPT<float>>(
+      tiny(), [](auto& o) { o.embedding_dropout = -0.5; }, "GPT: embedding_dropout must be in [0, 1), got -0.5");
   model.eval();
-  model.forward_incremental(random_ids(1, 39, 13, 0), cache);
-  CHECK_THROWS_WITH(model.forward_incremental(random_ids(1, 2, 13, 0), cache),
-                    "GPT.forward_incremental: positions 39..40 exceed the context of max_len = 40 positions");
-  CHECK_THROWS_WITH(model.forward_incremental(random_ids(2, 1, 13, 0), cache),
-                    "GPT.forward_incremental: ids have batch 2 but the cache holds batch 1");
+  check_context_refused(model, "GPT");
   GenerateOptions g;
   g.max_new_tokens = 38;
-  CHECK_THROWS_WITH(generate(model, {1, 2, 3}, g),
-                    "generate: the prompt's 3 tokens plus 38 new ones exceed the model's context of 40 positions");
   CHECK_THROWS_WITH(generate(model, {}, g), "generate: the prompt has no tokens");
   g.max_new_tokens = 2;
   g.sampling.top_p = 0.0;

@@ -14,6 +14,7 @@
 #include "tapegrad/optim/adam.hpp"
 #include "tests/helpers.hpp"
 #include "tests/models/causal_lm_checks.hpp"
+#include "tests/models/refusals.hpp"
 
 using namespace tapegrad;
 using namespace tapegrad::models;
@@ -79,34 +80,7 @@ TEMPLATE_TEST_CASE("Llama: the KV cache gives the logits of full recomputation, 
     Llama<TestType> model(o, gen);
     model.eval();
     NoGradGuard no_grad;
-    const xt::xarray<std::int64_t> ids = random_ids(2, 30, o.vocab_size, 5);
-    const Tensor<TestType> full = model.forward(ids);
-    // A prompt of 6 tokens in one call, then 3 at once (the shifted causal mask, RoPE at offset 6), then
-    // one by one; next_token_logits on a second cache fed the same pieces gives each piece's last row.
-    typename Llama<TestType>::Cache cache, next_cache;
-    double worst = 0.0;
-    std::size_t at = 0;
-    std::vector<std::size_t> chunks = {6, 3};
-    chunks.resize(chunks.size() + ids.shape(1) - 9, 1);
-    for (std::size_t n : chunks) {
-      const xt::xarray<std::int64_t> chunk = xt::view(ids, xt::all(), xt::range(at, at + n));
-      const Tensor<TestType> step = model.forward_incremental(chunk, cache);
-      const Tensor<TestType> next = model.next_token_logits(chunk, next_cache);
-      REQUIRE(step.shape() == Shape{2, n, o.vocab_size});
-      REQUIRE(next.shape() == Shape{2, o.vocab_size});
-      for (std::size_t b = 0; b < 2; ++b) {
-        for (std::size_t v = 0; v < o.vocab_size; ++v) {
-          for (std::size_t i = 0; i < n; ++i)
-            worst = std::max(worst, std::abs(double(step.data()(b, i, v)) - double(full.data()(b, at + i, v))));
-          worst = std::max(worst, std::abs(double(next.data()(b, v)) - double(full.data()(b, at + n - 1, v))));
-        }
-      }
-      at += n;
-      CHECK(cache.length() == at);
-      CHECK(next_cache.length() == at);
-    }
-    INFO("largest difference " << worst);
-    CHECK(worst <= 1e-5);
+    check_cache_matches_full(model);
   }
 }
 
@@ -212,55 +186,38 @@ TEST_CASE("Llama: a tiny language model's loss falls", "[llama]") {
 
 TEST_CASE("Llama: errors name the problem and the values", "[llama]") {
   Generator gen(2);
-  LlamaOptions bad = tiny();
-  bad.nhead = 3;
-  CHECK_THROWS_WITH(Llama<float>(bad, gen), "Llama: d_model (16) must be divisible by nhead (3)");
-  bad = tiny();
-  bad.nhead = 16;
-  CHECK_THROWS_WITH(Llama<float>(bad, gen),
-                    "Llama: the head size d_model / nhead = 16 / 16 = 1 must be even for rotary embeddings");
-  bad = tiny();
-  bad.hidden = 0;
-  CHECK_THROWS_WITH(Llama<float>(bad, gen), "Llama: hidden must be positive, got 0");
-  bad = tiny();
-  bad.dropout = 1.0;
-  CHECK_THROWS_WITH(Llama<float>(bad, gen), "Llama: dropout must be in [0, 1), got 1");
-  bad = tiny();
-  bad.rope_base = 0.0;
-  CHECK_THROWS_WITH(Llama<float>(bad, gen), "Llama: rope_base must be positive, got 0");
-  bad = tiny();
-  bad.padding_idx = 13;
-  CHECK_THROWS_WITH(Llama<float>(bad, gen), "Llama: padding_idx 13 is outside the vocabulary of 13 tokens");
-  bad = tiny();
-  bad.num_kv_heads = 3;
-  CHECK_THROWS_WITH(Llama<float>(bad, gen), "Llama: nhead (4) must be divisible by num_kv_heads (3)");
-  bad = tiny();
-  bad.head_dim = 5;
-  CHECK_THROWS_WITH(Llama<float>(bad, gen), "Llama: head_dim (5) must be even for rotary embeddings");
+  check_refused<Llama<float>>(
+      tiny(), [](auto& o) { o.nhead = 3; }, "Llama: d_model (16) must be divisible by nhead (3)");
+  check_refused<Llama<float>>(
+      tiny(), [](auto& o) { o.nhead = 16; },
+      "Llama: the head size d_model / nhead = 16 / 16 = 1 must be even for rotary embeddings");
+  check_refused<Llama<float>>(
+      tiny(), [](auto& o) { o.hidden = 0; }, "Llama: hidden must be positive, got 0");
+  check_refused<Llama<float>>(
+      tiny(), [](auto& o) { o.dropout = 1.0; }, "Llama: dropout must be in [0, 1), got 1");
+  check_refused<Llama<float>>(
+      tiny(), [](auto& o) { o.rope_base = 0.0; }, "Llama: rope_base must be positive, got 0");
+  check_refused<Llama<float>>(
+      tiny(), [](auto& o) { o.padding_idx = 13; }, "Llama: padding_idx 13 is outside the vocabulary of 13 tokens");
+  check_refused<Llama<float>>(
+      tiny(), [](auto& o) { o.num_kv_heads = 3; }, "Llama: nhead (4) must be divisible by num_kv_heads (3)");
+  check_refused<Llama<float>>(
+      tiny(), [](auto& o) { o.head_dim = 5; }, "Llama: head_dim (5) must be even for rotary embeddings");
 
   Llama<float> model(tiny(), gen);
   model.eval();
-  CHECK_THROWS_WITH(model.forward(random_ids(1, 41, 13, 0)),
-                    "Llama.forward: positions 0..40 exceed the context of max_len = 40 positions");
+  check_context_refused(model, "Llama");
   CHECK_THROWS_WITH(model.forward(xt::xarray<std::int64_t>::from_shape({2, 0})),
                     "Llama.forward: ids must be [batch, length] with length >= 1, got [2, 0]");
   xt::xarray<std::int64_t> out_of_range = {{1, 2, 13}};
   CHECK_THROWS_WITH(model.forward(out_of_range), Catch::Contains("id 13") && Catch::Contains("13 embeddings"));
   Llama<float>::Cache cache;
   model.forward_incremental(random_ids(1, 39, 13, 0), cache);
-  CHECK_THROWS_WITH(model.next_token_logits(random_ids(1, 2, 13, 0), cache),
-                    "Llama.next_token_logits: positions 39..40 exceed the context of max_len = 40 positions");
-  CHECK_THROWS_WITH(model.forward_incremental(random_ids(2, 1, 13, 0), cache),
-                    "Llama.forward_incremental: ids have batch 2 but the cache holds batch 1");
   LlamaOptions three = tiny();
   three.num_layers = 3;
   Llama<float> deeper(three, gen);
   CHECK_THROWS_WITH(deeper.forward_incremental(random_ids(1, 1, 13, 0), cache),
                     "Llama.forward_incremental: the cache holds 2 layers, the model has 3");
-  GenerateOptions g;
-  g.max_new_tokens = 38;
-  CHECK_THROWS_WITH(generate(model, {1, 2, 3}, g),
-                    "generate: the prompt's 3 tokens plus 38 new ones exceed the model's context of 40 positions");
 }
 
 TEST_CASE("Llama: activation checkpointing gives the plain gradients bit for bit, dropout on", "[llama][checkpoint]") {

@@ -202,11 +202,7 @@ TEST_CASE("save_pretrained: transformers' names, Conv1D layouts and config, and 
 
 TEST_CASE("save_pretrained: a GPT of train_lm's kind (scaled embeddings, sinusoidal positions) as GPT-2",
           "[pretrained]") {
-  GPTOptions o;
-  o.vocab_size = 40;
-  o.max_len = 20;
-  o.d_model = 16;
-  o.nhead = 2;
+  auto o = testing::sized<GPTOptions>(40, 20, 16, 2, 2);
   o.dim_feedforward = 32;
   o.positional = PositionalKind::Sinusoidal;
   Generator gen(3);
@@ -232,11 +228,7 @@ TEST_CASE("save_pretrained: a GPT of train_lm's kind (scaled embeddings, sinusoi
 }
 
 TEST_CASE("save_pretrained: a Llama with grouped-query attention reads back to the same logits", "[pretrained]") {
-  LlamaOptions o;
-  o.vocab_size = 50;
-  o.max_len = 24;
-  o.d_model = 16;
-  o.nhead = 4;
+  auto o = testing::sized<LlamaOptions>(50, 24, 16, 4, 2);
   o.num_kv_heads = 2;
   o.hidden = 24;
   o.tie_embeddings = false;

@@ -40,6 +40,22 @@ std::pair<xt::xarray<double>, IndexArray> batch_of(std::int64_t step) {
   return {x, labels};
 }
 
+// What a Trainer of the Mlp needs: a run folder, Adam at a constant learning rate of 0.05, a log, and
+// options of steps_per_epoch steps an epoch.
+struct Setup {
+  explicit Setup(std::int64_t steps_per_epoch) {
+    options.steps_per_epoch = steps_per_epoch;
+    options.schedule = [](std::int64_t) { return 0.05; };
+  }
+  TempDir tmp;
+  const train::RunDirectory run{tmp.path};
+  Mlp model;
+  optim::Adam<double> adam{model.parameters()};
+  std::ostringstream log;
+  train::Progress progress{log, false, 1};
+  train::TrainerOptions options;
+};
+
 struct Outcome {
   std::vector<xt::xarray<double>> parameters;
   int no_syncs = 0, synchronizations = 0;
@@ -49,17 +65,9 @@ struct Outcome {
 // Five steps of Adam on the batches above, cut into `accumulate` micro-batches; with `replicas`, a
 // simulated second rank identical to this one (its sums double, its gradient is this one's).
 Outcome train_with(std::int64_t accumulate, bool replicas) {
-  TempDir tmp;
-  const train::RunDirectory run(tmp.path);
-  Mlp model;
-  optim::Adam<double> adam(model.parameters());
-  std::ostringstream log;
-  train::Progress progress(log, false, 1);
-  train::TrainerOptions options;
-  options.steps_per_epoch = 5;
-  options.log_every = 5;
-  options.schedule = [](std::int64_t) { return 0.05; };
-  options.accumulate = accumulate;
+  Setup s(5);
+  s.options.log_every = 5;
+  s.options.accumulate = accumulate;
   Outcome outcome;
   train::TrainerHooks<double> hooks;
   hooks.forward = [&](std::int64_t step, std::int64_t, const train::MicroBatch& micro) {
@@ -74,7 +82,7 @@ Outcome train_with(std::int64_t accumulate, bool replicas) {
       counted += ys(r) >= 0 ? 1 : 0;
     }
     train::StepOutput<double> out;
-    out.loss = cross_entropy(model.forward(Tensor<double>(xs)), ys);
+    out.loss = cross_entropy(s.model.forward(Tensor<double>(xs)), ys);
     out.count = counted;
     return out;
   };
@@ -90,11 +98,11 @@ Outcome train_with(std::int64_t accumulate, bool replicas) {
       return std::shared_ptr<void>();
     };
   }
-  train::Trainer<double> trainer(run, model, adam, options, hooks, progress);
+  train::Trainer<double> trainer(s.run, s.model, s.adam, s.options, hooks, s.progress);
   const train::TrainerResult result = trainer.run();
   REQUIRE(result.step == 5);
   outcome.logged_loss = result.logged_losses.at(0);
-  for (const auto& p : model.parameters()) outcome.parameters.push_back(p.data());
+  for (const auto& p : s.model.parameters()) outcome.parameters.push_back(p.data());
   return outcome;
 }
 
@@ -139,27 +147,19 @@ TEST_CASE("Trainer: with replicas the gradients are reduced only after the last 
 }
 
 TEST_CASE("Trainer: accumulate must be at least 1, and a micro-batch must count something", "[train][accumulate]") {
-  TempDir tmp;
-  const train::RunDirectory run(tmp.path);
-  Mlp model;
-  optim::Adam<double> adam(model.parameters());
-  std::ostringstream log;
-  train::Progress progress(log, false, 1);
-  train::TrainerOptions options;
-  options.steps_per_epoch = 1;
-  options.schedule = [](std::int64_t) { return 0.05; };
+  Setup s(1);
   train::TrainerHooks<double> hooks;
   hooks.forward = [&](std::int64_t, std::int64_t, const train::MicroBatch&) {
     train::StepOutput<double> out;
-    out.loss = model.forward(Tensor<double>(xt::ones<double>({1, 4}))).sum();
+    out.loss = s.model.forward(Tensor<double>(xt::ones<double>({1, 4}))).sum();
     out.count = 0;
     return out;
   };
-  options.accumulate = 0;
-  CHECK_THROWS_WITH(train::Trainer<double>(run, model, adam, options, hooks, progress),
+  s.options.accumulate = 0;
+  CHECK_THROWS_WITH(train::Trainer<double>(s.run, s.model, s.adam, s.options, hooks, s.progress),
                     "Trainer: accumulate (0) must be at least 1");
-  options.accumulate = 2;
-  train::Trainer<double> trainer(run, model, adam, options, hooks, progress);
+  s.options.accumulate = 2;
+  train::Trainer<double> trainer(s.run, s.model, s.adam, s.options, hooks, s.progress);
   CHECK_THROWS_WITH(
       trainer.run(),
       "gradient accumulation: micro-batch 1 of 2 of step 1 counts 0 examples or tokens (must be positive)");
