@@ -1,5 +1,7 @@
 #include "tapegrad/autograd/caching_allocator.hpp"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -9,6 +11,7 @@
 #include <mutex>
 #include <new>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace tapegrad {
@@ -26,6 +29,15 @@ constexpr std::size_t kDefaultLimit = std::size_t{4} << 30;
 // drift from step to step (a masked language model's varying masked rows, validation batches of
 // growing lengths) no longer piles up classes it will not ask for again up to the 4 GiB limit.
 constexpr std::size_t kLiveFloor = std::size_t{256} << 20;
+
+// The cache's blocks come straight from the system (mmap) and go straight back to it (munmap): a block
+// returned is out of the process's footprint at once, and no second cache (malloc's free lists, which
+// keep freed blocks below its adaptive mmap threshold in the heap) holds on to it.
+void* system_allocate(std::size_t size) {
+  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? nullptr : p;
+}
+void system_free(void* p, std::size_t size) { munmap(p, size); }
 
 // Size class of n >= kMinCached: n rounded up to a multiple of a quarter of its power of two.
 std::size_t class_size(std::size_t n) {
@@ -58,6 +70,9 @@ struct MallocAllocator {
   }
 };
 
+// Blocks to give back to the system, with their sizes.
+using Blocks = std::vector<std::pair<void*, std::size_t>, MallocAllocator<std::pair<void*, std::size_t>>>;
+
 template <typename K, typename V>
 using Map = std::unordered_map<K, V, std::hash<K>, std::equal_to<K>, MallocAllocator<std::pair<const K, V>>>;
 
@@ -74,6 +89,7 @@ class Cache {
 
   void* allocate(std::size_t n) {
     const std::size_t size = class_size(n);
+    Blocks evicted;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       last_asked_[size] = ++tick_;
@@ -101,11 +117,19 @@ class Cache {
         ++hits_;
         return p;
       }
+      // A miss. The footprint, blocks handed out plus cached, may grow up to the most bytes ever live
+      // (or kLiveFloor) and no further: cached blocks of other classes, those asked for longest ago
+      // first, go back to the system to make room. Otherwise a program whose phases free and ask for
+      // different sizes in turn (a checkpointed training step: attention blocks, then feed-forward
+      // blocks) keeps the blocks of every size beside its live peak.
+      const std::size_t bound = std::max({kLiveFloor, live_peak_, live_bytes_ + size});
+      if (live_bytes_ + cached_bytes_ + size > bound) evict_least_recent(bound - live_bytes_ - size, size, evicted);
     }
-    void* p = std::aligned_alloc(kPage, size);
+    for (const auto& [q, bytes] : evicted) system_free(q, bytes);
+    void* p = system_allocate(size);
     if (!p) {
       release(0);  // memory is short: give the cached blocks back and try once more
-      p = std::aligned_alloc(kPage, size);
+      p = system_allocate(size);
       if (!p) return nullptr;
     }
     std::lock_guard<std::mutex> lock(mutex_);
@@ -124,7 +148,7 @@ class Cache {
     const std::size_t size = it->second;
     live_bytes_ -= size;
     const std::size_t cap = std::min(limit_, std::max(kLiveFloor, 2 * live_peak_));
-    std::vector<void*, MallocAllocator<void*>> evicted;
+    Blocks evicted;
     if (!closed_ && cached_bytes_ + size > cap && size <= cap) evict_least_recent(cap - size, size, evicted);
     const bool keep = !closed_ && cached_bytes_ + size <= cap;
     if (keep) {
@@ -134,14 +158,14 @@ class Cache {
       live_.erase(it);
     }
     lock.unlock();
-    for (void* q : evicted) std::free(q);
-    if (!keep) std::free(p);
+    for (const auto& [q, bytes] : evicted) system_free(q, bytes);
+    if (!keep) system_free(p, size);
     return true;
   }
 
   // Moves cached blocks into out, the classes asked for longest ago first (never class `spare`),
   // until at most keep bytes stay cached. Called with the lock held; out is freed outside it.
-  void evict_least_recent(std::size_t keep, std::size_t spare, std::vector<void*, MallocAllocator<void*>>& out) {
+  void evict_least_recent(std::size_t keep, std::size_t spare, Blocks& out) {
     std::vector<std::pair<std::uint64_t, std::size_t>, MallocAllocator<std::pair<std::uint64_t, std::size_t>>> order;
     for (const auto& [size, list] : free_)
       if (!list.empty() && size != spare) order.emplace_back(last_asked_[size], size);
@@ -149,7 +173,7 @@ class Cache {
     for (const auto& [asked, size] : order) {
       auto& list = free_[size];
       while (cached_bytes_ > keep && !list.empty()) {
-        out.push_back(list.back().first);
+        out.emplace_back(list.back().first, size);
         live_.erase(list.back().first);
         list.pop_back();
         cached_bytes_ -= size;
@@ -160,19 +184,19 @@ class Cache {
 
   // Frees cached blocks until at most keep bytes stay cached.
   void release(std::size_t keep) {
-    std::vector<void*, MallocAllocator<void*>> out;
+    Blocks out;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       for (auto& [size, list] : free_) {
         while (cached_bytes_ > keep && !list.empty()) {
-          out.push_back(list.back().first);
+          out.emplace_back(list.back().first, size);
           live_.erase(list.back().first);
           list.pop_back();
           cached_bytes_ -= size;
         }
       }
     }
-    for (void* p : out) std::free(p);
+    for (const auto& [p, bytes] : out) system_free(p, bytes);
   }
 
   // Frees every cached block and starts the live peak afresh from what is live now.
@@ -209,7 +233,7 @@ class Cache {
  private:
   bool enabled_ = true;
   std::mutex mutex_;
-  // Every block from aligned_alloc, handed out or cached, with its class size.
+  // Every block from the system, handed out or cached, with its class size.
   Map<void*, std::size_t> live_;
   using FreeList = std::vector<std::pair<void*, std::uint64_t>, MallocAllocator<std::pair<void*, std::uint64_t>>>;
   Map<std::size_t, FreeList> free_;  // per class, its cached blocks with the frees_ count when freed

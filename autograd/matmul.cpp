@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "tapegrad/autograd/activation_kernels.hpp"
 #include "tapegrad/autograd/blas.hpp"
@@ -271,17 +273,38 @@ void linear_forward(const blas::Operand<T>& x, const blas::Operand<T>& w, const 
   });
 }
 
-// The gradient before the activation, dz = g * slope (written to dz; act holds what the slope reads:
-// ReLU's output, the GELUs' input), and the bias gradient summed into db when given. Returns what the
-// products read: dz, or g itself when there is no activation.
+// Bit i of the result (word i / 64, bit i % 64) is set where y[i] > 0 (or NaN, which ReLU passes on):
+// ReLU's slope, 1 bit per element instead of the 32 or 64 of its output.
 template <typename T>
-const T* linear_activation_backward(const T* g, const T* act, Activation activation, std::size_t rows, std::size_t cols,
-                                    T* db, xt::xarray<T>& dz) {
-  if (!act) {
+std::vector<std::uint64_t> positive_bits(const T* y, std::size_t n) {
+  std::vector<std::uint64_t> bits((n + 63) / 64);
+  detail::parallel_for(bits.size(), detail::kElementwiseGrain / 64, [&](std::size_t w0, std::size_t w1) {
+    for (std::size_t w = w0; w < w1; ++w) {
+      const std::size_t first = w * 64, count = std::min<std::size_t>(64, n - first);
+      std::uint64_t word = 0;
+      for (std::size_t b = 0; b < count; ++b) word |= std::uint64_t{!(y[first + b] <= T(0))} << b;
+      bits[w] = word;
+    }
+  });
+  return bits;
+}
+
+// The gradient before the activation, dz = g * slope (written to dz; the slope reads act, the GELUs'
+// input, or for ReLU positive, the bits of positive_bits), and the bias gradient summed into db when given. Returns
+// what the products read: dz, or g itself when there is no activation.
+template <typename T>
+const T* linear_activation_backward(const T* g, const T* act, const std::uint64_t* positive, Activation activation,
+                                    std::size_t rows, std::size_t cols, T* db, xt::xarray<T>& dz) {
+  if (!act && !positive) {
     if (db) bias_gradient(g, rows, cols, db, static_cast<T*>(nullptr), [](T gv, std::size_t) { return gv; });
     return g;
   }
   dz = xt::xarray<T>::from_shape({rows, cols});
+  if (positive) {
+    bias_gradient(g, rows, cols, db, dz.data(),
+                  [positive](T gv, std::size_t i) { return (positive[i / 64] >> (i % 64)) & 1 ? gv : T(0); });
+    return dz.data();
+  }
   if (activation == Activation::GELUTanh)
     bias_gradient(g, rows, cols, db, dz.data(),
                   [act](T gv, std::size_t i) { return gv * detail::gelu_tanh_slope(act[i]); });
@@ -333,20 +356,24 @@ Tensor<T> linear_impl(const char* op, const Tensor<T>& x, const Tensor<T>& weigh
 
   Tensor<T> result(std::move(out));
   if (!should_record(x, weight, bias)) return result;
-  // What the activation's backward reads: ReLU its output, the GELUs their input.
-  std::shared_ptr<const xt::xarray<T>> act_val;
-  if (activation) act_val = gelu ? std::shared_ptr<const xt::xarray<T>>(pre) : result.saved();
+  // What the activation's backward reads: the GELUs their input; ReLU only where its output is positive,
+  // kept as bits, so that the output is freed as soon as its last user is done (a dropout after it, which
+  // keeps nothing, leaves the [rows, out_features] output of a feed-forward block unheld).
+  const std::shared_ptr<const xt::xarray<T>> act_val = gelu ? pre : nullptr;
+  std::shared_ptr<const std::vector<std::uint64_t>> positive;
+  if (activation == Activation::ReLU)
+    positive = std::make_shared<const std::vector<std::uint64_t>>(positive_bits(result.data().data(), result.numel()));
   // The values the backward's products read: the bfloat16 copies under autocast, else x and the weight.
   std::shared_ptr<const xt::xarray<T>> x_val, w_val;
   if (!x_half) x_val = x.saved(), w_val = weight.saved();
   record(result, op, {x, weight, bias},
-         [x_val, w_val, x_half, w_half, precision, act_val, activation, sx, rows, in_features, out_features](
+         [x_val, w_val, x_half, w_half, precision, act_val, positive, activation, sx, rows, in_features, out_features](
              const xt::xarray<T>& g, GradInputs<T>& in) {
            xt::xarray<T> dz, db;  // the gradient before the activation, the bias's
            if (in.needs(2)) db = xt::zeros<T>({out_features});
-           const T* pg = linear_activation_backward(g.data(), act_val ? act_val->data() : nullptr,
-                                                    activation.value_or(Activation::ReLU), rows, out_features,
-                                                    in.needs(2) ? db.data() : nullptr, dz);
+           const T* pg = linear_activation_backward(
+               g.data(), act_val ? act_val->data() : nullptr, positive ? positive->data() : nullptr,
+               activation.value_or(Activation::ReLU), rows, out_features, in.needs(2) ? db.data() : nullptr, dz);
            // Under autocast both products read dz: one bfloat16 copy serves the two.
            const std::vector<bfloat16> dz_half = in.needs(0) && in.needs(1)
                                                      ? blas::bfloat16_copy(precision, pg, rows, out_features)

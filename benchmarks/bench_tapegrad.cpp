@@ -4,6 +4,7 @@
 //   bench_tapegrad <case> <threads> [fp32|bf16]
 //   bench_tapegrad --machine
 //   bench_tapegrad --ops
+//   bench_tapegrad --interleave <train_large|train_large_2k|train_large_8k> <steps> <threads>
 //
 // bf16 runs the case's products under tapegrad::autocast (the optimizer outside it), as torch's side
 // runs under torch.autocast("cpu", dtype=torch.bfloat16); gemm_2048 in bf16 multiplies bfloat16
@@ -19,6 +20,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -116,9 +118,10 @@ const ModelConfig kLarge{32, 512, 256, 4, 1024, 4};
 // The default model on long sequences, the batch scaled so that tokens per step stay 64 x 256.
 const ModelConfig kDefault1k{16, 1024, 64, 4, 128, 1};
 const ModelConfig kDefault4k{4, 4096, 64, 4, 128, 1};
-// The large model at context 2048, the batch scaled so that tokens per step stay 32 x 512; with and
-// without activation checkpointing (docs/distributed.md).
+// The large model at contexts 2048 and 8192, the batch scaled so that tokens per step stay 32 x 512;
+// each large case also with activation checkpointing (<case>_checkpointed: docs/memory.md).
 const ModelConfig kLarge2k{8, 2048, 256, 4, 1024, 4};
+const ModelConfig kLarge8k{2, 8192, 256, 4, 1024, 4};
 
 models::TransformerClassifierOptions classifier_options(const ModelConfig& c) {
   models::TransformerClassifierOptions o;
@@ -365,16 +368,24 @@ std::vector<double> run_case(const std::string& name, bool bf16) {
       opt.step();
     });
   }
-  const bool checkpointed = name == "train_large_2k_checkpointed";
-  const bool long_case =
-      name == "train_default_1k" || name == "train_default_4k" || name == "train_large_2k" || checkpointed;
-  if (name == "train_default" || name == "train_large" || name == "eval_default" || long_case) {
-    const ModelConfig c = name == "train_large"        ? kLarge
-                          : name == "train_default_1k" ? kDefault1k
-                          : name == "train_default_4k" ? kDefault4k
-                          : long_case                  ? kLarge2k
-                                                       : kDefault;
-    const bool slow = name == "train_large" || long_case;
+  const std::string suffix = "_checkpointed";
+  const bool checkpointed =
+      name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  const std::string model_case = checkpointed ? name.substr(0, name.size() - suffix.size()) : name;
+  const bool large = model_case == "train_large" || model_case == "train_large_2k" || model_case == "train_large_8k";
+  const bool long_case = model_case == "train_default_1k" || model_case == "train_default_4k" || large;
+  if (checkpointed && !large) {  // only the large model's cases have a checkpointed variant
+    std::fprintf(stderr, "bench_tapegrad: unknown case '%s'\n", name.c_str());
+    std::exit(2);
+  }
+  if (model_case == "train_default" || model_case == "eval_default" || long_case) {
+    const ModelConfig c = model_case == "train_large"        ? kLarge
+                          : model_case == "train_large_2k"   ? kLarge2k
+                          : model_case == "train_large_8k"   ? kLarge8k
+                          : model_case == "train_default_1k" ? kDefault1k
+                          : model_case == "train_default_4k" ? kDefault4k
+                                                             : kDefault;
+    const bool slow = long_case;
     Generator gen(0);
     models::TransformerClassifierOptions options = classifier_options(c);
     options.activation_checkpointing = checkpointed;
@@ -384,7 +395,7 @@ std::vector<double> run_case(const std::string& name, bool bf16) {
     token_batch(c.B, c.L, 20000, ids, pad);
     IndexArray target = IndexArray::from_shape({c.B});
     for (std::size_t b = 0; b < c.B; ++b) target(b) = static_cast<std::int64_t>(b % 2);
-    if (name == "eval_default") {
+    if (model_case == "eval_default") {
       model.eval();
       return measure([&] {
         NoGradGuard guard;
@@ -410,6 +421,72 @@ std::vector<double> run_case(const std::string& name, bool bf16) {
   }
   std::fprintf(stderr, "bench_tapegrad: unknown case '%s'\n", name.c_str());
   std::exit(2);
+}
+
+// The load average over the last minute, as /proc/loadavg gives it (-1 where there is none).
+double load_average() {
+  double load = -1;
+  if (FILE* f = std::fopen("/proc/loadavg", "r")) {
+    if (std::fscanf(f, "%lf", &load) != 1) load = -1;
+    std::fclose(f);
+  }
+  return load;
+}
+
+// One large case's training step with and without activation checkpointing, alternating in one
+// process for `steps` steps each after one warm-up step each, so that the load of a shared machine
+// falls on both alike: each step's CPU time (user + system, all threads) and the load average as JSON
+// lines, then the medians and their ratio. Peak RSS means nothing here (both models live at once).
+int interleave(const std::string& name, int steps) {
+  const ModelConfig c = name == "train_large" ? kLarge : name == "train_large_2k" ? kLarge2k : kLarge8k;
+  struct Run {
+    std::unique_ptr<models::TransformerClassifier<float>> model;
+    std::unique_ptr<optim::AdamW<float>> opt;
+    std::vector<double> cpu;
+  };
+  Run runs[2];
+  for (int k = 0; k < 2; ++k) {
+    Generator gen(0);
+    models::TransformerClassifierOptions options = classifier_options(c);
+    options.activation_checkpointing = k == 1;
+    runs[k].model = std::make_unique<models::TransformerClassifier<float>>(options, gen);
+    runs[k].model->train();
+    runs[k].opt = std::make_unique<optim::AdamW<float>>(runs[k].model->parameters(), optim::AdamWOptions{});
+  }
+  xt::xarray<std::int64_t> ids;
+  BoolArray pad;
+  token_batch(c.B, c.L, 20000, ids, pad);
+  IndexArray target = IndexArray::from_shape({c.B});
+  for (std::size_t b = 0; b < c.B; ++b) target(b) = static_cast<std::int64_t>(b % 2);
+  for (int step = 0; step <= steps; ++step) {
+    for (int k = 0; k < 2; ++k) {
+      Run& r = runs[k];
+      double u0, s0, u1, s1;
+      cpu_ms(u0, s0);
+      const double wall = time_ms([&] {
+        r.opt->zero_grad();
+        cross_entropy(r.model->forward(ids, pad), target).backward();
+        optim::clip_grad_norm_(r.model->parameters(), 1.0);
+        r.opt->step();
+      });
+      cpu_ms(u1, s1);
+      const double cpu = (u1 - u0) + (s1 - s0);
+      if (step > 0) r.cpu.push_back(cpu);  // step 0 warms up
+      std::printf("{\"case\": \"%s%s\", \"step\": %d, \"cpu_ms\": %.0f, \"wall_ms\": %.0f, \"load\": %.2f}\n",
+                  name.c_str(), k ? "_checkpointed" : "", step, cpu, wall, load_average());
+      std::fflush(stdout);
+    }
+  }
+  const auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+  };
+  const double plain = median(runs[0].cpu), checkpointed = median(runs[1].cpu);
+  std::printf(
+      "{\"case\": \"%s\", \"steps\": %d, \"median_cpu_ms\": %.0f, \"median_cpu_ms_checkpointed\": %.0f, "
+      "\"ratio\": %.3f}\n",
+      name.c_str(), steps, plain, checkpointed, checkpointed / plain);
+  return 0;
 }
 
 }  // namespace
@@ -438,6 +515,17 @@ int main(int argc, char** argv) {
     for (const auto& op : testing::op_registry())
       if (!op.bench.empty()) std::printf("op:%s\n", op.name.c_str());
     return 0;
+  }
+  if (argc == 5 && std::string(argv[1]) == "--interleave") {  // --interleave <large case> <steps> <threads>
+    const std::string name = argv[2];
+    const int steps = std::atoi(argv[3]);
+    if ((name != "train_large" && name != "train_large_2k" && name != "train_large_8k") || steps < 1) {
+      std::fprintf(stderr,
+                   "bench_tapegrad --interleave: train_large, train_large_2k or train_large_8k and steps >= 1\n");
+      return 2;
+    }
+    set_num_threads(std::atoi(argv[4]));
+    return interleave(name, steps);
   }
   const std::string precision = argc == 4 ? argv[3] : "fp32";
   if ((argc != 3 && argc != 4) || (precision != "fp32" && precision != "bf16")) {

@@ -93,6 +93,8 @@ Transformer<T>::Transformer(const TransformerOptions& o, Generator& gen) : optio
       "decoder", std::make_shared<nn::TransformerDecoder<T>>(
                      layer, o.num_decoder_layers, gen, std::make_shared<nn::LayerNorm<T>>(o.d_model, o.layer_norm_eps),
                      dropout_gen_));
+  encoder->activation_checkpointing = o.activation_checkpointing;
+  decoder->activation_checkpointing = o.activation_checkpointing;
   if (o.tie_output) {
     output_bias = this->register_parameter("output_bias", Tensor<T>::zeros({o.tgt_vocab_size}));
   } else {

@@ -36,6 +36,10 @@ struct TransformerOptions {
   /// The output projection uses the target embedding's weight (section 3.4 of the paper); only the
   /// projection's bias ("output_bias") is then a separate parameter.
   bool tie_output = false;
+  /// Each residual block of the encoder's and the decoder's layers is recomputed in backward instead of
+  /// keeping its activations (nn::TransformerEncoder / nn::TransformerDecoder::activation_checkpointing):
+  /// less memory, one more forward of the layers, the same gradients bit for bit.
+  bool activation_checkpointing = false;
 
   /// Throws std::invalid_argument naming the offending field and value.
   void validate() const;

@@ -188,6 +188,18 @@ std::pair<Tensor<T>, Tensor<T>> MultiheadAttention<T>::forward(const Tensor<T>& 
     // Self-attention: one GEMM for the packed projection, read in place as q, k and v.
     attended = multi_head_self_attention(linear(batch_major(query), in_proj_weight, in_proj_bias), H, masks, p, causal,
                                          std::nullopt, need_weights, dropout_gen_.get());
+  } else if (in_proj_weight.defined() && key.same_as(value)) {
+    // Encoder-decoder attention: q, then k and v in one GEMM of key (torch's _in_projection_packed), so
+    // that key takes one gradient per call, summed in the same order whether or not the call runs
+    // under activation checkpointing, which hands its inputs' gradients on whole.
+    const std::int64_t e = static_cast<std::int64_t>(embed_dim);
+    const std::vector<Tensor<T>> w = split(in_proj_weight, std::vector<std::int64_t>{e, 2 * e}, 0);
+    std::vector<Tensor<T>> biases(2);
+    if (in_proj_bias.defined()) biases = split(in_proj_bias, std::vector<std::int64_t>{e, 2 * e}, 0);
+    const Tensor<T> q = linear(batch_major(query), w[0], biases[0]);
+    const std::vector<Tensor<T>> kv = split(linear(batch_major(key), w[1], biases[1]), e, -1);
+    attended =
+        multi_head_attention(q, kv[0], kv[1], H, masks, p, causal, std::nullopt, need_weights, dropout_gen_.get());
   } else {
     std::vector<Tensor<T>> w;
     if (in_proj_weight.defined())

@@ -146,33 +146,47 @@ TransformerDecoderLayer<T>::TransformerDecoderLayer(const TransformerLayerOption
 }
 
 template <typename T>
+Tensor<T> TransformerDecoderLayer<T>::self_attention_block(const Tensor<T>& x, const AttentionMask<T>& tgt_mask,
+                                                           const AttentionMask<T>& tgt_key_padding_mask,
+                                                           bool tgt_is_causal) const {
+  const auto sa = [&](const Tensor<T>& y) {
+    return dropout1->forward(
+        self_attn->forward(y, y, y, tgt_key_padding_mask, /*need_weights=*/false, tgt_mask, true, tgt_is_causal).first);
+  };
+  if (options.norm_first) return x + sa(norm1->forward(x));
+  return norm1->forward(x, sa(x));  // norm(x + block(x)), the add fused into the norm
+}
+
+template <typename T>
+Tensor<T> TransformerDecoderLayer<T>::cross_attention_block(const Tensor<T>& x, const Tensor<T>& memory,
+                                                            const AttentionMask<T>& memory_mask,
+                                                            const AttentionMask<T>& memory_key_padding_mask) const {
+  const auto mha = [&](const Tensor<T>& y) {
+    return dropout2->forward(
+        multihead_attn->forward(y, memory, memory, memory_key_padding_mask, /*need_weights=*/false, memory_mask).first);
+  };
+  if (options.norm_first) return x + mha(norm2->forward(x));
+  return norm2->forward(x, mha(x));
+}
+
+template <typename T>
+Tensor<T> TransformerDecoderLayer<T>::feed_forward_block(const Tensor<T>& x) const {
+  const auto ff = [&](const Tensor<T>& y) {
+    return dropout3->forward(linear2->forward(dropout->forward(linear1->forward(y, options.activation))));
+  };
+  if (options.norm_first) return x + ff(norm3->forward(x));
+  return norm3->forward(x, ff(x));
+}
+
+template <typename T>
 Tensor<T> TransformerDecoderLayer<T>::forward(const Tensor<T>& tgt, const Tensor<T>& memory,
                                               const AttentionMask<T>& tgt_mask, const AttentionMask<T>& memory_mask,
                                               const AttentionMask<T>& tgt_key_padding_mask,
                                               const AttentionMask<T>& memory_key_padding_mask,
                                               bool tgt_is_causal) const {
-  const auto sa = [&](const Tensor<T>& x) {
-    return dropout1->forward(
-        self_attn->forward(x, x, x, tgt_key_padding_mask, /*need_weights=*/false, tgt_mask, true, tgt_is_causal).first);
-  };
-  const auto mha = [&](const Tensor<T>& x) {
-    return dropout2->forward(
-        multihead_attn->forward(x, memory, memory, memory_key_padding_mask, /*need_weights=*/false, memory_mask).first);
-  };
-  const auto ff = [&](const Tensor<T>& x) {
-    return dropout3->forward(linear2->forward(dropout->forward(linear1->forward(x, options.activation))));
-  };
-  Tensor<T> x = tgt;
-  if (options.norm_first) {
-    x = x + sa(norm1->forward(x));
-    x = x + mha(norm2->forward(x));
-    x = x + ff(norm3->forward(x));
-  } else {  // norm(x + block(x)), the add fused into the norm
-    x = norm1->forward(x, sa(x));
-    x = norm2->forward(x, mha(x));
-    x = norm3->forward(x, ff(x));
-  }
-  return x;
+  return feed_forward_block(
+      cross_attention_block(self_attention_block(tgt, tgt_mask, tgt_key_padding_mask, tgt_is_causal), memory,
+                            memory_mask, memory_key_padding_mask));
 }
 
 template <typename T>
@@ -238,6 +252,25 @@ Tensor<T> TransformerDecoder<T>::forward(const Tensor<T>& tgt, const Tensor<T>& 
                                          const AttentionMask<T>& tgt_key_padding_mask,
                                          const AttentionMask<T>& memory_key_padding_mask, bool tgt_is_causal) const {
   Tensor<T> x = tgt;
+  if (activation_checkpointing && is_grad_enabled()) {
+    for (const auto& layer : typed_layers_) {
+      std::vector<std::shared_ptr<Generator>> generators;
+      for (const auto& named : layer->named_generators()) generators.push_back(named.second);
+      x = checkpoint<T>(
+          [layer, tgt_mask, tgt_key_padding_mask, tgt_is_causal](const std::vector<Tensor<T>>& in) {
+            return layer->self_attention_block(in[0], tgt_mask, tgt_key_padding_mask, tgt_is_causal);
+          },
+          {x}, generators);
+      x = checkpoint<T>(
+          [layer, memory_mask, memory_key_padding_mask](const std::vector<Tensor<T>>& in) {
+            return layer->cross_attention_block(in[0], in[1], memory_mask, memory_key_padding_mask);
+          },
+          {x, memory}, generators);
+      x = checkpoint<T>([layer](const std::vector<Tensor<T>>& in) { return layer->feed_forward_block(in[0]); }, {x},
+                        generators);
+    }
+    return norm ? norm->forward(x) : x;
+  }
   for (const auto& layer : typed_layers_)
     x = layer->forward(x, memory, tgt_mask, memory_mask, tgt_key_padding_mask, memory_key_padding_mask, tgt_is_causal);
   return norm ? norm->forward(x) : x;

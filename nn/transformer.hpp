@@ -118,6 +118,16 @@ class TransformerDecoderLayer : public Module<T, TransformerDecoderLayer<T>> {
   Tensor<T> forward(const Tensor<T>& tgt, const Tensor<T>& memory, const AttentionMask<T>& tgt_mask = {},
                     const AttentionMask<T>& memory_mask = {}, const AttentionMask<T>& tgt_key_padding_mask = {},
                     const AttentionMask<T>& memory_key_padding_mask = {}, bool tgt_is_causal = false) const;
+  /// The three residual blocks forward() is made of: forward(tgt, memory, ...) is
+  /// feed_forward_block(cross_attention_block(self_attention_block(tgt, ...), memory, ...)), op for op,
+  /// for checkpointing them one at a time.
+  ///@{
+  Tensor<T> self_attention_block(const Tensor<T>& x, const AttentionMask<T>& tgt_mask = {},
+                                 const AttentionMask<T>& tgt_key_padding_mask = {}, bool tgt_is_causal = false) const;
+  Tensor<T> cross_attention_block(const Tensor<T>& x, const Tensor<T>& memory, const AttentionMask<T>& memory_mask = {},
+                                  const AttentionMask<T>& memory_key_padding_mask = {}) const;
+  Tensor<T> feed_forward_block(const Tensor<T>& x) const;
+  ///@}
 
   std::string name() const override { return "TransformerDecoderLayer"; }
   const std::shared_ptr<Generator>& dropout_generator() const { return dropout_gen_; }
@@ -183,6 +193,11 @@ class TransformerDecoder : public Module<T, TransformerDecoder<T>> {
 
   std::shared_ptr<ModuleList<T>> layers;
   std::shared_ptr<LayerNorm<T>> norm;
+  /// Each residual block of each layer (the self-attention's, the cross-attention's and the
+  /// feed-forward's) runs under tapegrad::checkpoint when grad mode is on, as
+  /// TransformerEncoder::activation_checkpointing; memory is an input of the cross-attention's
+  /// checkpoints, so its gradient flows back into the encoder. The gradients are unchanged, bit for bit.
+  bool activation_checkpointing = false;
 
  private:
   std::vector<std::shared_ptr<TransformerDecoderLayer<T>>> typed_layers_;

@@ -57,39 +57,47 @@ double p_norm(const T* d, std::size_t n, double p) {
 }  // namespace
 
 template <typename T>
+double grad_norm(const Tensor<T>& param, double norm_type) {
+  return p_norm(param.grad().data(), param.grad().size(), norm_type);
+}
+
+double total_norm(const std::vector<double>& norms, double norm_type) {
+  if (norms.empty()) return 0.0;
+  if (std::isinf(norm_type)) return *std::max_element(norms.begin(), norms.end());
+  return p_norm(norms.data(), norms.size(), norm_type);
+}
+
+template <typename T>
+void scale_grads_to_norm(const std::vector<Tensor<T>>& params, double max_norm, double total_norm) {
+  const double clip_coef = max_norm / (total_norm + 1e-6);
+  // Like torch's clamp(clip_coef, max=1): a NaN norm makes every gradient NaN rather than passing silently.
+  if (clip_coef >= 1.0) return;
+  const T c = static_cast<T>(clip_coef);
+  for (auto p : params) {
+    if (!p.defined() || !p.has_grad()) continue;
+    auto& g = p.mutable_grad();
+    T* d = g.data();
+    tapegrad::detail::parallel_for(g.size(), tapegrad::detail::kElementwiseGrain,
+                                   [d, c](std::size_t begin, std::size_t end) {
+                                     T* __restrict x = d;
+                                     for (std::size_t k = begin; k < end; ++k) x[k] *= c;
+                                   });
+  }
+}
+
+template <typename T>
 double clip_grad_norm_(const std::vector<Tensor<T>>& params, double max_norm, double norm_type) {
   if (std::isnan(max_norm)) throw std::invalid_argument("clip_grad_norm_: max_norm is NaN");
   if (!(norm_type > 0.0)) {
     throw std::invalid_argument(fmt::format("clip_grad_norm_: norm_type must be > 0, got {}", norm_type));
   }
-  std::vector<Tensor<T>> with_grad;
   std::vector<double> norms;
   for (const auto& p : params) {
-    if (!p.defined() || !p.has_grad()) continue;
-    with_grad.push_back(p);
-    norms.push_back(p_norm(p.grad().data(), p.grad().size(), norm_type));
+    if (p.defined() && p.has_grad()) norms.push_back(grad_norm(p, norm_type));
   }
-  if (with_grad.empty()) return 0.0;
-  double total = 0.0;
-  if (std::isinf(norm_type)) {
-    total = *std::max_element(norms.begin(), norms.end());
-  } else {
-    total = p_norm(norms.data(), norms.size(), norm_type);
-  }
-  const double clip_coef = max_norm / (total + 1e-6);
-  // Like torch's clamp(clip_coef, max=1): a NaN norm makes every gradient NaN rather than passing silently.
-  if (!(clip_coef >= 1.0)) {
-    const T c = static_cast<T>(clip_coef);
-    for (auto& p : with_grad) {
-      auto& g = p.mutable_grad();
-      T* d = g.data();
-      tapegrad::detail::parallel_for(g.size(), tapegrad::detail::kElementwiseGrain,
-                                     [d, c](std::size_t begin, std::size_t end) {
-                                       T* __restrict x = d;
-                                       for (std::size_t k = begin; k < end; ++k) x[k] *= c;
-                                     });
-    }
-  }
+  if (norms.empty()) return 0.0;
+  const double total = total_norm(norms, norm_type);
+  scale_grads_to_norm(params, max_norm, total);
   return total;
 }
 
@@ -107,6 +115,10 @@ void clip_grad_value_(const std::vector<Tensor<T>>& params, double clip_value) {
   }
 }
 
+template double grad_norm<float>(const Tensor<float>&, double);
+template double grad_norm<double>(const Tensor<double>&, double);
+template void scale_grads_to_norm<float>(const std::vector<Tensor<float>>&, double, double);
+template void scale_grads_to_norm<double>(const std::vector<Tensor<double>>&, double, double);
 template double clip_grad_norm_<float>(const std::vector<Tensor<float>>&, double, double);
 template double clip_grad_norm_<double>(const std::vector<Tensor<double>>&, double, double);
 template void clip_grad_value_<float>(const std::vector<Tensor<float>>&, double);

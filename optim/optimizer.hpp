@@ -43,12 +43,14 @@ class Optimizer {
   ///   "param_groups.0.lr"   the current learning rate, a 0-d tensor
   /// Parameters that have never been stepped have no "state.<i>" entries, except in an optimizer
   /// that creates every parameter's state in its constructor (Adagrad, as torch's does).
-  StateDict<T> state_dict() const;
+  /// Virtual so that a wrapper keeping the state elsewhere (distributed::ZeroRedundancyOptimizer) gives
+  /// the same layout.
+  virtual StateDict<T> state_dict() const;
   /// Replaces the whole state. Every name and shape is checked first; all problems (unexpected or
   /// missing names, wrong shapes, non-integer step counts) are reported together in one
   /// std::invalid_argument and nothing is changed. An optimizer that creates every parameter's
   /// state in its constructor requires the state of every parameter that requires grad.
-  void load_state_dict(const StateDict<T>& state);
+  virtual void load_state_dict(const StateDict<T>& state);
 
  protected:
   /// One parameter's optimizer state: its named buffers and step count.

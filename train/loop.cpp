@@ -200,7 +200,13 @@ typename Trainer<T>::Sums Trainer<T>::train_step(std::int64_t epoch, std::int64_
   }
   mixed_precision.reset();  // the rest of the step (gradient sums, clipping, the update) has no products
   if (hooks_.replicas.synchronize_gradients) hooks_.replicas.synchronize_gradients();
-  if (options_.clip_norm > 0) optim::clip_grad_norm_(optimizer_.params(), options_.clip_norm);
+  if (options_.clip_norm > 0) {
+    if (hooks_.replicas.clip_grad_norm) {
+      hooks_.replicas.clip_grad_norm(options_.clip_norm);
+    } else {
+      optim::clip_grad_norm_(optimizer_.params(), options_.clip_norm);
+    }
+  }
   optimizer_.step();
   if (hooks_.after_step) hooks_.after_step();
   ++step_;
@@ -354,6 +360,7 @@ bool Trainer<T>::validate_and_save(std::int64_t epoch, std::int64_t index, Train
   record.valid_seconds = valid_clock.seconds();
   io::safetensors::Metadata metadata = checkpoint_metadata(digests);
   if (hooks_.replicas.checkpoint_metadata) metadata.merge(hooks_.replicas.checkpoint_metadata());  // collective
+  if (hooks_.replicas.consolidate_optimizer_state) hooks_.replicas.consolidate_optimizer_state();  // collective
   // After model.safetensors, so the checkpoint never names a best model that is not on disk.
   if (hooks_.replicas.writes_files()) {
     save_checkpoint(run_.checkpoint().string(), model_, optimizer_, step_, metadata,

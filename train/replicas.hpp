@@ -36,6 +36,12 @@ struct Replicas {
   /// While the handle it returns lives, backward passes only accumulate gradients locally (DDP's
   /// no_sync()): the Trainer holds one over every micro-batch but the last of a step.
   std::function<std::shared_ptr<void>()> no_sync;
+  /// With the gradients sharded over the ranks (ZeRO stage 2), collective: clips them by the norm of all
+  /// of them together and returns it, in place of optim::clip_grad_norm_ of the optimizer's parameters.
+  std::function<double(double max_norm)> clip_grad_norm;
+  /// With the optimizer state sharded over the ranks (ZeRO), collective, before every checkpoint:
+  /// gathers it on rank 0, whose optimizer's state_dict() then has the whole state.
+  std::function<void()> consolidate_optimizer_state;
   /// Collective: sums every value over the ranks, in place.
   std::function<void(std::vector<double>& values)> all_reduce_sum;
   /// Collective, at every checkpoint: metadata rank 0 adds to the checkpoint (the other ranks' dropout

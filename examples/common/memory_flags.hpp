@@ -1,6 +1,8 @@
 // The flags that trade time for memory, the same in the training programs that take them: --accumulate
-// (gradient accumulation, saved and kept on --resume: it changes the run's rounding) and
-// --activation-checkpointing (saved, free on --resume: the gradients are the same bit for bit).
+// (gradient accumulation, saved and kept on --resume: it changes the run's rounding),
+// --activation-checkpointing (saved, free on --resume: the gradients are the same bit for bit) and --zero
+// (saved, free on --resume: the trajectory is DDP's, bit for bit at stage 1, to float rounding at stage
+// 2, no more than resuming on another number of ranks changes it).
 #pragma once
 
 #include <fmt/format.h>
@@ -37,6 +39,17 @@ Flag activation_checkpointing_flag() {
               "keep only the inputs of each layer's attention and feed-forward blocks and recompute the blocks in "
               "backward: less memory for about one more forward (the gradients are the same bit for bit, so "
               "--resume may change it)")
+      .free_on_resume();
+}
+
+/// --zero: the ZeRO stage of data-parallel training under mpirun (distributed::ZeroRedundancyOptimizer).
+template <typename C>
+Flag zero_flag() {
+  return flag("--zero", &C::zero,
+              "under mpirun: 1 shards the optimizer state (Adam's moments) over the ranks, 2 the averaged "
+              "gradients too, for less memory per rank at the same steps (0: every rank keeps all; one process "
+              "has nothing to shard; --resume may change it and the number of ranks)")
+      .in(closed(0, 2))
       .free_on_resume();
 }
 

@@ -6,26 +6,48 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "tapegrad/nn/module.hpp"
+#include "tapegrad/optim/optimizer.hpp"
 #include "tapegrad/train/replicas.hpp"
 
 namespace examples {
 
+/// Builds a program's optimizer on a list of parameters.
+using OptimizerFactory =
+    std::function<std::unique_ptr<tapegrad::optim::Optimizer<float>>(std::vector<tapegrad::Tensor<float>> params)>;
+
 /// This process's rank and the number of ranks, and `attach`, called on every rank once the model
-/// exists, which wraps it for data-parallel training and returns the trainer's Replicas. The default is
-/// one process. The programs keep --batch-size the global batch, cut into one part per rank, so that a
-/// run's result does not depend on the number of ranks and --resume may use any number.
+/// exists, which wraps it for data-parallel training at a ZeRO stage (--zero) and returns the trainer's
+/// Replicas. The default is one process. The programs keep --batch-size the global batch, cut into one
+/// part per rank, so that a run's result does not depend on the number of ranks and --resume may use
+/// any number.
 struct Parallel {
   int rank = 0, size = 1;
-  std::function<tapegrad::train::Replicas(tapegrad::nn::Module<float>& model)> attach;
+  std::function<tapegrad::train::Replicas(tapegrad::nn::Module<float>& model, int zero_stage)> attach;
+  /// After attach, on every rank: the optimizer for the attached model's parameters (at ZeRO stages 1
+  /// and 2, make's optimizer sharded over the ranks).
+  std::function<std::unique_ptr<tapegrad::optim::Optimizer<float>>(std::vector<tapegrad::Tensor<float>> params,
+                                                                   const OptimizerFactory& make)>
+      shard_optimizer;
   /// Collective: throws on every rank, naming the ranks that differ, unless `text` is the same on all.
   std::function<void(const std::string& what, const std::string& text)> verify_same;
   /// Collective: returns on every rank once all ranks have called it (nothing to wait for in one process).
   std::function<void()> barrier;
   bool writes_files() const { return rank == 0; }
+  /// attach(model, zero_stage) under mpirun; no replicas in one process.
+  tapegrad::train::Replicas replicas(tapegrad::nn::Module<float>& model, std::int64_t zero_stage) const {
+    return attach ? attach(model, static_cast<int>(zero_stage)) : tapegrad::train::Replicas{};
+  }
+  /// make(params) in one process; the attached training's optimizer under mpirun.
+  std::unique_ptr<tapegrad::optim::Optimizer<float>> optimizer(std::vector<tapegrad::Tensor<float>> params,
+                                                               const OptimizerFactory& make) const {
+    return shard_optimizer ? shard_optimizer(std::move(params), make) : make(std::move(params));
+  }
 
   /// With several ranks (collective): throws unless all ranks were started with the same settings, a
   /// program's config.json without the keys that may differ between ranks (a data path on another

@@ -16,6 +16,8 @@
 #include <fmt/format.h>
 
 #include <memory>
+#include <stdexcept>
+#include <vector>
 
 #include "tapegrad/distributed/communicator.hpp"
 #include "tapegrad/distributed/trainer.hpp"
@@ -51,9 +53,14 @@ inline int parallel_main(int argc, char** argv, const char* program, const std::
       Parallel parallel;
       parallel.rank = world.rank();
       parallel.size = world.size();
-      parallel.attach = [&](tapegrad::nn::Module<float>& model) {
-        training = std::make_unique<dist::DataParallelTraining<float>>(model, world);
+      parallel.attach = [&](tapegrad::nn::Module<float>& model, int zero_stage) {
+        training =
+            std::make_unique<dist::DataParallelTraining<float>>(model, world, dist::DataParallelOptions{}, zero_stage);
         return training->replicas();
+      };
+      parallel.shard_optimizer = [&](std::vector<tapegrad::Tensor<float>> params, const OptimizerFactory& make) {
+        if (!training) throw std::logic_error("Parallel::optimizer: attach the model first");
+        return training->optimizer(std::move(params), make);
       };
       parallel.verify_same = [&](const std::string& what, const std::string& text) {
         dist::verify_same_on_all_ranks(world, what, text);

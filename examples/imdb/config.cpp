@@ -157,6 +157,7 @@ std::vector<examples::Flag> optimization_flags() {
           .in(examples::below(0, 1)),
       flag("--batch-size", &C::batch_size, "reviews per step").in(closed(1, lim::kBatchSize)),
       examples::accumulate_flag<C>(lim::kBatchSize),
+      examples::zero_flag<C>(),
       flag("--epochs", &C::epochs, "passes over the training reviews").in(closed(1, lim::kEpochs)),
       flag("--seed", &C::seed, "seeds the split, the initialization, the shuffle and dropout")
           .in(closed(0, static_cast<long double>(std::numeric_limits<std::int64_t>::max()))),

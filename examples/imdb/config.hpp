@@ -93,6 +93,7 @@ struct Config {
   double ema = 0.0;        // decay of the parameters' moving average used to evaluate and save; 0 = off
   std::int64_t batch_size = 64;
   std::int64_t accumulate = 1;  // micro-batches per step (gradient accumulation)
+  std::int64_t zero = 0;        // ZeRO stage under mpirun (0: none)
   std::int64_t epochs = 4;
   std::int64_t seed = 0;
   std::int64_t bucket = 50;  // bucketing chunk in batches, 0 = off

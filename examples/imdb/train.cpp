@@ -498,8 +498,9 @@ TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, 
   if (!config.init_from.empty() && !config.resume) init_from_pretrained(*model, config, progress);
   if (!config.resume) fit_statistics(*model, config, data.train, progress);
   // Several ranks: the same model everywhere (checked), gradients averaged; each trains its rows.
-  const tr::Replicas replicas = parallel.attach ? parallel.attach(*model) : tr::Replicas{};
-  auto optimizer = make_optimizer(config, model->parameters());
+  const tr::Replicas replicas = parallel.replicas(*model, config.zero);
+  const auto optimizer =
+      parallel.optimizer(model->parameters(), [&](auto params) { return make_optimizer(config, std::move(params)); });
   const auto clause_negation = make_clause_negation(config, prepared.vocab, data.train, progress);
   ds::DataLoader loader(data.train, examples::batch_options(config));
   const auto steps_per_epoch = static_cast<std::int64_t>(loader.size());

@@ -69,7 +69,7 @@ examples::Flags<Config> make_flags() {
          flag("--weight-decay", &C::weight_decay, "decoupled weight decay").in(examples::at_least(0)),
          flag("--clip-norm", &C::clip_norm, "gradient norm clipping (0: off)").in(examples::at_least(0)),
          flag("--batch-size", &C::batch_size, "reviews per step").in(examples::closed(1, lim::kBatchSize)),
-         examples::accumulate_flag<C>(lim::kBatchSize),
+         examples::accumulate_flag<C>(lim::kBatchSize), examples::zero_flag<C>(),
          flag("--steps", &C::steps, "optimizer steps (one pass over the 22,500 training reviews is 5,625)")
              .in(examples::closed(1, lim::kSteps)),
          flag("--eval-every", &C::eval_every, "steps between validations and checkpoints")

@@ -54,6 +54,7 @@ struct Config {
   double clip_norm = 1.0;  // 0 disables
   std::int64_t batch_size = 4;
   std::int64_t accumulate = 1;     // micro-batches per step (gradient accumulation)
+  std::int64_t zero = 0;           // ZeRO stage under mpirun (0: none)
   std::int64_t steps = 5600;       // about one pass over the training reviews
   std::int64_t eval_every = 1400;  // steps between validations (and checkpoints)
   std::int64_t seed = 0;           // seeds the split (as train_imdb's --seed), init, order, dropout, masking

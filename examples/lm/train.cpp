@@ -57,12 +57,13 @@ void announce_data(const Config& config, const Data& data, bool writer, tt::Prog
   }
 }
 
-tapegrad::optim::AdamW<float> make_optimizer(const Config& config, tapegrad::nn::Module<float>& module) {
+std::unique_ptr<tapegrad::optim::Optimizer<float>> make_optimizer(const Config& config,
+                                                                  std::vector<tapegrad::Tensor<float>> params) {
   tapegrad::optim::AdamWOptions adamw;
   adamw.lr = config.lr;
   adamw.betas = {0.9, 0.98};
   adamw.weight_decay = config.weight_decay;
-  return tapegrad::optim::AdamW<float>(module.parameters(), adamw);
+  return std::make_unique<tapegrad::optim::AdamW<float>>(std::move(params), adamw);
 }
 
 tt::TrainerOptions trainer_options(const Config& config, const std::function<bool(std::int64_t)>& stop_after_step) {
@@ -213,8 +214,9 @@ TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, 
   LanguageModel model(config, data.vocab);
   auto& module = model.module();
   // Several ranks: the same model everywhere (checked), gradients averaged; each trains its rows.
-  const tt::Replicas replicas = parallel.attach ? parallel.attach(module) : tt::Replicas{};
-  auto optimizer = make_optimizer(config, module);
+  const tt::Replicas replicas = parallel.replicas(module, config.zero);
+  const auto optimizer =
+      parallel.optimizer(module.parameters(), [&](auto params) { return make_optimizer(config, std::move(params)); });
   Batches batches(data, config);
   if (!config.resume && writer) {
     examples::start_run_folder(run, config.overwrite, to_json(config), progress,
@@ -238,7 +240,7 @@ TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, 
     return e;
   };
   hooks.replicas = replicas;
-  tt::Trainer<float> trainer(run, module, optimizer, options, hooks, progress);
+  tt::Trainer<float> trainer(run, module, *optimizer, options, hooks, progress);
   if (replicas.size > 1) {
     progress.message(fmt::format("data-parallel: {} ranks x {} thread(s); global batch {} = {} per rank", replicas.size,
                                  config.threads, config.batch_size,

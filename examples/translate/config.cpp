@@ -54,10 +54,11 @@ examples::Flags<Config> make_flags() {
          flag("--activation", &C::activation, "relu|gelu").one_of({"relu", "gelu"}),
          flag("--norm-first", &C::norm_first, "pre-LN instead of the paper's post-LN").or_off("--post-norm"),
          flag("--tie-output", &C::tie_output, "the output projection shares the target embedding")
-             .or_off("--no-tie-output")}},
+             .or_off("--no-tie-output"),
+         examples::activation_checkpointing_flag<C>()}},
        {"Optimization",
         {flag("--batch-size", &C::batch_size, "sentences per step").in(count(lim::kBatchSize)),
-         examples::accumulate_flag<C>(lim::kBatchSize),
+         examples::accumulate_flag<C>(lim::kBatchSize), examples::zero_flag<C>(),
          flag("--steps", &C::steps, "training steps").in(count(lim::kSteps)),
          flag("--time-limit", &C::time_limit,
               "stop training after this many seconds (0: none; a run is its --steps on any machine)")
@@ -128,6 +129,7 @@ tapegrad::models::TransformerOptions Config::model_options() const {
   o.max_len = 32;  // 20 word tokens + bos at most
   o.padding_idx = tapegrad::datasets::kNumberPad;
   o.tie_output = tie_output;
+  o.activation_checkpointing = activation_checkpointing;
   return o;
 }
 

@@ -28,9 +28,11 @@ struct Config {
   std::string activation = "relu";
   bool norm_first = false;
   bool tie_output = true;
+  bool activation_checkpointing = false;  // each encoder and decoder block recomputed in backward
   // Optimization: the paper's recipe
   std::size_t batch_size = 64;
   std::int64_t accumulate = 1;  // micro-batches per step (gradient accumulation)
+  std::int64_t zero = 0;        // ZeRO stage under mpirun (0: none)
   std::int64_t steps = 8000;
   // Seconds of training; 0 = no limit, the default: a run is its --steps on any machine (a cap tuned on one
   // machine stopped a 3x slower one halfway, below the documented quality).

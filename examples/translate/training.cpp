@@ -174,11 +174,12 @@ Config read_config(const tr::RunDirectory& run) { return examples::read_run_sett
 
 namespace {
 
-tapegrad::optim::Adam<float> make_optimizer(const Config& c, Model& model) {
+std::unique_ptr<tapegrad::optim::Optimizer<float>> make_optimizer(const Config& c,
+                                                                  std::vector<tapegrad::Tensor<float>> params) {
   tapegrad::optim::AdamOptions adam;
   adam.betas = {c.beta1, c.beta2};
   adam.eps = c.eps;
-  return tapegrad::optim::Adam<float>(model.parameters(), adam);
+  return std::make_unique<tapegrad::optim::Adam<float>>(std::move(params), adam);
 }
 
 tr::TrainerOptions trainer_options(const Config& c, const std::function<bool(std::int64_t step)>& stop_after_step) {
@@ -347,8 +348,9 @@ TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, 
   tapegrad::Generator gen(c.seed);
   Model model(c.model_options(), gen);
   // Several ranks: the same model everywhere (checked), gradients averaged; each trains its rows.
-  const tr::Replicas replicas = parallel.attach ? parallel.attach(model) : tr::Replicas{};
-  auto optimizer = make_optimizer(c, model);
+  const tr::Replicas replicas = parallel.replicas(model, c.zero);
+  const auto optimizer =
+      parallel.optimizer(model.parameters(), [&](auto params) { return make_optimizer(c, std::move(params)); });
   const auto loss = loss_options(c);
   // Training numbers are drawn afresh for every batch from the training split.
   tapegrad::Generator sampler(c.seed ^ 0x5eedULL);
@@ -373,7 +375,7 @@ TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, 
   hooks.validate = [&] { return validation(model, data.valid, dir, loss); };
   hooks.generators = {{"sampler", &sampler}};
   hooks.replicas = replicas;
-  tr::Trainer<float> trainer(run, model, optimizer, options, hooks, progress);
+  tr::Trainer<float> trainer(run, model, *optimizer, options, hooks, progress);
   const tr::TrainerResult trained = trainer.run();
   // The test set and the attention map in the precision the run trained and validated in.
   const tapegrad::autocast evaluation_precision(options.autocast);

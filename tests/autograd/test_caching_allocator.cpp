@@ -108,6 +108,35 @@ TEST_CASE("caching allocator: classes asked for longest ago make room, the cache
   empty_cache();
 }
 
+TEST_CASE("caching allocator: a miss returns other classes' blocks, so the footprint stays within the live peak",
+          "[allocator]") {
+  if (!caching_allocator_enabled()) return;
+  empty_cache();
+  constexpr std::size_t MiB = std::size_t{1} << 20;
+  const std::size_t live = cache_stats().live_bytes;
+  // Sizes that are their own size classes. 224 MiB live at most: blocks handed out plus cached may
+  // reach max(256 MiB, the live peak) = 256 MiB.
+  {
+    std::unique_ptr<char[]> big(new char[224 * MiB]);
+    escape(big.get());
+  }
+  CHECK(cache_stats().cached_bytes == 224 * MiB);
+  {
+    // 96 MiB: the 224 MiB block is more than twice its size, so it is a miss, and 224 + 96 MiB would
+    // pass 256 MiB: the cached block goes back to the system first.
+    std::unique_ptr<char[]> smaller(new char[96 * MiB]);
+    escape(smaller.get());
+    CHECK(cache_stats().cached_bytes == 0);
+    CHECK(cache_stats().live_bytes == live + 96 * MiB);
+    // 48 MiB more: 144 MiB stays within 256 MiB, nothing to return.
+    std::unique_ptr<char[]> small(new char[48 * MiB]);
+    escape(small.get());
+    CHECK(cache_stats().live_bytes == live + 144 * MiB);
+  }
+  CHECK(cache_stats().cached_bytes == 144 * MiB);
+  empty_cache();
+}
+
 TEST_CASE("caching allocator: a request takes the last freed block of its class or of one up to twice its size",
           "[allocator]") {
   if (!caching_allocator_enabled()) return;

@@ -14,6 +14,15 @@
 //                                                by the CTest wrapper), never hang
 //   ddp_check die --fail-rank R                  rank R is killed (SIGKILL) at step 3: the same
 //   ddp_check mismatch                           the last rank builds a wider model: named at start
+//   ddp_check zero --dtype float|double          ZeroRedundancyOptimizer (AdamW) at stages 1 and 2 ==
+//                                                DDP + plain AdamW after 12 steps of 2 micro-batches
+//                                                with clipping; at stage 2 each rank holds only its
+//                                                own gradients, and the ranks' states add up to one
+//   ddp_check zero_save --dir D                  6 such steps with ZeRO-2 and with DDP + AdamW, each
+//                                                checkpointed into D (run on 2 ranks)
+//   ddp_check zero_resume --dir D                both checkpoints resumed for 6 more steps with ZeRO-2,
+//                                                ZeRO-1 and plain AdamW == 12 uninterrupted steps of
+//                                                one process (run on 1 and 3 ranks)
 //
 // Every rank prints nothing but failures; rank 0 prints one line of results. Exit 0 = passed.
 #include <fmt/format.h>
@@ -35,6 +44,8 @@
 #include "tapegrad/distributed/distributed.hpp"
 #include "tapegrad/models/classifier.hpp"
 #include "tapegrad/optim/adam.hpp"
+#include "tapegrad/optim/adamw.hpp"
+#include "tapegrad/optim/clip_grad.hpp"
 #include "tapegrad/optim/sgd.hpp"
 #include "tapegrad/train/checkpoint.hpp"
 #include "tapegrad/train/loop.hpp"
@@ -96,6 +107,7 @@ struct Settings {
   std::string mode;
   std::string dtype = "float";
   int fail_rank = -1;
+  std::string dir;
 };
 
 template <typename T>
@@ -300,7 +312,7 @@ std::vector<xt::xarray<T>> trainer_run(const Data& data, const dist::Communicato
   tapegrad::train::Trainer<T> trainer(run, *model, *optimizer, options, hooks, progress);
   trainer.run();
   check_ranks_agree(comm, *model, kSteps);
-  *synchronizations = parallel.ddp().stats().synchronizations;
+  *synchronizations = parallel.ddp()->stats().synchronizations;
   return values_of(*model);
 }
 
@@ -458,9 +470,209 @@ int mismatch(const dist::Communicator& comm) {
   return 3;
 }
 
+// ZeroRedundancyOptimizer against DDP + the plain optimizer: the same global batch of kGlobalBatch rows
+// every step on 1, 2 or 3 ranks, cut into two micro-batches, and the gradients clipped.
+constexpr std::size_t kGlobalBatch = 6;
+constexpr int kZeroSteps = 12;
+constexpr double kZeroClip = 0.5;
+
+std::vector<std::size_t> my_rows(const dist::Communicator& comm, int step) {
+  return tapegrad::train::shard(step_rows(1, 0, kGlobalBatch, step), comm.size(), comm.rank());
+}
+
+template <typename T>
+std::unique_ptr<tapegrad::optim::Optimizer<T>> make_adamw(std::vector<Tensor<T>> params) {
+  tapegrad::optim::AdamWOptions o;
+  o.lr = 1e-2;
+  return std::make_unique<tapegrad::optim::AdamW<T>>(std::move(params), o);
+}
+
+// Training with ZeRO at `stage` (0: DDP + plain AdamW) on one rank count.
+template <typename T>
+struct ShardedTraining {
+  std::shared_ptr<tapegrad::models::TransformerClassifier<T>> model = make_model<T>(0.0);
+  std::unique_ptr<dist::DistributedDataParallel<T>> ddp;
+  std::unique_ptr<tapegrad::optim::Optimizer<T>> optimizer;
+  dist::ZeroRedundancyOptimizer<T>* zero = nullptr;
+  int stage;
+  const dist::Communicator& comm;
+
+  ShardedTraining(const dist::Communicator& c, int s) : stage(s), comm(c) {
+    if (stage < 2) ddp = std::make_unique<dist::DistributedDataParallel<T>>(*model, comm);
+    if (stage == 0) {
+      optimizer = make_adamw<T>(model->parameters());
+    } else {
+      dist::ZeroOptions options;
+      options.stage = stage;
+      options.gradients.first_bucket_bytes = 256;  // several buckets even for this small model
+      options.gradients.bucket_bytes = 2048;
+      auto z = std::make_unique<dist::ZeroRedundancyOptimizer<T>>(model->parameters(), make_adamw<T>, comm, options);
+      zero = z.get();
+      optimizer = std::move(z);
+    }
+  }
+
+  void steps(const Data& data, int from, int to) {
+    for (int step = from; step < to; ++step) {
+      optimizer->zero_grad();
+      const auto rows = my_rows(comm, step);
+      const std::size_t half = rows.size() / 2;
+      const std::vector<std::vector<std::size_t>> micro = {{rows.begin(), rows.begin() + half},
+                                                           {rows.begin() + half, rows.end()}};
+      for (std::size_t m = 0; m < micro.size(); ++m) {
+        if (micro[m].empty()) continue;
+        const T weight = T(micro[m].size()) / T(rows.size());
+        const auto loss = loss_of(*model, data.rows(micro[m])) * weight;
+        if (m + 1 < micro.size()) {
+          if (stage == 2) {
+            auto guard = zero->no_sync();
+            loss.backward();
+          } else {
+            auto guard = ddp->no_sync();
+            loss.backward();
+          }
+        } else {
+          loss.backward();
+        }
+      }
+      if (stage == 2) {
+        zero->synchronize();
+        check_own_gradients_only(step + 1);
+        zero->clip_grad_norm_(kZeroClip);
+      } else {
+        ddp->synchronize();
+        tapegrad::optim::clip_grad_norm_(optimizer->params(), kZeroClip);
+      }
+      optimizer->step();
+      check_ranks_agree(comm, *model, step + 1);
+    }
+  }
+
+  // Stage 2 keeps only this rank's shard of the averaged gradients.
+  void check_own_gradients_only(int step) const {
+    const auto& params = optimizer->params();
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      const bool own = zero->owners()[i] == comm.rank();
+      if (params[i].has_grad() != own) {
+        throw std::runtime_error(fmt::format("ZeRO-2 after step {}: rank {} {} a gradient for parameter {} (owner {})",
+                                             step, comm.rank(), own ? "lacks" : "holds", i, zero->owners()[i]));
+      }
+    }
+  }
+
+  // Elements of optimizer state this rank holds.
+  std::size_t state_elements() const {
+    const tapegrad::optim::Optimizer<T>* local = zero ? zero->local_optimizer() : optimizer.get();
+    std::size_t n = 0;
+    if (local)
+      for (const auto& [key, value] : local->state_dict())
+        if (key != "param_groups.0.lr") n += value.numel();
+    return n;
+  }
+
+  void save(const std::string& path, int step) {
+    if (zero) zero->consolidate_state_dict(0);
+    if (comm.rank() == 0) tapegrad::train::save_checkpoint(path, *model, *optimizer, step);
+  }
+  int load(const std::string& path) {
+    const dist::BroadcastFile file(comm, path);
+    return static_cast<int>(tapegrad::train::load_checkpoint(file.path(), *model, *optimizer));
+  }
+};
+
+template <typename T>
+int zero(const dist::Communicator& comm) {
+  const Data data;
+  const double tolerance = std::is_same_v<T, float> ? 1e-5 : 1e-9;
+  ShardedTraining<T> reference(comm, 0);
+  reference.steps(data, 0, kZeroSteps);
+  const auto expected = values_of(*reference.model);
+  const double whole_state = comm.all_reduce_sum(double(reference.state_elements())) / comm.size();
+  std::string report;
+  bool ok = true;
+  for (const int stage : {1, 2}) {
+    ShardedTraining<T> sharded(comm, stage);
+    sharded.steps(data, 0, kZeroSteps);
+    const double diff = max_difference(values_of(*sharded.model), expected);
+    const double mine = double(sharded.state_elements());
+    const double summed = comm.all_reduce_sum(mine);
+    // The ranks' parameters are bit-identical (checked every step), so is their difference.
+    const bool passed = diff <= tolerance && summed == whole_state;
+    ok = ok && passed;
+    report += fmt::format(
+        "\n  stage {}: max |param - DDP's| {:.3g}{}; rank 0 keeps {:.0f} of {:.0f} state elements ({:.0f}%), all "
+        "ranks {:.0f}{}",
+        stage, diff, diff == 0.0 ? " (bit-identical)" : "", mine, whole_state, 100.0 * mine / whole_state, summed,
+        passed ? "" : "  <-- FAILED");
+    if (stage == 2 && comm.rank() == 0) {
+      report += fmt::format(" ({} buckets, peak bucket buffers {} B)", sharded.zero->gradients()->num_buckets(),
+                            sharded.zero->gradients()->stats().peak_buffer_bytes);
+    }
+  }
+  if (comm.rank() == 0) {
+    fmt::print("zero {} on {} ranks: AdamW, {} steps of {} rows in 2 micro-batches, clip {}, tolerance {:g}:{}\n",
+               std::is_same_v<T, float> ? "float" : "double", comm.size(), kZeroSteps, kGlobalBatch, kZeroClip,
+               tolerance, report);
+  }
+  return comm.all_reduce_sum(ok ? 0.0 : 1.0) == 0.0 ? 0 : 1;
+}
+
+std::string zero_checkpoint(const std::string& dir, const char* which) { return dir + "/" + which + ".safetensors"; }
+
+int zero_save(const dist::Communicator& comm, const std::string& dir) {
+  if (dir.empty()) throw std::invalid_argument("ddp_check zero_save: --dir is required");
+  if (comm.rank() == 0) std::filesystem::create_directories(dir);
+  const Data data;
+  for (const int stage : {2, 0}) {
+    ShardedTraining<double> run(comm, stage);
+    run.steps(data, 0, kZeroSteps / 2);
+    run.save(zero_checkpoint(dir, stage == 2 ? "zero2" : "plain"), kZeroSteps / 2);
+  }
+  if (comm.rank() == 0)
+    fmt::print("zero_save on {} ranks: ZeRO-2 and DDP + AdamW checkpoints after {} steps in {}\n", comm.size(),
+               kZeroSteps / 2, dir);
+  return 0;
+}
+
+int zero_resume(const dist::Communicator& comm, const std::string& dir) {
+  if (dir.empty()) throw std::invalid_argument("ddp_check zero_resume: --dir is required");
+  const Data data;
+  const double tolerance = 1e-9;
+  // The uninterrupted run: one process (this rank alone) with the plain optimizer.
+  const dist::Communicator self(MPI_COMM_SELF);
+  ShardedTraining<double> uninterrupted(self, 0);
+  uninterrupted.steps(data, 0, kZeroSteps);
+  const auto expected = values_of(*uninterrupted.model);
+  struct Case {
+    const char* saved;
+    int stage;
+  };
+  std::string report;
+  bool ok = true;
+  for (const Case c : {Case{"zero2", 2}, Case{"zero2", 1}, Case{"zero2", 0}, Case{"plain", 2}}) {
+    ShardedTraining<double> run(comm, c.stage);
+    const int step = run.load(zero_checkpoint(dir, c.saved));
+    run.steps(data, step, kZeroSteps);
+    const double diff = max_difference(values_of(*run.model), expected);
+    const bool passed = step == kZeroSteps / 2 && diff <= tolerance;
+    ok = ok && passed;
+    report += fmt::format("\n  {} checkpoint (2 ranks, step {}) resumed {}: max |param - uninterrupted| {:.3g}{}",
+                          c.saved, step, c.stage == 0 ? "with plain AdamW" : fmt::format("with ZeRO-{}", c.stage), diff,
+                          passed ? "" : "  <-- FAILED");
+  }
+  if (comm.rank() == 0) {
+    fmt::print("zero_resume on {} ranks, double, tolerance {:g}, against {} uninterrupted steps of one process:{}\n",
+               comm.size(), tolerance, kZeroSteps, report);
+  }
+  return comm.all_reduce_sum(ok ? 0.0 : 1.0) == 0.0 ? 0 : 1;
+}
+
 Settings parse(int argc, char** argv) {
   Settings s;
-  if (argc < 2) throw std::invalid_argument("usage: ddp_check equivalence|dropout|resume|fault|die|mismatch [options]");
+  if (argc < 2)
+    throw std::invalid_argument(
+        "usage: ddp_check equivalence|accumulate|dropout|resume|fault|die|mismatch|zero|zero_save|zero_resume "
+        "[options]");
   s.mode = argv[1];
   for (int i = 2; i < argc; ++i) {
     const std::string flag = argv[i];
@@ -468,6 +680,8 @@ Settings parse(int argc, char** argv) {
     const std::string value = argv[++i];
     if (flag == "--dtype" && (value == "float" || value == "double")) {
       s.dtype = value;
+    } else if (flag == "--dir") {
+      s.dir = value;
     } else if (flag == "--fail-rank") {
       s.fail_rank = std::stoi(value);
     } else {
@@ -489,6 +703,9 @@ int main(int argc, char** argv) {
     if (s.mode == "resume") return resume(comm);
     if (s.mode == "fault" || s.mode == "die") return fault(comm, s.fail_rank, s.mode == "die");
     if (s.mode == "mismatch") return mismatch(comm);
+    if (s.mode == "zero") return s.dtype == "float" ? zero<float>(comm) : zero<double>(comm);
+    if (s.mode == "zero_save") return zero_save(comm, s.dir);
+    if (s.mode == "zero_resume") return zero_resume(comm, s.dir);
     throw std::invalid_argument("ddp_check: unknown mode " + s.mode);
   });
 }

@@ -54,6 +54,24 @@ find "$work/killed" -maxdepth 1 -type f -exec mv {} "$work/killed/previous-run/"
 grep -q "put back the previous run's" "$work/five.err"
 cmp "$work/two-causal/model.safetensors" "$work/killed/model.safetensors"
 
+# ZeRO: stages 1 and 2 on 2 ranks train the one-process model too, and config.json records the stage.
+flags=(--data "$data" --no-download --vocab-size 60 --context 48 --layers 2 --d-model 16 --heads 2 --ff 32
+  --batch-size 6 --steps 4 --eval-every 2 --warmup 1 --lr 0.01 --valid-fraction 0.34 --threads 1 --dropout 0
+  --attn-dropout 0 --log-every 1 --precision fp32)
+"$program" "${flags[@]}" --out "$work/one-zero" > /dev/null 2> "$work/one.err" || {
+  cat "$work/one.err"
+  exit 1
+}
+for stage in 1 2; do
+  "$mpirun" -np 2 --oversubscribe "$program" "${flags[@]}" --zero "$stage" --out "$work/zero$stage" \
+    > /dev/null 2> "$work/zero.err" || {
+    cat "$work/zero.err"
+    exit 1
+  }
+  grep -q "\"zero\": $stage" "$work/zero$stage/config.json"
+  python3 "$(dirname "$0")/compare_runs.py" "$work/one-zero" "$work/zero$stage" --skip-key-bias 16
+done
+
 # Ranks started with different settings (--seed): the job ends at start, naming the rank that differs.
 flags=(--data "$data" --no-download --vocab-size 60 --context 48 --layers 1 --d-model 16 --heads 2 --ff 32
   --batch-size 2 --steps 2 --warmup 1 --valid-fraction 0.34 --threads 1)

@@ -37,8 +37,11 @@ python3 "$here/compare_runs.py" "$work/one" "$work/two" || fail "2 ranks do not 
 expect_seed_mismatch_named "$mpirun" "$program" "$work/three" "${flags[@]}"
 
 # SIGINT to both ranks once the first checkpoint (step 4) is on disk: the job stops with it intact, and
-# --resume continues it on another number of ranks to the uninterrupted run's model.
-"$mpirun" -np 2 --oversubscribe "$program" "${flags[@]}" --out "$work/cut" > "$work/cut.out" 2> "$work/cut.err" &
+# --resume continues it on another number of ranks to the uninterrupted run's model. The cut run shards
+# its optimizer state and gradients (ZeRO-2), its checkpoint holds the whole state: resumed on one
+# process without ZeRO, and on 4 ranks with ZeRO-1.
+"$mpirun" -np 2 --oversubscribe "$program" "${flags[@]}" --zero 2 --out "$work/cut" > "$work/cut.out" \
+  2> "$work/cut.err" &
 job=$!
 for _ in $(seq 3000); do
   [ -f "$work/cut/last.ckpt.safetensors" ] && break
@@ -58,9 +61,10 @@ cp -r "$work/cut" "$work/cut4"
   fail "--resume on 1 process: $(cat "$work/resume1.err")"
 grep -q "resuming .* at step" "$work/resume1.err" || fail "did not resume: $(cat "$work/resume1.err")"
 python3 "$here/compare_runs.py" "$work/one" "$work/cut" || fail "2 ranks resumed on 1 differ from the uninterrupted run"
-"$mpirun" -np 4 --oversubscribe "$program" --out "$work/cut4" --resume > "$work/resume4.out" 2> "$work/resume4.err" ||
+"$mpirun" -np 4 --oversubscribe "$program" --out "$work/cut4" --resume --zero 1 > "$work/resume4.out" \
+  2> "$work/resume4.err" ||
   fail "--resume on 4 ranks: $(cat "$work/resume4.err")"
 grep -q "data-parallel: 4 ranks x 1 thread(s); global batch 8 = 2 per rank" "$work/resume4.err" ||
   fail "no data-parallel line in the log: $(cat "$work/resume4.err")"
 python3 "$here/compare_runs.py" "$work/one" "$work/cut4" || fail "2 ranks resumed on 4 differ from the uninterrupted run"
-echo "train_translate_mpi: 2 ranks, and a run of 2 ranks resumed on 1 and on 4, train as one process"
+echo "train_translate_mpi: 2 ranks, and a run of 2 ranks with ZeRO-2 resumed on 1 and on 4 with ZeRO-1, train as one process"

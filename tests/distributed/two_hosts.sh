@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Two hosts, not only two processes: two network namespaces joined by a veth pair, one rank in each,
 # Open MPI's TCP transport between them over the veth addresses, and mpirun's launch agent entering
-# the other namespace where it would ssh to another machine. Runs ddp_check's equivalence there.
+# the other namespace where it would ssh to another machine. Runs ddp_check's equivalence and zero there.
 #   two_hosts.sh MPIRUN DDP_CHECK
 # Exit 77 (CTest's SKIP_RETURN_CODE) with a message where namespaces cannot be made (no root, no
 # CAP_NET_ADMIN, no iproute2); any other nonzero exit is a failure.
@@ -60,16 +60,21 @@ printf '%s slots=1\n%s slots=1\n' "$addr_a" "$addr_b" > "$work/hostfile"
 
 echo "namespaces $ns_a ($addr_a) and $ns_b ($addr_b) joined by a veth pair; mpirun in $ns_a"
 # mpirun runs in the first "host"; shared memory is off (btl self,tcp), so the ranks talk TCP over the veth.
-timeout 100 ip netns exec "$ns_a" "$mpirun" --allow-run-as-root -np 2 --hostfile "$work/hostfile" \
-  --mca plm_rsh_agent "$work/agent.sh" --mca btl self,tcp --mca btl_tcp_if_include "$net.0/24" \
-  --mca oob_tcp_if_include "$net.0/24" --mca plm_rsh_no_tree_spawn 1 \
-  /bin/sh -c 'echo "rank $OMPI_COMM_WORLD_RANK runs in namespace $(ip netns identify $$)"; exec "$0" "$@"' \
-  "$ddp_check" equivalence --dtype float
+run_check() {
+  timeout 100 ip netns exec "$ns_a" "$mpirun" --allow-run-as-root -np 2 --hostfile "$work/hostfile" \
+    --mca plm_rsh_agent "$work/agent.sh" --mca btl self,tcp --mca btl_tcp_if_include "$net.0/24" \
+    --mca oob_tcp_if_include "$net.0/24" --mca plm_rsh_no_tree_spawn 1 \
+    /bin/sh -c 'echo "rank $OMPI_COMM_WORLD_RANK runs in namespace $(ip netns identify $$)"; exec "$0" "$@"' \
+    "$ddp_check" "$@"
+}
+run_check equivalence --dtype float
+# ZeRO too: gradients reduced onto their owners and parameters broadcast back, across the "hosts".
+run_check zero --dtype float
 # Proof that the ranks talked over the veth pair, not through shared memory or the host's loopback.
 sent=$(ip netns exec "$ns_a" cat "/sys/class/net/${tag}va/statistics/tx_bytes")
 received=$(ip netns exec "$ns_a" cat "/sys/class/net/${tag}va/statistics/rx_bytes")
 echo "veth ${tag}va in $ns_a: $sent bytes sent, $received bytes received"
 if ((sent < 100000 || received < 100000)); then
-  echo "FAILED: too little traffic on the veth pair for 80 gradient reductions" >&2
+  echo "FAILED: too little traffic on the veth pair for the gradient reductions" >&2
   exit 1
 fi

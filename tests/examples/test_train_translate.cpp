@@ -231,6 +231,24 @@ TEST_CASE("train_translate: Ctrl-C keeps the last complete checkpoint, and --res
                                    (cut.path / "config.json").string()));
 }
 
+TEST_CASE("train_translate --activation-checkpointing is saved, and --resume may turn it on", "[translate]") {
+  TempDir whole, parts;
+  std::ostringstream out, log;
+  REQUIRE_FALSE(translate::train(tiny_config(whole.path), out, log, false).interrupted);
+  const nlohmann::json saved = nlohmann::json::parse(read_bytes(whole.path / "config.json"));
+  CHECK(saved["activation_checkpointing"] == false);
+  // Interrupted, then resumed with checkpointed encoder and decoder blocks: the same gradients, so the
+  // same model, bit for bit (dropout on: the masks of the second runs are the forward's).
+  translate::Config config = tiny_config(parts.path);
+  REQUIRE(config.dropout > 0);
+  CHECK(translate::train(config, out, log, false, [](std::int64_t step) { return step == 4; }).interrupted);
+  config.resume = true;
+  config.activation_checkpointing = true;
+  CHECK_FALSE(translate::train(config, out, log, false).interrupted);
+  CHECK(floats_of(parts.path / "model.safetensors") == floats_of(whole.path / "model.safetensors"));
+  CHECK(metrics_without_timing(parts.path / "metrics.jsonl") == metrics_without_timing(whole.path / "metrics.jsonl"));
+}
+
 TEST_CASE("train_translate: SIGINT to the running program exits 130 with a loadable checkpoint", "[translate]") {
   TempDir tmp;
   std::string args;

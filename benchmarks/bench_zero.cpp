@@ -1,0 +1,148 @@
+// Memory per rank of data-parallel training with ZeRO (docs/distributed.md): the large benchmark model
+// (4 layers, d_model 256, ff 1024, vocabulary 20000) with AdamW under mpirun, DDP (--zero 0) against
+// ZeroRedundancyOptimizer at stage 1 or 2.
+//
+//   CXX=clang++ cmake -S . -B build -DTAPEGRAD_BUILD_BENCHMARKS=ON && cmake --build build -j2 --target bench_zero
+//   mpirun --bind-to none -np 2 build/benchmarks/bench_zero --zero 0     (then --zero 1, --zero 2)
+//
+// Every rank counts the bytes it holds after the last step (before the next zero_grad, when gradients
+// and optimizer state are both alive): the weights, the gradients (the parameters' own, DDP's bucket
+// buffers, which keep another copy of every gradient, and at stage 2 the largest total of bucket
+// buffers held at once during backward) and the optimizer state; and its peak resident set
+// (getrusage). A small batch (--batch 2 rows of --len 128 per rank) keeps the activations small
+// beside them. Rank 0 prints one JSON line per rank.
+#include <fmt/format.h>
+#include <sys/resource.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "tapegrad/autograd/loss.hpp"
+#include "tapegrad/distributed/distributed.hpp"
+#include "tapegrad/models/classifier.hpp"
+#include "tapegrad/optim/adamw.hpp"
+#include "tapegrad/optim/clip_grad.hpp"
+
+namespace dist = tapegrad::distributed;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Options {
+  int zero = 0, threads = 1;
+  std::size_t batch = 2, len = 128, steps = 3;
+};
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    const long value = std::stol(argv[i + 1]);
+    if (value < 0 || (value == 0 && flag != "--zero") || (flag == "--zero" && value > 2)) {
+      throw std::invalid_argument(fmt::format("bench_zero: {} {} is out of range", flag, value));
+    }
+    if (flag == "--zero")
+      o.zero = static_cast<int>(value);
+    else if (flag == "--threads")
+      o.threads = static_cast<int>(value);
+    else if (flag == "--batch")
+      o.batch = static_cast<std::size_t>(value);
+    else if (flag == "--len")
+      o.len = static_cast<std::size_t>(value);
+    else if (flag == "--steps")
+      o.steps = static_cast<std::size_t>(value);
+    else
+      throw std::invalid_argument("bench_zero: unknown flag " + flag);
+  }
+  return o;
+}
+
+double mib(double bytes) { return bytes / (1024.0 * 1024.0); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return dist::run(argc, argv, [&](const dist::Communicator& comm) {
+    const Options o = parse(argc, argv);
+    tapegrad::set_num_threads(o.threads);
+    tapegrad::models::TransformerClassifierOptions mo;  // bench_tapegrad's large model
+    mo.vocab_size = 20000;
+    mo.max_len = 512;
+    mo.d_model = 256;
+    mo.nhead = 4;
+    mo.dim_feedforward = 1024;
+    mo.num_layers = 4;
+    mo.dropout = 0.1;
+    mo.attention_dropout = 0.1;
+    tapegrad::Generator init(0);
+    tapegrad::models::TransformerClassifier<float> model(mo, init);
+    dist::DataParallelTraining<float> training(model, comm, {}, o.zero);
+    const dist::OptimizerFactory<float> adamw = [](std::vector<tapegrad::Tensor<float>> params) {
+      tapegrad::optim::AdamWOptions ao;
+      ao.weight_decay = 0.1;
+      return std::unique_ptr<tapegrad::optim::Optimizer<float>>(
+          std::make_unique<tapegrad::optim::AdamW<float>>(std::move(params), ao));
+    };
+    const auto optimizer = training.optimizer(model.parameters(), adamw);
+    const tapegrad::train::Replicas replicas = training.replicas();
+
+    tapegrad::Generator data(100 + static_cast<std::uint64_t>(comm.rank()));
+    xt::xarray<std::int64_t> ids = xt::zeros<std::int64_t>({o.batch, o.len});
+    xt::xarray<bool> padding = xt::zeros<bool>({o.batch, o.len});
+    xt::xarray<std::int64_t> labels = xt::zeros<std::int64_t>({o.batch});
+    double seconds = 0, backward_seconds = 0, update_seconds = 0;
+    for (std::size_t step = 0; step < o.steps; ++step) {
+      for (auto& id : ids) id = 2 + static_cast<std::int64_t>(data.randint(mo.vocab_size - 2));
+      for (auto& l : labels) l = static_cast<std::int64_t>(data.randint(2));
+      const auto start = Clock::now();
+      optimizer->zero_grad();
+      tapegrad::cross_entropy(model.forward(ids, padding), labels).backward();
+      backward_seconds += std::chrono::duration<double>(Clock::now() - start).count();
+      replicas.synchronize_gradients();
+      if (replicas.clip_grad_norm) {
+        replicas.clip_grad_norm(1.0);
+      } else {
+        tapegrad::optim::clip_grad_norm_(optimizer->params(), 1.0);
+      }
+      const auto update = Clock::now();
+      optimizer->step();
+      update_seconds += std::chrono::duration<double>(Clock::now() - update).count();
+      seconds += std::chrono::duration<double>(Clock::now() - start).count();
+    }
+
+    double weights = 0, grads = 0, buckets = 0, state = 0, peak_buffers = 0;
+    std::size_t reductions = training.ddp() ? training.ddp()->bucket_names().size() : 0;
+    for (const auto& p : model.parameters()) {
+      weights += double(p.numel() * sizeof(float));
+      if (p.has_grad()) grads += double(p.numel() * sizeof(float));
+      if (training.ddp() && p.requires_grad()) buckets += double(p.numel() * sizeof(float));
+    }
+    const tapegrad::optim::Optimizer<float>* local =
+        training.zero() ? training.zero()->local_optimizer() : optimizer.get();
+    if (local)
+      for (const auto& [key, value] : local->state_dict())
+        if (key != "param_groups.0.lr") state += double(value.numel() * sizeof(float));
+    if (training.zero() && training.zero()->gradients()) {
+      peak_buffers = double(training.zero()->gradients()->stats().peak_buffer_bytes);
+      reductions = training.zero()->gradients()->num_buckets();
+    }
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    const double peak_rss = double(usage.ru_maxrss) * 1024.0;
+    const std::string line = fmt::format(
+        "{{\"zero\": {}, \"ranks\": {}, \"rank\": {}, \"parameters\": {}, \"reductions_per_step\": {}, "
+        "\"weights_mib\": {:.2f}, "
+        "\"gradients_mib\": {:.2f}, \"ddp_bucket_buffers_mib\": {:.2f}, \"zero2_peak_bucket_buffers_mib\": {:.2f}, "
+        "\"optimizer_state_mib\": {:.2f}, \"held_mib\": {:.2f}, \"peak_rss_mib\": {:.1f}, \"step_s\": {:.3f}, "
+        "\"forward_backward_s\": {:.3f}, "
+        "\"optimizer_step_s\": {:.3f}}}",
+        o.zero, comm.size(), comm.rank(), model.num_parameters(), reductions, mib(weights), mib(grads), mib(buckets),
+        mib(peak_buffers), mib(state), mib(weights + grads + buckets + state), mib(peak_rss), seconds / double(o.steps),
+        backward_seconds / double(o.steps), update_seconds / double(o.steps));
+    const auto lines = comm.all_gather(line);
+    if (comm.rank() == 0)
+      for (const auto& l : lines) fmt::print("{}\n", l);
+    return 0;
+  });
+}
