@@ -26,4 +26,21 @@ std::vector<std::size_t> shard(const std::vector<std::size_t>& indices, int num_
   return out;
 }
 
+std::vector<std::size_t> rank_rows(const std::vector<std::size_t>& rows, int num_replicas, int rank) {
+  check_rank("rank_rows", num_replicas, rank);
+  std::vector<std::size_t> out;
+  for (auto k = static_cast<std::size_t>(rank); k < rows.size(); k += static_cast<std::size_t>(num_replicas)) {
+    out.push_back(rows[k]);
+  }
+  return out;
+}
+
+template <typename T>
+Tensor<T> empty_share_loss() {
+  return Tensor<T>(xt::xarray<T>(T(0)), /*requires_grad=*/true);
+}
+
+template Tensor<float> empty_share_loss<float>();
+template Tensor<double> empty_share_loss<double>();
+
 }  // namespace tapegrad::train

@@ -1,6 +1,6 @@
 /// @file
-/// Replicas: what train::Trainer needs of data-parallel training on several processes, and shard(),
-/// the rule that gives each rank its part of a list (of examples, or of one global batch's rows).
+/// Replicas: what train::Trainer needs of data-parallel training on several processes; shard(), the rule
+/// that gives each rank an equal part of a list of examples, and rank_rows(), its part of one batch.
 /// Nothing here needs MPI: the distributed layer fills Replicas in with its collectives.
 #pragma once
 
@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "tapegrad/autograd/tensor.hpp"
 #include "tapegrad/io/safetensors.hpp"
 
 namespace tapegrad::train {
@@ -17,10 +18,23 @@ namespace tapegrad::train {
 /// (torch's DistributedSampler). Every rank gets the same count, which collectives need: when
 /// indices.size() is not a multiple of num_replicas, drop_last leaves out the last
 /// indices.size() % num_replicas elements, and otherwise the list is padded by repeating its first
-/// elements up to the next multiple, so a few examples count twice in that epoch (or batch).
+/// elements up to the next multiple, so a few examples count twice in that epoch.
 /// Throws std::invalid_argument unless 0 <= rank < num_replicas.
 std::vector<std::size_t> shard(const std::vector<std::size_t>& indices, int num_replicas, int rank,
                                bool drop_last = false);
+
+/// Rank `rank`'s rows of one global (micro-)batch: rows[rank], rows[rank + num_replicas], ..., without
+/// shard()'s padding, so that every row counts once and the ranks together train on the batch one
+/// process would. The counts differ by one when rows.size() is not a multiple of num_replicas, and a
+/// rank gets none when the batch has fewer rows than ranks: each rank then weighs its loss by its share
+/// of the batch's examples or tokens, and a rank without rows backpropagates empty_share_loss().
+/// Throws std::invalid_argument unless 0 <= rank < num_replicas.
+std::vector<std::size_t> rank_rows(const std::vector<std::size_t>& rows, int num_replicas, int rank);
+
+/// The loss of a rank that holds no row of a (micro-)batch: a 0 that backward accepts and that reaches
+/// no parameter, so that the rank still joins the gradients' collectives (with zeros).
+template <typename T>
+Tensor<T> empty_share_loss();
 
 /// Throws std::invalid_argument naming `who` unless 0 <= rank < num_replicas.
 void check_rank(const char* who, int num_replicas, int rank);

@@ -847,3 +847,15 @@ TEST_CASE("shard gives each rank every N-th element, padding with the first ones
   CHECK(train::shard({}, 3, 2).empty());
   CHECK_THROWS_AS(train::shard(five, 2, 2), std::invalid_argument);
 }
+
+TEST_CASE("rank_rows puts each row of a batch on one rank, none on a rank when they are fewer", "[train]") {
+  const std::vector<std::size_t> five = {10, 11, 12, 13, 14};
+  CHECK(train::rank_rows(five, 3, 0) == std::vector<std::size_t>{10, 13});
+  CHECK(train::rank_rows(five, 3, 2) == std::vector<std::size_t>{12});
+  CHECK(train::rank_rows(five, 6, 5).empty());
+  CHECK_THROWS_AS(train::rank_rows(five, 3, 3), std::invalid_argument);
+  // The loss of a rank without rows: backward accepts it.
+  const auto zero = train::empty_share_loss<float>();
+  CHECK_NOTHROW(zero.backward());
+  CHECK(zero.item() == 0.0f);
+}
