@@ -49,6 +49,16 @@ struct Parallel {
     return shard_optimizer ? shard_optimizer(std::move(params), make) : make(std::move(params));
   }
 
+  /// The log's line on how a run is split: "data-parallel: 3 ranks x 1 thread(s); global batch 4 = 1 or 2
+  /// per rank" (every row on one rank: train::rank_rows).
+  std::string split_line(std::int64_t threads, std::int64_t global_batch) const {
+    const std::int64_t fewer = global_batch / size, more = fewer + (global_batch % size != 0 ? 1 : 0);
+    return "data-parallel: " + std::to_string(size) + " ranks x " + std::to_string(threads) +
+           " thread(s); global batch " + std::to_string(global_batch) + " = " +
+           (fewer == more ? std::to_string(fewer) : std::to_string(fewer) + " or " + std::to_string(more)) +
+           " per rank";
+  }
+
   /// With several ranks (collective): throws unless all ranks were started with the same settings, a
   /// program's config.json without the keys that may differ between ranks (a data path on another
   /// machine, say): a rank started with other flags would otherwise train another model in lockstep.

@@ -266,13 +266,27 @@ tr::StepOutput<float> step_loss(Model& model, ds::Batch batch, const Config& con
   if (clause_negation) {
     clause_negation->apply(batch.ids, batch.padding_mask, batch.labels, ds::Vocabulary::pad_id, seed, draw);
   }
-  // This rank's rows (every rank the same number), then the micro-batch's part of them; the Trainer weighs
-  // each micro-batch's mean by its rows.
+  // The micro-batch's rows, then this rank's part of them (ranks hold one row more or less). The Trainer
+  // weighs each micro-batch's mean by its count: on several ranks, the micro-batch's rows per rank, and
+  // each rank's mean weighs its share of them, so that the ranks' average gradient is the micro-batch's.
+  double share = 1.0, count = static_cast<double>(batch.indices.size());
   if (replicas.size > 1 || micro.count > 1) {
     std::vector<std::size_t> rows(batch.indices.size());
     std::iota(rows.begin(), rows.end(), std::size_t{0});
-    if (replicas.size > 1) rows = tr::shard(rows, replicas.size, replicas.rank);
-    batch = ds::take_rows(batch, tr::micro_batch_rows(rows, micro));
+    rows = tr::micro_batch_rows(rows, micro);
+    count = static_cast<double>(rows.size());
+    if (replicas.size > 1) {
+      rows = tr::rank_rows(rows, replicas.size, replicas.rank);
+      count /= replicas.size;
+      share = static_cast<double>(rows.size()) / count;
+      if (rows.empty()) {
+        tr::StepOutput<float> output;
+        output.loss = tr::empty_share_loss<float>();
+        output.count = count;
+        return output;
+      }
+    }
+    batch = ds::take_rows(batch, rows);
   }
   const auto parts = model.forward_parts(batch.ids, batch.padding_mask);
   const auto logits = parts.total();
@@ -288,7 +302,8 @@ tr::StepOutput<float> step_loss(Model& model, ds::Batch batch, const Config& con
   }
   // The tokens the model read: a crop or a clause is shorter than its review.
   output.tokens = static_cast<double>(std::count(batch.padding_mask.begin(), batch.padding_mask.end(), false));
-  output.count = static_cast<double>(rows);
+  output.count = count;
+  if (share != 1.0) output.loss = tapegrad::mul(output.loss, static_cast<float>(share));
   return output;
 }
 
@@ -532,9 +547,7 @@ TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, 
   progress.message(fmt::format("model: {}; {} steps of {} reviews per epoch, {} epochs", parameter_counts(*model),
                                steps_per_epoch, config.batch_size, config.epochs));
   if (replicas.size > 1) {
-    progress.message(fmt::format("data-parallel: {} ranks x {} thread(s); global batch {} = {} per rank", replicas.size,
-                                 config.threads, config.batch_size,
-                                 (config.batch_size + replicas.size - 1) / replicas.size));
+    progress.message(parallel.split_line(config.threads, static_cast<std::int64_t>(config.batch_size)));
   }
   const tr::TrainerResult trained = trainer.run();
   // Everything after training (the parts' weights, the temperature, the test set) in the precision the

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <numeric>
+#include <optional>
 
 #include "examples/common/batching.hpp"
 #include "examples/common/commands.hpp"
@@ -109,17 +110,23 @@ tt::StepOutput<float> step_loss(LanguageModel& model, const ds::EncodedDataset& 
     for (std::size_t r : rows) o.tokens += double(train.length(batch.indices[r]));
     return o;
   }
-  // This rank's loss, a mean over its n targets, is weighted by n * ranks / N (N: the micro-batch's
-  // targets on all ranks), so that the gradients' average over the ranks is the gradient of the mean over
-  // all N; each rank then counts N / ranks targets for the logs and the micro-batches' weights.
-  const std::vector<std::size_t> rows = tt::micro_batch_rows(tt::shard(all, replicas.size, replicas.rank), micro);
-  const auto loss = model.loss(batch, static_cast<std::uint64_t>(step), rows);
-  std::vector<double> total = {double(loss.count)};
+  // This rank's rows of the micro-batch (one process's), and its loss, a mean over its n targets,
+  // weighted by n * ranks / N (N: the micro-batch's targets on all ranks), so that the gradients' average
+  // over the ranks is the gradient of the mean over all N; each rank then counts N / ranks targets for the
+  // logs and the micro-batches' weights. A rank without rows (fewer rows than ranks) adds nothing.
+  const std::vector<std::size_t> rows = tt::rank_rows(tt::micro_batch_rows(all, micro), replicas.size, replicas.rank);
+  std::optional<LanguageModel::Loss> loss;
+  if (!rows.empty()) loss = model.loss(batch, static_cast<std::uint64_t>(step), rows);
+  std::vector<double> total = {loss ? double(loss->count) : 0.0};
   replicas.all_reduce_sum(total);
-  const double share = total[0] > 0 ? double(loss.count) * double(replicas.size) / total[0] : 0.0;
-  o.loss = tapegrad::mul(loss.loss, static_cast<float>(share));
   o.count = total[0] / double(replicas.size);
-  o.correct = double(loss.correct);
+  if (!loss) {
+    o.loss = tt::empty_share_loss<float>();
+    return o;
+  }
+  const double share = total[0] > 0 ? double(loss->count) * double(replicas.size) / total[0] : 0.0;
+  o.loss = tapegrad::mul(loss->loss, static_cast<float>(share));
+  o.correct = double(loss->correct);
   for (std::size_t r : rows) o.tokens += double(train.length(batch.indices[r]));
   return o;
 }
@@ -242,9 +249,7 @@ TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, 
   hooks.replicas = replicas;
   tt::Trainer<float> trainer(run, module, *optimizer, options, hooks, progress);
   if (replicas.size > 1) {
-    progress.message(fmt::format("data-parallel: {} ranks x {} thread(s); global batch {} = {} per rank", replicas.size,
-                                 config.threads, config.batch_size,
-                                 (config.batch_size + replicas.size - 1) / replicas.size));
+    progress.message(parallel.split_line(config.threads, static_cast<std::int64_t>(config.batch_size)));
   }
   if (!config.resume && writer) trainer.metrics().write(start_line(config, data, result));
   const tt::TrainerResult r = trainer.run();

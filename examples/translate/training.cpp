@@ -239,19 +239,22 @@ tr::StepOutput<float> step_loss(Model& model, const StepBatch& step, const tr::M
   // whole (micro-)batch, and the ranks' average gradient is then the gradient of the mean over all the
   // batch's tokens, as one process computes it. count (that share) makes the logged loss the batch's mean
   // too, and weighs the micro-batch in the step.
-  std::size_t total_tokens = 0;
-  Batch mine;
-  for (int r = 0; r < replicas.size; ++r) {
-    Batch b = batch_of_rows(step, tr::micro_batch_rows(tr::shard(rows, replicas.size, r), micro));
-    total_tokens += b.target_tokens;
-    if (r == replicas.rank) mine = std::move(b);
+  // The rows are the micro-batch's, cut over the ranks (one row more or less each, none for a rank when
+  // the micro-batch has fewer rows than ranks).
+  const std::vector<std::size_t> micro_rows = tr::micro_batch_rows(rows, micro);
+  const std::size_t total_tokens = batch_of_rows(step, micro_rows).target_tokens;
+  const double per_rank = static_cast<double>(total_tokens) / replicas.size;
+  output.count = per_rank;
+  const std::vector<std::size_t> my_rows = tr::rank_rows(micro_rows, replicas.size, replicas.rank);
+  if (my_rows.empty()) {
+    output.loss = tr::empty_share_loss<float>();
+    return output;
   }
+  const Batch mine = batch_of_rows(step, my_rows);
   auto summed = loss;
   summed.reduction = tapegrad::Reduction::Sum;
   Forced f = teacher_forced(model, mine, summed);
-  const double per_rank = static_cast<double>(total_tokens) / replicas.size;
   output.loss = f.loss * static_cast<float>(1.0 / per_rank);
-  output.count = per_rank;
   output.correct = static_cast<double>(f.correct);
   output.tokens = static_cast<double>(mine.target_tokens);
   return output;
@@ -361,8 +364,7 @@ TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, 
       "{} | {} parameters | {} thread(s)",
       direction_name(dir), data.valid.size(), data.test.size(), model.num_parameters(), c.threads));
   if (replicas.size > 1) {
-    progress.message(fmt::format("data-parallel: {} ranks x {} thread(s); global batch {} = {} per rank", replicas.size,
-                                 c.threads, c.batch_size, (c.batch_size + replicas.size - 1) / replicas.size));
+    progress.message(parallel.split_line(c.threads, static_cast<std::int64_t>(c.batch_size)));
   }
 
   const tr::TrainerOptions options = trainer_options(c, stop_after_step);

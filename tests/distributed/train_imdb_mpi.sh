@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# train_imdb under mpirun: 2 ranks with the global batch split between them train, step by step, the
-# same model as one process with the whole batch (dropout off; word dropout and crops are drawn for the
-# global batch), rank 0 alone writes the run's files, and the log says how the work is split.
+# train_imdb under mpirun: 2 ranks (and 3, more than the batch's rows) with the global batch split between
+# them train, step by step, the same model as one process with the whole batch (dropout off; word dropout
+# and crops are drawn for the global batch), rank 0 alone writes the run's files, and the log says how the work is split.
 #   train_imdb_mpi.sh MPIRUN TRAIN_IMDB DATA
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
@@ -38,3 +38,11 @@ expect_seed_mismatch_named "$mpirun" "$program" "$work/three" "${flags[@]}"
 # Step by step: the same metrics lines with the same losses, and the models, within 1e-6 (float sums in
 # another order).
 python3 "$(dirname "$0")/compare_runs.py" "$work/one" "$work/two"
+
+# 3 ranks on a batch of 2: one rank holds no row of a step, and the step is still the one process's.
+"$mpirun" -np 3 --oversubscribe "$program" "${flags[@]}" --out "$work/three-ranks" > /dev/null 2> "$work/three.err" || {
+  cat "$work/three.err"
+  exit 1
+}
+grep -q "data-parallel: 3 ranks x 1 thread(s); global batch 2 = 0 or 1 per rank" "$work/three.err"
+python3 "$(dirname "$0")/compare_runs.py" "$work/one" "$work/three-ranks"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# train_lm under mpirun: 2 ranks with the global batch split between them train the same model as one
-# process with the whole batch (dropout off), for the causal and the masked objective; rank 0 alone
-# writes the run's files, and the log says how the work is split.
+# train_lm under mpirun: 2 ranks (and 3, which do not divide the batch) with the global batch split
+# between them train the same model as one process with the whole batch (dropout off), for the causal
+# and the masked objective; rank 0 alone writes the run's files, and the log says how the work is split.
 #   train_lm_mpi.sh MPIRUN TRAIN_LM DATA
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
@@ -70,6 +70,17 @@ for stage in 1 2; do
   }
   grep -q "\"zero\": $stage" "$work/zero$stage/config.json"
   python3 "$(dirname "$0")/compare_runs.py" "$work/one-zero" "$work/zero$stage" --skip-key-bias 16
+done
+# 3 ranks, plain and at stage 2: the 4 training reviews of a step (fewer than --batch-size) are cut 2, 1
+# and 1, each counted once, and the step is still the one process's.
+for stage in 0 2; do
+  "$mpirun" -np 3 --oversubscribe "$program" "${flags[@]}" --zero "$stage" --out "$work/three$stage" \
+    > /dev/null 2> "$work/zero.err" || {
+    cat "$work/zero.err"
+    exit 1
+  }
+  grep -q "data-parallel: 3 ranks x 1 thread(s); global batch 6 = 2 per rank" "$work/zero.err"
+  python3 "$(dirname "$0")/compare_runs.py" "$work/one-zero" "$work/three$stage" --skip-key-bias 16
 done
 
 # Ranks started with different settings (--seed): the job ends at start, naming the rank that differs.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# train_translate under mpirun: 2 ranks with the global batch split between them train, step by step,
+# train_translate under mpirun: 2 ranks (and 3) with the global batch split between them train, step by step,
 # the model of one process with the whole batch (dropout off); rank 0 alone writes the run's files and
 # the log says how the work is split; ranks started with other settings are stopped at start, naming
 # the rank; and a run interrupted on 2 ranks resumes on 1 and on 4 to the model of the uninterrupted run.
@@ -32,6 +32,12 @@ grep -q "data-parallel: 2 ranks x 1 thread(s); global batch 8 = 4 per rank" "$wo
 # One summary (rank 0's), as many as the single process prints.
 test "$(grep -c '^test exact match' "$work/two.out")" -eq 1 || fail "not one summary: $(cat "$work/two.out")"
 python3 "$here/compare_runs.py" "$work/one" "$work/two" || fail "2 ranks do not train as one process"
+# 3 ranks, which do not divide the batch of 8 (3, 3 and 2 rows): each row counts once.
+"$mpirun" -np 3 --oversubscribe "$program" "${flags[@]}" --out "$work/three-ranks" > /dev/null 2> "$work/three.err" ||
+  fail "3 ranks: $(cat "$work/three.err")"
+grep -q "data-parallel: 3 ranks x 1 thread(s); global batch 8 = 2 or 3 per rank" "$work/three.err" ||
+  fail "no data-parallel line in the log: $(cat "$work/three.err")"
+python3 "$here/compare_runs.py" "$work/one" "$work/three-ranks" || fail "3 ranks do not train as one process"
 
 # Ranks started with different settings (--seed): the job ends at start, naming what and which rank differs.
 expect_seed_mismatch_named "$mpirun" "$program" "$work/three" "${flags[@]}"
