@@ -89,6 +89,7 @@ class ZeroRedundancyOptimizer : public optim::Optimizer<T> {
   std::size_t local_count() const { return local_count_; }
   /// The wrapped optimizer of this rank's parameters; null when the rank owns none.
   const optim::Optimizer<T>* local_optimizer() const { return local_.get(); }
+  const optim::Optimizer<T>* wrapped() const override { return local_.get(); }
   /// Stage 2's gradient reduction; null at stage 1.
   const ShardedGradients<T>* gradients() const { return gradients_.get(); }
   ShardedGradients<T>* gradients() { return gradients_.get(); }

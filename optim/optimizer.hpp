@@ -36,6 +36,9 @@ class Optimizer {
   void set_lr(double lr);
 
   const std::vector<Tensor<T>>& params() const { return params_; }
+  /// An optimizer that updates through another (distributed::ZeroRedundancyOptimizer) returns that one,
+  /// whose options are the update's; nullptr for an optimizer that updates itself.
+  virtual const Optimizer* wrapped() const { return nullptr; }
 
   /// A snapshot (copies) of the state, flattened like torch's optimizer.state_dict():
   ///   "state.<i>.<buffer>"  a buffer of parameter i, with the parameter's shape

@@ -31,6 +31,7 @@ void check_l2(double weight_decay, std::vector<std::string>& out) {
 
 template <typename T>
 std::string divergence_suspects(const optim::Optimizer<T>& optimizer, double clip_norm) {
+  if (const auto* inner = optimizer.wrapped()) return divergence_suspects(*inner, clip_norm);
   std::vector<std::string> suspects;
   const double lr = optimizer.lr();
   // average: the name of the squared gradients' decay (Adam's beta2, RMSprop's alpha).

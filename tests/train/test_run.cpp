@@ -700,6 +700,23 @@ TEST_CASE("divergence_suspects names the extreme optimizer settings, and a diver
   CHECK(train::divergence_suspects(optim::RMSprop<double>(net.parameters(), optim::RMSpropOptions{0.01, 0.5}), 0.0) ==
         "likely to blame: alpha 0.5 (below 0.9), gradient clipping off");
 
+  // Through an optimizer that updates with another (as distributed::ZeroRedundancyOptimizer does), the
+  // settings named are the inner one's.
+  struct Wrapping : optim::Optimizer<double> {
+    explicit Wrapping(std::unique_ptr<optim::Optimizer<double>> inner)
+        : optim::Optimizer<double>(inner->params(), inner->lr()), inner(std::move(inner)) {}
+    void step() override { inner->step(); }
+    const optim::Optimizer<double>* wrapped() const override { return inner.get(); }
+    std::vector<std::string> buffer_names() const override { return {}; }
+    bool counts_steps() const override { return false; }
+    const char* name() const override { return "Wrapping"; }
+    std::unique_ptr<optim::Optimizer<double>> inner;
+  };
+  const Wrapping wrapping(
+      std::make_unique<optim::AdamW<double>>(net.parameters(), optim::AdamWOptions{0.01, {0.9, 0.999}, 1e-8, 50.0}));
+  CHECK(train::divergence_suspects(wrapping, 1.0) ==
+        "likely to blame: weight_decay 50 (lr * weight_decay 0.5 above 0.1)");
+
   // A run that diverges with them says so, after what is kept.
   Bare b;
   optim::Adam<double> wild(b.model.parameters(), optim::AdamOptions{0.01, {0.9, 0.5}});
