@@ -28,6 +28,7 @@ examples::Flags<FinetuneConfig> make_flags() {
         {flag("--from", &C::from,
               "the pretrained model: a Hugging Face folder (config.json, model.safetensors, tokenizer files) or a "
               "train_lm run folder")
+             .shown_as("(required)")
              .free_on_resume(),
          flag("--text", &C::text, "a text file to fine-tune on, each non-empty line a document").free_on_resume(),
          flag("--valid-text", &C::valid_text,

@@ -18,6 +18,7 @@
 #include "examples/common/flags.hpp"
 #include "examples/imdb/config.hpp"
 #include "examples/lm/config.hpp"
+#include "examples/lm/finetune_config.hpp"
 #include "examples/translate/config.hpp"
 
 namespace fs = std::filesystem;
@@ -45,6 +46,20 @@ std::vector<Program> programs() {
   };
 }
 
+// A flags table a README documents: the declaration, the README's folder under examples/ and the table
+// generated from it; a subcommand with a table of its own (train_lm finetune) is one too.
+struct Documented {
+  const examples::FlagTable& table;
+  std::string folder, markdown;
+};
+
+std::vector<Documented> documented_tables() {
+  std::vector<Documented> tables;
+  for (const Program& p : programs()) tables.push_back({p.table, p.folder, p.markdown});
+  tables.push_back({lm::finetune_flags(), "lm", lm::finetune_flags().markdown_table()});
+  return tables;
+}
+
 std::string error_of(const Program& p, const json& j) {
   try {
     p.read(j);
@@ -63,8 +78,11 @@ std::string read_text(const fs::path& path) {
 }
 
 const fs::path kExamples = fs::path(TAPEGRAD_TEST_DATA_DIR) / "../../examples";
-constexpr const char* kBegin =
-    "<!-- flags: generated from the program's declaration; tests/examples/test_flags.cpp -->\n";
+// A table's markers, the first naming its program, so that one README may hold several.
+std::string begin_marker(const examples::FlagTable& table) {
+  return fmt::format("<!-- flags of {}: generated from its declaration; tests/examples/test_flags.cpp -->\n",
+                     table.program());
+}
 constexpr const char* kEnd = "<!-- end of flags -->\n";
 
 }  // namespace
@@ -131,43 +149,46 @@ TEST_CASE("every program: a config.json of another version, or of none, is refus
   }
 }
 
-TEST_CASE("every program's README: its flags table is the one the declarations generate", "[flags]") {
+TEST_CASE("every program's README: its flags tables are the ones the declarations generate", "[flags]") {
   // TAPEGRAD_WRITE_FLAG_TABLES=1 rewrites the tables in place (after a flag changed), for review with git diff.
   const bool write = std::getenv("TAPEGRAD_WRITE_FLAG_TABLES") != nullptr;
-  for (const Program& p : programs()) {
-    INFO(p.name);
-    const fs::path readme = kExamples / p.folder / "README.md";
+  for (const Documented& d : documented_tables()) {
+    INFO(d.table.program());
+    const fs::path readme = kExamples / d.folder / "README.md";
     std::string text = read_text(readme);
-    const auto begin = text.find(kBegin), end = text.find(kEnd);
+    const std::string begin_text = begin_marker(d.table);
+    const auto begin = text.find(begin_text);
     REQUIRE(begin != std::string::npos);
+    CHECK(text.find(begin_text, begin + 1) == std::string::npos);
+    const std::size_t from = begin + begin_text.size();
+    const auto end = text.find(kEnd, from);
     REQUIRE(end != std::string::npos);
-    const std::size_t from = begin + std::string(kBegin).size();
     const std::string documented = text.substr(from, end - from);
-    if (write && documented != p.markdown) {
-      text.replace(from, end - from, p.markdown);
+    if (write && documented != d.markdown) {
+      text.replace(from, end - from, d.markdown);
       std::ofstream(readme, std::ios::binary) << text;
       continue;
     }
-    INFO("generated:\n" << p.markdown);
-    CHECK(documented == p.markdown);
+    INFO("generated:\n" << d.markdown);
+    CHECK(documented == d.markdown);
   }
 }
 
 TEST_CASE("every program: each declared range is the one examples/README.md documents", "[flags]") {
   std::map<std::pair<std::string, std::string>, std::string> documented;
-  const std::regex row(R"(^\| (train_[a-z]+) \| (--[a-z0-9-]+) \| ([^|]+?) \|)");
+  const std::regex row(R"(^\| (train_[a-z]+(?: [a-z]+)?) \| (--[a-z0-9-]+) \| ([^|]+?) \|)");
   std::istringstream readme(read_text(kExamples / "README.md"));
   for (std::string line; std::getline(readme, line);) {
     std::smatch m;
     if (std::regex_search(line, m, row)) documented[{m[1], m[2]}] = m[3];
   }
-  for (const Program& p : programs()) {
-    INFO(p.name);
+  for (const Documented& d : documented_tables()) {
+    INFO(d.table.program());
     std::size_t ranges = 0;
-    for (const examples::Flag& f : p.table.flags()) {
+    for (const examples::Flag& f : d.table.flags()) {
       if (f.name.empty() || !f.range) continue;
       INFO(f.name);
-      CHECK(documented[{p.name, f.name}] == f.range->text());
+      CHECK(documented[{d.table.program(), f.name}] == f.range->text());
       ++ranges;
     }
     CHECK(ranges > 15);
