@@ -6,7 +6,7 @@
 /// It works by replacing the global operator new / delete (a program linking tapegrad gets it; the
 /// C++ standard allows a program one replacement): every xt::xarray, std::vector and tensor buffer
 /// is served by it without a custom allocator type in tapegrad's public types. Requests below
-/// 256 KiB go to malloc unchanged. Large blocks come from mmap (page-aligned); a freed one
+/// 256 KiB go to malloc unchanged. Large blocks come from malloc, page-aligned; a freed one
 /// goes onto its size class's free list (classes are 4 per power of two, so at most 25% of a block's
 /// address space is unused and never touched) under one lock. A request takes the cached block freed
 /// last among those of its own class and of the classes up to twice its size, so that a loop whose
@@ -15,11 +15,11 @@
 /// cache_limit() bytes (default 4 GiB) and at most twice the most bytes ever live at once (at least
 /// 256 MiB): a training loop frees no more than it had live and keeps every block, while blocks of
 /// sizes that drift away are dropped, the classes asked for longest ago first. Beyond that, freed
-/// blocks go back to the system (munmap); empty_cache() returns them on demand, and they are returned at
+/// blocks go back to malloc (free); empty_cache() returns them on demand, and they are returned at
 /// exit. A request no cached block serves first returns cached blocks of other classes (those asked for
 /// longest ago first) as far as needed to keep the blocks handed out plus cached within the most bytes
-/// ever live at once (at least 256 MiB): the cache adds nothing to a program's peak footprint beyond
-/// the size classes' rounding.
+/// ever live at once (at least 256 MiB), so that malloc can serve the request from what they free: the
+/// cache itself adds little to a program's peak footprint beyond the size classes' rounding.
 ///
 /// Switches: the environment variable TAPEGRAD_CACHING_ALLOCATOR=0 (read once, at the first large
 /// allocation) turns the cache off at run time: every request then goes straight to malloc / free,
