@@ -29,7 +29,7 @@ constexpr std::size_t kDefaultLimit = std::size_t{4} << 30;
 constexpr std::size_t kLiveFloor = std::size_t{256} << 20;
 
 // The cache's blocks come from malloc, page-aligned. Not mmap/munmap: a block returned to the system and
-// asked for again costs its page faults anew, and a run whose batches vary in length (train_imdb) misses
+// asked for again costs its page faults anew, and a training run whose batches vary in length misses
 // often enough for that to take a tenth of its time; malloc reuses what the cache gives back.
 void* system_allocate(std::size_t size) { return std::aligned_alloc(kPage, size); }
 void system_free(void* p, std::size_t) { std::free(p); }
