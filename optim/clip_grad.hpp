@@ -18,13 +18,13 @@ template <typename T>
 double clip_grad_norm_(const std::vector<Tensor<T>>& params, double max_norm, double norm_type = 2.0);
 
 /// clip_grad_norm_ in its three parts, for gradients spread over several processes
-/// (distributed::ZeroRedundancyOptimizer): the norm of one gradient (p-norm accumulated in double),
-/// the total of the per-tensor norms in order, and the scaling of the gradients by
-/// max_norm / (total_norm + 1e-6) when that is < 1 (or NaN). Together they give clip_grad_norm_'s
-/// values bit for bit.
+/// (distributed::ZeroRedundancyOptimizer); together they give clip_grad_norm_'s values bit for bit.
+/// This one: the norm of one gradient (its p-norm accumulated in double).
 template <typename T>
 double grad_norm(const Tensor<T>& param, double norm_type = 2.0);
+/// The total of the per-tensor norms, in their order (clip_grad_norm_'s second part).
 double total_norm(const std::vector<double>& norms, double norm_type = 2.0);
+/// Every gradient scaled by max_norm / (total_norm + 1e-6) when that is < 1 or NaN (the third part).
 template <typename T>
 void scale_grads_to_norm(const std::vector<Tensor<T>>& params, double max_norm, double total_norm);
 
