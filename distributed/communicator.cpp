@@ -97,6 +97,22 @@ void Communicator::broadcast(T* data, std::size_t count, int root) const {
   }
 }
 
+template <typename T>
+void Communicator::send(const T* data, std::size_t count, int to) const {
+  for (std::size_t done = 0; done < count; done += kMaxChunk) {
+    const std::size_t n = std::min(kMaxChunk, count - done);
+    check_mpi(MPI_Send(data + done, static_cast<int>(n), mpi_type<T>(), to, 0, comm_), "MPI_Send");
+  }
+}
+
+template <typename T>
+void Communicator::receive(T* data, std::size_t count, int from) const {
+  for (std::size_t done = 0; done < count; done += kMaxChunk) {
+    const std::size_t n = std::min(kMaxChunk, count - done);
+    check_mpi(MPI_Recv(data + done, static_cast<int>(n), mpi_type<T>(), from, 0, comm_, MPI_STATUS_IGNORE), "MPI_Recv");
+  }
+}
+
 void Communicator::broadcast(std::string& text, int root) const {
   std::uint64_t length = text.size();
   broadcast(&length, 1, root);
@@ -156,6 +172,10 @@ template void Communicator::broadcast<double>(double*, std::size_t, int) const;
 template void Communicator::broadcast<std::uint64_t>(std::uint64_t*, std::size_t, int) const;
 template void Communicator::broadcast<std::int64_t>(std::int64_t*, std::size_t, int) const;
 template void Communicator::broadcast<char>(char*, std::size_t, int) const;
+template void Communicator::send<float>(const float*, std::size_t, int) const;
+template void Communicator::send<double>(const double*, std::size_t, int) const;
+template void Communicator::receive<float>(float*, std::size_t, int) const;
+template void Communicator::receive<double>(double*, std::size_t, int) const;
 
 void abort_job(const std::string& message, int exit_code) {
   std::fprintf(stderr, "tapegrad: %s: %s; ending the whole job\n", world_description().c_str(), message.c_str());

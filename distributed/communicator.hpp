@@ -45,6 +45,11 @@ class Communicator {
   /// The root's values replace everyone's (MPI_Bcast); count must be the same on every rank.
   template <typename T>
   void broadcast(T* data, std::size_t count, int root = 0) const;
+  /// Point to point (MPI_Send / MPI_Recv, tag 0): count values to rank `to`, or from rank `from`.
+  template <typename T>
+  void send(const T* data, std::size_t count, int to) const;
+  template <typename T>
+  void receive(T* data, std::size_t count, int from) const;
   /// The root's string to every rank, whatever length the others had.
   void broadcast(std::string& text, int root = 0) const;
   /// Every rank's string, in rank order (MPI_Allgatherv).

@@ -17,25 +17,6 @@ namespace {
 
 const char* const kLr = "param_groups.0.lr";
 
-// MPI counts are ints: long arrays go in pieces.
-constexpr std::size_t kMaxChunk = std::size_t(1) << 30;
-
-// "state.<i>.<field>" -> (i, field); false for anything else.
-bool parse_state_key(const std::string& key, std::size_t& index, std::string& field) {
-  const std::string prefix = "state.";
-  if (key.compare(0, prefix.size(), prefix) != 0) return false;
-  const std::size_t dot = key.find('.', prefix.size());
-  if (dot == std::string::npos || dot == prefix.size() || dot + 1 == key.size()) return false;
-  const std::string digits = key.substr(prefix.size(), dot - prefix.size());
-  if (digits.size() > 18 || digits.find_first_not_of("0123456789") != std::string::npos ||
-      (digits.size() > 1 && digits[0] == '0')) {
-    return false;
-  }
-  index = static_cast<std::size_t>(std::stoull(digits));
-  field = key.substr(dot + 1);
-  return true;
-}
-
 template <typename T>
 std::string shape_signature(const std::vector<Tensor<T>>& params) {
   std::string text;
@@ -104,7 +85,7 @@ StateDict<T> ZeroRedundancyOptimizer<T>::local_state() const {
   for (auto& [key, value] : local_->state_dict()) {
     std::size_t j = 0;
     std::string field;
-    if (!parse_state_key(key, j, field)) continue;  // the lr
+    if (!optim::parse_state_key(key, j, field)) continue;  // the lr
     out[fmt::format("state.{}.{}", first_local_ + j, field)] = value;
   }
   return out;
@@ -127,12 +108,7 @@ void ZeroRedundancyOptimizer<T>::consolidate_state_dict(int to) {
   const auto headers = comm_.all_gather(header);
   if (comm_.rank() != to) {
     for (auto& [key, value] : local) {
-      const T* data = value.data().data();
-      for (std::size_t done = 0; done < value.numel(); done += kMaxChunk) {
-        check_mpi(MPI_Send(data + done, static_cast<int>(std::min(kMaxChunk, value.numel() - done)), mpi_type<T>(), to,
-                           0, comm_.handle()),
-                  "MPI_Send");
-      }
+      comm_.send(value.data().data(), value.numel(), to);
     }
     consolidated_.reset();
     return;
@@ -148,12 +124,7 @@ void ZeroRedundancyOptimizer<T>::consolidate_state_dict(int to) {
       Shape shape;
       for (std::size_t d; fields >> d;) shape.push_back(d);
       Tensor<T> value(xt::xarray<T>::from_shape(shape));
-      T* data = value.mutable_data().data();
-      for (std::size_t done = 0; done < value.numel(); done += kMaxChunk) {
-        check_mpi(MPI_Recv(data + done, static_cast<int>(std::min(kMaxChunk, value.numel() - done)), mpi_type<T>(), r,
-                           0, comm_.handle(), MPI_STATUS_IGNORE),
-                  "MPI_Recv");
-      }
+      comm_.receive(value.mutable_data().data(), value.numel(), r);
       whole[key] = value;
     }
   }
@@ -187,7 +158,7 @@ void ZeroRedundancyOptimizer<T>::load_state_dict(const StateDict<T>& state) {
     if (key == kLr) continue;
     std::size_t i = 0;
     std::string field;
-    if (!parse_state_key(key, i, field) || i >= all.size()) {
+    if (!optim::parse_state_key(key, i, field) || i >= all.size()) {
       problems.push_back(fmt::format("unexpected key \"{}\"", key));
       continue;
     }
@@ -253,10 +224,7 @@ typename ShardedGradients<T>::NoSync ZeroRedundancyOptimizer<T>::no_sync() {
 
 template <typename T>
 double ZeroRedundancyOptimizer<T>::clip_grad_norm_(double max_norm, double norm_type) {
-  if (std::isnan(max_norm)) throw std::invalid_argument("clip_grad_norm_: max_norm is NaN");
-  if (!(norm_type > 0.0)) {
-    throw std::invalid_argument(fmt::format("clip_grad_norm_: norm_type must be > 0, got {}", norm_type));
-  }
+  optim::check_clip_grad_norm_arguments(max_norm, norm_type);
   const auto& all = this->params_;
   const std::size_t n = all.size();
   // Each parameter's norm and whether it has a gradient, from its owner; zeros elsewhere, so the sum

@@ -56,6 +56,13 @@ double p_norm(const T* d, std::size_t n, double p) {
 
 }  // namespace
 
+void check_clip_grad_norm_arguments(double max_norm, double norm_type) {
+  if (std::isnan(max_norm)) throw std::invalid_argument("clip_grad_norm_: max_norm is NaN");
+  if (!(norm_type > 0.0)) {
+    throw std::invalid_argument(fmt::format("clip_grad_norm_: norm_type must be > 0, got {}", norm_type));
+  }
+}
+
 template <typename T>
 double grad_norm(const Tensor<T>& param, double norm_type) {
   return p_norm(param.grad().data(), param.grad().size(), norm_type);
@@ -87,10 +94,7 @@ void scale_grads_to_norm(const std::vector<Tensor<T>>& params, double max_norm, 
 
 template <typename T>
 double clip_grad_norm_(const std::vector<Tensor<T>>& params, double max_norm, double norm_type) {
-  if (std::isnan(max_norm)) throw std::invalid_argument("clip_grad_norm_: max_norm is NaN");
-  if (!(norm_type > 0.0)) {
-    throw std::invalid_argument(fmt::format("clip_grad_norm_: norm_type must be > 0, got {}", norm_type));
-  }
+  check_clip_grad_norm_arguments(max_norm, norm_type);
   std::vector<double> norms;
   for (const auto& p : params) {
     if (p.defined() && p.has_grad()) norms.push_back(grad_norm(p, norm_type));

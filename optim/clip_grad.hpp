@@ -17,6 +17,9 @@ namespace tapegrad::optim {
 template <typename T>
 double clip_grad_norm_(const std::vector<Tensor<T>>& params, double max_norm, double norm_type = 2.0);
 
+/// clip_grad_norm_'s argument check: throws std::invalid_argument for NaN max_norm or norm_type <= 0.
+void check_clip_grad_norm_arguments(double max_norm, double norm_type);
+
 /// clip_grad_norm_ in its three parts, for gradients spread over several processes
 /// (distributed::ZeroRedundancyOptimizer); together they give clip_grad_norm_'s values bit for bit.
 /// This one: the norm of one gradient (its p-norm accumulated in double).

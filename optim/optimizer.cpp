@@ -72,7 +72,13 @@ StateDict<T> Optimizer<T>::state_dict() const {
 
 namespace {
 
-// "state.<i>.<field>" -> (i, field); false for anything else.
+template <typename T>
+bool is_scalar(const Tensor<T>& t) {
+  return t.defined() && t.numel() == 1 && t.dim() <= 1;
+}
+
+}  // namespace
+
 bool parse_state_key(const std::string& key, std::size_t& index, std::string& field) {
   const std::string prefix = "state.";
   if (key.compare(0, prefix.size(), prefix) != 0) return false;
@@ -88,13 +94,6 @@ bool parse_state_key(const std::string& key, std::size_t& index, std::string& fi
   field = key.substr(dot + 1);
   return true;
 }
-
-template <typename T>
-bool is_scalar(const Tensor<T>& t) {
-  return t.defined() && t.numel() == 1 && t.dim() <= 1;
-}
-
-}  // namespace
 
 template <typename T>
 void Optimizer<T>::load_state_dict(const StateDict<T>& state) {

@@ -84,6 +84,10 @@ class Optimizer {
 extern template class Optimizer<float>;
 extern template class Optimizer<double>;
 
+/// Splits a state_dict key "state.<i>.<field>" into i and field; false for any other key (the lr, a
+/// malformed index). For wrappers that move the state between parameter lists.
+bool parse_state_key(const std::string& key, std::size_t& index, std::string& field);
+
 namespace detail {
 
 /// The optimizers' argument check, in torch's words: throws std::invalid_argument
