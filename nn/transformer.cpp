@@ -37,6 +37,14 @@ void build_stack(Module<T>& stack, std::shared_ptr<ModuleList<T>>& layers,
   }
   if (final_norm) norm = stack.register_module("norm", final_norm);
 }
+// The random generators a checkpointed block of `layer` draws from, restored when backward runs it again.
+template <typename T>
+std::vector<std::shared_ptr<Generator>> generators_of(const Module<T>& layer) {
+  std::vector<std::shared_ptr<Generator>> generators;
+  for (const auto& named : layer.named_generators()) generators.push_back(named.second);
+  return generators;
+}
+
 }  // namespace
 
 template <typename T>
@@ -206,8 +214,7 @@ Tensor<T> TransformerEncoder<T>::forward(const Tensor<T>& src, const AttentionMa
     // Per residual block rather than per layer: the feed-forward's activations alone are about half a
     // layer's, and only one block's are alive at a time in backward.
     for (const auto& layer : typed_layers_) {
-      std::vector<std::shared_ptr<Generator>> generators;
-      for (const auto& named : layer->named_generators()) generators.push_back(named.second);
+      const auto generators = generators_of(*layer);
       x = checkpoint<T>(
           [layer, mask, src_key_padding_mask, is_causal](const std::vector<Tensor<T>>& in) {
             return layer->attention_block(in[0], mask, src_key_padding_mask, is_causal);
@@ -254,8 +261,7 @@ Tensor<T> TransformerDecoder<T>::forward(const Tensor<T>& tgt, const Tensor<T>& 
   Tensor<T> x = tgt;
   if (activation_checkpointing && is_grad_enabled()) {
     for (const auto& layer : typed_layers_) {
-      std::vector<std::shared_ptr<Generator>> generators;
-      for (const auto& named : layer->named_generators()) generators.push_back(named.second);
+      const auto generators = generators_of(*layer);
       x = checkpoint<T>(
           [layer, tgt_mask, tgt_key_padding_mask, tgt_is_causal](const std::vector<Tensor<T>>& in) {
             return layer->self_attention_block(in[0], tgt_mask, tgt_key_padding_mask, tgt_is_causal);
