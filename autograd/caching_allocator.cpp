@@ -222,7 +222,7 @@ class Cache {
   }
   CacheStats stats() {
     std::lock_guard<std::mutex> lock(mutex_);
-    return CacheStats{cached_bytes_, live_bytes_, hits_, misses_};
+    return CacheStats{cached_bytes_, live_bytes_, live_peak_, hits_, misses_};
   }
 
  private:

@@ -36,8 +36,10 @@ namespace tapegrad {
 struct CacheStats {
   std::size_t cached_bytes = 0;  ///< held in the free lists now
   std::size_t live_bytes = 0;    ///< in large blocks handed out and not yet freed (class sizes)
-  std::size_t hits = 0;          ///< large requests served from a free list
-  std::size_t misses = 0;        ///< large requests that asked the system
+  /// The most live_bytes since the start or the last empty_cache() (torch.cuda.max_memory_allocated).
+  std::size_t peak_live_bytes = 0;
+  std::size_t hits = 0;    ///< large requests served from a free list
+  std::size_t misses = 0;  ///< large requests that asked the system
 };
 
 /// Whether the cache is on (TAPEGRAD_CACHING_ALLOCATOR is not "0").

@@ -26,6 +26,7 @@
 
 #include "tapegrad/autograd/autocast.hpp"
 #include "tapegrad/autograd/blas.hpp"
+#include "tapegrad/autograd/caching_allocator.hpp"
 #include "tapegrad/autograd/machine.hpp"
 #include "tapegrad/autograd/ops.hpp"
 #include "tapegrad/models/classifier.hpp"
@@ -544,7 +545,8 @@ int main(int argc, char** argv) {
   for (double v : t) times += (times.empty() ? "" : ", ") + std::to_string(v);
   std::printf(
       "{\"side\": \"tapegrad\", \"case\": \"%s\", \"threads\": %d, \"precision\": \"%s\", \"times_ms\": [%s], "
-      "\"rss_base_kb\": %ld, \"rss_peak_kb\": %ld, \"user_ms\": %.3f, \"sys_ms\": %.3f}\n",
-      name.c_str(), threads, precision.c_str(), times.c_str(), base, peak_rss_kb(), g_user_per_call, g_sys_per_call);
+      "\"rss_base_kb\": %ld, \"rss_peak_kb\": %ld, \"peak_live_kb\": %zu, \"user_ms\": %.3f, \"sys_ms\": %.3f}\n",
+      name.c_str(), threads, precision.c_str(), times.c_str(), base, peak_rss_kb(), cache_stats().peak_live_bytes >> 10,
+      g_user_per_call, g_sys_per_call);
   return 0;
 }
