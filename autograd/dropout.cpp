@@ -33,8 +33,8 @@ Tensor<T> dropout(const Tensor<T>& x, double p, bool training, Generator& gen) {
   Tensor<T> out(std::move(y));
   if (should_record(x))
     record(out, "dropout", {x}, [mask, scale](const xt::xarray<T>& g, GradInputs<T>& in) {
-      xt::xarray<T> dx = xt::xarray<T>::from_shape(g.shape());
-      apply_mask(mask, scale, g.data(), dx.data(), g.size());
+      xt::xarray<T> dx = in.take_grad_output(g);
+      apply_mask(mask, scale, dx.data(), dx.data(), dx.size());
       in.accumulate(0, std::move(dx));
     });
   return out;

@@ -194,23 +194,29 @@ Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b) {
 namespace {
 
 // Column sums of g [rows, cols] into db, each column summed over the rows in order (the same order for
-// any thread count), the columns split over the threads; with an activation, g is first multiplied by
-// the activation's slope, written to dz, and summed from there.
+// any thread count), the columns split over the threads. With a slope, g is first multiplied by it in
+// place (an activation's backward) and summed from there; db may be null then.
 template <typename T, typename Slope>
-void bias_gradient(const T* g, std::size_t rows, std::size_t cols, T* db, T* dz, Slope slope) {
+void bias_gradient(T* g, std::size_t rows, std::size_t cols, T* db, Slope slope) {
+  const std::size_t min_cols = std::max<std::size_t>(16, detail::kElementwiseGrain / std::max<std::size_t>(rows, 1));
+  detail::parallel_for(cols, min_cols, [&](std::size_t c0, std::size_t c1) {
+    for (std::size_t r = 0; r < rows; ++r) {
+      T* __restrict gr = g + r * cols;
+      T* __restrict d = db;
+      for (std::size_t j = c0; j < c1; ++j) gr[j] = slope(gr[j], r * cols + j);
+      if (d)
+        for (std::size_t j = c0; j < c1; ++j) d[j] += gr[j];
+    }
+  });
+}
+template <typename T>
+void bias_gradient(const T* g, std::size_t rows, std::size_t cols, T* db) {
   const std::size_t min_cols = std::max<std::size_t>(16, detail::kElementwiseGrain / std::max<std::size_t>(rows, 1));
   detail::parallel_for(cols, min_cols, [&](std::size_t c0, std::size_t c1) {
     for (std::size_t r = 0; r < rows; ++r) {
       const T* __restrict gr = g + r * cols;
-      T* __restrict zr = dz ? dz + r * cols : nullptr;
       T* __restrict d = db;
-      if (zr) {
-        for (std::size_t j = c0; j < c1; ++j) zr[j] = slope(gr[j], r * cols + j);
-        if (d)
-          for (std::size_t j = c0; j < c1; ++j) d[j] += zr[j];
-      } else {
-        for (std::size_t j = c0; j < c1; ++j) d[j] += gr[j];
-      }
+      for (std::size_t j = c0; j < c1; ++j) d[j] += gr[j];
     }
   });
 }
@@ -289,48 +295,52 @@ std::vector<std::uint64_t> positive_bits(const T* y, std::size_t n) {
   return bits;
 }
 
-// The gradient before the activation, dz = g * slope (written to dz; the slope reads act, the GELUs'
-// input, or for ReLU positive, the bits of positive_bits), and the bias gradient summed into db when given. Returns
-// what the products read: dz, or g itself when there is no activation.
+// The gradient before the activation, g * slope (the slope reads act, the GELUs' input, or for ReLU
+// positive, the bits of positive_bits), written to dz over g's own buffer when the engine gives it up (a
+// feed-forward block's [rows, F] gradient is then not held twice); the bias gradient summed into db when
+// given. Returns what the products read: dz, or g itself when there is no activation.
 template <typename T>
-const T* linear_activation_backward(const T* g, const T* act, const std::uint64_t* positive, Activation activation,
-                                    std::size_t rows, std::size_t cols, T* db, xt::xarray<T>& dz) {
+const T* activation_backward(const xt::xarray<T>& g, GradInputs<T>& in, const T* act, const std::uint64_t* positive,
+                             Activation activation, std::size_t rows, std::size_t cols, T* db, xt::xarray<T>& dz) {
   if (!act && !positive) {
-    if (db) bias_gradient(g, rows, cols, db, static_cast<T*>(nullptr), [](T gv, std::size_t) { return gv; });
-    return g;
+    if (db) bias_gradient(g.data(), rows, cols, db);
+    return g.data();
   }
-  dz = xt::xarray<T>::from_shape({rows, cols});
+  dz = in.take_grad_output(g);
+  T* d = dz.data();
   if (positive) {
-    bias_gradient(g, rows, cols, db, dz.data(),
+    bias_gradient(d, rows, cols, db,
                   [positive](T gv, std::size_t i) { return (positive[i / 64] >> (i % 64)) & 1 ? gv : T(0); });
-    return dz.data();
+  } else if (activation == Activation::GELUTanh) {
+    bias_gradient(d, rows, cols, db, [act](T gv, std::size_t i) { return gv * detail::gelu_tanh_slope(act[i]); });
+  } else if (activation == Activation::GELU) {
+    bias_gradient(d, rows, cols, db, [act](T gv, std::size_t i) { return gv * detail::gelu_slope(act[i]); });
+  } else {
+    bias_gradient(d, rows, cols, db, [act](T gv, std::size_t i) { return detail::relu_grad_from_output(gv, act[i]); });
   }
-  if (activation == Activation::GELUTanh)
-    bias_gradient(g, rows, cols, db, dz.data(),
-                  [act](T gv, std::size_t i) { return gv * detail::gelu_tanh_slope(act[i]); });
-  else if (activation == Activation::GELU)
-    bias_gradient(g, rows, cols, db, dz.data(), [act](T gv, std::size_t i) { return gv * detail::gelu_slope(act[i]); });
-  else
-    bias_gradient(g, rows, cols, db, dz.data(),
-                  [act](T gv, std::size_t i) { return detail::relu_grad_from_output(gv, act[i]); });
-  return dz.data();
+  return d;
+}
+
+// Throws ShapeError unless weight is [out_features, in_features] with in_features x's last dim, and the
+// bias (when given) [out_features].
+inline void check_linear_shapes(const char* op, const Shape& sx, const Shape& sw, const Shape* bias) {
+  if (sw.size() != 2 || sx.empty() || sx.back() != sw[1]) {
+    throw ShapeError(fmt::format("{}: input {} does not fit weight {} (expected weight [out_features, {}])", op,
+                                 format_shape(sx), format_shape(sw), sx.empty() ? 0 : sx.back()));
+  }
+  if (bias && *bias != Shape{sw[0]}) {
+    throw ShapeError(fmt::format("{}: bias {} does not fit weight {} (expected [{}])", op, format_shape(*bias),
+                                 format_shape(sw), sw[0]));
+  }
 }
 
 // linear, and linear followed by an activation: the forward and the backward on the tape.
 template <typename T>
 Tensor<T> linear_impl(const char* op, const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& bias,
                       std::optional<Activation> activation) {
+  check_linear_shapes(op, x.shape(), weight.shape(), bias.defined() ? &bias.shape() : nullptr);
   const Shape& sx = x.shape();
-  const Shape& sw = weight.shape();
-  if (sw.size() != 2 || sx.empty() || sx.back() != sw[1]) {
-    throw ShapeError(fmt::format("{}: input {} does not fit weight {} (expected weight [out_features, {}])", op,
-                                 format_shape(sx), format_shape(sw), sx.empty() ? 0 : sx.back()));
-  }
-  const std::size_t in_features = sw[1], out_features = sw[0];
-  if (bias.defined() && bias.shape() != Shape{out_features}) {
-    throw ShapeError(fmt::format("{}: bias {} does not fit weight {} (expected [{}])", op, format_shape(bias.shape()),
-                                 format_shape(sw), out_features));
-  }
+  const std::size_t in_features = weight.shape()[1], out_features = weight.shape()[0];
   // The product of the leading dims (not numel / in_features, which is 0 / 0 when in_features is 0).
   const std::size_t rows = numel(Shape(sx.begin(), sx.end() - 1));
   Shape out_shape = sx;
@@ -359,7 +369,7 @@ Tensor<T> linear_impl(const char* op, const Tensor<T>& x, const Tensor<T>& weigh
   // What the activation's backward reads: the GELUs their input; ReLU only where its output is positive,
   // kept as bits, so that the output is freed as soon as its last user is done (a dropout after it, which
   // keeps nothing, leaves the [rows, out_features] output of a feed-forward block unheld).
-  const std::shared_ptr<const xt::xarray<T>> act_val = gelu ? pre : nullptr;
+  std::shared_ptr<const xt::xarray<T>> act_val = gelu ? pre : nullptr;
   std::shared_ptr<const std::vector<std::uint64_t>> positive;
   if (activation == Activation::ReLU)
     positive = std::make_shared<const std::vector<std::uint64_t>>(positive_bits(result.data().data(), result.numel()));
@@ -368,30 +378,33 @@ Tensor<T> linear_impl(const char* op, const Tensor<T>& x, const Tensor<T>& weigh
   if (!x_half) x_val = x.saved(), w_val = weight.saved();
   record(result, op, {x, weight, bias},
          [x_val, w_val, x_half, w_half, precision, act_val, positive, activation, sx, rows, in_features, out_features](
-             const xt::xarray<T>& g, GradInputs<T>& in) {
-           xt::xarray<T> dz, db;  // the gradient before the activation, the bias's
+             const xt::xarray<T>& g, GradInputs<T>& in) mutable {
+           xt::xarray<T> db;
            if (in.needs(2)) db = xt::zeros<T>({out_features});
-           const T* pg = linear_activation_backward(
-               g.data(), act_val ? act_val->data() : nullptr, positive ? positive->data() : nullptr,
+           xt::xarray<T> dz;  // the gradient before the activation
+           const T* pg = activation_backward(
+               g, in, act_val ? act_val->data() : nullptr, positive ? positive->data() : nullptr,
                activation.value_or(Activation::ReLU), rows, out_features, in.needs(2) ? db.data() : nullptr, dz);
            // Under autocast both products read dz: one bfloat16 copy serves the two.
            const std::vector<bfloat16> dz_half = in.needs(0) && in.needs(1)
                                                      ? blas::bfloat16_copy(precision, pg, rows, out_features)
                                                      : std::vector<bfloat16>();
            const blas::Operand<T> dz_op = blas::operand(pg, dz_half);
-           if (in.needs(0)) {  // dx = dz W
-             xt::xarray<T> dx = xt::xarray<T>::from_shape(sx);
-             const blas::Operand<T> w = w_half ? blas::Operand<T>(w_half->data()) : blas::Operand<T>(w_val->data());
-             blas::gemm<T>(false, false, rows, in_features, out_features, T(1), dz_op, out_features, w, in_features,
-                           T(0), dx.data(), in_features, precision);
-             in.accumulate(0, std::move(dx));
-           }
            if (in.needs(1)) {  // dW = dz^T x
              xt::xarray<T> dw = xt::xarray<T>::from_shape({out_features, in_features});
              const blas::Operand<T> xs = x_half ? blas::Operand<T>(x_half->data()) : blas::Operand<T>(x_val->data());
              blas::gemm<T>(true, false, out_features, in_features, rows, T(1), dz_op, out_features, xs, in_features,
                            T(0), dw.data(), in_features, precision);
              in.accumulate(1, std::move(dw));
+           }
+           // dW read x last: released before dx allocates (a feed-forward block's [rows, F] input and its gradient).
+           if (!in.retain_graph()) x_val.reset(), x_half.reset(), act_val.reset(), positive.reset();
+           if (in.needs(0)) {  // dx = dz W
+             xt::xarray<T> dx = xt::xarray<T>::from_shape(sx);
+             const blas::Operand<T> w = w_half ? blas::Operand<T>(w_half->data()) : blas::Operand<T>(w_val->data());
+             blas::gemm<T>(false, false, rows, in_features, out_features, T(1), dz_op, out_features, w, in_features,
+                           T(0), dx.data(), in_features, precision);
+             in.accumulate(0, std::move(dx));
            }
            if (in.needs(2)) in.accumulate(2, std::move(db));
          });

@@ -196,7 +196,8 @@ void run_backward(const Tensor<T>& root, const xt::xarray<T>& seed, bool retain_
       xt::xarray<T> grad = std::move(node->pending_grad);
       node->pending_grad = xt::xarray<T>();
       node->has_pending_grad = false;
-      GradInputs<T> grad_inputs(node->name, node->inputs, node->sequence);
+      GradInputs<T> grad_inputs(node->name, node->inputs, node->sequence, node == first ? nullptr : &grad,
+                                retain_graph);
       node->backward(node == first ? seed : grad, grad_inputs);
       if (!retain_graph) {
         node->backward = nullptr;

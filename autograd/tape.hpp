@@ -90,10 +90,25 @@ class AnomalyError : public std::runtime_error {
 template <typename T>
 class GradInputs {
  public:
-  /// sequence: the op's position on the tape, named by anomaly detection.
-  GradInputs(const char* op, const std::vector<std::shared_ptr<AutogradMeta<T>>>& inputs, std::uint64_t sequence = 0)
-      : op_(op), inputs_(inputs), sequence_(sequence) {}
+  /// sequence: the op's position on the tape, named by anomaly detection. grad_output: the engine's own
+  /// buffer of the gradient handed to the closure, which nothing reads after it (null for a gradient
+  /// the caller keeps, such as backward()'s seed). retain_graph: whether the closure runs again.
+  GradInputs(const char* op, const std::vector<std::shared_ptr<AutogradMeta<T>>>& inputs, std::uint64_t sequence = 0,
+             xt::xarray<T>* grad_output = nullptr, bool retain_graph = true)
+      : op_(op), inputs_(inputs), sequence_(sequence), grad_output_(grad_output), retain_graph_(retain_graph) {}
   bool needs(std::size_t i) const { return i < inputs_.size() && inputs_[i] != nullptr; }
+  /// The gradient g the closure was handed, as a buffer it may overwrite: g's own storage when the engine
+  /// owns it, else a copy. An elementwise backward then writes its input's gradient in place, so a large
+  /// gradient is not held twice. g must not be read after this call.
+  xt::xarray<T> take_grad_output(const xt::xarray<T>& g) {
+    if (grad_output_ != &g) return g;
+    xt::xarray<T> own = std::move(*grad_output_);
+    grad_output_ = nullptr;
+    return own;
+  }
+  /// Whether the graph is kept for another backward (retain_graph): only when it is not may a closure
+  /// release its saved values as soon as it has read them, before its other products allocate.
+  bool retain_graph() const { return retain_graph_; }
   /// Adds g to input i's gradient; g must have input i's shape (checked: a wrong shape is a bug in
   /// the op and is reported with the op's name).
   void accumulate(std::size_t i, xt::xarray<T>&& g);
@@ -109,6 +124,8 @@ class GradInputs {
   const char* op_;
   const std::vector<std::shared_ptr<AutogradMeta<T>>>& inputs_;
   std::uint64_t sequence_;
+  xt::xarray<T>* grad_output_;
+  bool retain_graph_;
 };
 
 /// A node's backward closure: the gradient of its output in, its inputs' gradients out through

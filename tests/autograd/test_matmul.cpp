@@ -7,6 +7,7 @@
 #include <xtensor/xbroadcast.hpp>
 #include <xtensor/xview.hpp>
 
+#include "tapegrad/autograd/caching_allocator.hpp"
 #include "tapegrad/autograd/ops.hpp"
 #include "tests/helpers.hpp"
 
@@ -320,4 +321,27 @@ TEST_CASE("linear and its gradients give the same bits at any thread count", "[m
       return std::vector<xt::xarray<float>>{y.data(), x.grad(), w.grad(), b.grad()};
     });
   }
+}
+
+TEST_CASE("a feed-forward block's backward holds one [rows, F] buffer at a time", "[matmul][memory]") {
+  // linear2(dropout(linear_activation(x, ReLU))): after the forward only dropout's output h ([rows, F],
+  // linear2's input) is held. Its backward releases h once dW2 has read it, before dh is allocated, and
+  // dropout and ReLU write their gradients over dh: the step needs no second [rows, F] buffer.
+  if (!caching_allocator_enabled()) return;  // the counters below are the allocator's
+  const std::size_t rows = 2048, d = 64, F = 1024;
+  const std::size_t block = rows * F * sizeof(float);  // 8 MiB
+  Generator gen(7);
+  const auto input = [&gen](const Shape& shape) { return Tensor<float>::uniform(shape, -1.0, 1.0, gen, true); };
+  auto x = input({rows, d}), w1 = input({F, d}), b1 = input({F}), w2 = input({d, F}), b2 = input({d});
+  Tensor<float> loss;
+  {
+    Generator dropout_gen(3);
+    loss = sum(linear(dropout(linear_activation(x, w1, b1, Activation::ReLU), 0.1, true, dropout_gen), w2, b2));
+  }
+  empty_cache();  // the peak counter starts from what is live now: h and the small tensors
+  const std::size_t before = cache_stats().live_bytes;
+  loss.backward();
+  CHECK(cache_stats().peak_live_bytes < before + block / 2);
+  CHECK(x.has_grad());
+  CHECK(w1.has_grad());
 }

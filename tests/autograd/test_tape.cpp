@@ -203,3 +203,37 @@ TEST_CASE("detect_anomaly: a non-finite gradient names the backward's op and inp
   REQUIRE_FALSE(second.empty());
   CHECK(position(second) > position(first));
 }
+
+TEST_CASE("a closure may take the gradient it is handed: the engine's buffer, or a copy of the caller's seed",
+          "[tape]") {
+  // double_it(x) = 2 x, whose backward writes 2 g over the buffer take_grad_output gives it.
+  std::vector<bool> given_in_place;
+  std::vector<bool> retained;
+  const auto double_it = [&](const Tensor<double>& x) {
+    Tensor<double> out(x.data() * 2.0);
+    record(out, "double_it", {x}, [&](const xt::xarray<double>& g, GradInputs<double>& in) {
+      const double* handed = g.data();
+      xt::xarray<double> d = in.take_grad_output(g);
+      given_in_place.push_back(d.data() == handed);
+      retained.push_back(in.retain_graph());
+      d *= 2.0;
+      in.accumulate(0, std::move(d));
+    });
+    return out;
+  };
+  auto x = Tensor<double>::from_vector({1, 2, 3}, {3}, true);
+  const xt::xarray<double> seed{1.0, 10.0, 100.0};
+  double_it(double_it(x)).backward(seed);
+  CHECK(x.grad() == xt::xarray<double>({4, 40, 400}));
+  CHECK(seed == xt::xarray<double>({1.0, 10.0, 100.0}));  // the root's closure got a copy
+  CHECK(given_in_place == std::vector<bool>{false, true});
+  CHECK(retained == std::vector<bool>{false, false});
+
+  x.zero_grad();
+  given_in_place.clear(), retained.clear();
+  auto y = double_it(double_it(x) * 1.0);
+  y.backward(seed, /*retain_graph=*/true);
+  CHECK(retained == std::vector<bool>{true, true});
+  y.backward(seed);  // the graph was kept: the second pass gives the same gradient again
+  CHECK(x.grad() == xt::xarray<double>({8, 80, 800}));
+}
