@@ -275,6 +275,11 @@ TEST_CASE("train_lm finetune: LoRA on GPT-2's c_attn and c_proj, its adapters ex
   module.eval();
   CHECK(max_difference(*tuned.model, *fresh) == 0);
   CHECK(max_difference(*tuned.model, *tapegrad::models::from_pretrained<float>(base.string())) > 1e-4);
+  // Merged into the checkpoint's c_attn and c_proj instead: the same logits, to rounding.
+  const CliResult e = run_lm({"export", "--run", run.string(), "--out", (tmp.path / "hf").string()});
+  INFO(e.err);
+  REQUIRE(e.code == 0);
+  CHECK(max_difference(*tuned.model, *tapegrad::models::from_pretrained<float>((tmp.path / "hf").string())) < 1e-4);
 }
 
 TEST_CASE("train_lm finetune: LoRA on a train_lm GPT run's c_attn, its adapters exported under GPT-2's names",

@@ -991,3 +991,36 @@ TEST_CASE("A GPT's adapters saved under GPT2LMHeadModel's names (c_attn, c_proj)
   models::GPT<float> unnamed(small_gpt2(), gen2);
   CHECK_THROWS_WITH(nn::load_lora_adapter(unnamed, dir.file("a")), Contains("\"c_attn\" matches no module of GPT"));
 }
+
+// The GPT-2 counterpart of the test above, for make_lora_fixtures.py --check-gpt2-adapter: a GPT saved
+// in GPT2LMHeadModel's layout (base/, models::save_pretrained) and its adapters on c_attn and c_proj in
+// PEFT's (adapter/, fan_in_fan_out), which torch applies to transformers' Conv1D layers. Write it with
+//   TAPEGRAD_EXPORT_GPT2_LORA_FOR_TORCH=/tmp/gpt2-lora build/tests/tapegrad_tests "<this test's name>"
+// Either way the test checks that the two folders load into a fresh GPT that reproduces the logits.
+TEST_CASE("a tapegrad GPT-2 LoRA adapter folder (c_attn, c_proj) loads into torch", "[nn][lora][io]") {
+  testing::TempDir tmp;
+  const char* env = std::getenv("TAPEGRAD_EXPORT_GPT2_LORA_FOR_TORCH");
+  const std::string folder = env && *env ? std::string(env) : tmp.file("export");
+  Generator gen(60);
+  models::GPT<float> gpt(small_gpt2(), gen);
+  models::save_pretrained(gpt, folder + "/base");
+  nn::inject_lora(gpt, gpt2_config(), gen, hf_names(gpt));
+  perturb_adapters(gpt, 61);
+  nn::LoraFileOptions options;
+  options.base_model_name_or_path = "base";
+  options.module_name = hf_names(gpt);
+  nn::save_lora_adapter(gpt, gpt2_config(), folder + "/adapter", options);
+  gpt.eval();
+  const xt::xarray<std::int64_t> ids = testing::random_ids(2, 7, 13, 62);
+  const xt::xarray<float> logits = gpt.forward(ids).data();
+  io::safetensors::save_file(folder + "/expected.safetensors", {{"ids", ids}, {"logits", logits}},
+                             {{"source", "tests/nn/test_lora.cpp"}});
+
+  const auto fresh = models::from_pretrained<float>(folder + "/base");
+  auto& module = dynamic_cast<nn::Module<float>&>(*fresh);
+  nn::LoraFileOptions fresh_options;
+  fresh_options.module_name = [&](const std::string& n) { return models::hugging_face_module_name(*fresh, n); };
+  nn::load_lora_adapter(module, folder + "/adapter", fresh_options);
+  module.eval();
+  CHECK(fresh->forward(ids).data() == logits);
+}
