@@ -182,17 +182,18 @@ std::vector<std::pair<std::string, LoraLayer<T>>> lora_targets(const Module<T>& 
     for (const auto& entry : targets)
       found = found || matches(module_name ? module_name(entry.first) : entry.first, target);
     if (found) continue;
-    std::string linears;
+    std::string adaptable;
     for (const auto& [name, child] : modules) {
       if (!as_lora_layer(child)) continue;
-      if (linears.size() > 400) {
-        linears += ", ...";
+      if (adaptable.size() > 400) {
+        adaptable += ", ...";
         break;
       }
-      linears += (linears.empty() ? "" : ", ") + (module_name ? module_name(name) : name);
+      adaptable += (adaptable.empty() ? "" : ", ") + (module_name ? module_name(name) : name);
     }
-    throw std::invalid_argument(fmt::format("LoRA: target module \"{}\" matches no module of {} (its Linears: {})",
-                                            target, module.name(), linears.empty() ? "none" : linears));
+    throw std::invalid_argument(
+        fmt::format("LoRA: target module \"{}\" matches no module of {} (the layers LoRA can adapt there: {})", target,
+                    module.name(), adaptable.empty() ? "none" : adaptable));
   }
   return targets;
 }

@@ -111,7 +111,7 @@ using LoraModuleName = std::function<std::string(const std::string&)>;
 /// The layers of module that config.target_modules selects, with their dotted names, in the order of
 /// the module tree (PEFT's inspect_matched_modules); a module is matched under module_name(its name).
 /// Throws std::invalid_argument for a config validate() refuses, an entry of target_modules that
-/// matches no module (naming it and the Linears there are), or a match that is neither an nn::Linear
+/// matches no module (naming it and the layers LoRA can adapt there), or a match that is neither an nn::Linear
 /// nor an nn::MultiheadAttention with a packed in_proj_weight.
 template <typename T>
 std::vector<std::pair<std::string, LoraLayer<T>>> lora_targets(const Module<T>& module, const LoraConfig& config,

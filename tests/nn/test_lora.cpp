@@ -191,7 +191,8 @@ TEST_CASE("A Linear registered in two places gets one adapter, merged once", "[n
   nn::LoraConfig c = mlp_config();
   // As in torch's named_modules, the second name is not listed, so it selects nothing.
   c.target_modules = {"again"};
-  CHECK_THROWS_WITH(nn::inject_lora(m, c, gen), Contains("\"again\" matches no module of Shared (its Linears: fc)"));
+  CHECK_THROWS_WITH(nn::inject_lora(m, c, gen),
+                    Contains("\"again\" matches no module of Shared (the layers LoRA can adapt there: fc)"));
   c.target_modules = {"fc"};
   nn::inject_lora(m, c, gen);
   REQUIRE(nn::lora_layers(m).size() == 1);
