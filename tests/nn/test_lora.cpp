@@ -1025,3 +1025,31 @@ TEST_CASE("a tapegrad GPT-2 LoRA adapter folder (c_attn, c_proj) loads into torc
   module.eval();
   CHECK(fresh->forward(ids).data() == logits);
 }
+
+TEST_CASE("A LoRA c_attn trains the same under activation checkpointing, dropout masks included",
+          "[nn][lora][models]") {
+  models::GPTOptions o = small_gpt2();
+  const xt::xarray<std::int64_t> ids = testing::random_ids(2, 7, 13, 70);
+  xt::xarray<std::int64_t> targets = testing::random_ids(1, 14, 13, 71);
+  targets.reshape({14});
+  std::vector<std::pair<std::string, xt::xarray<double>>> grads[2];
+  for (const bool checkpointing : {false, true}) {
+    o.activation_checkpointing = checkpointing;
+    Generator gen(72);
+    models::GPT<double> gpt(o, gen);
+    nn::LoraConfig c = gpt2_config();
+    c.lora_dropout = 0.3;
+    nn::inject_lora(gpt, c, gen, hf_names(gpt));
+    perturb_adapters(gpt, 73);
+    cross_entropy(reshape(gpt.forward(ids), {14, 13}), targets).backward();
+    for (const auto& [name, p] : gpt.named_parameters())
+      if (p.requires_grad()) grads[checkpointing].emplace_back(name, p.grad());
+  }
+  REQUIRE(grads[0].size() == 12);
+  REQUIRE(grads[1].size() == 12);
+  for (std::size_t i = 0; i < grads[0].size(); ++i) {
+    INFO(grads[0][i].first);
+    CHECK(grads[1][i].first == grads[0][i].first);
+    CHECK(testing::allclose(grads[1][i].second, grads[0][i].second, 1e-12, 1e-12));
+  }
+}
