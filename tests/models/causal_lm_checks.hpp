@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 #include <xtensor/xview.hpp>
@@ -18,6 +19,15 @@
 #include "tests/helpers.hpp"
 
 namespace tapegrad::testing {
+
+// A Model of options in eval mode (no dropout), its weights drawn from Generator(seed).
+template <typename Model, typename Options>
+std::unique_ptr<Model> eval_model(const Options& options, std::uint64_t seed) {
+  Generator gen(seed);
+  auto model = std::make_unique<Model>(options, gen);
+  model->eval();
+  return model;
+}
 
 // Changing token t of a [2, 9] batch changes no logit before t and every position from t on.
 inline void check_causal_bit_for_bit(const models::CausalLM<float>& model) {
