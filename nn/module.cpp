@@ -25,6 +25,14 @@ bool contains(const std::vector<std::pair<std::string, Tensor<T>>>& list, const 
     if (entry.second.same_as(t)) return true;
   return false;
 }
+
+// The tensors of a named list, in its order.
+template <typename T>
+std::vector<Tensor<T>> tensors_of(const std::vector<std::pair<std::string, Tensor<T>>>& named) {
+  std::vector<Tensor<T>> out;
+  for (const auto& entry : named) out.push_back(entry.second);
+  return out;
+}
 }  // namespace
 
 std::string python_float(double value) {
@@ -137,9 +145,7 @@ std::vector<std::pair<std::string, Tensor<T>>> Module<T>::named_parameters() con
 
 template <typename T>
 std::vector<Tensor<T>> Module<T>::parameters() const {
-  std::vector<Tensor<T>> out;
-  for (auto& entry : named_parameters()) out.push_back(entry.second);
-  return out;
+  return tensors_of(named_parameters());
 }
 
 template <typename T>
@@ -151,9 +157,7 @@ std::vector<std::pair<std::string, Tensor<T>>> Module<T>::named_buffers() const 
 
 template <typename T>
 std::vector<Tensor<T>> Module<T>::buffers() const {
-  std::vector<Tensor<T>> out;
-  for (auto& entry : named_buffers()) out.push_back(entry.second);
-  return out;
+  return tensors_of(named_buffers());
 }
 
 template <typename T>
