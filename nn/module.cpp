@@ -85,6 +85,13 @@ void Module<T>::register_generator(const std::string& name, std::shared_ptr<Gene
 }
 
 template <typename T>
+std::shared_ptr<Generator> Module<T>::register_dropout_generator(Generator& gen, std::shared_ptr<Generator> shared) {
+  if (!shared) shared = std::make_shared<Generator>(gen.next_u64());
+  register_generator("dropout_generator", shared);
+  return shared;
+}
+
+template <typename T>
 void Module<T>::collect_generators(const std::string& prefix,
                                    std::vector<std::pair<std::string, std::shared_ptr<Generator>>>& out) const {
   for (const auto& [name, gen] : generators_) {
