@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "mpi_bench.hpp"
 #include "tapegrad/autograd/loss.hpp"
 #include "tapegrad/autograd/matmul.hpp"
 #include "tapegrad/distributed/distributed.hpp"
@@ -32,39 +33,17 @@ using Clock = std::chrono::steady_clock;
 namespace {
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-struct Options {
-  int threads = 1;
-  std::size_t batch = 64, len = 256, steps = 20, warmup = 3;
-};
-
-Options parse(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
-    const long value = std::stol(argv[i + 1]);
-    if (value <= 0) throw std::invalid_argument(fmt::format("bench_ddp: {} {} must be positive", flag, value));
-    if (flag == "--threads")
-      o.threads = static_cast<int>(value);
-    else if (flag == "--batch")
-      o.batch = static_cast<std::size_t>(value);
-    else if (flag == "--len")
-      o.len = static_cast<std::size_t>(value);
-    else if (flag == "--steps")
-      o.steps = static_cast<std::size_t>(value);
-    else
-      throw std::invalid_argument("bench_ddp: unknown flag " + flag);
-  }
-  return o;
-}
+// Untimed steps before the timed ones.
+constexpr std::size_t kWarmup = 3;
 }  // namespace
 
 int main(int argc, char** argv) {
   return dist::run(argc, argv, [&](const dist::Communicator& comm) {
-    const Options o = parse(argc, argv);
+    const bench::RunOptions o = bench::parse_flags("bench_ddp", argc, argv, {1, 64, 256, 20});
     if (o.batch % static_cast<std::size_t>(comm.size()) != 0) {
       throw std::invalid_argument(fmt::format("--batch {} is not divisible by {} ranks", o.batch, comm.size()));
     }
-    tapegrad::set_num_threads(o.threads);
+    tapegrad::set_num_threads(static_cast<int>(o.threads));
     const std::size_t per_rank = o.batch / static_cast<std::size_t>(comm.size());
 
     // train_imdb's default model.
@@ -85,22 +64,18 @@ int main(int argc, char** argv) {
     tapegrad::optim::AdamW<float> optimizer(model.parameters(), ao);
     dist::DistributedDataParallel<float> ddp(model, comm);
 
-    tapegrad::Generator data(100 + static_cast<std::uint64_t>(comm.rank()));
-    xt::xarray<std::int64_t> ids = xt::zeros<std::int64_t>({per_rank, o.len});
-    xt::xarray<bool> padding = xt::zeros<bool>({per_rank, o.len});
-    xt::xarray<std::int64_t> labels = xt::zeros<std::int64_t>({per_rank});
+    bench::SyntheticBatches batch(per_rank, o.len, 100 + static_cast<std::uint64_t>(comm.rank()));
     double compute = 0.0, total = 0.0;
-    for (std::size_t step = 0; step < o.warmup + o.steps; ++step) {
-      for (auto& id : ids) id = 2 + static_cast<std::int64_t>(data.randint(mo.vocab_size - 2));
-      for (auto& l : labels) l = static_cast<std::int64_t>(data.randint(2));
-      if (step == o.warmup) {
+    for (std::size_t step = 0; step < kWarmup + o.steps; ++step) {
+      batch.redraw(mo.vocab_size);
+      if (step == kWarmup) {
         comm.barrier();
         ddp.reset_stats();
         compute = total = 0.0;
       }
       const auto start = Clock::now();
       optimizer.zero_grad();
-      tapegrad::cross_entropy(model.forward(ids, padding), labels).backward();
+      tapegrad::cross_entropy(model.forward(batch.ids, batch.padding), batch.labels).backward();
       const double backward_done = seconds_since(start);
       ddp.synchronize();
       tapegrad::optim::clip_grad_norm_(optimizer.params(), 1.0);

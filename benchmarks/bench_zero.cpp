@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "mpi_bench.hpp"
 #include "tapegrad/autograd/loss.hpp"
 #include "tapegrad/distributed/distributed.hpp"
 #include "tapegrad/models/classifier.hpp"
@@ -29,43 +30,15 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-struct Options {
-  int zero = 0, threads = 1;
-  std::size_t batch = 2, len = 128, steps = 3;
-};
-
-Options parse(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
-    const long value = std::stol(argv[i + 1]);
-    if (value < 0 || (value == 0 && flag != "--zero") || (flag == "--zero" && value > 2)) {
-      throw std::invalid_argument(fmt::format("bench_zero: {} {} is out of range", flag, value));
-    }
-    if (flag == "--zero")
-      o.zero = static_cast<int>(value);
-    else if (flag == "--threads")
-      o.threads = static_cast<int>(value);
-    else if (flag == "--batch")
-      o.batch = static_cast<std::size_t>(value);
-    else if (flag == "--len")
-      o.len = static_cast<std::size_t>(value);
-    else if (flag == "--steps")
-      o.steps = static_cast<std::size_t>(value);
-    else
-      throw std::invalid_argument("bench_zero: unknown flag " + flag);
-  }
-  return o;
-}
-
 double mib(double bytes) { return bytes / (1024.0 * 1024.0); }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   return dist::run(argc, argv, [&](const dist::Communicator& comm) {
-    const Options o = parse(argc, argv);
-    tapegrad::set_num_threads(o.threads);
+    std::size_t zero = 0;
+    const bench::RunOptions o = bench::parse_flags("bench_zero", argc, argv, {1, 2, 128, 3}, {{"--zero", &zero, 0, 2}});
+    tapegrad::set_num_threads(static_cast<int>(o.threads));
     tapegrad::models::TransformerClassifierOptions mo;  // bench_tapegrad's large model
     mo.vocab_size = 20000;
     mo.max_len = 512;
@@ -77,7 +50,7 @@ int main(int argc, char** argv) {
     mo.attention_dropout = 0.1;
     tapegrad::Generator init(0);
     tapegrad::models::TransformerClassifier<float> model(mo, init);
-    dist::DataParallelTraining<float> training(model, comm, {}, o.zero);
+    dist::DataParallelTraining<float> training(model, comm, {}, static_cast<int>(zero));
     const dist::OptimizerFactory<float> adamw = [](std::vector<tapegrad::Tensor<float>> params) {
       tapegrad::optim::AdamWOptions ao;
       ao.weight_decay = 0.1;
@@ -87,17 +60,13 @@ int main(int argc, char** argv) {
     const auto optimizer = training.optimizer(model.parameters(), adamw);
     const tapegrad::train::Replicas replicas = training.replicas();
 
-    tapegrad::Generator data(100 + static_cast<std::uint64_t>(comm.rank()));
-    xt::xarray<std::int64_t> ids = xt::zeros<std::int64_t>({o.batch, o.len});
-    xt::xarray<bool> padding = xt::zeros<bool>({o.batch, o.len});
-    xt::xarray<std::int64_t> labels = xt::zeros<std::int64_t>({o.batch});
+    bench::SyntheticBatches batch(o.batch, o.len, 100 + static_cast<std::uint64_t>(comm.rank()));
     double seconds = 0, backward_seconds = 0, update_seconds = 0;
     for (std::size_t step = 0; step < o.steps; ++step) {
-      for (auto& id : ids) id = 2 + static_cast<std::int64_t>(data.randint(mo.vocab_size - 2));
-      for (auto& l : labels) l = static_cast<std::int64_t>(data.randint(2));
+      batch.redraw(mo.vocab_size);
       const auto start = Clock::now();
       optimizer->zero_grad();
-      tapegrad::cross_entropy(model.forward(ids, padding), labels).backward();
+      tapegrad::cross_entropy(model.forward(batch.ids, batch.padding), batch.labels).backward();
       backward_seconds += std::chrono::duration<double>(Clock::now() - start).count();
       replicas.synchronize_gradients();
       if (replicas.clip_grad_norm) {
@@ -137,7 +106,7 @@ int main(int argc, char** argv) {
         "\"optimizer_state_mib\": {:.2f}, \"held_mib\": {:.2f}, \"peak_rss_mib\": {:.1f}, \"step_s\": {:.3f}, "
         "\"forward_backward_s\": {:.3f}, "
         "\"optimizer_step_s\": {:.3f}}}",
-        o.zero, comm.size(), comm.rank(), model.num_parameters(), reductions, mib(weights), mib(grads), mib(buckets),
+        zero, comm.size(), comm.rank(), model.num_parameters(), reductions, mib(weights), mib(grads), mib(buckets),
         mib(peak_buffers), mib(state), mib(weights + grads + buckets + state), mib(peak_rss), seconds / double(o.steps),
         backward_seconds / double(o.steps), update_seconds / double(o.steps));
     const auto lines = comm.all_gather(line);

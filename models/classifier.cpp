@@ -57,8 +57,7 @@ std::shared_ptr<nn::TransformerEncoder<T>> make_classifier_encoder(const Transfo
 template <typename T>
 TransformerClassifier<T>::TransformerClassifier(const TransformerClassifierOptions& o, Generator& gen) : options(o) {
   o.validate();
-  dropout_gen_ = std::make_shared<Generator>(gen.next_u64());
-  this->register_generator("dropout_generator", dropout_gen_);
+  dropout_gen_ = this->register_dropout_generator(gen);
 
   embedding =
       this->register_module("embedding", scaled_normal_embedding<T>(o.vocab_size, o.d_model, o.padding_idx, gen));

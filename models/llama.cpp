@@ -129,8 +129,7 @@ Tensor<T> LlamaDecoderLayer<T>::feed_forward_block(const Tensor<T>& h) const {
 template <typename T>
 Llama<T>::Llama(const LlamaOptions& o, Generator& gen) : options(o) {
   o.validate();
-  dropout_gen_ = std::make_shared<Generator>(gen.next_u64());
-  this->register_generator("dropout_generator", dropout_gen_);
+  dropout_gen_ = this->register_dropout_generator(gen);
   embed_tokens =
       this->register_module("embed_tokens", scaled_normal_embedding<T>(o.vocab_size, o.d_model, o.padding_idx, gen));
   layers = this->register_module("layers", std::make_shared<nn::ModuleList<T>>());

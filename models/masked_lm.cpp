@@ -15,8 +15,7 @@ namespace tapegrad::models {
 template <typename T>
 TransformerMaskedLM<T>::TransformerMaskedLM(const TransformerClassifierOptions& o, Generator& gen) : options(o) {
   o.validate();
-  dropout_gen_ = std::make_shared<Generator>(gen.next_u64());
-  this->register_generator("dropout_generator", dropout_gen_);
+  dropout_gen_ = this->register_dropout_generator(gen);
   embedding =
       this->register_module("embedding", scaled_normal_embedding<T>(o.vocab_size, o.d_model, o.padding_idx, gen));
   register_positions<T>(*this, o.positional, o.max_len, o.d_model, gen, sinusoidal, learned);

@@ -67,8 +67,7 @@ void TransformerOptions::validate() const {
 template <typename T>
 Transformer<T>::Transformer(const TransformerOptions& o, Generator& gen) : options(o) {
   o.validate();
-  dropout_gen_ = std::make_shared<Generator>(gen.next_u64());
-  this->register_generator("dropout_generator", dropout_gen_);
+  dropout_gen_ = this->register_dropout_generator(gen);
 
   src_embedding = this->register_module("src_embedding",
                                         scaled_normal_embedding<T>(o.src_vocab_size, o.d_model, o.padding_idx, gen));

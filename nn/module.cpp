@@ -25,6 +25,14 @@ bool contains(const std::vector<std::pair<std::string, Tensor<T>>>& list, const 
     if (entry.second.same_as(t)) return true;
   return false;
 }
+
+// The tensors of a named list, in its order.
+template <typename T>
+std::vector<Tensor<T>> tensors_of(const std::vector<std::pair<std::string, Tensor<T>>>& named) {
+  std::vector<Tensor<T>> out;
+  for (const auto& entry : named) out.push_back(entry.second);
+  return out;
+}
 }  // namespace
 
 std::string python_float(double value) {
@@ -74,6 +82,13 @@ void Module<T>::register_generator(const std::string& name, std::shared_ptr<Gene
   check_new_name(name);
   if (!gen) throw std::invalid_argument(fmt::format("{}: generator \"{}\" is null", this->name(), name));
   generators_.emplace_back(name, std::move(gen));
+}
+
+template <typename T>
+std::shared_ptr<Generator> Module<T>::register_dropout_generator(Generator& gen, std::shared_ptr<Generator> shared) {
+  if (!shared) shared = std::make_shared<Generator>(gen.next_u64());
+  register_generator("dropout_generator", shared);
+  return shared;
 }
 
 template <typename T>
@@ -137,9 +152,7 @@ std::vector<std::pair<std::string, Tensor<T>>> Module<T>::named_parameters() con
 
 template <typename T>
 std::vector<Tensor<T>> Module<T>::parameters() const {
-  std::vector<Tensor<T>> out;
-  for (auto& entry : named_parameters()) out.push_back(entry.second);
-  return out;
+  return tensors_of(named_parameters());
 }
 
 template <typename T>
@@ -151,9 +164,7 @@ std::vector<std::pair<std::string, Tensor<T>>> Module<T>::named_buffers() const 
 
 template <typename T>
 std::vector<Tensor<T>> Module<T>::buffers() const {
-  std::vector<Tensor<T>> out;
-  for (auto& entry : named_buffers()) out.push_back(entry.second);
-  return out;
+  return tensors_of(named_buffers());
 }
 
 template <typename T>

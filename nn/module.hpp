@@ -66,6 +66,10 @@ class Module<T, void> {
   /// A random generator the module draws from while running (dropout masks). Listing them lets a
   /// training checkpoint save and restore every generator's state without knowing the model.
   void register_generator(const std::string& name, std::shared_ptr<Generator> gen);
+  /// Registers the generator the module's dropout masks draw from as "dropout_generator" and returns
+  /// it: shared when given (one generator for a model's every layer), else a new one seeded with
+  /// gen.next_u64().
+  std::shared_ptr<Generator> register_dropout_generator(Generator& gen, std::shared_ptr<Generator> shared = nullptr);
   /// Recursive with dotted names like named_parameters(); a generator shared by several modules is
   /// listed once, under the first name reached (an ancestor's before its children's).
   std::vector<std::pair<std::string, std::shared_ptr<Generator>>> named_generators() const;

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <initializer_list>
 #include <stdexcept>
+#include <utility>
 
 #include "tapegrad/autograd/checkpoint.hpp"
 #include "tapegrad/autograd/elementwise.hpp"
@@ -11,10 +13,6 @@
 namespace tapegrad::nn {
 
 namespace {
-std::shared_ptr<Generator> or_seeded_from(std::shared_ptr<Generator> shared, Generator& gen) {
-  return shared ? shared : std::make_shared<Generator>(gen.next_u64());
-}
-
 MultiheadAttentionOptions attention_options(const TransformerLayerOptions& o) {
   MultiheadAttentionOptions a(o.d_model, o.nhead);
   a.dropout = o.attention_dropout.value_or(o.dropout);
@@ -29,7 +27,6 @@ void build_stack(Module<T>& stack, std::shared_ptr<ModuleList<T>>& layers,
                  std::vector<std::shared_ptr<Layer>>& typed_layers, std::shared_ptr<LayerNorm<T>>& norm,
                  const TransformerLayerOptions& options, std::size_t num_layers, Generator& gen,
                  const std::shared_ptr<Generator>& dropout_gen, std::shared_ptr<LayerNorm<T>> final_norm) {
-  stack.register_generator("dropout_generator", dropout_gen);
   layers = stack.register_module("layers", std::make_shared<ModuleList<T>>());
   for (std::size_t i = 0; i < num_layers; ++i) {
     typed_layers.push_back(std::make_shared<Layer>(options, gen, dropout_gen));
@@ -37,6 +34,48 @@ void build_stack(Module<T>& stack, std::shared_ptr<ModuleList<T>>& layers,
   }
   if (final_norm) norm = stack.register_module("norm", final_norm);
 }
+// Registers the parts torch's encoder and decoder layers both hold, in torch's order of names and of draws
+// from gen: the attentions, linear1, dropout, linear2, then a norm and a dropout per residual block
+// (norm1, norm2, ..., dropout1, dropout2, ...), all dropouts drawing from dropout_gen.
+template <typename T, typename Layer>
+void register_parts(Layer& layer, const TransformerLayerOptions& o, Generator& gen,
+                    const std::shared_ptr<Generator>& dropout_gen,
+                    std::initializer_list<std::pair<const char*, std::shared_ptr<MultiheadAttention<T>>*>> attentions,
+                    std::initializer_list<std::shared_ptr<LayerNorm<T>>*> norms,
+                    std::initializer_list<std::shared_ptr<Dropout<T>>*> dropouts) {
+  for (const auto& [name, attention] : attentions) {
+    *attention =
+        layer.register_module(name, std::make_shared<MultiheadAttention<T>>(attention_options(o), gen, dropout_gen));
+  }
+  layer.linear1 = layer.register_module("linear1", std::make_shared<Linear<T>>(o.d_model, o.dim_feedforward, gen));
+  layer.dropout = layer.register_module(
+      "dropout", std::make_shared<Dropout<T>>(o.activation_dropout.value_or(o.dropout), dropout_gen));
+  layer.linear2 = layer.register_module("linear2", std::make_shared<Linear<T>>(o.dim_feedforward, o.d_model, gen));
+  int i = 0;
+  for (auto* norm : norms) {
+    *norm =
+        layer.register_module(fmt::format("norm{}", ++i), std::make_shared<LayerNorm<T>>(o.d_model, o.layer_norm_eps));
+  }
+  i = 0;
+  for (auto* d : dropouts)
+    *d = layer.register_module(fmt::format("dropout{}", ++i), std::make_shared<Dropout<T>>(o.dropout, dropout_gen));
+}
+
+// A residual block around block: x + block(norm(x)) pre-LN, norm(x + block(x)) post-LN (the add fused
+// into the norm).
+template <typename T, typename Block>
+Tensor<T> residual(const Tensor<T>& x, const LayerNorm<T>& norm, bool norm_first, const Block& block) {
+  if (norm_first) return x + block(norm.forward(x));
+  return norm.forward(x, block(x));
+}
+
+// The position-wise feed-forward linear2(dropout(activation(linear1(x)))).
+template <typename T>
+Tensor<T> feed_forward(const Linear<T>& linear1, const Dropout<T>& dropout, const Linear<T>& linear2,
+                       Activation activation, const Tensor<T>& x) {
+  return linear2.forward(dropout.forward(linear1.forward(x, activation)));
+}
+
 // The random generators a checkpointed block of `layer` draws from, restored when backward runs it again.
 template <typename T>
 std::vector<std::shared_ptr<Generator>> generators_of(const Module<T>& layer) {
@@ -52,13 +91,15 @@ FeedForward<T>::FeedForward(std::size_t d_model, std::size_t dim_feedforward, Ge
                             Activation activation, std::shared_ptr<Generator> dropout_gen)
     : activation(activation) {
   linear1 = this->register_module("linear1", std::make_shared<Linear<T>>(d_model, dim_feedforward, gen));
-  dropout = this->register_module("dropout", std::make_shared<Dropout<T>>(p, or_seeded_from(dropout_gen, gen)));
+  dropout = this->register_module(
+      "dropout",
+      std::make_shared<Dropout<T>>(p, dropout_gen ? dropout_gen : std::make_shared<Generator>(gen.next_u64())));
   linear2 = this->register_module("linear2", std::make_shared<Linear<T>>(dim_feedforward, d_model, gen));
 }
 
 template <typename T>
 Tensor<T> FeedForward<T>::forward(const Tensor<T>& x) const {
-  return linear2->forward(dropout->forward(linear1->forward(x, activation)));
+  return feed_forward(*linear1, *dropout, *linear2, activation, x);
 }
 
 template <typename T>
@@ -70,35 +111,22 @@ std::string FeedForward<T>::extra_repr() const {
 template <typename T>
 TransformerEncoderLayer<T>::TransformerEncoderLayer(const TransformerLayerOptions& o, Generator& gen,
                                                     std::shared_ptr<Generator> dropout_gen)
-    : options(o), dropout_gen_(or_seeded_from(dropout_gen, gen)) {
-  this->register_generator("dropout_generator", dropout_gen_);
-  const auto d = o.d_model;
-  self_attn = this->register_module("self_attn",
-                                    std::make_shared<MultiheadAttention<T>>(attention_options(o), gen, dropout_gen_));
-  linear1 = this->register_module("linear1", std::make_shared<Linear<T>>(d, o.dim_feedforward, gen));
-  dropout = this->register_module("dropout",
-                                  std::make_shared<Dropout<T>>(o.activation_dropout.value_or(o.dropout), dropout_gen_));
-  linear2 = this->register_module("linear2", std::make_shared<Linear<T>>(o.dim_feedforward, d, gen));
-  norm1 = this->register_module("norm1", std::make_shared<LayerNorm<T>>(d, o.layer_norm_eps));
-  norm2 = this->register_module("norm2", std::make_shared<LayerNorm<T>>(d, o.layer_norm_eps));
-  dropout1 = this->register_module("dropout1", std::make_shared<Dropout<T>>(o.dropout, dropout_gen_));
-  dropout2 = this->register_module("dropout2", std::make_shared<Dropout<T>>(o.dropout, dropout_gen_));
+    : options(o), dropout_gen_(this->register_dropout_generator(gen, std::move(dropout_gen))) {
+  register_parts<T>(*this, o, gen, dropout_gen_, {{"self_attn", &self_attn}}, {&norm1, &norm2}, {&dropout1, &dropout2});
 }
 
 template <typename T>
 template <typename SelfAttention>
 Tensor<T> TransformerEncoderLayer<T>::sa_block(const Tensor<T>& x, const SelfAttention& self_attention) const {
-  if (options.norm_first) return x + dropout1->forward(self_attention(norm1->forward(x)));
-  return norm1->forward(x, dropout1->forward(self_attention(x)));  // norm(x + block(x)), the add fused into the norm
+  return residual(x, *norm1, options.norm_first,
+                  [&](const Tensor<T>& y) { return dropout1->forward(self_attention(y)); });
 }
 
 template <typename T>
 Tensor<T> TransformerEncoderLayer<T>::feed_forward_block(const Tensor<T>& x) const {
-  const auto ff = [&](const Tensor<T>& y) {
-    return dropout2->forward(linear2->forward(dropout->forward(linear1->forward(y, options.activation))));
-  };
-  if (options.norm_first) return x + ff(norm2->forward(x));
-  return norm2->forward(x, ff(x));
+  return residual(x, *norm2, options.norm_first, [&](const Tensor<T>& y) {
+    return dropout2->forward(feed_forward(*linear1, *dropout, *linear2, options.activation, y));
+  });
 }
 
 template <typename T>
@@ -134,56 +162,36 @@ Tensor<T> TransformerEncoderLayer<T>::forward_incremental(const Tensor<T>& src, 
 template <typename T>
 TransformerDecoderLayer<T>::TransformerDecoderLayer(const TransformerLayerOptions& o, Generator& gen,
                                                     std::shared_ptr<Generator> dropout_gen)
-    : options(o), dropout_gen_(or_seeded_from(dropout_gen, gen)) {
-  this->register_generator("dropout_generator", dropout_gen_);
-  const auto d = o.d_model;
-  self_attn = this->register_module("self_attn",
-                                    std::make_shared<MultiheadAttention<T>>(attention_options(o), gen, dropout_gen_));
-  multihead_attn = this->register_module(
-      "multihead_attn", std::make_shared<MultiheadAttention<T>>(attention_options(o), gen, dropout_gen_));
-  linear1 = this->register_module("linear1", std::make_shared<Linear<T>>(d, o.dim_feedforward, gen));
-  dropout = this->register_module("dropout",
-                                  std::make_shared<Dropout<T>>(o.activation_dropout.value_or(o.dropout), dropout_gen_));
-  linear2 = this->register_module("linear2", std::make_shared<Linear<T>>(o.dim_feedforward, d, gen));
-  norm1 = this->register_module("norm1", std::make_shared<LayerNorm<T>>(d, o.layer_norm_eps));
-  norm2 = this->register_module("norm2", std::make_shared<LayerNorm<T>>(d, o.layer_norm_eps));
-  norm3 = this->register_module("norm3", std::make_shared<LayerNorm<T>>(d, o.layer_norm_eps));
-  dropout1 = this->register_module("dropout1", std::make_shared<Dropout<T>>(o.dropout, dropout_gen_));
-  dropout2 = this->register_module("dropout2", std::make_shared<Dropout<T>>(o.dropout, dropout_gen_));
-  dropout3 = this->register_module("dropout3", std::make_shared<Dropout<T>>(o.dropout, dropout_gen_));
+    : options(o), dropout_gen_(this->register_dropout_generator(gen, std::move(dropout_gen))) {
+  register_parts<T>(*this, o, gen, dropout_gen_, {{"self_attn", &self_attn}, {"multihead_attn", &multihead_attn}},
+                    {&norm1, &norm2, &norm3}, {&dropout1, &dropout2, &dropout3});
 }
 
 template <typename T>
 Tensor<T> TransformerDecoderLayer<T>::self_attention_block(const Tensor<T>& x, const AttentionMask<T>& tgt_mask,
                                                            const AttentionMask<T>& tgt_key_padding_mask,
                                                            bool tgt_is_causal) const {
-  const auto sa = [&](const Tensor<T>& y) {
+  return residual(x, *norm1, options.norm_first, [&](const Tensor<T>& y) {
     return dropout1->forward(
         self_attn->forward(y, y, y, tgt_key_padding_mask, /*need_weights=*/false, tgt_mask, true, tgt_is_causal).first);
-  };
-  if (options.norm_first) return x + sa(norm1->forward(x));
-  return norm1->forward(x, sa(x));  // norm(x + block(x)), the add fused into the norm
+  });
 }
 
 template <typename T>
 Tensor<T> TransformerDecoderLayer<T>::cross_attention_block(const Tensor<T>& x, const Tensor<T>& memory,
                                                             const AttentionMask<T>& memory_mask,
                                                             const AttentionMask<T>& memory_key_padding_mask) const {
-  const auto mha = [&](const Tensor<T>& y) {
+  return residual(x, *norm2, options.norm_first, [&](const Tensor<T>& y) {
     return dropout2->forward(
         multihead_attn->forward(y, memory, memory, memory_key_padding_mask, /*need_weights=*/false, memory_mask).first);
-  };
-  if (options.norm_first) return x + mha(norm2->forward(x));
-  return norm2->forward(x, mha(x));
+  });
 }
 
 template <typename T>
 Tensor<T> TransformerDecoderLayer<T>::feed_forward_block(const Tensor<T>& x) const {
-  const auto ff = [&](const Tensor<T>& y) {
-    return dropout3->forward(linear2->forward(dropout->forward(linear1->forward(y, options.activation))));
-  };
-  if (options.norm_first) return x + ff(norm3->forward(x));
-  return norm3->forward(x, ff(x));
+  return residual(x, *norm3, options.norm_first, [&](const Tensor<T>& y) {
+    return dropout3->forward(feed_forward(*linear1, *dropout, *linear2, options.activation, y));
+  });
 }
 
 template <typename T>
@@ -201,7 +209,7 @@ template <typename T>
 TransformerEncoder<T>::TransformerEncoder(const TransformerLayerOptions& layer, std::size_t num_layers, Generator& gen,
                                           std::shared_ptr<LayerNorm<T>> final_norm,
                                           std::shared_ptr<Generator> dropout_gen)
-    : dropout_gen_(or_seeded_from(dropout_gen, gen)) {
+    : dropout_gen_(this->register_dropout_generator(gen, std::move(dropout_gen))) {
   build_stack(*this, layers, typed_layers_, norm, layer, num_layers, gen, dropout_gen_, std::move(final_norm));
 }
 
@@ -249,7 +257,7 @@ template <typename T>
 TransformerDecoder<T>::TransformerDecoder(const TransformerLayerOptions& layer, std::size_t num_layers, Generator& gen,
                                           std::shared_ptr<LayerNorm<T>> final_norm,
                                           std::shared_ptr<Generator> dropout_gen)
-    : dropout_gen_(or_seeded_from(dropout_gen, gen)) {
+    : dropout_gen_(this->register_dropout_generator(gen, std::move(dropout_gen))) {
   build_stack(*this, layers, typed_layers_, norm, layer, num_layers, gen, dropout_gen_, std::move(final_norm));
 }
 

@@ -10,11 +10,11 @@ namespace {
 
 // torch's checks, in torch's order.
 AdagradOptions checked(const AdagradOptions& o) {
-  detail::check_nonnegative("Adagrad", "learning rate", o.lr);
-  detail::check_nonnegative("Adagrad", "lr_decay value", o.lr_decay);
-  detail::check_nonnegative("Adagrad", "weight_decay value", o.weight_decay);
-  detail::check_nonnegative("Adagrad", "initial_accumulator_value value", o.initial_accumulator_value);
-  detail::check_nonnegative("Adagrad", "epsilon value", o.eps);
+  detail::check_nonnegative("Adagrad", {{"learning rate", o.lr},
+                                        {"lr_decay value", o.lr_decay},
+                                        {"weight_decay value", o.weight_decay},
+                                        {"initial_accumulator_value value", o.initial_accumulator_value},
+                                        {"epsilon value", o.eps}});
   return o;
 }
 

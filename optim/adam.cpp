@@ -15,7 +15,7 @@ namespace tapegrad::optim {
 namespace detail {
 
 void check_adam_options(const char* op, double lr, std::pair<double, double> betas, double eps, double weight_decay) {
-  check_nonnegative(op, "learning rate", lr);
+  check_nonnegative(op, {{"learning rate", lr}});
   // Stricter than torch, which accepts 0: without a positive floor, a parameter whose gradient has
   // been 0 from the start (an embedding row never looked up) has m = v = 0 and is updated by 0 / 0.
   if (!(eps > 0.0)) {
@@ -29,7 +29,7 @@ void check_adam_options(const char* op, double lr, std::pair<double, double> bet
   if (!(betas.second >= 0.0 && betas.second < 1.0)) {
     throw std::invalid_argument(fmt::format("{}: invalid beta parameter at index 1: {}", op, betas.second));
   }
-  check_nonnegative(op, "weight_decay value", weight_decay);
+  check_nonnegative(op, {{"weight_decay value", weight_decay}});
 }
 
 template <typename T>

@@ -10,8 +10,10 @@
 
 namespace tapegrad::optim {
 
-void detail::check_nonnegative(const char* optimizer, const char* what, double value) {
-  if (!(value >= 0.0)) throw std::invalid_argument(fmt::format("{}: invalid {}: {}", optimizer, what, value));
+void detail::check_nonnegative(const char* optimizer, std::initializer_list<std::pair<const char*, double>> values) {
+  for (const auto& [what, value] : values) {
+    if (!(value >= 0.0)) throw std::invalid_argument(fmt::format("{}: invalid {}: {}", optimizer, what, value));
+  }
 }
 
 template <typename T>
@@ -29,7 +31,7 @@ Optimizer<T>::Optimizer(std::vector<Tensor<T>> params, double lr) : params_(std:
       }
     }
   }
-  if (!(lr >= 0.0)) throw std::invalid_argument(fmt::format("optimizer: invalid learning rate: {}", lr));
+  detail::check_nonnegative("optimizer", {{"learning rate", lr}});
   state_.resize(params_.size());
 }
 
@@ -40,7 +42,7 @@ void Optimizer<T>::zero_grad() {
 
 template <typename T>
 void Optimizer<T>::set_lr(double lr) {
-  detail::check_nonnegative(name(), "learning rate", lr);
+  detail::check_nonnegative(name(), {{"learning rate", lr}});
   lr_ = lr;
 }
 

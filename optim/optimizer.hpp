@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tapegrad/autograd/tensor.hpp"
@@ -91,9 +93,9 @@ bool parse_state_key(const std::string& key, std::size_t& index, std::string& fi
 namespace detail {
 
 /// The optimizers' argument check, in torch's words: throws std::invalid_argument
-/// "<optimizer>: invalid <what>: <value>" unless value >= 0 (NaN fails). `what` is torch's name for it
-/// ("learning rate", "epsilon value", "momentum value", ...).
-void check_nonnegative(const char* optimizer, const char* what, double value);
+/// "<optimizer>: invalid <what>: <value>" for the first (what, value) in order whose value is not >= 0
+/// (NaN fails). `what` is torch's name for it ("learning rate", "epsilon value", "momentum value", ...).
+void check_nonnegative(const char* optimizer, std::initializer_list<std::pair<const char*, double>> values);
 
 }  // namespace detail
 

@@ -10,11 +10,11 @@ namespace {
 
 // torch's checks, in torch's order.
 RMSpropOptions checked(const RMSpropOptions& o) {
-  detail::check_nonnegative("RMSprop", "learning rate", o.lr);
-  detail::check_nonnegative("RMSprop", "epsilon value", o.eps);
-  detail::check_nonnegative("RMSprop", "momentum value", o.momentum);
-  detail::check_nonnegative("RMSprop", "weight_decay value", o.weight_decay);
-  detail::check_nonnegative("RMSprop", "alpha value", o.alpha);
+  detail::check_nonnegative("RMSprop", {{"learning rate", o.lr},
+                                        {"epsilon value", o.eps},
+                                        {"momentum value", o.momentum},
+                                        {"weight_decay value", o.weight_decay},
+                                        {"alpha value", o.alpha}});
   return o;
 }
 

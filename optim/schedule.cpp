@@ -16,12 +16,16 @@ void check_lr(const char* schedule, const char* what, double lr) {
   }
 }
 
-void check_step(const char* schedule, std::int64_t step) {
-  if (step < 0) throw std::invalid_argument(fmt::format("{}: step must be >= 0, got {}", schedule, step));
+void check_at_least(const char* schedule, const char* what, std::int64_t value, std::int64_t least) {
+  if (value < least) {
+    throw std::invalid_argument(fmt::format("{}: {} must be >= {}, got {}", schedule, what, least, value));
+  }
 }
 
+void check_step(const char* schedule, std::int64_t step) { check_at_least(schedule, "step", step, 0); }
+
 void check_warmup_total(const char* schedule, std::int64_t total, std::int64_t warmup) {
-  if (warmup < 0) throw std::invalid_argument(fmt::format("{}: warmup_steps must be >= 0, got {}", schedule, warmup));
+  check_at_least(schedule, "warmup_steps", warmup, 0);
   if (total <= warmup) {
     throw std::invalid_argument(
         fmt::format("{}: total_steps ({}) must be greater than warmup_steps ({})", schedule, total, warmup));
@@ -36,9 +40,7 @@ double warmup_fraction(std::int64_t step, std::int64_t warmup) {
 
 LinearWarmup::LinearWarmup(double base_lr, std::int64_t warmup_steps) : base_lr_(base_lr), warmup_(warmup_steps) {
   check_lr("LinearWarmup", "base_lr", base_lr);
-  if (warmup_steps < 0) {
-    throw std::invalid_argument(fmt::format("LinearWarmup: warmup_steps must be >= 0, got {}", warmup_steps));
-  }
+  check_at_least("LinearWarmup", "warmup_steps", warmup_steps, 0);
 }
 
 double LinearWarmup::operator()(std::int64_t step) const {
@@ -80,9 +82,7 @@ double CosineDecay::operator()(std::int64_t step) const {
 
 InverseSqrt::InverseSqrt(double base_lr, std::int64_t warmup_steps) : base_lr_(base_lr), warmup_(warmup_steps) {
   check_lr("InverseSqrt", "base_lr", base_lr);
-  if (warmup_steps < 1) {
-    throw std::invalid_argument(fmt::format("InverseSqrt: warmup_steps must be >= 1, got {}", warmup_steps));
-  }
+  check_at_least("InverseSqrt", "warmup_steps", warmup_steps, 1);
 }
 
 double InverseSqrt::operator()(std::int64_t step) const {
@@ -93,10 +93,8 @@ double InverseSqrt::operator()(std::int64_t step) const {
 
 Noam::Noam(std::int64_t d_model, std::int64_t warmup_steps, double factor)
     : factor_(factor), d_model_(d_model), warmup_(warmup_steps) {
-  if (d_model < 1) throw std::invalid_argument(fmt::format("Noam: d_model must be >= 1, got {}", d_model));
-  if (warmup_steps < 1) {
-    throw std::invalid_argument(fmt::format("Noam: warmup_steps must be >= 1, got {}", warmup_steps));
-  }
+  check_at_least("Noam", "d_model", d_model, 1);
+  check_at_least("Noam", "warmup_steps", warmup_steps, 1);
   check_lr("Noam", "factor", factor);
 }
 
@@ -112,7 +110,7 @@ StepDecay::StepDecay(double base_lr, std::int64_t step_size, double gamma)
     : base_lr_(base_lr), gamma_(gamma), step_size_(step_size) {
   check_lr("StepDecay", "base_lr", base_lr);
   check_lr("StepDecay", "gamma", gamma);
-  if (step_size < 1) throw std::invalid_argument(fmt::format("StepDecay: step_size must be >= 1, got {}", step_size));
+  check_at_least("StepDecay", "step_size", step_size, 1);
 }
 
 double StepDecay::operator()(std::int64_t step) const {

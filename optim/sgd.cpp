@@ -9,9 +9,8 @@ namespace tapegrad::optim {
 namespace {
 
 SGDOptions checked(const SGDOptions& o) {
-  detail::check_nonnegative("SGD", "learning rate", o.lr);
-  detail::check_nonnegative("SGD", "momentum value", o.momentum);
-  detail::check_nonnegative("SGD", "weight_decay value", o.weight_decay);
+  detail::check_nonnegative(
+      "SGD", {{"learning rate", o.lr}, {"momentum value", o.momentum}, {"weight_decay value", o.weight_decay}});
   if (o.nesterov && (o.momentum <= 0.0 || o.dampening != 0.0)) {
     throw std::invalid_argument(
         fmt::format("SGD: Nesterov momentum requires a momentum and zero dampening (momentum={}, dampening={})",

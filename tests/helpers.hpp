@@ -53,6 +53,26 @@ inline pid_t exited_pid() {
 // The inputs of a function under gradcheck.
 using Inputs = std::vector<Tensor<double>>;
 
+// One step of loss(model) on two models built alike from the same seed, one of them with activation
+// checkpointing: the same loss and every parameter's gradient, bit for bit.
+template <typename Model, typename Loss>
+void check_same_step(Model& plain, Model& checkpointed, const Loss& loss) {
+  plain.zero_grad();
+  checkpointed.zero_grad();
+  const auto a = loss(plain), b = loss(checkpointed);
+  REQUIRE(a.item() == b.item());
+  a.backward();
+  b.backward();
+  const auto p = plain.named_parameters(), c = checkpointed.named_parameters();
+  REQUIRE(p.size() == c.size());
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    INFO(p[i].first);
+    REQUIRE(p[i].second.has_grad());
+    REQUIRE(c[i].second.has_grad());
+    CHECK(p[i].second.grad() == c[i].second.grad());
+  }
+}
+
 // A model's options with the sizes tapegrad's token models name alike set (vocab_size, max_len, d_model,
 // nhead, num_layers), the rest at their defaults: a small model of a test in one line.
 template <typename Options>

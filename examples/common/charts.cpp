@@ -118,6 +118,17 @@ ChartLines chart_lines(const std::vector<nlohmann::json>& metrics, const char* x
   return c;
 }
 
+std::vector<nlohmann::json> add_points(const ChartLines& lines, const char* eval_key,
+                                       std::initializer_list<Curve> window, std::initializer_list<Curve> evaluation) {
+  std::vector<nlohmann::json> evaluations;
+  for (const auto& [x, line] : lines.points) {
+    const bool evaluated = line.contains(eval_key);
+    if (evaluated) evaluations.push_back(line);
+    for (const Curve& c : evaluated ? evaluation : window) c.series->add(x, line, c.key, c.scale);
+  }
+  return evaluations;
+}
+
 std::string duration(double seconds) {
   if (seconds < 10) return fmt::format("{:.2f} s", seconds);
   if (seconds < 60) return fmt::format("{:.1f} s", seconds);

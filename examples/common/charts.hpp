@@ -2,6 +2,7 @@
 // train_translate's curves), durations as those pages print them, and the frame of such a page.
 #pragma once
 
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -37,6 +38,18 @@ struct ChartLines {
   std::optional<nlohmann::json> test;
 };
 ChartLines chart_lines(const std::vector<nlohmann::json>& metrics, const char* x_key);
+
+// A curve and where its points come from: the number under key, times scale, of each line of its kind.
+struct Curve {
+  Series* series;
+  const char* key;
+  double scale = 1.0;
+};
+
+// Adds the points of lines to curves: an evaluation's line (one that has eval_key) to each of
+// `evaluation`, any other (a log window's) to each of `window`. Returns the evaluations' lines, in order.
+std::vector<nlohmann::json> add_points(const ChartLines& lines, const char* eval_key,
+                                       std::initializer_list<Curve> window, std::initializer_list<Curve> evaluation);
 
 // "4.21 s", "37.5 s", "12:34", "1:02:03".
 std::string duration(double seconds);

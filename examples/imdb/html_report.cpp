@@ -90,18 +90,12 @@ Curves read_curves(const tapegrad::train::RunDirectory& run) {
   Curves c;
   auto lines = examples::charts::chart_lines(tapegrad::train::read_metrics(run.metrics()), "epoch");
   c.test = std::move(lines.test);
-  for (const auto& [epoch, line] : lines.points) {
-    if (!line.contains("valid_loss")) {  // a log window's line
-      c.loss_window.add(epoch, line, "loss");
-      c.acc_window.add(epoch, line, "acc", 100.0);
-      continue;
-    }
-    c.epochs.push_back(line);
-    c.loss_train.add(epoch, line, "loss");
-    c.acc_train.add(epoch, line, "acc", 100.0);
-    c.loss_valid.add(epoch, line, "valid_loss");
-    c.acc_valid.add(epoch, line, "valid_acc", 100.0);
-  }
+  c.epochs =
+      examples::charts::add_points(lines, "valid_loss", {{&c.loss_window, "loss"}, {&c.acc_window, "acc", 100.0}},
+                                   {{&c.loss_train, "loss"},
+                                    {&c.acc_train, "acc", 100.0},
+                                    {&c.loss_valid, "valid_loss"},
+                                    {&c.acc_valid, "valid_acc", 100.0}});
   return c;
 }
 

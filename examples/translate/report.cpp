@@ -49,17 +49,9 @@ Curves read_curves(const tapegrad::train::RunDirectory& run) {
   Curves c;
   auto lines = examples::charts::chart_lines(tapegrad::train::read_metrics(run.metrics()), "step");
   c.test = std::move(lines.test);
-  for (const auto& [step, line] : lines.points) {
-    if (!line.contains("valid_exact")) {  // a log window's line
-      c.loss_train.add(step, line, "loss");
-      c.acc_train.add(step, line, "acc", 100.0);
-      continue;
-    }
-    c.validations.push_back(line);
-    c.loss_valid.add(step, line, "valid_loss");
-    c.acc_valid.add(step, line, "valid_acc", 100.0);
-    c.exact_valid.add(step, line, "valid_exact", 100.0);
-  }
+  c.validations = examples::charts::add_points(
+      lines, "valid_exact", {{&c.loss_train, "loss"}, {&c.acc_train, "acc", 100.0}},
+      {{&c.loss_valid, "valid_loss"}, {&c.acc_valid, "valid_acc", 100.0}, {&c.exact_valid, "valid_exact", 100.0}});
   return c;
 }
 

@@ -108,26 +108,21 @@ TEST_CASE("reading: reviews, totals and archives beyond the caps are refused wit
 
   const fs::path archive = tmp.path / "tiny.tar.gz";
   write_tar_gz(archive, tiny_layout());  // reviews of 3, 4, 4 and 4 bytes
-  const auto refused = [&](const fs::path& p, ImdbLimits limits, const std::string& what) {
+  // Reading p with one limit lowered to value (the others at their defaults) is refused with what.
+  const auto refused = [&](const fs::path& p, std::uint64_t ImdbLimits::*limit, std::uint64_t value,
+                           const std::string& what) {
     INFO(p << ": " << what);
+    ImdbLimits limits;
+    limits.*limit = value;
     CHECK_THAT(error_of([&] { read_imdb(p, ImdbSplits::Both, limits); }),
                Catch::Contains(p.string()) && Catch::Contains(what));
   };
-  ImdbLimits l;
-  l.max_review_bytes = 3;  // "good" has 4: refused while reading, whatever the header declared
-  refused(archive, l, "above the limit of 3 bytes");
-  l = ImdbLimits();
-  l.max_total_bytes = 10;
-  refused(archive, l, "more than the limit of 10 bytes");
-  l = ImdbLimits();
-  l.max_reviews = 3;
-  refused(archive, l, "more than the limit of 3 reviews");
-  l = ImdbLimits();
-  l.max_archive_bytes = 12;
-  refused(archive, l, "expands to more than the limit of 12 bytes");
-  l = ImdbLimits();
-  l.max_review_bytes = 10;
-  refused(kSmallFolder, l, "above the limit of 10 bytes");
+  // "good" has 4 bytes: refused while reading, whatever the header declared.
+  refused(archive, &ImdbLimits::max_review_bytes, 3, "above the limit of 3 bytes");
+  refused(archive, &ImdbLimits::max_total_bytes, 10, "more than the limit of 10 bytes");
+  refused(archive, &ImdbLimits::max_reviews, 3, "more than the limit of 3 reviews");
+  refused(archive, &ImdbLimits::max_archive_bytes, 12, "expands to more than the limit of 12 bytes");
+  refused(kSmallFolder, &ImdbLimits::max_review_bytes, 10, "above the limit of 10 bytes");
   CHECK(read_imdb(archive, ImdbSplits::Both, ImdbLimits()).train.size() == 2);
 }
 

@@ -16,21 +16,13 @@ flags=(--data "$data" --no-download --d-model 8 --heads 2 --layers 2 --ff 16 --v
   --log-every 1 --epochs 3 --batch-size 2 --valid-fraction 0.34 --warmup 1 --optimizer sgd --momentum 0.9 --lr 0.1
   --pooling max --threads 1 --dropout 0 --attn-dropout 0 --word-dropout 0.1 --precision fp32)
 "$program" "${flags[@]}" --out "$work/one" > "$work/one.out" 2> "$work/one.err"
-"$mpirun" -np 2 --oversubscribe "$program" "${flags[@]}" --out "$work/two" > "$work/two.out" 2> "$work/two.err" || {
-  cat "$work/two.err"
-  exit 1
-}
-grep -q "data-parallel: 2 ranks x 1 thread(s); global batch 2 = 1 per rank" "$work/two.err" || {
-  echo "no data-parallel line in the log:"
-  cat "$work/two.err"
-  exit 1
-}
+"$mpirun" -np 2 --oversubscribe "$program" "${flags[@]}" --out "$work/two" > "$work/two.out" 2> "$work/two.err" ||
+  fail "2 ranks: $(cat "$work/two.err")"
+grep -q "data-parallel: 2 ranks x 1 thread(s); global batch 2 = 1 per rank" "$work/two.err" ||
+  fail "no data-parallel line in the log: $(cat "$work/two.err")"
 # One summary (rank 0's), and the same metrics lines as the single process.
-test "$(grep -c '^test accuracy' "$work/two.out")" -eq "$(grep -c '^test accuracy' "$work/one.out")" || {
-  echo "summaries differ:"
-  cat "$work/one.out" "$work/two.out"
-  exit 1
-}
+test "$(grep -c '^test accuracy' "$work/two.out")" -eq "$(grep -c '^test accuracy' "$work/one.out")" ||
+  fail "summaries differ: $(cat "$work/one.out" "$work/two.out")"
 
 # Ranks started with different settings (--seed): the job ends at start, naming the rank that differs.
 expect_seed_mismatch_named "$mpirun" "$program" "$work/three" "${flags[@]}"
@@ -40,9 +32,7 @@ expect_seed_mismatch_named "$mpirun" "$program" "$work/three" "${flags[@]}"
 python3 "$(dirname "$0")/compare_runs.py" "$work/one" "$work/two"
 
 # 3 ranks on a batch of 2: one rank holds no row of a step, and the step is still the one process's.
-"$mpirun" -np 3 --oversubscribe "$program" "${flags[@]}" --out "$work/three-ranks" > /dev/null 2> "$work/three.err" || {
-  cat "$work/three.err"
-  exit 1
-}
+"$mpirun" -np 3 --oversubscribe "$program" "${flags[@]}" --out "$work/three-ranks" > /dev/null 2> "$work/three.err" ||
+  fail "3 ranks: $(cat "$work/three.err")"
 grep -q "data-parallel: 3 ranks x 1 thread(s); global batch 2 = 0 or 1 per rank" "$work/three.err"
 python3 "$(dirname "$0")/compare_runs.py" "$work/one" "$work/three-ranks"

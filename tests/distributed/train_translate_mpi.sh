@@ -9,10 +9,6 @@ source "$(dirname "$0")/common.sh"
 mpirun=$1
 program=$2
 here=$(cd "$(dirname "$0")" && pwd)
-fail() {
-  echo "train_translate_mpi: $*" >&2
-  exit 1
-}
 
 # Adam with eps 1e-3 rather than the recipe's 1e-9: the key part of each in_proj_bias has a gradient that
 # is zero but for rounding (softmax ignores a constant added to every key), and with a tiny eps Adam

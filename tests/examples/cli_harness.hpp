@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -30,6 +31,14 @@ CliResult run_cli_in_process(RunCli run_cli, const std::string& program, std::ve
   std::ostringstream out, err;
   const int code = run_cli(static_cast<int>(argv.size()), argv.data(), in, out, err, false);
   return {code, out.str(), err.str()};
+}
+
+// What a program says, refusing it, when --resume of the run in `run` is given `flag value` where its
+// config.json holds `saved`.
+inline std::string resume_conflict(const std::string& program, const std::string& flag, const std::string& value,
+                                   const std::string& saved, const std::filesystem::path& run) {
+  return program + ": --resume: " + flag + " " + value + " differs from " + saved + " in " +
+         (run / "config.json").string() + "\n";
 }
 
 // Runs `command` with /bin/sh (popen), returning its exit code (-1 when it did not exit) and stdout.

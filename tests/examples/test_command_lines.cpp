@@ -276,11 +276,14 @@ std::vector<std::string> resume_args(const std::string& program, const std::stri
   return args;
 }
 
-// Trains `program`'s tiny run into `out` to its end.
-CliResult train_tiny_run(const Program& p, const std::filesystem::path& out) {
+// The folder of `program`'s tiny run, trained to its end into `out` (the test stops if that fails).
+std::filesystem::path trained_tiny_run(const Program& p, const std::filesystem::path& out) {
   auto args = tiny_run_args(p.name);
   args.insert(args.end(), {"--out", out.string()});
-  return p.run(args, "");
+  const CliResult trained = p.run(args, "");
+  INFO(trained.err);
+  REQUIRE(trained.code == 0);
+  return out;
 }
 
 }  // namespace
@@ -536,8 +539,7 @@ TEST_CASE("every program: --resume of a finished run checks every file it uses, 
   for (const Program& p : programs()) {
     INFO(p.name);
     tapegrad::testing::TempDir tmp;
-    const std::filesystem::path good = tmp.path / "good";
-    REQUIRE(train_tiny_run(p, good).code == 0);
+    const std::filesystem::path good = trained_tiny_run(p, tmp.path / "good");
     REQUIRE(p.run(resume_args(p.name, good.string()), "").code == 0);
     std::vector<std::string> files = {"model.safetensors", "last.ckpt.safetensors", "config.json"};
     if (std::filesystem::exists(good / "vocab.txt")) files.push_back("vocab.txt");
@@ -570,8 +572,7 @@ TEST_CASE("every program: report warns on a damaged metrics.jsonl by line, and f
   for (const Program& p : programs()) {
     INFO(p.name);
     tapegrad::testing::TempDir tmp;
-    const std::filesystem::path good = tmp.path / "good";
-    REQUIRE(train_tiny_run(p, good).code == 0);
+    const std::filesystem::path good = trained_tiny_run(p, tmp.path / "good");
     const auto report = [&](const std::filesystem::path& run) {
       return p.run({"report", p.name == "train_translate" ? "--out" : "--run", run.string()}, "");
     };
@@ -626,8 +627,7 @@ TEST_CASE("every program: the temporary files a killed save left are gone once t
   for (const Program& p : programs()) {
     INFO(p.name);
     tapegrad::testing::TempDir tmp;
-    const std::filesystem::path run = tmp.path / "run";
-    REQUIRE(train_tiny_run(p, run).code == 0);
+    const std::filesystem::path run = trained_tiny_run(p, tmp.path / "run");
     const auto plant = [&] {
       const pid_t dead = tapegrad::testing::exited_pid();
       for (const char* name : {"config.json", "vocab.txt", "last.ckpt.safetensors", "report.html"}) {

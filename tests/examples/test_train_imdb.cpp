@@ -43,6 +43,7 @@
 #include "tests/examples/cli_harness.hpp"
 #include "tests/examples/tiny_runs.hpp"
 #include "tests/helpers.hpp"
+#include "tests/train/timeless_metrics.hpp"
 
 namespace fs = std::filesystem;
 
@@ -129,19 +130,6 @@ std::map<std::string, std::string> tensors_of(const fs::path& path) {
     }
   }
   return tensors;
-}
-
-// The lines of metrics.jsonl without "elapsed" and "tokens_per_s", which depend on the clock.
-std::vector<nlohmann::json> metrics_without_timing(const fs::path& path) {
-  std::vector<nlohmann::json> lines;
-  std::ifstream in(path);
-  for (std::string line; std::getline(in, line);) {
-    auto json = nlohmann::json::parse(line);
-    json.erase("elapsed");
-    json.erase("tokens_per_s");
-    lines.push_back(json);
-  }
-  return lines;
 }
 
 std::vector<double> parse_numbers(const std::string& text) {
@@ -616,8 +604,7 @@ TEST_CASE("train_imdb --resume after an interruption ends exactly where an unint
   // A flag that contradicts the saved run is refused.
   const CliResult r = run_in_process({"--out", interrupted.path.string(), "--resume", "--lr", "0.5"});
   CHECK(r.code == 2);
-  CHECK(r.err == fmt::format("train_imdb: --resume: --lr 0.5 differs from 0.02 in {}\n",
-                             (interrupted.path / "config.json").string()));
+  CHECK(r.err == resume_conflict("train_imdb", "--lr", "0.5", "0.02", interrupted.path));
 }
 
 TEST_CASE("train_imdb --crop: training batches are cut to windows, as config.json records", "[imdb]") {

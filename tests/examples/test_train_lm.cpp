@@ -28,29 +28,24 @@
 #include "tapegrad/datasets/text/split.hpp"
 #include "tapegrad/io/safetensors.hpp"
 #include "tapegrad/train/metrics.hpp"
+#include "tests/examples/cli_harness.hpp"
 #include "tests/examples/tiny_runs.hpp"
 #include "tests/helpers.hpp"
+#include "tests/train/timeless_metrics.hpp"
 
 namespace fs = std::filesystem;
+using tapegrad::testing::CliResult;
+using tapegrad::testing::metrics_without_timing;
+using tapegrad::testing::resume_conflict;
 using tapegrad::testing::TempDir;
 
 namespace {
 
 const fs::path kFixture = fs::path(TAPEGRAD_TEST_DATA_DIR) / "aclImdb_small";
 
-struct CliResult {
-  int code;
-  std::string out, err;
-};
-
 CliResult run_lm(std::vector<std::string> args, const std::string& input = "") {
-  args.insert(args.begin(), "train_lm");
-  std::vector<const char*> argv;
-  for (const auto& a : args) argv.push_back(a.c_str());
-  std::istringstream in(input);
-  std::ostringstream out, err;
-  const int code = lm::run_cli(static_cast<int>(argv.size()), argv.data(), in, out, err, false);
-  return {code, out.str(), err.str()};
+  return tapegrad::testing::run_cli_in_process([](auto&&... a) { return lm::run_cli(a...); }, "train_lm",
+                                               std::move(args), input);
 }
 
 // `train_lm generate` of 12 new tokens after "the movie was" on a finished run, with extra flags; it must
@@ -91,14 +86,6 @@ lm::Config tiny_config(const fs::path& out, const std::string& objective) {
 std::string read_bytes(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-// metrics.jsonl without the keys that time the run.
-std::vector<nlohmann::json> metrics_without_timing(const fs::path& run) {
-  auto lines = tapegrad::train::read_metrics(run / "metrics.jsonl");
-  for (auto& line : lines)
-    for (const char* key : {"elapsed", "tokens_per_s", "train_seconds", "wall_seconds"}) line.erase(key);
-  return lines;
 }
 
 std::string last_line(const std::string& text) {
@@ -260,12 +247,11 @@ TEST_CASE("train_lm --resume after an interruption ends exactly where an uninter
   resume.resume = true;
   CHECK_FALSE(lm::train(resume, out, log, false).interrupted);
   CHECK(read_bytes(parts.path / "model.safetensors") == read_bytes(whole.path / "model.safetensors"));
-  CHECK(metrics_without_timing(parts.path) == metrics_without_timing(whole.path));
+  CHECK(metrics_without_timing(parts.path / "metrics.jsonl") == metrics_without_timing(whole.path / "metrics.jsonl"));
   // A flag that contradicts the saved run is refused, and there must be a run to resume.
   const CliResult r = run_lm({"--out", parts.path.string(), "--resume", "--lr", "0.5"});
   CHECK(r.code == 2);
-  CHECK(r.err ==
-        fmt::format("train_lm: --resume: --lr 0.5 differs from 0.01 in {}\n", (parts.path / "config.json").string()));
+  CHECK(r.err == resume_conflict("train_lm", "--lr", "0.5", "0.01", parts.path));
   CHECK(run_lm({"--resume", "--out", (parts.path / "nothing").string()}).code == 2);
   // A config.json edited by hand is read strictly, and the error names it.
   const fs::path config = parts.path / "config.json";
@@ -302,8 +288,7 @@ TEST_CASE(
   // Another number of micro-batches would change the run's rounding: refused.
   const CliResult r = run_lm({"--out", parts.path.string(), "--resume", "--accumulate", "1"});
   CHECK(r.code == 2);
-  CHECK(r.err == fmt::format("train_lm: --resume: --accumulate 1 differs from 2 in {}\n",
-                             (parts.path / "config.json").string()));
+  CHECK(r.err == resume_conflict("train_lm", "--accumulate", "1", "2", parts.path));
 }
 
 TEST_CASE("train_lm --accumulate: more micro-batches than the batch has reviews is refused", "[lm]") {

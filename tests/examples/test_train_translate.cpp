@@ -27,6 +27,7 @@
 #include "tests/examples/cli_harness.hpp"
 #include "tests/examples/tiny_runs.hpp"
 #include "tests/helpers.hpp"
+#include "tests/train/timeless_metrics.hpp"
 
 namespace fs = std::filesystem;
 using namespace tapegrad::testing;
@@ -56,15 +57,6 @@ translate::Config tiny_config(const fs::path& out) {
 std::string read_bytes(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-std::vector<nlohmann::json> metrics_without_timing(const fs::path& path) {
-  auto lines = tapegrad::train::read_metrics(path);
-  for (auto& line : lines) {
-    line.erase("elapsed");
-    line.erase("tokens_per_s");
-  }
-  return lines;
 }
 
 // Every float tensor of a safetensors file, by name.
@@ -227,8 +219,7 @@ TEST_CASE("train_translate: Ctrl-C keeps the last complete checkpoint, and --res
   // --resume takes the run as saved: a flag that would change it is refused.
   const CliResult changed = run_in_process({"--out", cut.path.string(), "--resume", "--steps", "9"});
   CHECK(changed.code == 2);
-  CHECK(changed.err == fmt::format("train_translate: --resume: --steps 9 differs from 6 in {}\n",
-                                   (cut.path / "config.json").string()));
+  CHECK(changed.err == resume_conflict("train_translate", "--steps", "9", "6", cut.path));
 }
 
 TEST_CASE("train_translate --activation-checkpointing is saved, and --resume may turn it on", "[translate]") {

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 #include <xtensor/xview.hpp>
@@ -18,6 +19,15 @@
 #include "tests/helpers.hpp"
 
 namespace tapegrad::testing {
+
+// A Model of options in eval mode (no dropout), its weights drawn from Generator(seed).
+template <typename Model, typename Options>
+std::unique_ptr<Model> eval_model(const Options& options, std::uint64_t seed) {
+  Generator gen(seed);
+  auto model = std::make_unique<Model>(options, gen);
+  model->eval();
+  return model;
+}
 
 // Changing token t of a [2, 9] batch changes no logit before t and every position from t on.
 inline void check_causal_bit_for_bit(const models::CausalLM<float>& model) {
@@ -177,25 +187,12 @@ void check_activation_checkpointing(Options options) {
   Model checkpointed(options, gen_checkpointed);
   const xt::xarray<std::int64_t> ids = random_ids(3, 7, options.vocab_size, 5);
   const xt::xarray<std::int64_t> rows = {0, 4, 9, 20};
-  const auto loss = [&](const Model& model, int step) {
-    const Tensor<double> logits = step == 0 ? model.forward(ids) : model.forward_rows(ids, rows);
-    return (logits * logits).mean();
-  };
   for (int step = 0; step < 2; ++step) {
     INFO("step " << step);
-    plain.zero_grad();
-    checkpointed.zero_grad();
-    const Tensor<double> a = loss(plain, step), b = loss(checkpointed, step);
-    REQUIRE(a.item() == b.item());
-    a.backward();
-    b.backward();
-    const auto p = plain.named_parameters(), c = checkpointed.named_parameters();
-    REQUIRE(p.size() == c.size());
-    for (std::size_t i = 0; i < p.size(); ++i) {
-      INFO(p[i].first);
-      REQUIRE(c[i].second.has_grad());
-      CHECK(p[i].second.grad() == c[i].second.grad());
-    }
+    check_same_step(plain, checkpointed, [&](const Model& model) {
+      const Tensor<double> logits = step == 0 ? model.forward(ids) : model.forward_rows(ids, rows);
+      return (logits * logits).mean();
+    });
     CHECK(plain.dropout_generator()->state().s == checkpointed.dropout_generator()->state().s);
   }
 }

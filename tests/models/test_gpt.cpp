@@ -54,25 +54,18 @@ std::vector<T> row(const Tensor<T>& logits, std::size_t t) {
 TEST_CASE("GPT: changing token t changes no output before t, bit for bit", "[gpt]") {
   for (PositionalKind positional : {PositionalKind::Learned, PositionalKind::Sinusoidal}) {
     INFO("positions " << positional_name(positional));
-    Generator gen(1);
     GPTOptions o = tiny(positional);
     o.d_model = 16;
     o.nhead = 4;
-    GPT<float> model(o, gen);
-    model.eval();
-    check_causal_bit_for_bit(model);
+    check_causal_bit_for_bit(*eval_model<GPT<float>>(o, 1));
   }
 }
 
 TEMPLATE_TEST_CASE("GPT: the KV cache gives the logits of full recomputation at every step", "[gpt]", float, double) {
   for (PositionalKind positional : {PositionalKind::Learned, PositionalKind::Sinusoidal}) {
     INFO("positions " << positional_name(positional));
-    Generator gen(4);
-    const GPTOptions o = cached(positional);
-    GPT<TestType> model(o, gen);
-    model.eval();
     NoGradGuard no_grad;
-    check_cache_matches_full(model);
+    check_cache_matches_full(*eval_model<GPT<TestType>>(cached(positional), 4));
   }
 }
 
@@ -128,19 +121,15 @@ TEST_CASE("greedy decoding: with the KV cache, every step's logits are full reco
 }
 
 TEST_CASE("generate: the cache and full recomputation choose the same tokens, greedy and sampled", "[gpt]") {
-  Generator gen(6);
   GPTOptions o = tiny();
   o.d_model = 32;
   o.nhead = 4;
-  GPT<float> model(o, gen);
-  model.eval();
-  check_generate_with_and_without_cache(model);
+  check_generate_with_and_without_cache(*eval_model<GPT<float>>(o, 6));
 }
 
 TEST_CASE("generate: the same seed gives the same sample, other seeds other samples", "[gpt]") {
-  Generator gen(8);
-  GPT<float> model(tiny(), gen);
-  model.eval();
+  const auto owned = eval_model<GPT<float>>(tiny(), 8);
+  const GPT<float>& model = *owned;
   GenerateOptions g;
   g.max_new_tokens = 25;
   g.sampling.temperature = 1.5;
@@ -285,13 +274,10 @@ TEST_CASE("GPT: GPT-2's settings: untied lm_head, no output bias, unscaled embed
 TEST_CASE("GPT: gradcheck of a 2-layer decoder-only model, learned and sinusoidal positions", "[gpt]") {
   for (PositionalKind positional : {PositionalKind::Learned, PositionalKind::Sinusoidal}) {
     INFO("positions " << positional_name(positional));
-    GPTOptions o = tiny(positional);
-    o.vocab_size = 7;
-    o.max_len = 6;
-    o.d_model = 4;
+    auto o = sized<GPTOptions>(7, 6, 4, 2, 2);
     o.dim_feedforward = 6;
-    o.dropout = 0.0;
-    o.attention_dropout = 0.0;
+    o.dropout = o.attention_dropout = 0.0;
+    o.positional = positional;
     Generator gen(9);
     GPT<double> model(o, gen);
     const xt::xarray<std::int64_t> ids = {{3, 5, 1, 6, 2}, {4, 6, 2, 3, 3}};  // no padding id: see test_transformer
@@ -364,12 +350,7 @@ TEST_CASE("TransformerMaskedLM: the encoder's names and shapes are the classifie
 }
 
 TEST_CASE("TransformerMaskedLM: gradcheck, and the loss only sees the chosen positions", "[mlm]") {
-  TransformerClassifierOptions o;
-  o.vocab_size = 9;
-  o.max_len = 6;
-  o.d_model = 4;
-  o.nhead = 2;
-  o.num_layers = 2;
+  auto o = sized<TransformerClassifierOptions>(9, 6, 4, 2, 2);
   o.dim_feedforward = 6;
   o.dropout = o.attention_dropout = 0.0;
   for (bool norm_first : {false, true}) {
@@ -389,12 +370,7 @@ TEST_CASE("TransformerMaskedLM: gradcheck, and the loss only sees the chosen pos
 }
 
 TEST_CASE("load_pretrained_encoder: exactly the pretrained values, a fresh head, every mismatch reported", "[mlm]") {
-  TransformerClassifierOptions o;
-  o.vocab_size = 20;
-  o.max_len = 12;
-  o.d_model = 8;
-  o.nhead = 2;
-  o.num_layers = 2;
+  auto o = sized<TransformerClassifierOptions>(20, 12, 8, 2, 2);
   o.dim_feedforward = 10;
   o.positional = PositionalKind::Learned;
   testing::TempDir tmp;
@@ -456,10 +432,9 @@ TEST_CASE("load_pretrained_encoder: exactly the pretrained values, a fresh head,
 }
 
 TEST_CASE("GPT: forward_rows gives forward's rows and their gradient", "[gpt]") {
-  Generator gen(3);
   const GPTOptions o = tiny();
-  GPT<double> model(o, gen);
-  model.eval();
+  const auto owned = eval_model<GPT<double>>(o, 3);
+  GPT<double>& model = *owned;
   check_forward_rows(model);
   const xt::xarray<std::int64_t> ids = random_ids(2, 5, o.vocab_size, 4);
   const xt::xarray<std::int64_t> rows = {0, 3, 7, 9};  // (0, 0), (0, 3), (1, 2), (1, 4)

@@ -61,42 +61,29 @@ TEST_CASE("Llama: gradcheck of a 2-layer model, tied, untied, and with grouped-q
 }
 
 TEST_CASE("Llama: changing token t changes no output before t, bit for bit", "[llama]") {
-  Generator gen(1);
-  const LlamaOptions o = tiny();
-  Llama<float> model(o, gen);
-  model.eval();
-  check_causal_bit_for_bit(model);
+  check_causal_bit_for_bit(*eval_model<Llama<float>>(tiny(), 1));
 }
 
 TEMPLATE_TEST_CASE("Llama: the KV cache gives the logits of full recomputation, a prompt fed in pieces", "[llama]",
                    float, double) {
   for (int variant : {0, 1, 2}) {
     INFO("variant " << variant << " (0 tied, 1 untied, 2 grouped-query with biases)");
-    Generator gen(4);
     LlamaOptions o = tiny(variant == 0);
     o.d_model = 32;
     o.hidden = 64;
     if (variant == 2) o = grouped(o);
-    Llama<TestType> model(o, gen);
-    model.eval();
     NoGradGuard no_grad;
-    check_cache_matches_full(model);
+    check_cache_matches_full(*eval_model<Llama<TestType>>(o, 4));
   }
 }
 
 TEST_CASE("Llama: forward_rows gives forward's rows", "[llama]") {
-  Generator gen(3);
-  const LlamaOptions o = tiny();
-  Llama<double> model(o, gen);
-  model.eval();
-  check_forward_rows(model);
+  check_forward_rows(*eval_model<Llama<double>>(tiny(), 3));
 }
 
 TEST_CASE("generate: a Llama chooses the same tokens with the cache and without, greedy and sampled", "[llama]") {
-  Generator gen(6);
-  const LlamaOptions o = tiny();
-  Llama<float> model(o, gen);
-  model.eval();
+  const auto owned = eval_model<Llama<float>>(tiny(), 6);
+  const Llama<float>& model = *owned;
   check_generate_with_and_without_cache(model);
   const std::vector<std::int64_t> prompt = {3, 7, 2, 9};
   // Greedy: each token is the argmax of forward's last row over the sequence so far.

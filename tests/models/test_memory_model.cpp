@@ -10,9 +10,11 @@
 #include "tapegrad/models/gpt.hpp"
 #include "tapegrad/models/llama.hpp"
 #include "tapegrad/optim/adamw.hpp"
+#include "tests/helpers.hpp"
 
 using namespace tapegrad;
 using namespace tapegrad::models;
+using tapegrad::testing::sized;
 
 namespace {
 
@@ -27,12 +29,15 @@ std::size_t classifier_parameters(std::size_t V, std::size_t d, std::size_t L, s
   return V * d + L * (4 * d * d + 2 * d * F + F + 9 * d) + d * classes + classes;
 }
 
-// Bytes of the weights, of the gradients and of AdamW's state after one step of model on loss.
-template <typename Model, typename Loss>
-void check_bytes_after_a_step(Model& model, const Loss& loss, std::size_t expected_parameters) {
+// Bytes of the weights, of the gradients and of AdamW's state after one step of a Model of options on
+// the mean square of forward(model).
+template <typename Model, typename Options, typename Forward>
+void check_bytes_after_a_step(const Options& options, const Forward& forward, std::size_t expected_parameters) {
+  Generator gen(1);
+  Model model(options, gen);
   const auto params = model.parameters();
   optim::AdamW<float> opt(params, {});
-  loss().backward();
+  forward(model).pow(2).mean().backward();
   opt.step();
   std::size_t weights = 0, grads = 0, moments = 0;
   for (const auto& p : params) {
@@ -58,43 +63,22 @@ const xt::xarray<std::int64_t> kIds = {{3, 5, 7, 2, 9, 4}, {4, 8, 1, 6, 2, 3}};
 TEST_CASE("memory model: weights, gradients and AdamW moments are 16 bytes per parameter of the documented counts",
           "[memory]") {
   SECTION("GPT") {
-    GPTOptions o;
-    o.vocab_size = 50;
-    o.max_len = 16;
-    o.d_model = 8;
-    o.nhead = 2;
-    o.num_layers = 3;
+    auto o = sized<GPTOptions>(50, 16, 8, 2, 3);
     o.dim_feedforward = 24;
-    Generator gen(1);
-    GPT<float> model(o, gen);
-    check_bytes_after_a_step(
-        model, [&] { return model.forward(kIds).pow(2).mean(); }, gpt_parameters(50, 16, 8, 3, 24));
+    check_bytes_after_a_step<GPT<float>>(
+        o, [](const auto& model) { return model.forward(kIds); }, gpt_parameters(50, 16, 8, 3, 24));
   }
   SECTION("Llama") {
-    LlamaOptions o;
-    o.vocab_size = 50;
-    o.max_len = 16;
-    o.d_model = 8;
-    o.nhead = 2;
-    o.num_layers = 3;
+    auto o = sized<LlamaOptions>(50, 16, 8, 2, 3);
     o.hidden = 20;
-    Generator gen(1);
-    Llama<float> model(o, gen);
-    check_bytes_after_a_step(
-        model, [&] { return model.forward(kIds).pow(2).mean(); }, llama_parameters(50, 8, 3, 20));
+    check_bytes_after_a_step<Llama<float>>(
+        o, [](const auto& model) { return model.forward(kIds); }, llama_parameters(50, 8, 3, 20));
   }
   SECTION("encoder classifier") {
-    TransformerClassifierOptions o;
-    o.vocab_size = 50;
-    o.max_len = 16;
-    o.d_model = 8;
-    o.nhead = 2;
-    o.num_layers = 3;
+    auto o = sized<TransformerClassifierOptions>(50, 16, 8, 2, 3);
     o.dim_feedforward = 24;
-    Generator gen(1);
-    TransformerClassifier<float> model(o, gen);
     const BoolArray pad = xt::zeros<bool>({2, 6});
-    check_bytes_after_a_step(
-        model, [&] { return model.forward(kIds, pad).pow(2).mean(); }, classifier_parameters(50, 8, 3, 24, 2));
+    check_bytes_after_a_step<TransformerClassifier<float>>(
+        o, [&](const auto& model) { return model.forward(kIds, pad); }, classifier_parameters(50, 8, 3, 24, 2));
   }
 }

@@ -31,10 +31,12 @@
 #include "tapegrad/optim/sgd.hpp"
 #include "tapegrad/train/train.hpp"
 #include "tests/helpers.hpp"
+#include "tests/train/timeless_metrics.hpp"
 
 using namespace tapegrad;
 namespace fs = std::filesystem;
 namespace st = tapegrad::io::safetensors;
+using tapegrad::testing::metrics_without_timing;
 using tapegrad::testing::TempDir;
 
 namespace {
@@ -120,15 +122,6 @@ std::map<std::string, std::vector<double>> values_of(const fs::path& path) {
     }
   }
   return out;
-}
-
-std::vector<nlohmann::json> metrics_without_timing(const fs::path& path) {
-  auto lines = train::read_metrics(path);
-  for (auto& line : lines) {
-    line.erase("elapsed");
-    line.erase("tokens_per_s");
-  }
-  return lines;
 }
 
 optim::AdamOptions adam_options() {
