@@ -96,7 +96,9 @@ nlohmann::json to_json(const Config& config);
 Config config_from_json(const nlohmann::json& json);
 
 // The models the settings describe over a vocabulary of vocab_size tokens.
-tapegrad::models::GPTOptions gpt_options(const Config& config, std::size_t vocab_size);
+// --arch gpt: GPT-2's layout, without a bias on the logits, so that `export` writes it as
+// GPT2LMHeadModel; output_bias builds the GPT of a run whose weights hold one (load_run tells).
+tapegrad::models::GPTOptions gpt_options(const Config& config, std::size_t vocab_size, bool output_bias = false);
 // --arch llama: tied embeddings (as GPT's, so that the parameter counts compare), no attention-weight
 // dropout (LLaMA has none); --dropout on every branch's output.
 tapegrad::models::LlamaOptions llama_options(const Config& config, std::size_t vocab_size);
