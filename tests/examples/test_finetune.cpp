@@ -4,7 +4,8 @@
 // files nn::save_lora_adapter writes and load back onto the base; --resume ends where an uninterrupted run
 // does; bad inputs are refused naming the problem. A train_lm GPT run exports as GPT2LMHeadModel (from_pretrained,
 // generate and finetune give the run's logits and tokens); a run whose GPT has an output bias still loads,
-// resumes and fine-tunes, and its export is refused by name.
+// resumes and fine-tunes, and its export is refused by name; a Llama folder with a SentencePiece
+// tokenizer.model fine-tunes, generates text and exports with its tokenizer.
 #include <fmt/format.h>
 
 #include <catch2/catch.hpp>
@@ -30,6 +31,7 @@
 #include "tapegrad/datasets/tokenizers/bytes_to_unicode.hpp"
 #include "tapegrad/io/safetensors.hpp"
 #include "tapegrad/models/gpt.hpp"
+#include "tapegrad/models/llama.hpp"
 #include "tapegrad/models/pretrained.hpp"
 #include "tapegrad/nn/lora_adapter_file.hpp"
 #include "tapegrad/optim/adamw.hpp"
@@ -105,6 +107,35 @@ fs::path gpt2_with_bytes(const fs::path& dir) {
       {"decoder", {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}}},
       {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", nlohmann::json::array()}}}};
   write_text(folder / "tokenizer.json", tokenizer.dump());
+  return folder;
+}
+
+// A Hugging Face Llama folder whose tokenizer is tokenizer.model alone, as Llama 2 ships it: a random Llama
+// over the 4,000 pieces of the SentencePiece BPE model of tests/fixtures/tokenizers.tar.xz (Llama 2's
+// settings: byte fallback, split digits, <s> first), with its tokenizer_config.json.
+fs::path llama_with_sentencepiece(const fs::path& dir) {
+  const fs::path folder = dir / "llama-sp";
+  tapegrad::models::LlamaOptions o;
+  o.vocab_size = 4000;
+  o.d_model = 16;
+  o.nhead = 4;
+  o.num_kv_heads = 2;
+  o.num_layers = 2;
+  o.hidden = 40;
+  o.max_len = 64;
+  o.tie_embeddings = false;
+  o.padding_idx = std::nullopt;  // Llama 2's config has no pad_token_id
+  tapegrad::Generator gen(5);
+  tapegrad::models::save_pretrained(tapegrad::models::Llama<float>(o, gen), folder.string());
+  fs::copy_file(fs::path(TAPEGRAD_TOKENIZER_FIXTURES_DIR) / "llama_bpe.model", folder / "tokenizer.model");
+  write_text(folder / "tokenizer_config.json", nlohmann::json{{"tokenizer_class", "LlamaTokenizer"},
+                                                              {"add_bos_token", true},
+                                                              {"add_eos_token", false},
+                                                              {"bos_token", "<s>"},
+                                                              {"eos_token", "</s>"},
+                                                              {"unk_token", "<unk>"},
+                                                              {"model_max_length", 64}}
+                                                   .dump(2));
   return folder;
 }
 
@@ -444,6 +475,56 @@ TEST_CASE("train_lm: a run whose GPT has an output bias loads, generates, resume
   INFO(f.err);
   CHECK(f.code == 0);
   CHECK(lm::has_output_bias(tuned / "model.safetensors"));
+}
+
+TEST_CASE("train_lm finetune: a Llama folder with a SentencePiece tokenizer.model, full and LoRA", "[finetune]") {
+  TempDir tmp;
+  const fs::path base = llama_with_sentencepiece(tmp.path), text = repetitive_text(tmp.path);
+  const lm::ModelFolder folder = lm::load_model_folder(base);
+  CHECK_THAT(folder.tokenizer->description(), Catch::Contains("SentencePiece"));
+  CHECK(folder.tokenizer->encode("the movie").front() == 1);  // <s> first, as LlamaTokenizer's add_bos_token
+  for (const std::string rank : {"4", "0"}) {
+    INFO("--lora-rank " << rank);
+    const fs::path run = tmp.path / ("run" + rank), exported = tmp.path / ("hf" + rank);
+    auto args = finetune_args(base, text, run);
+    args.insert(args.end(), {"--lora-rank", rank, "--lora-targets", "q_proj,v_proj,down_proj"});
+    const CliResult r = run_lm(args);
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    const auto [before, best] = losses(run);
+    CHECK(best < before - 0.5);
+
+    const auto ppl = [&](const fs::path& f) {
+      const CliResult p =
+          run_lm({"perplexity", "--run", f.string(), "--text", text.string(), "--threads", "1", "--precision", "fp32"});
+      INFO(p.err);
+      REQUIRE(p.code == 0);
+      return p.out.substr(0, p.out.find(':'));
+    };
+    // The continuation is decoded text: the prompt comes back as it was given, then pieces as words.
+    const CliResult g = run_lm({"generate", "--run", run.string(), "--max-new-tokens", "6", "--threads", "1",
+                                "--precision", "fp32", "--temperature", "0"},
+                               "the movie was");
+    INFO(g.err);
+    REQUIRE(g.code == 0);
+    REQUIRE(g.out.rfind("the movie was |", 0) == 0);
+    CHECK(g.out.size() > std::string("the movie was |\n").size() + 3);
+    CHECK(g.out.find("[id") == std::string::npos);
+
+    const CliResult e = run_lm({"export", "--run", run.string(), "--out", exported.string()});
+    INFO(e.err);
+    REQUIRE(e.code == 0);
+    CHECK_THAT(e.out, Catch::Contains("tokenizer.model"));
+    CHECK(read_bytes(exported / "tokenizer.model") == read_bytes(base / "tokenizer.model"));
+    CHECK(read_bytes(exported / "tokenizer_config.json") == read_bytes(base / "tokenizer_config.json"));
+    const lm::ModelFolder tuned = lm::load_model_folder(run), reloaded = lm::load_model_folder(exported);
+    CHECK(max_difference(*tuned.model, *reloaded.model) < (rank == "0" ? 1e-6 : 1e-4));
+    const std::string review = "This movie was great, isn't it? 10/10 \xE2\x80\x94 a caf\xC3\xA9 film.";
+    CHECK(reloaded.tokenizer->encode(review) == tuned.tokenizer->encode(review));
+    CHECK(reloaded.tokenizer->decode(reloaded.tokenizer->encode(review)) == review);
+    CHECK(ppl(run) == ppl(exported));
+    CHECK(ppl(run) != ppl(base));
+  }
 }
 
 TEST_CASE("train_lm finetune --resume after an interruption ends exactly where an uninterrupted run does",
