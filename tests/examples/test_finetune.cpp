@@ -394,8 +394,9 @@ TEST_CASE("train_lm export of a GPT run: GPT2LMHeadModel, whose from_pretrained,
   }
 }
 
-TEST_CASE("train_lm: a run whose GPT has an output bias loads, generates, resumes and fine-tunes; export refuses it",
-          "[finetune]") {
+TEST_CASE(
+    "train_lm: a run whose GPT has an output bias loads, generates, resumes and fine-tunes, and export refuses it",
+    "[finetune]") {
   namespace tt = tapegrad::train;
   TempDir tmp;
   const fs::path run = tmp.path / "run";
