@@ -341,9 +341,28 @@ void save_pretrained(const CausalLM<T>& model, const std::string& dir) {
   io::write_file_atomically(fs::path(dir) / "config.json", config.dump(2) + "\n");
 }
 
+template <typename T>
+std::string hugging_face_module_name(const CausalLM<T>& model, const std::string& name) {
+  if (dynamic_cast<const Llama<T>*>(&model)) {
+    const std::string hf = llama_name(name + ".weight");
+    return hf.substr(0, hf.size() - 7);
+  }
+  if (!dynamic_cast<const GPT<T>*>(&model)) return name;
+  // A module is named by its weight's name; the attention by its in-projection's (c_attn).
+  for (const char* leaf : {".weight", ".in_proj_weight"}) {
+    if (const auto h = gpt2_name(name + leaf)) {
+      const std::string module = h->name.substr(0, h->name.size() - 7);
+      return name == "lm_head" ? module : "transformer." + module;
+    }
+  }
+  return name;
+}
+
 template std::shared_ptr<CausalLM<float>> from_pretrained<float>(const std::string&);
 template std::shared_ptr<CausalLM<double>> from_pretrained<double>(const std::string&);
 template void save_pretrained<float>(const CausalLM<float>&, const std::string&);
 template void save_pretrained<double>(const CausalLM<double>&, const std::string&);
+template std::string hugging_face_module_name<float>(const CausalLM<float>&, const std::string&);
+template std::string hugging_face_module_name<double>(const CausalLM<double>&, const std::string&);
 
 }  // namespace tapegrad::models

@@ -41,4 +41,13 @@ std::shared_ptr<CausalLM<T>> from_pretrained(const std::string& dir);
 template <typename T>
 void save_pretrained(const CausalLM<T>& model, const std::string& dir);
 
+/// The name of model's module `name` (its dotted name in model) in the Hugging Face model that
+/// save_pretrained writes, as PEFT's adapter files and target_modules name it (nn::LoraFileOptions):
+/// a Llama's "layers.0.self_attn.q_proj" is "model.layers.0.self_attn.q_proj"; a GPT's
+/// "encoder.layers.0.self_attn" (its packed in-projection) is "transformer.h.0.attn.c_attn", its
+/// out_proj "transformer.h.0.attn.c_proj", linear1 "...mlp.c_fc" and linear2 "...mlp.c_proj". A module
+/// without a weight of its own in the Hugging Face model (dropout, a whole block) keeps its name.
+template <typename T>
+std::string hugging_face_module_name(const CausalLM<T>& model, const std::string& name);
+
 }  // namespace tapegrad::models

@@ -11,6 +11,7 @@
 #include "tapegrad/autograd/reduce.hpp"
 #include "tapegrad/autograd/shape_ops.hpp"
 #include "tapegrad/nn/init.hpp"
+#include "tapegrad/nn/lora.hpp"
 
 namespace tapegrad::nn {
 
@@ -152,6 +153,13 @@ MultiheadAttention<T>::MultiheadAttention(const MultiheadAttentionOptions& o, Ge
 }
 
 template <typename T>
+Tensor<T> MultiheadAttention<T>::in_projection(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& bias,
+                                               std::size_t begin, std::size_t end) const {
+  if (!lora || lora->merged) return linear(x, weight, bias);
+  return linear(x, weight, bias) + lora->forward(x, begin, end);
+}
+
+template <typename T>
 std::pair<Tensor<T>, Tensor<T>> MultiheadAttention<T>::forward(const Tensor<T>& query, const Tensor<T>& key,
                                                                const Tensor<T>& value,
                                                                const AttentionMask<T>& key_padding_mask,
@@ -186,8 +194,9 @@ std::pair<Tensor<T>, Tensor<T>> MultiheadAttention<T>::forward(const Tensor<T>& 
   std::pair<Tensor<T>, Tensor<T>> attended;
   if (in_proj_weight.defined() && query.same_as(key) && key.same_as(value)) {
     // Self-attention: one GEMM for the packed projection, read in place as q, k and v.
-    attended = multi_head_self_attention(linear(batch_major(query), in_proj_weight, in_proj_bias), H, masks, p, causal,
-                                         std::nullopt, need_weights, dropout_gen_.get());
+    attended =
+        multi_head_self_attention(in_projection(batch_major(query), in_proj_weight, in_proj_bias, 0, 3 * embed_dim), H,
+                                  masks, p, causal, std::nullopt, need_weights, dropout_gen_.get());
   } else if (in_proj_weight.defined() && key.same_as(value)) {
     // Encoder-decoder attention: q, then k and v in one GEMM of key (torch's _in_projection_packed), so
     // that key takes one gradient per call, summed in the same order whether or not the call runs
@@ -196,8 +205,9 @@ std::pair<Tensor<T>, Tensor<T>> MultiheadAttention<T>::forward(const Tensor<T>& 
     const std::vector<Tensor<T>> w = split(in_proj_weight, std::vector<std::int64_t>{e, 2 * e}, 0);
     std::vector<Tensor<T>> biases(2);
     if (in_proj_bias.defined()) biases = split(in_proj_bias, std::vector<std::int64_t>{e, 2 * e}, 0);
-    const Tensor<T> q = linear(batch_major(query), w[0], biases[0]);
-    const std::vector<Tensor<T>> kv = split(linear(batch_major(key), w[1], biases[1]), e, -1);
+    const std::size_t E = embed_dim;
+    const Tensor<T> q = in_projection(batch_major(query), w[0], biases[0], 0, E);
+    const std::vector<Tensor<T>> kv = split(in_projection(batch_major(key), w[1], biases[1], E, 3 * E), e, -1);
     attended =
         multi_head_attention(q, kv[0], kv[1], H, masks, p, causal, std::nullopt, need_weights, dropout_gen_.get());
   } else {
@@ -208,10 +218,12 @@ std::pair<Tensor<T>, Tensor<T>> MultiheadAttention<T>::forward(const Tensor<T>& 
       w = {q_proj_weight, k_proj_weight, v_proj_weight};
     std::vector<Tensor<T>> biases(3);
     if (in_proj_bias.defined()) biases = chunk(in_proj_bias, 3, 0);
+    // Only the packed weight has an adapter (inject_lora refuses separate q/k/v_proj_weight).
+    const std::size_t E = embed_dim;
     const Tensor<T> kb = batch_major(key);
-    const Tensor<T> q = linear(batch_major(query), w[0], biases[0]);
-    const Tensor<T> k = linear(kb, w[1], biases[1]);
-    const Tensor<T> v = linear(key.same_as(value) ? kb : batch_major(value), w[2], biases[2]);
+    const Tensor<T> q = in_projection(batch_major(query), w[0], biases[0], 0, E);
+    const Tensor<T> k = in_projection(kb, w[1], biases[1], E, 2 * E);
+    const Tensor<T> v = in_projection(key.same_as(value) ? kb : batch_major(value), w[2], biases[2], 2 * E, 3 * E);
     attended = multi_head_attention(q, k, v, H, masks, p, causal, std::nullopt, need_weights, dropout_gen_.get());
   }
   Tensor<T> out = out_proj->forward(attended.first);
@@ -255,7 +267,7 @@ Tensor<T> MultiheadAttention<T>::forward_incremental(const Tensor<T>& x, KVCache
   if (past > 0 && cache.key.size(0) != B) {
     throw ShapeError(fmt::format("{}: x has batch {} but the cache holds batch {}", op, B, cache.key.size(0)));
   }
-  const auto qkv = chunk(linear(xb, in_proj_weight, in_proj_bias), 3, -1);
+  const auto qkv = chunk(in_projection(xb, in_proj_weight, in_proj_bias, 0, 3 * embed_dim), 3, -1);
   const Tensor<T> out = out_proj->forward(cached_causal_attention(qkv[0], qkv[1], qkv[2], num_heads, cache));
   return batch_first ? out : transpose(out, 0, 1);
 }

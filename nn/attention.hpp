@@ -123,8 +123,17 @@ class MultiheadAttention : public Module<T, MultiheadAttention<T>> {
   /// [E, vdim]. The unused ones are undefined, as are the biases when bias = false.
   Tensor<T> in_proj_weight, q_proj_weight, k_proj_weight, v_proj_weight, in_proj_bias;
   std::shared_ptr<Linear<T>> out_proj;
+  /// The LoRA adapter of the packed in-projection that nn::inject_lora added (its A [r, E] and B
+  /// [3E, r] are the submodules lora_A and lora_B); null without one. Every path of forward and
+  /// forward_incremental adds its term to the projections, unless it is merged.
+  std::shared_ptr<LoraAdapter<T>> lora;
 
  private:
+  /// x [..., E] projected by the rows [begin, end) of in_proj_weight (and in_proj_bias), plus the LoRA
+  /// adapter's share of them: weight and bias are those rows already cut out (the whole for 0, 3E).
+  Tensor<T> in_projection(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& bias, std::size_t begin,
+                          std::size_t end) const;
+
   /// The shapes of a batched forward's inputs and masks; throws ShapeError naming them.
   void check_inputs(const Tensor<T>& query, const Tensor<T>& key, const Tensor<T>& value,
                     const AttentionMask<T>& key_padding_mask, const AttentionMask<T>& attn_mask) const;

@@ -3,10 +3,14 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <optional>
 #include <stdexcept>
 
 #include "tapegrad/autograd/elementwise.hpp"
+#include "tapegrad/autograd/matmul.hpp"
+#include "tapegrad/autograd/shape_ops.hpp"
 #include "tapegrad/autograd/tape.hpp"
+#include "tapegrad/nn/attention.hpp"
 
 namespace tapegrad::nn {
 
@@ -31,6 +35,19 @@ template <typename T>
 Tensor<T> LoraAdapter<T>::forward(const Tensor<T>& x) const {
   const Tensor<T> h = dropout ? (*dropout)(x) : x;
   return (*B)((*A)(h)) * static_cast<T>(scaling);
+}
+
+template <typename T>
+Tensor<T> LoraAdapter<T>::forward(const Tensor<T>& x, std::size_t begin, std::size_t end) const {
+  const std::size_t out = B->out_features;
+  if (begin == 0 && end == out) return forward(x);
+  if (!(begin < end && end <= out)) {
+    throw std::invalid_argument(
+        fmt::format("LoraAdapter.forward: output features [{}, {}) are not within the adapter's {}", begin, end, out));
+  }
+  const Tensor<T> h = dropout ? (*dropout)(x) : x;
+  const Tensor<T> rows = narrow(B->weight, 0, static_cast<std::int64_t>(begin), static_cast<std::int64_t>(end - begin));
+  return linear((*A)(h), rows) * static_cast<T>(scaling);
 }
 
 template <typename T>
@@ -63,13 +80,57 @@ bool matches(const std::string& name, const std::string& target) {
          name[name.size() - target.size() - 1] == '.';
 }
 
+bool selected(const std::string& name, const LoraConfig& config, const LoraModuleName& module_name) {
+  const std::string seen = module_name ? module_name(name) : name;
+  for (const auto& target : config.target_modules)
+    if (matches(seen, target)) return true;
+  return false;
+}
+
+// The LoRA view of a module LoRA can adapt; nullopt for any other module. A MultiheadAttention with
+// separate q/k/v_proj_weight (kdim or vdim other than embed_dim) has no packed projection to adapt.
+template <typename T>
+std::optional<LoraLayer<T>> as_lora_layer(const std::shared_ptr<Module<T>>& module) {
+  LoraLayer<T> layer;
+  layer.module = module;
+  if (auto linear = std::dynamic_pointer_cast<Linear<T>>(module)) {
+    layer.weight = linear->weight;
+    layer.bias = linear->bias;
+    layer.bias_name = "bias";
+    layer.in_features = linear->in_features;
+    layer.out_features = linear->out_features;
+    layer.lora = linear->lora;
+    return layer;
+  }
+  auto attention = std::dynamic_pointer_cast<MultiheadAttention<T>>(module);
+  if (!attention || !attention->in_proj_weight.defined()) return std::nullopt;
+  layer.weight = attention->in_proj_weight;
+  layer.bias = attention->in_proj_bias;
+  layer.bias_name = "in_proj_bias";
+  layer.in_features = attention->embed_dim;
+  layer.out_features = 3 * attention->embed_dim;
+  layer.lora = attention->lora;
+  return layer;
+}
+
+// The module's adapter slot, which forward reads.
+template <typename T>
+std::shared_ptr<LoraAdapter<T>>& adapter_of(Module<T>& module) {
+  if (auto* linear = dynamic_cast<Linear<T>*>(&module)) return linear->lora;
+  return dynamic_cast<MultiheadAttention<T>&>(module).lora;
+}
+
 // Every module under root with its dotted name, parents before children; a module registered in
 // two places once, under the first name (torch's named_modules), so that a shared Linear gets one
-// adapter and is merged once. A Linear's own submodules (lora_A, lora_B) are not walked into.
+// adapter and is merged once. A Linear's own submodules (lora_A, lora_B) are not walked into, nor an
+// attention's adapter.
 template <typename T>
 void collect_modules(const std::string& prefix, const Module<T>& root,
                      std::vector<std::pair<std::string, std::shared_ptr<Module<T>>>>& out) {
+  const auto* attention = dynamic_cast<const MultiheadAttention<T>*>(&root);
+  const LoraAdapter<T>* adapter = attention ? attention->lora.get() : nullptr;
   for (const auto& [name, child] : root.named_children()) {
+    if (adapter && (child == adapter->A || child == adapter->B || child == adapter->dropout)) continue;
     bool seen = false;
     for (const auto& entry : out) seen = seen || entry.second == child;
     if (seen) continue;
@@ -89,56 +150,59 @@ std::vector<std::pair<std::string, std::shared_ptr<Module<T>>>> all_modules(cons
 }  // namespace
 
 template <typename T>
-std::vector<std::pair<std::string, std::shared_ptr<Linear<T>>>> lora_layers(const Module<T>& module) {
-  std::vector<std::pair<std::string, std::shared_ptr<Linear<T>>>> out;
+std::vector<std::pair<std::string, LoraLayer<T>>> lora_layers(const Module<T>& module) {
+  std::vector<std::pair<std::string, LoraLayer<T>>> out;
   for (const auto& [name, child] : all_modules(module)) {
-    auto linear = std::dynamic_pointer_cast<Linear<T>>(child);
-    if (linear && linear->lora) out.emplace_back(name, linear);
+    auto layer = as_lora_layer(child);
+    if (layer && layer->lora) out.emplace_back(name, *layer);
   }
   return out;
 }
 
 template <typename T>
-std::vector<std::pair<std::string, std::shared_ptr<Linear<T>>>> lora_targets(const Module<T>& module,
-                                                                             const LoraConfig& config) {
+std::vector<std::pair<std::string, LoraLayer<T>>> lora_targets(const Module<T>& module, const LoraConfig& config,
+                                                               const LoraModuleName& module_name) {
   config.validate();
   const auto modules = all_modules(module);
-  std::vector<std::pair<std::string, std::shared_ptr<Linear<T>>>> targets;
+  std::vector<std::pair<std::string, LoraLayer<T>>> targets;
   for (const auto& [name, child] : modules) {
-    bool wanted = false;
-    for (const auto& target : config.target_modules) wanted = wanted || matches(name, target);
-    if (!wanted) continue;
-    auto linear = std::dynamic_pointer_cast<Linear<T>>(child);
-    if (!linear) {
+    if (!selected(name, config, module_name)) continue;
+    auto layer = as_lora_layer(child);
+    if (!layer) {
+      const bool unpacked = dynamic_cast<const MultiheadAttention<T>*>(child.get()) != nullptr;
       throw std::invalid_argument(fmt::format(
-          "LoRA: target module \"{}\" is a {}, not a Linear; LoRA adapts Linear layers only", name, child->name()));
+          "LoRA: target module \"{}\" is a {}{}, not a Linear; LoRA adapts Linear layers and the packed in-projection "
+          "of a MultiheadAttention only",
+          name, child->name(), unpacked ? " with separate q/k/v_proj_weight (kdim or vdim other than embed_dim)" : ""));
     }
-    targets.emplace_back(name, linear);
+    targets.emplace_back(name, *layer);
   }
   for (const auto& target : config.target_modules) {
     bool found = false;
-    for (const auto& entry : targets) found = found || matches(entry.first, target);
+    for (const auto& entry : targets)
+      found = found || matches(module_name ? module_name(entry.first) : entry.first, target);
     if (found) continue;
-    std::string linears;
+    std::string adaptable;
     for (const auto& [name, child] : modules) {
-      if (!dynamic_cast<Linear<T>*>(child.get())) continue;
-      if (linears.size() > 400) {
-        linears += ", ...";
+      if (!as_lora_layer(child)) continue;
+      if (adaptable.size() > 400) {
+        adaptable += ", ...";
         break;
       }
-      linears += (linears.empty() ? "" : ", ") + name;
+      adaptable += (adaptable.empty() ? "" : ", ") + (module_name ? module_name(name) : name);
     }
-    throw std::invalid_argument(fmt::format("LoRA: target module \"{}\" matches no module of {} (its Linears: {})",
-                                            target, module.name(), linears.empty() ? "none" : linears));
+    throw std::invalid_argument(
+        fmt::format("LoRA: target module \"{}\" matches no module of {} (the layers LoRA can adapt there: {})", target,
+                    module.name(), adaptable.empty() ? "none" : adaptable));
   }
   return targets;
 }
 
 template <typename T>
-void inject_lora(Module<T>& module, const LoraConfig& config, Generator& gen) {
-  const auto targets = lora_targets(module, config);
-  for (const auto& [name, linear] : targets)
-    if (linear->lora) throw std::invalid_argument(fmt::format("inject_lora: \"{}\" already has a LoRA adapter", name));
+void inject_lora(Module<T>& module, const LoraConfig& config, Generator& gen, const LoraModuleName& module_name) {
+  const auto targets = lora_targets(module, config, module_name);
+  for (const auto& [name, layer] : targets)
+    if (layer.lora) throw std::invalid_argument(fmt::format("inject_lora: \"{}\" already has a LoRA adapter", name));
   // Freeze first: the adapters registered below are the parameters that train.
   for (auto& p : module.parameters()) {
     p.requires_grad_(false);
@@ -146,7 +210,8 @@ void inject_lora(Module<T>& module, const LoraConfig& config, Generator& gen) {
   }
   std::shared_ptr<Generator> dropout_gen;
   if (config.lora_dropout > 0) dropout_gen = std::make_shared<Generator>(gen.next_u64());
-  for (const auto& [name, linear] : targets) {
+  for (const auto& [name, layer] : targets) {
+    Module<T>& host = *layer.module;
     auto adapter = std::make_shared<LoraAdapter<T>>();
     adapter->r = config.r;
     adapter->lora_alpha = config.lora_alpha;
@@ -155,33 +220,31 @@ void inject_lora(Module<T>& module, const LoraConfig& config, Generator& gen) {
     adapter->scaling = config.scaling();
     if (dropout_gen) {
       adapter->dropout =
-          linear->register_module("lora_dropout", std::make_shared<Dropout<T>>(config.lora_dropout, dropout_gen));
-      adapter->dropout->train(linear->is_training());
+          host.register_module("lora_dropout", std::make_shared<Dropout<T>>(config.lora_dropout, dropout_gen));
+      adapter->dropout->train(host.is_training());
     }
     // PEFT: A as torch's Linear weight (kaiming_uniform_ with a = sqrt(5)), B zero.
-    adapter->A =
-        linear->register_module("lora_A", std::make_shared<Linear<T>>(linear->in_features, config.r, gen, false));
-    adapter->B =
-        linear->register_module("lora_B", std::make_shared<Linear<T>>(config.r, linear->out_features, gen, false));
+    adapter->A = host.register_module("lora_A", std::make_shared<Linear<T>>(layer.in_features, config.r, gen, false));
+    adapter->B = host.register_module("lora_B", std::make_shared<Linear<T>>(config.r, layer.out_features, gen, false));
     adapter->B->weight.mutable_data().fill(T(0));
-    adapter->A->train(linear->is_training());
-    adapter->B->train(linear->is_training());
-    linear->lora = adapter;
+    adapter->A->train(host.is_training());
+    adapter->B->train(host.is_training());
+    adapter_of(host) = adapter;
   }
-  for (auto& entry : lora_trained_biases(module, config)) entry.second.requires_grad_(true);
+  for (auto& entry : lora_trained_biases(module, config, module_name)) entry.second.requires_grad_(true);
 }
 
 template <typename T>
-std::vector<std::pair<std::string, Tensor<T>>> lora_trained_biases(const Module<T>& module, const LoraConfig& config) {
+std::vector<std::pair<std::string, Tensor<T>>> lora_trained_biases(const Module<T>& module, const LoraConfig& config,
+                                                                   const LoraModuleName& module_name) {
   std::vector<std::pair<std::string, Tensor<T>>> out;
   if (config.bias == "all") {
     for (const auto& [name, p] : module.named_parameters()) {
-      const bool is_bias = name == "bias" || (name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0);
-      if (is_bias) out.emplace_back(name, p);
+      if (name.size() >= 4 && name.compare(name.size() - 4, 4, "bias") == 0) out.emplace_back(name, p);
     }
   } else if (config.bias == "lora_only") {
-    for (const auto& [name, linear] : lora_targets(module, config))
-      if (linear->bias.defined()) out.emplace_back(name + ".bias", linear->bias);
+    for (const auto& [name, layer] : lora_targets(module, config, module_name))
+      if (layer.bias.defined()) out.emplace_back(name + "." + layer.bias_name, layer.bias);
   }
   return out;
 }
@@ -198,7 +261,7 @@ template <typename T>
 bool lora_merged(const Module<T>& module) {
   std::size_t merged = 0;
   const auto layers = lora_layers(module);
-  for (const auto& entry : layers) merged += entry.second->lora->merged ? 1 : 0;
+  for (const auto& entry : layers) merged += entry.second.lora->merged ? 1 : 0;
   if (merged != 0 && merged != layers.size()) {
     throw std::logic_error(
         fmt::format("lora_merged: {} of the {} LoRA layers of {} are merged", merged, layers.size(), module.name()));
@@ -210,13 +273,13 @@ template <typename T>
 void merge_lora(Module<T>& module) {
   const auto layers = lora_layers(module);
   if (layers.empty()) throw std::logic_error(fmt::format("merge_lora: {} has no LoRA adapter", module.name()));
-  for (const auto& [name, linear] : layers)
-    if (linear->lora->merged) throw std::logic_error(fmt::format("merge_lora: \"{}\" is already merged", name));
+  for (const auto& [name, layer] : layers)
+    if (layer.lora->merged) throw std::logic_error(fmt::format("merge_lora: \"{}\" is already merged", name));
   NoGradGuard no_grad;
-  for (auto& [name, linear] : layers) {
-    LoraAdapter<T>& adapter = *linear->lora;
-    adapter.unmerged_weight = linear->weight.data();
-    linear->weight += Tensor<T>(adapter.delta_weight());
+  for (auto [name, layer] : layers) {
+    LoraAdapter<T>& adapter = *layer.lora;
+    adapter.unmerged_weight = layer.weight.data();
+    layer.weight += Tensor<T>(adapter.delta_weight());
     adapter.merged = true;
   }
 }
@@ -225,11 +288,11 @@ template <typename T>
 void unmerge_lora(Module<T>& module) {
   const auto layers = lora_layers(module);
   if (layers.empty()) throw std::logic_error(fmt::format("unmerge_lora: {} has no LoRA adapter", module.name()));
-  for (const auto& [name, linear] : layers) {
-    const LoraAdapter<T>& adapter = *linear->lora;
+  for (const auto& [name, layer] : layers) {
+    const LoraAdapter<T>& adapter = *layer.lora;
     if (!adapter.merged) throw std::logic_error(fmt::format("unmerge_lora: \"{}\" is not merged", name));
     // The merged weight must still be what merge_lora wrote, else restoring would drop a change.
-    const xt::xarray<T>& w = linear->weight.data();
+    const xt::xarray<T>& w = layer.weight.data();
     const xt::xarray<T> delta = adapter.delta_weight();
     for (std::size_t i = 0; i < w.size(); ++i) {
       if (w.data()[i] != adapter.unmerged_weight.data()[i] + delta.data()[i]) {
@@ -241,9 +304,9 @@ void unmerge_lora(Module<T>& module) {
     }
   }
   NoGradGuard no_grad;
-  for (auto& [name, linear] : layers) {
-    LoraAdapter<T>& adapter = *linear->lora;
-    linear->weight.copy_(Tensor<T>(std::move(adapter.unmerged_weight)));
+  for (auto [name, layer] : layers) {
+    LoraAdapter<T>& adapter = *layer.lora;
+    layer.weight.copy_(Tensor<T>(std::move(adapter.unmerged_weight)));
     adapter.unmerged_weight = xt::xarray<T>();
     adapter.merged = false;
   }
@@ -252,11 +315,12 @@ void unmerge_lora(Module<T>& module) {
 namespace {
 
 template <typename T>
-void remove_adapter(Linear<T>& linear) {
-  if (linear.lora->dropout) linear.remove_module("lora_dropout");
-  linear.remove_module("lora_A");
-  linear.remove_module("lora_B");
-  linear.lora = nullptr;
+void remove_adapter(Module<T>& module) {
+  std::shared_ptr<LoraAdapter<T>>& adapter = adapter_of(module);
+  if (adapter->dropout) module.remove_module("lora_dropout");
+  module.remove_module("lora_A");
+  module.remove_module("lora_B");
+  adapter = nullptr;
 }
 
 }  // namespace
@@ -267,9 +331,9 @@ void merge_and_unload_lora(Module<T>& module) {
   if (layers.empty())
     throw std::logic_error(fmt::format("merge_and_unload_lora: {} has no LoRA adapter", module.name()));
   NoGradGuard no_grad;
-  for (const auto& [name, linear] : layers) {
-    if (!linear->lora->merged) linear->weight += Tensor<T>(linear->lora->delta_weight());
-    remove_adapter(*linear);
+  for (auto [name, layer] : layers) {
+    if (!layer.lora->merged) layer.weight += Tensor<T>(layer.lora->delta_weight());
+    remove_adapter(*layer.module);
   }
 }
 
@@ -278,21 +342,22 @@ void unload_lora(Module<T>& module) {
   const auto layers = lora_layers(module);
   if (layers.empty()) throw std::logic_error(fmt::format("unload_lora: {} has no LoRA adapter", module.name()));
   if (lora_merged(module)) unmerge_lora(module);
-  for (const auto& [name, linear] : layers) remove_adapter(*linear);
+  for (const auto& [name, layer] : layers) remove_adapter(*layer.module);
 }
 
-#define TAPEGRAD_INSTANTIATE_LORA(T)                                                                                   \
-  template struct LoraAdapter<T>;                                                                                      \
-  template std::vector<std::pair<std::string, std::shared_ptr<Linear<T>>>> lora_targets<T>(const Module<T>&,           \
-                                                                                           const LoraConfig&);         \
-  template void inject_lora<T>(Module<T>&, const LoraConfig&, Generator&);                                             \
-  template std::vector<std::pair<std::string, std::shared_ptr<Linear<T>>>> lora_layers<T>(const Module<T>&);           \
-  template std::vector<std::pair<std::string, Tensor<T>>> lora_trained_biases<T>(const Module<T>&, const LoraConfig&); \
-  template std::vector<Tensor<T>> trainable_parameters<T>(const Module<T>&);                                           \
-  template void merge_lora<T>(Module<T>&);                                                                             \
-  template void unmerge_lora<T>(Module<T>&);                                                                           \
-  template void merge_and_unload_lora<T>(Module<T>&);                                                                  \
-  template void unload_lora<T>(Module<T>&);                                                                            \
+#define TAPEGRAD_INSTANTIATE_LORA(T)                                                                                  \
+  template struct LoraAdapter<T>;                                                                                     \
+  template std::vector<std::pair<std::string, LoraLayer<T>>> lora_targets<T>(const Module<T>&, const LoraConfig&,     \
+                                                                             const LoraModuleName&);                  \
+  template void inject_lora<T>(Module<T>&, const LoraConfig&, Generator&, const LoraModuleName&);                     \
+  template std::vector<std::pair<std::string, LoraLayer<T>>> lora_layers<T>(const Module<T>&);                        \
+  template std::vector<std::pair<std::string, Tensor<T>>> lora_trained_biases<T>(const Module<T>&, const LoraConfig&, \
+                                                                                 const LoraModuleName&);              \
+  template std::vector<Tensor<T>> trainable_parameters<T>(const Module<T>&);                                          \
+  template void merge_lora<T>(Module<T>&);                                                                            \
+  template void unmerge_lora<T>(Module<T>&);                                                                          \
+  template void merge_and_unload_lora<T>(Module<T>&);                                                                 \
+  template void unload_lora<T>(Module<T>&);                                                                           \
   template bool lora_merged<T>(const Module<T>&);
 TAPEGRAD_INSTANTIATE_LORA(float)
 TAPEGRAD_INSTANTIATE_LORA(double)

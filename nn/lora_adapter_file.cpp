@@ -38,38 +38,40 @@ std::string file_key(const LoraFileOptions& options, const std::string& paramete
 // placeholders, A and B are zeros of the shapes inject_lora would give (nothing is injected yet).
 template <typename T>
 StateDict<T> adapter_state(const Module<T>& module, const LoraConfig& config,
-                           const std::vector<std::pair<std::string, std::shared_ptr<Linear<T>>>>& layers,
+                           const std::vector<std::pair<std::string, LoraLayer<T>>>& layers,
                            const LoraFileOptions& options, bool placeholders) {
   StateDict<T> out;
-  for (const auto& [name, linear] : layers) {
+  for (const auto& [name, layer] : layers) {
     const std::string key = kPrefix + hf_name(options, name);
     if (placeholders) {
-      out.emplace(key + ".lora_A.weight", Tensor<T>::zeros({config.r, linear->in_features}));
-      out.emplace(key + ".lora_B.weight", Tensor<T>::zeros({linear->out_features, config.r}));
+      out.emplace(key + ".lora_A.weight", Tensor<T>::zeros({config.r, layer.in_features}));
+      out.emplace(key + ".lora_B.weight", Tensor<T>::zeros({layer.out_features, config.r}));
     } else {
-      out.emplace(key + ".lora_A.weight", linear->lora->A->weight);
-      out.emplace(key + ".lora_B.weight", linear->lora->B->weight);
+      out.emplace(key + ".lora_A.weight", layer.lora->A->weight);
+      out.emplace(key + ".lora_B.weight", layer.lora->B->weight);
     }
   }
-  for (const auto& [name, bias] : lora_trained_biases(module, config)) out.emplace(file_key(options, name), bias);
+  for (const auto& [name, bias] : lora_trained_biases(module, config, options.module_name))
+    out.emplace(file_key(options, name), bias);
   return out;
 }
 
 // How module's adapters differ from the ones config describes; empty when they are the same.
 template <typename T>
-std::vector<std::string> config_differences(const Module<T>& module, const LoraConfig& config) {
+std::vector<std::string> config_differences(const Module<T>& module, const LoraConfig& config,
+                                            const LoraFileOptions& options) {
   std::vector<std::string> out;
   const auto layers = lora_layers(module);
   std::set<std::string> selected;
   try {
-    for (const auto& entry : lora_targets(module, config)) selected.insert(entry.first);
+    for (const auto& entry : lora_targets(module, config, options.module_name)) selected.insert(entry.first);
   } catch (const std::invalid_argument& e) {
     out.push_back(e.what());
   }
   std::set<std::string> adapted;
-  for (const auto& [name, linear] : layers) {
+  for (const auto& [name, layer] : layers) {
     adapted.insert(name);
-    const LoraAdapter<T>& a = *linear->lora;
+    const LoraAdapter<T>& a = *layer.lora;
     if (!selected.count(name))
       out.push_back(fmt::format("\"{}\" has an adapter that target_modules does not select", name));
     if (a.r != config.r) out.push_back(fmt::format("\"{}\" has r {}, the config {}", name, a.r, config.r));
@@ -238,7 +240,7 @@ void save_lora_adapter(const Module<T>& module, const LoraConfig& config, const 
   const auto layers = lora_layers(module);
   if (layers.empty())
     throw std::invalid_argument(fmt::format("save_lora_adapter: {} has no LoRA adapter", module.name()));
-  const auto differences = config_differences(module, config);
+  const auto differences = config_differences(module, config, options);
   if (!differences.empty()) {
     throw std::invalid_argument(fmt::format("save_lora_adapter: the config differs from {}'s adapters:{}",
                                             module.name(), problems_text(differences)));
@@ -257,15 +259,15 @@ LoraConfig load_lora_adapter(Module<T>& module, const std::string& dir, const Lo
   const std::string weights = (std::filesystem::path(dir) / kWeightsFile).string();
   const io::safetensors::File file(weights);
   const auto existing = lora_layers(module);
-  std::vector<std::pair<std::string, std::shared_ptr<Linear<T>>>> layers = existing;
+  std::vector<std::pair<std::string, LoraLayer<T>>> layers = existing;
   if (existing.empty()) {
     try {
-      layers = lora_targets(module, config);
+      layers = lora_targets(module, config, options.module_name);
     } catch (const std::invalid_argument& e) {
       throw std::runtime_error(fmt::format("{}: the config does not fit {}: {}", dir, module.name(), e.what()));
     }
   } else {
-    const auto differences = config_differences(module, config);
+    const auto differences = config_differences(module, config, options);
     if (!differences.empty()) {
       throw std::runtime_error(
           fmt::format("{}: the config differs from {}'s adapters:{}", dir, module.name(), problems_text(differences)));
@@ -281,7 +283,7 @@ LoraConfig load_lora_adapter(Module<T>& module, const std::string& dir, const Lo
                                           io::safetensors::detail::state_dict_problems(file, expected, true, ""));
   if (existing.empty()) {
     Generator unused(0);  // A's draws are overwritten by the file's values
-    inject_lora(module, config, unused);
+    inject_lora(module, config, unused, options.module_name);
     layers = lora_layers(module);
   }
   StateDict<T> target = adapter_state(module, config, layers, options, false);

@@ -5,9 +5,11 @@
 ///
 /// adapter_model.safetensors names each tensor `base_model.model.<module>.lora_A.weight` and
 /// `...lora_B.weight` (plus `...bias` for the biases LoraConfig::bias trains), where `<module>` is the
-/// adapted Linear's name in the Hugging Face model. A tapegrad model whose names differ from Hugging
-/// Face's maps them with `module_name`: models::Llama lacks the leading "model." of LlamaForCausalLM,
-/// so it saves with `[](const std::string& n) { return "model." + n; }`.
+/// adapted layer's name in the Hugging Face model. A tapegrad model whose names differ from Hugging
+/// Face's maps them with `module_name` (models::hugging_face_module_name): models::Llama lacks the
+/// leading "model." of LlamaForCausalLM; models::GPT's encoder.layers.N.self_attn (its in-projection)
+/// is GPT2LMHeadModel's transformer.h.N.attn.c_attn. adapter_config.json's target_modules are then
+/// matched against those names, as PEFT matches them in the Hugging Face model ("c_attn", "c_proj").
 #pragma once
 
 #include <functional>
@@ -22,14 +24,15 @@ namespace tapegrad::nn {
 struct LoraFileOptions {
   std::string base_model_name_or_path;  ///< the base model's folder or Hub name, "" if none
   std::string task_type = "CAUSAL_LM";  ///< PEFT's TaskType
-  /// A tapegrad module name to the module's name in the Hugging Face model; identity when empty.
-  std::function<std::string(const std::string&)> module_name;
+  /// A tapegrad module name to the module's name in the Hugging Face model, under which tensors are
+  /// named and target_modules match; identity when empty.
+  LoraModuleName module_name;
 };
 
 /// Writes dir/adapter_model.safetensors (F32 for float, F64 for double, metadata {"format": "pt"}) and
 /// dir/adapter_config.json (peft_type "LORA" and config's fields), creating dir. Throws
-/// std::invalid_argument if module's adapters are not exactly the ones config describes (a Linear
-/// config selects without an adapter or the reverse, another r, lora_alpha, lora_dropout or
+/// std::invalid_argument if module's adapters are not exactly the ones config describes (a layer
+/// config selects, by options.module_name, without an adapter or the reverse, another r, lora_alpha, lora_dropout or
 /// use_rslora), naming each difference, and std::runtime_error naming the path if writing fails.
 template <typename T>
 void save_lora_adapter(const Module<T>& module, const LoraConfig& config, const std::string& dir,

@@ -53,16 +53,10 @@ void export_adapter(ModelFolder& f, const ExportArgs& a, std::ostream& out) {
     throw tt::UsageError(
         fmt::format("--adapter: {} has no LoRA adapters (a fine-tuning run with --lora-rank > 0 has)", a.run));
   }
-  if (!dynamic_cast<const tapegrad::models::Llama<float>*>(f.model.get())) {
-    throw tt::UsageError(fmt::format(
-        "--adapter: {} adapts a GPT, whose tapegrad modules have no PEFT names for GPT-2's Conv1D layers; export the "
-        "merged model instead (without --adapter)",
-        a.run));
-  }
   tapegrad::nn::LoraFileOptions options;
   options.base_model_name_or_path = f.finetune->from;
-  // LlamaForCausalLM's modules sit under "model."; tapegrad's Llama is that model itself.
-  options.module_name = [](const std::string& name) { return "model." + name; };
+  // PEFT names the modules of the Hugging Face model (LlamaForCausalLM, GPT2LMHeadModel).
+  options.module_name = peft_module_names(f);
   tapegrad::nn::save_lora_adapter(*f.module, *f.lora, a.out, options);
   out << fmt::format("{}: adapter_model.safetensors and adapter_config.json (PEFT; base {})\n", a.out,
                      f.finetune->from);

@@ -55,8 +55,8 @@ examples::Flags<FinetuneConfig> make_flags() {
          flag("--lora-alpha", &C::lora_alpha, "the adapters' scaling is alpha / r").in(examples::above(0)),
          flag("--lora-dropout", &C::lora_dropout, "dropout on the adapters' input").in(examples::below(0, 1)),
          flag("--lora-targets", &C::lora_targets,
-              "the Linears adapted, by PEFT's names, comma-separated (Llama: q_proj,k_proj,v_proj,o_proj,"
-              "gate_proj,up_proj,down_proj; GPT-2: c_fc,c_proj)")}},
+              "the layers adapted, by PEFT's names, comma-separated (Llama: q_proj,k_proj,v_proj,o_proj,"
+              "gate_proj,up_proj,down_proj; GPT-2: c_attn,c_proj,c_fc)")}},
        {"Optimization (AdamW, warmup then cosine decay)",
         {flag("--lr", &C::lr, "peak learning rate (linear warmup, then cosine decay to 0 at the last step)")
              .in(examples::closed(0, lim::kLearningRate)),

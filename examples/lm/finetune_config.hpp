@@ -29,7 +29,7 @@ struct FinetuneConfig {
   std::int64_t valid_reviews = 500;  // documents scored at each validation (0: all)
   std::int64_t context = 0;          // tokens per document the model sees; 0: the model's context
 
-  // Full fine-tuning (--lora-rank 0) or LoRA adapters on the Linears --lora-targets names.
+  // Full fine-tuning (--lora-rank 0) or LoRA adapters on the layers --lora-targets names.
   std::int64_t lora_rank = 8;
   double lora_alpha = 16.0;
   double lora_dropout = 0.05;

@@ -135,36 +135,18 @@ ModelFolder load_model_folder(const fs::path& dir) {
   return f;
 }
 
-tapegrad::nn::LoraConfig tapegrad_lora_config(const tapegrad::nn::LoraConfig& peft, const tm::CausalLM<float>& model) {
-  tapegrad::nn::LoraConfig config = peft;
-  if (!dynamic_cast<const tm::GPT<float>*>(&model)) return config;
-  config.target_modules.clear();
-  config.fan_in_fan_out = true;
-  for (const std::string& name : peft.target_modules) {
-    if (name == "c_attn") {
-      throw std::invalid_argument(
-          "--lora-targets c_attn: GPT-2's fused query/key/value projection is a parameter of tapegrad's "
-          "MultiheadAttention (in_proj_weight), not a Linear; adapt c_fc or c_proj");
-    }
-    if (name == "c_fc") {
-      config.target_modules.push_back("linear1");
-    } else if (name == "c_proj") {
-      config.target_modules.push_back("out_proj");
-      config.target_modules.push_back("linear2");
-    } else {
-      config.target_modules.push_back(name);
-    }
-  }
-  return config;
+tapegrad::nn::LoraModuleName peft_module_names(const ModelFolder& folder) {
+  return [model = folder.model](const std::string& name) { return tm::hugging_face_module_name(*model, name); };
 }
 
 void prepare_finetuning(ModelFolder& f, const FinetuneConfig& config) {
   if (config.lora_rank == 0) return;
-  tapegrad::nn::LoraConfig lora;
+  tapegrad::nn::LoraConfig lora = lora_config(config);
+  // GPT-2's Conv1D layers hold their weights [in, out]; PEFT needs to know it to merge.
+  lora.fan_in_fan_out = dynamic_cast<const tm::GPT<float>*>(f.model.get()) != nullptr;
   try {
-    lora = tapegrad_lora_config(lora_config(config), *f.model);
     tapegrad::Generator gen(static_cast<std::uint64_t>(config.seed));
-    tapegrad::nn::inject_lora(*f.module, lora, gen);
+    tapegrad::nn::inject_lora(*f.module, lora, gen, peft_module_names(f));
   } catch (const std::invalid_argument& e) {
     throw tt::UsageError(fmt::format("--lora-targets {} on {}: {}", config.lora_targets, config.from, e.what()));
   }

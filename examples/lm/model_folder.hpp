@@ -30,7 +30,7 @@ struct ModelFolder {
   std::string precision = "fp32";                // what the subcommands run it in unless told (a run's --precision)
   std::optional<Config> train_config;            // a train_lm run's
   std::optional<FinetuneConfig> finetune;        // a fine-tuning run's
-  std::optional<tapegrad::nn::LoraConfig> lora;  // a LoRA fine-tuning run's adapters, under tapegrad's names
+  std::optional<tapegrad::nn::LoraConfig> lora;  // a LoRA fine-tuning run's adapters, PEFT's names (peft_module_names)
 };
 
 // What kind of folder dir is, by its config.json: model_type (Hugging Face), kind "finetune", or a
@@ -43,15 +43,15 @@ ModelFolder::Kind model_folder_kind(const std::filesystem::path& dir);
 // (naming both sizes).
 ModelFolder load_model_folder(const std::filesystem::path& dir);
 
-// LoRA's settings for model with PEFT's target names translated to tapegrad's modules: Llama's are the
-// same; GPT-2's c_fc is linear1 and c_proj both out_proj and linear2, and c_attn (tapegrad's fused
-// in_proj_weight, a parameter, not a Linear) is refused by name. Throws std::invalid_argument.
-tapegrad::nn::LoraConfig tapegrad_lora_config(const tapegrad::nn::LoraConfig& peft,
-                                              const tapegrad::models::CausalLM<float>& model);
+// The names PEFT gives folder's modules, those of the Hugging Face model
+// (models::hugging_face_module_name): --lora-targets select modules under them (GPT-2's c_attn is a GPT's
+// self_attn in-projection, c_fc its linear1, c_proj both out_proj and linear2), and an adapter export
+// names the tensors by them.
+tapegrad::nn::LoraModuleName peft_module_names(const ModelFolder& folder);
 
 // Adds the adapters of a LoRA fine-tuning (--lora-rank > 0) to folder's model, drawn from --seed (what
 // a resumed run's checkpoint then overwrites), or, for full fine-tuning, nothing. Throws
-// train::UsageError naming a target that matches no Linear and the Linears there are.
+// train::UsageError naming a target that matches no module and the layers LoRA can adapt there are.
 void prepare_finetuning(ModelFolder& folder, const FinetuneConfig& config);
 
 }  // namespace lm

@@ -264,12 +264,97 @@ TEST_CASE("train_lm finetune: LoRA on a GPT-2 checkpoint with its byte-level BPE
   INFO(g.err);
   REQUIRE(g.code == 0);
   CHECK(g.out.rfind("the movie |", 0) == 0);
-  // c_attn is a parameter of tapegrad's attention, not a Linear.
-  auto attn = finetune_args(base, text, tmp.path / "attn");
-  attn.insert(attn.end(), {"--lora-targets", "c_attn"});
-  const CliResult bad = run_lm(attn);
-  CHECK(bad.code == 2);
-  CHECK_THAT(bad.err, Catch::Contains("c_attn") && Catch::Contains("not a Linear"));
+}
+
+TEST_CASE("train_lm finetune: LoRA on GPT-2's c_attn and c_proj, its adapters exported under GPT2LMHeadModel's names",
+          "[finetune]") {
+  TempDir tmp;
+  const fs::path base = gpt2_with_bytes(tmp.path), text = repetitive_text(tmp.path), run = tmp.path / "run";
+  auto args = finetune_args(base, text, run);
+  args.insert(args.end(), {"--lora-targets", "c_attn,c_proj", "--lora-rank", "4", "--context", "40"});
+  const CliResult r = run_lm(args);
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const auto [before, best] = losses(run);
+  CHECK(best < before - 0.5);
+  const lm::ModelFolder tuned = lm::load_model_folder(run);
+  // Each block's attention in-projection, attention output and MLP output projection.
+  std::vector<std::string> adapted;
+  for (const auto& entry : tapegrad::nn::lora_layers(*tuned.module)) adapted.push_back(entry.first);
+  CHECK(adapted == std::vector<std::string>{"encoder.layers.0.self_attn", "encoder.layers.0.self_attn.out_proj",
+                                            "encoder.layers.0.linear2", "encoder.layers.1.self_attn",
+                                            "encoder.layers.1.self_attn.out_proj", "encoder.layers.1.linear2"});
+
+  const fs::path adapter = tmp.path / "adapter";
+  const CliResult a = run_lm({"export", "--run", run.string(), "--out", adapter.string(), "--adapter"});
+  INFO(a.err);
+  REQUIRE(a.code == 0);
+  const nlohmann::json config = nlohmann::json::parse(read_bytes(adapter / "adapter_config.json"));
+  CHECK(config.at("target_modules") == nlohmann::json({"c_attn", "c_proj"}));
+  CHECK(config.at("fan_in_fan_out") == true);
+  CHECK(config.at("r") == 4);
+  CHECK(config.at("base_model_name_or_path") == base.string());
+  const tapegrad::io::safetensors::File file((adapter / "adapter_model.safetensors").string());
+  std::vector<std::string> expected;
+  for (const char* layer : {"0", "1"})
+    for (const char* module : {"attn.c_attn", "attn.c_proj", "mlp.c_proj"})
+      for (const char* part : {"lora_A", "lora_B"})
+        expected.push_back(fmt::format("base_model.model.transformer.h.{}.{}.{}.weight", layer, module, part));
+  std::vector<std::string> names = file.names();
+  std::sort(names.begin(), names.end());
+  std::sort(expected.begin(), expected.end());
+  CHECK(names == expected);
+  CHECK(file.shape("base_model.model.transformer.h.0.attn.c_attn.lora_A.weight") == tapegrad::Shape{4, 16});
+  CHECK(file.shape("base_model.model.transformer.h.0.attn.c_attn.lora_B.weight") == tapegrad::Shape{48, 4});
+  CHECK(file.shape("base_model.model.transformer.h.1.mlp.c_proj.lora_A.weight") == tapegrad::Shape{4, 64});
+
+  // Loaded onto the GPT-2 checkpoint as PeftModel.from_pretrained would: the fine-tuned logits.
+  const auto fresh = tapegrad::models::from_pretrained<float>(base.string());
+  auto& module = dynamic_cast<tapegrad::nn::Module<float>&>(*fresh);
+  tapegrad::nn::LoraFileOptions options;
+  options.module_name = [&](const std::string& n) { return tapegrad::models::hugging_face_module_name(*fresh, n); };
+  tapegrad::nn::load_lora_adapter(module, adapter.string(), options);
+  module.eval();
+  CHECK(max_difference(*tuned.model, *fresh) == 0);
+  CHECK(max_difference(*tuned.model, *tapegrad::models::from_pretrained<float>(base.string())) > 1e-4);
+  // Merged into the checkpoint's c_attn and c_proj instead: the same logits, to rounding.
+  const CliResult e = run_lm({"export", "--run", run.string(), "--out", (tmp.path / "hf").string()});
+  INFO(e.err);
+  REQUIRE(e.code == 0);
+  CHECK(max_difference(*tuned.model, *tapegrad::models::from_pretrained<float>((tmp.path / "hf").string())) < 1e-4);
+}
+
+TEST_CASE("train_lm finetune: LoRA on a train_lm GPT run's c_attn, its adapters exported under GPT-2's names",
+          "[finetune]") {
+  TempDir tmp;
+  const fs::path pretrained = tmp.path / "gpt", run = tmp.path / "run", text = repetitive_text(tmp.path);
+  auto args = tapegrad::testing::lm_tiny_args("4", "2");
+  args.insert(args.end(), {"--out", pretrained.string(), "--precision", "fp32"});
+  REQUIRE(run_lm(args).code == 0);
+  auto tune = finetune_args(pretrained, text, run);
+  *(std::find(tune.begin(), tune.end(), "--steps") + 1) = "4";
+  *(std::find(tune.begin(), tune.end(), "--eval-every") + 1) = "2";
+  tune.insert(tune.end(), {"--lora-targets", "c_attn"});
+  const CliResult r = run_lm(tune);
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const fs::path adapter = tmp.path / "adapter";
+  const CliResult a = run_lm({"export", "--run", run.string(), "--out", adapter.string(), "--adapter"});
+  INFO(a.err);
+  REQUIRE(a.code == 0);
+  const tapegrad::io::safetensors::File file((adapter / "adapter_model.safetensors").string());
+  CHECK(file.contains("base_model.model.transformer.h.0.attn.c_attn.lora_B.weight"));
+  // Onto the pretrained run's model: the fine-tuned logits.
+  const lm::ModelFolder tuned = lm::load_model_folder(run);
+  const auto layers = tapegrad::nn::lora_layers(*tuned.module);
+  CHECK(file.names().size() == 2 * layers.size());
+  for (const auto& entry : layers) CHECK(entry.first.substr(entry.first.size() - 10) == ".self_attn");
+  lm::ModelFolder base = lm::load_model_folder(pretrained);
+  tapegrad::nn::LoraFileOptions options;
+  options.module_name = lm::peft_module_names(base);
+  tapegrad::nn::load_lora_adapter(*base.module, adapter.string(), options);
+  base.module->eval();
+  CHECK(max_difference(*tuned.model, *base.model) == 0);
 }
 
 TEST_CASE("train_lm export: a train_lm run in Hugging Face's layout, its words as tokenizer.json", "[finetune]") {

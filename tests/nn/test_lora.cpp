@@ -1,6 +1,8 @@
 // LoRA (nn/lora.hpp, nn/lora_adapter_file.hpp): injection by name with the base frozen, the adapter's
 // gradients, exact merge and unmerge, PEFT's adapter folder both ways, and training steps against torch
-// (tests/fixtures/make_lora_fixtures.py) on a small network and on models::Llama.
+// (tests/fixtures/make_lora_fixtures.py) on a small network, on models::Llama and on a GPT-2 whose
+// attention in-projection (c_attn) is adapted.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdlib>
@@ -11,12 +13,16 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <xtensor/xmath.hpp>
+#include <xtensor/xview.hpp>
 
 #include "tapegrad/autograd/loss.hpp"
 #include "tapegrad/autograd/shape_ops.hpp"
 #include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/io/safetensors.hpp"
+#include "tapegrad/models/gpt.hpp"
+#include "tapegrad/models/hf_config.hpp"
 #include "tapegrad/models/llama.hpp"
+#include "tapegrad/models/pretrained.hpp"
 #include "tapegrad/nn/nn.hpp"
 #include "tapegrad/optim/adagrad.hpp"
 #include "tapegrad/optim/adamw.hpp"
@@ -74,8 +80,8 @@ nn::LoraConfig llama_config() {
 template <typename T>
 void perturb_adapters(nn::Module<T>& module, std::uint64_t seed) {
   Generator gen(seed);
-  for (auto& [name, linear] : nn::lora_layers(module)) {
-    auto& b = linear->lora->B->weight.mutable_data();
+  for (auto& [name, layer] : nn::lora_layers(module)) {
+    auto& b = layer.lora->B->weight.mutable_data();
     for (auto& v : b) v = static_cast<T>(gen.uniform() - 0.5);
   }
 }
@@ -185,7 +191,8 @@ TEST_CASE("A Linear registered in two places gets one adapter, merged once", "[n
   nn::LoraConfig c = mlp_config();
   // As in torch's named_modules, the second name is not listed, so it selects nothing.
   c.target_modules = {"again"};
-  CHECK_THROWS_WITH(nn::inject_lora(m, c, gen), Contains("\"again\" matches no module of Shared (its Linears: fc)"));
+  CHECK_THROWS_WITH(nn::inject_lora(m, c, gen),
+                    Contains("\"again\" matches no module of Shared (the layers LoRA can adapt there: fc)"));
   c.target_modules = {"fc"};
   nn::inject_lora(m, c, gen);
   REQUIRE(nn::lora_layers(m).size() == 1);
@@ -263,7 +270,7 @@ TEST_CASE("merge_lora folds the adapters into the weights and unmerge_lora resto
 
   nn::merge_lora(llama);
   CHECK(nn::lora_merged(llama));
-  const auto& q = *nn::lora_layers(llama)[0].second;  // layers.0.self_attn.q_proj
+  const auto q = nn::lora_layers(llama)[0].second;  // layers.0.self_attn.q_proj
   CHECK(q.weight.data() != before.at("layers.0.self_attn.q_proj.weight").data());
   // The merged model computes what the adapted one did (to float rounding), through the base alone.
   const auto merged = llama.forward(ids).data();
@@ -282,10 +289,10 @@ TEST_CASE("merge_lora folds the adapters into the weights and unmerge_lora resto
   // A weight changed while merged is not silently overwritten, nor one whose adapter changed.
   nn::merge_lora(llama);
   auto v_proj = nn::lora_layers(llama)[1].second;  // layers.0.self_attn.v_proj
-  const xt::xarray<float> merged_v = v_proj->weight.data();
+  const xt::xarray<float> merged_v = v_proj.weight.data();
   {
     NoGradGuard no_grad;
-    v_proj->weight.index_put_({0, 0}, merged_v(0, 0) + 1.0f);
+    v_proj.weight.index_put_({0, 0}, merged_v(0, 0) + 1.0f);
   }
   CHECK_THROWS_WITH(nn::unmerge_lora(llama),
                     Contains("\"layers.0.self_attn.v_proj\": its weight or its adapter changed since merge_lora") &&
@@ -293,8 +300,8 @@ TEST_CASE("merge_lora folds the adapters into the weights and unmerge_lora resto
   CHECK(nn::lora_merged(llama));  // nothing unmerged
   {
     NoGradGuard no_grad;
-    v_proj->weight.copy_(Tensor<float>(merged_v));
-    v_proj->lora->B->weight.index_put_({1, 1}, 0.25f);
+    v_proj.weight.copy_(Tensor<float>(merged_v));
+    v_proj.lora->B->weight.index_put_({1, 1}, 0.25f);
   }
   CHECK_THROWS_WITH(nn::unmerge_lora(llama), Contains("\"layers.0.self_attn.v_proj\""));
 
@@ -688,4 +695,361 @@ TEST_CASE("a tapegrad LoRA adapter folder loads into torch", "[nn][lora][io]") {
   nn::load_lora_adapter(fresh, folder + "/adapter", options);
   fresh.eval();
   CHECK(fresh.forward(ids).data() == logits);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// LoRA on an nn::MultiheadAttention's packed in-projection: GPT-2's c_attn.
+namespace {
+
+// make_lora_fixtures.py's GPT2Reference(13, 8, 8, 2, 2): GPT-2's computation without dropout.
+models::GPTOptions small_gpt2() {
+  return models::gpt2_options({{"model_type", "gpt2"},
+                               {"vocab_size", 13},
+                               {"n_positions", 8},
+                               {"n_embd", 8},
+                               {"n_head", 2},
+                               {"n_layer", 2},
+                               {"resid_pdrop", 0.0},
+                               {"embd_pdrop", 0.0},
+                               {"attn_pdrop", 0.0}},
+                              "small_gpt2");
+}
+
+// PEFT's config for GPT2LMHeadModel, matched under Hugging Face's names.
+nn::LoraConfig gpt2_config() {
+  nn::LoraConfig c;
+  c.r = 2;
+  c.lora_alpha = 4;
+  c.target_modules = {"c_attn", "c_proj"};
+  c.fan_in_fan_out = true;
+  return c;
+}
+
+template <typename T>
+nn::LoraModuleName hf_names(const models::GPT<T>& gpt) {
+  return [&gpt](const std::string& name) { return models::hugging_face_module_name<T>(gpt, name); };
+}
+
+// One self-attention layer as a named child, so that a target selects it.
+template <typename T>
+struct Attention : nn::Module<T, Attention<T>> {
+  Attention(const nn::MultiheadAttentionOptions& o, Generator& gen) {
+    attn = this->register_module("attn", std::make_shared<nn::MultiheadAttention<T>>(o, gen));
+  }
+  std::string name() const override { return "Attention"; }
+  std::shared_ptr<nn::MultiheadAttention<T>> attn;
+};
+
+nn::MultiheadAttentionOptions attention_options() {
+  nn::MultiheadAttentionOptions o(6, 2);
+  o.batch_first = true;
+  return o;
+}
+
+nn::LoraConfig attention_config() {
+  nn::LoraConfig c;
+  c.r = 3;
+  c.lora_alpha = 6;
+  c.target_modules = {"attn"};
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("inject_lora adapts a MultiheadAttention's packed in-projection: A [r, E], B [3E, r], under PEFT's names",
+          "[nn][lora]") {
+  Generator gen(40);
+  models::GPT<float> gpt(small_gpt2(), gen);
+  const xt::xarray<std::int64_t> ids = testing::random_ids(2, 6, 13, 41);
+  const auto before = gpt.forward(ids).data();
+  nn::inject_lora(gpt, gpt2_config(), gen, hf_names(gpt));
+
+  std::vector<std::string> adapted;
+  for (const auto& [name, layer] : nn::lora_layers(gpt)) adapted.push_back(name);
+  CHECK(adapted == std::vector<std::string>{"encoder.layers.0.self_attn", "encoder.layers.0.self_attn.out_proj",
+                                            "encoder.layers.0.linear2", "encoder.layers.1.self_attn",
+                                            "encoder.layers.1.self_attn.out_proj", "encoder.layers.1.linear2"});
+  const auto layer = nn::lora_layers(gpt)[0].second;
+  CHECK(layer.in_features == 8);
+  CHECK(layer.out_features == 24);
+  CHECK(layer.weight.same_as(gpt.state_dict().at("encoder.layers.0.self_attn.in_proj_weight")));
+  const auto state = gpt.state_dict();
+  CHECK(state.at("encoder.layers.0.self_attn.lora_A.weight").shape() == Shape{2, 8});
+  CHECK(state.at("encoder.layers.0.self_attn.lora_B.weight").shape() == Shape{24, 2});
+  CHECK(state.at("encoder.layers.0.self_attn.out_proj.lora_A.weight").shape() == Shape{2, 8});
+  CHECK(state.count("encoder.layers.0.linear1.lora_A.weight") == 0);
+  CHECK(!state.at("encoder.layers.0.self_attn.in_proj_weight").requires_grad());
+  CHECK(!state.at("encoder.layers.0.self_attn.in_proj_bias").requires_grad());
+  CHECK(nn::trainable_parameters(gpt).size() == 12);
+  CHECK(gpt.forward(ids).data() == before);  // B is zero
+
+  // Under tapegrad's own names the attention is "self_attn"; a target selects it whole or by suffix.
+  models::GPT<float> plain(small_gpt2(), gen);
+  nn::LoraConfig c = gpt2_config();
+  c.target_modules = {"layers.1.self_attn"};
+  nn::inject_lora(plain, c, gen);
+  REQUIRE(nn::lora_layers(plain).size() == 1);
+  CHECK(nn::lora_layers(plain)[0].first == "encoder.layers.1.self_attn");
+  // A target matching nothing lists what LoRA can adapt, under the names targets see.
+  c.target_modules = {"q_attn"};
+  models::GPT<float> other(small_gpt2(), gen);
+  CHECK_THROWS_WITH(nn::inject_lora(other, c, gen, hf_names(other)), Contains("\"q_attn\" matches no module of GPT") &&
+                                                                         Contains("transformer.h.0.attn.c_attn") &&
+                                                                         Contains("transformer.h.0.mlp.c_fc"));
+  // An attention with separate q/k/v_proj_weight has no packed projection to adapt.
+  nn::MultiheadAttentionOptions cross = attention_options();
+  cross.kdim = 4;
+  Attention<float> unpacked(cross, gen);
+  CHECK_THROWS_WITH(nn::inject_lora(unpacked, attention_config(), gen),
+                    Contains("\"attn\" is a MultiheadAttention with separate q/k/v_proj_weight"));
+  CHECK(nn::trainable_parameters(unpacked).size() == unpacked.parameters().size());
+}
+
+TEST_CASE("gradcheck of a LoRA in-projection in double: self-attention, attention over another sequence, dropout off",
+          "[nn][lora][gradcheck]") {
+  Generator gen(42);
+  Attention<double> m(attention_options(), gen);
+  nn::LoraConfig c = attention_config();
+  c.bias = "lora_only";
+  nn::inject_lora(m, c, gen);
+  perturb_adapters(m, 43);
+  auto& attn = *m.attn;
+  CHECK(attn.in_proj_bias.requires_grad());
+  CHECK(!attn.in_proj_weight.requires_grad());
+  const auto x = testing::rand_input({2, 4, 6}, 44);
+  const auto memory = testing::rand_input({2, 5, 6}, 45);
+  const auto& A = attn.lora->A->weight;
+  const auto& B = attn.lora->B->weight;
+  // One packed projection of x (query = key = value), with the causal path as GPT runs it.
+  CHECK_GRADCHECK(
+      [&](const std::vector<Tensor<double>>& in) {
+        return attn.forward(in[0], in[0], in[0], {}, false, {}, true, /*is_causal=*/true).first;
+      },
+      (std::vector<Tensor<double>>{x, A, B, attn.in_proj_bias, attn.in_proj_weight}));
+  // Query apart from key = value, and all three apart: the adapter's rows of each.
+  CHECK_GRADCHECK([&](const std::vector<Tensor<double>>& in) { return attn.forward(in[0], in[1], in[1]).first; },
+                  (std::vector<Tensor<double>>{x, memory, A, B}));
+  CHECK_GRADCHECK([&](const std::vector<Tensor<double>>& in) { return attn.forward(in[0], in[1], in[2]).first; },
+                  (std::vector<Tensor<double>>{x, memory, testing::rand_input({2, 5, 6}, 46), A, B}));
+  // Each path adds the adapter's rows of its own projections: the merged weight, split as the path
+  // splits it, computes the same.
+  m.eval();
+  const auto value = testing::rand_input({2, 5, 6}, 47);
+  const xt::xarray<double> self = attn.forward(x, x, x, {}, false).first.data();
+  const xt::xarray<double> cross = attn.forward(x, memory, memory, {}, false).first.data();
+  const xt::xarray<double> apart = attn.forward(x, memory, value, {}, false).first.data();
+  nn::merge_lora(m);
+  CHECK(testing::allclose(xt::xarray<double>(attn.forward(x, x, x, {}, false).first.data()), self, 1e-12, 1e-12));
+  CHECK(testing::allclose(xt::xarray<double>(attn.forward(x, memory, memory, {}, false).first.data()), cross, 1e-12,
+                          1e-12));
+  CHECK(testing::allclose(xt::xarray<double>(attn.forward(x, memory, value, {}, false).first.data()), apart, 1e-12,
+                          1e-12));
+  nn::unload_lora(m);
+  CHECK(!testing::allclose(xt::xarray<double>(attn.forward(x, memory, value, {}, false).first.data()), apart, 1e-6,
+                           1e-6));
+}
+
+TEST_CASE("A LoRA c_attn merges exactly, unmerges bit for bit, unloads, and incremental decoding sees it",
+          "[nn][lora][models]") {
+  Generator gen(46);
+  models::GPT<float> gpt(small_gpt2(), gen);
+  StateDict<float> base;
+  for (const auto& [name, t] : gpt.state_dict()) base.emplace(name, Tensor<float>(t.data()));
+  nn::LoraConfig c = gpt2_config();
+  c.target_modules = {"c_attn"};
+  nn::inject_lora(gpt, c, gen, hf_names(gpt));
+  perturb_adapters(gpt, 47);
+  gpt.eval();
+  const xt::xarray<std::int64_t> ids = testing::random_ids(2, 7, 13, 48);
+  const xt::xarray<float> adapted = gpt.forward(ids).data();
+  {
+    models::GPT<float> reference(small_gpt2(), gen);
+    reference.load_state_dict(base);
+    reference.eval();
+    CHECK(!testing::allclose(adapted, xt::xarray<float>(reference.forward(ids).data()), 1e-3, 1e-3));
+  }
+  // Incremental decoding: a prompt, then one token at a time, each the logits forward gives.
+  {
+    models::GPT<float>::Cache cache;
+    const xt::xarray<std::int64_t> prompt = xt::view(ids, xt::all(), xt::range(0, 4));
+    const xt::xarray<float> first = gpt.forward_incremental(prompt, cache).data();
+    CHECK(testing::allclose(first, xt::xarray<float>(xt::view(adapted, xt::all(), xt::range(0, 4))), 1e-5, 1e-5));
+    for (std::size_t t = 4; t < 7; ++t) {
+      const xt::xarray<std::int64_t> next = xt::view(ids, xt::all(), xt::range(t, t + 1));
+      const xt::xarray<float> step = gpt.forward_incremental(next, cache).data();
+      CHECK(testing::allclose(step, xt::xarray<float>(xt::view(adapted, xt::all(), xt::range(t, t + 1))), 1e-5, 1e-5));
+    }
+  }
+
+  StateDict<float> adapted_state;
+  for (const auto& [name, t] : gpt.state_dict()) adapted_state.emplace(name, Tensor<float>(t.data()));
+  nn::merge_lora(gpt);
+  CHECK(nn::lora_merged(gpt));
+  const auto w = gpt.state_dict().at("encoder.layers.1.self_attn.in_proj_weight");
+  CHECK(w.data() != base.at("encoder.layers.1.self_attn.in_proj_weight").data());
+  CHECK(testing::allclose(xt::xarray<float>(gpt.forward(ids).data()), adapted, 1e-5, 1e-5));
+  nn::unmerge_lora(gpt);
+  for (const auto& [name, t] : gpt.state_dict()) {
+    INFO(name);
+    CHECK(t.data() == adapted_state.at(name).data());  // exact, not to rounding
+  }
+  CHECK(gpt.forward(ids).data() == adapted);
+  // A merged in_proj_weight changed since is not silently overwritten.
+  nn::merge_lora(gpt);
+  const xt::xarray<float> merged = gpt.state_dict().at("encoder.layers.0.self_attn.in_proj_weight").data();
+  {
+    NoGradGuard no_grad;
+    gpt.state_dict().at("encoder.layers.0.self_attn.in_proj_weight").index_put_({5, 1}, 3.0f);
+  }
+  CHECK_THROWS_WITH(nn::unmerge_lora(gpt),
+                    Contains("\"encoder.layers.0.self_attn\": its weight or its adapter changed since merge_lora"));
+  {
+    NoGradGuard no_grad;
+    gpt.state_dict().at("encoder.layers.0.self_attn.in_proj_weight").copy_(Tensor<float>(merged));
+  }
+  nn::unmerge_lora(gpt);
+
+  SECTION("merge and unload: the base's names, the adapted logits") {
+    nn::merge_and_unload_lora(gpt);
+    CHECK(nn::lora_layers(gpt).empty());
+    CHECK(gpt.state_dict().size() == base.size());
+    CHECK(testing::allclose(xt::xarray<float>(gpt.forward(ids).data()), adapted, 1e-5, 1e-5));
+  }
+  SECTION("unload: the base as it was") {
+    nn::merge_lora(gpt);
+    nn::unload_lora(gpt);
+    const auto state = gpt.state_dict();
+    CHECK(state.size() == base.size());
+    for (const auto& [name, t] : base) {
+      INFO(name);
+      CHECK(state.at(name).data() == t.data());
+    }
+  }
+}
+
+TEMPLATE_TEST_CASE(
+    "LoRA training steps match torch on a GPT-2 with adapters on c_attn and c_proj (Conv1D, fan_in_fan_out)",
+    "[nn][lora][parity][models]", float, double) {
+  using T = TestType;
+  const auto& file = lora_fixture();
+  const std::string prefix = std::string("gpt2.") + testing::dtype_tag<T>() + ".";
+  Generator gen(0);
+  models::GPT<T> gpt(small_gpt2(), gen);
+  nn::inject_lora(gpt, gpt2_config(), gen, hf_names(gpt));
+  StateDict<T> state = gpt.state_dict();
+  io::safetensors::load_state_dict(file, state, true, prefix + "model.");
+  const xt::xarray<std::int64_t> ids = file.get<std::int64_t>("gpt2.ids");
+  check_steps<T>(
+      gpt, prefix, [&] { return gpt.forward(ids); }, file.get<std::int64_t>("gpt2.targets"), 4.0);
+  // PEFT merges B A transposed into the Conv1D's [in, out] weight; tapegrad's [out, in] gets B A.
+  nn::merge_lora(gpt);
+  const double rtol = testing::Tolerance<T>::rtol * 4, atol = testing::Tolerance<T>::atol * 4;
+  for (const auto& [name, layer] : nn::lora_layers(gpt)) {
+    const std::string weight =
+        name + (name.size() > 9 && name.substr(name.size() - 9) == "self_attn" ? ".in_proj_weight" : ".weight");
+    INFO(weight);
+    CHECK(testing::mismatch(layer.weight.data(), file.get<T>(prefix + "merged." + weight), rtol, atol) == "");
+  }
+}
+
+TEST_CASE("A GPT's adapters saved under GPT2LMHeadModel's names (c_attn, c_proj) load back onto the base",
+          "[nn][lora][io]") {
+  testing::TempDir dir;
+  Generator gen(50);
+  models::GPT<float> gpt(small_gpt2(), gen);
+  const StateDict<float> base = gpt.state_dict();
+  StateDict<float> base_copy;
+  for (const auto& [name, t] : base) base_copy.emplace(name, Tensor<float>(t.data()));
+  nn::inject_lora(gpt, gpt2_config(), gen, hf_names(gpt));
+  perturb_adapters(gpt, 51);
+  nn::LoraFileOptions options;
+  options.module_name = hf_names(gpt);
+  nn::save_lora_adapter(gpt, gpt2_config(), dir.file("a"), options);
+  const io::safetensors::File file(dir.file("a") + "/adapter_model.safetensors");
+  const auto names = file.names();
+  CHECK(names.size() == 12);
+  for (const char* expected : {"base_model.model.transformer.h.0.attn.c_attn.lora_A.weight",
+                               "base_model.model.transformer.h.1.attn.c_attn.lora_B.weight",
+                               "base_model.model.transformer.h.0.attn.c_proj.lora_A.weight",
+                               "base_model.model.transformer.h.1.mlp.c_proj.lora_B.weight"}) {
+    INFO(expected);
+    CHECK(std::find(names.begin(), names.end(), expected) != names.end());
+  }
+  CHECK(file.shape("base_model.model.transformer.h.0.attn.c_attn.lora_B.weight") == Shape{24, 2});
+  const auto config = nlohmann::json::parse(read(dir.file("a") + "/adapter_config.json"));
+  CHECK(config["target_modules"] == nlohmann::json::array({"c_attn", "c_proj"}));
+  CHECK(config["fan_in_fan_out"] == true);
+
+  Generator gen2(52);
+  models::GPT<float> fresh(small_gpt2(), gen2);
+  fresh.load_state_dict(base_copy);
+  const nn::LoraConfig loaded = nn::load_lora_adapter(fresh, dir.file("a"), options);
+  CHECK(loaded.fan_in_fan_out);
+  CHECK(nn::lora_layers(fresh).size() == 6);
+  const xt::xarray<std::int64_t> ids = testing::random_ids(2, 5, 13, 53);
+  CHECK(fresh.forward(ids).data() == gpt.forward(ids).data());
+  // Without the names of the Hugging Face model, "c_attn" selects nothing of a GPT.
+  models::GPT<float> unnamed(small_gpt2(), gen2);
+  CHECK_THROWS_WITH(nn::load_lora_adapter(unnamed, dir.file("a")), Contains("\"c_attn\" matches no module of GPT"));
+}
+
+// The GPT-2 counterpart of the test above, for make_lora_fixtures.py --check-gpt2-adapter: a GPT saved
+// in GPT2LMHeadModel's layout (base/, models::save_pretrained) and its adapters on c_attn and c_proj in
+// PEFT's (adapter/, fan_in_fan_out), which torch applies to transformers' Conv1D layers. Write it with
+//   TAPEGRAD_EXPORT_GPT2_LORA_FOR_TORCH=/tmp/gpt2-lora build/tests/tapegrad_tests "<this test's name>"
+// Either way the test checks that the two folders load into a fresh GPT that reproduces the logits.
+TEST_CASE("a tapegrad GPT-2 LoRA adapter folder (c_attn, c_proj) loads into torch", "[nn][lora][io]") {
+  testing::TempDir tmp;
+  const char* env = std::getenv("TAPEGRAD_EXPORT_GPT2_LORA_FOR_TORCH");
+  const std::string folder = env && *env ? std::string(env) : tmp.file("export");
+  Generator gen(60);
+  models::GPT<float> gpt(small_gpt2(), gen);
+  models::save_pretrained(gpt, folder + "/base");
+  nn::inject_lora(gpt, gpt2_config(), gen, hf_names(gpt));
+  perturb_adapters(gpt, 61);
+  nn::LoraFileOptions options;
+  options.base_model_name_or_path = "base";
+  options.module_name = hf_names(gpt);
+  nn::save_lora_adapter(gpt, gpt2_config(), folder + "/adapter", options);
+  gpt.eval();
+  const xt::xarray<std::int64_t> ids = testing::random_ids(2, 7, 13, 62);
+  const xt::xarray<float> logits = gpt.forward(ids).data();
+  io::safetensors::save_file(folder + "/expected.safetensors", {{"ids", ids}, {"logits", logits}},
+                             {{"source", "tests/nn/test_lora.cpp"}});
+
+  const auto fresh = models::from_pretrained<float>(folder + "/base");
+  auto& module = dynamic_cast<nn::Module<float>&>(*fresh);
+  nn::LoraFileOptions fresh_options;
+  fresh_options.module_name = [&](const std::string& n) { return models::hugging_face_module_name(*fresh, n); };
+  nn::load_lora_adapter(module, folder + "/adapter", fresh_options);
+  module.eval();
+  CHECK(fresh->forward(ids).data() == logits);
+}
+
+TEST_CASE("A LoRA c_attn trains the same under activation checkpointing, dropout masks included",
+          "[nn][lora][models]") {
+  models::GPTOptions o = small_gpt2();
+  const xt::xarray<std::int64_t> ids = testing::random_ids(2, 7, 13, 70);
+  xt::xarray<std::int64_t> targets = testing::random_ids(1, 14, 13, 71);
+  targets.reshape({14});
+  std::vector<std::pair<std::string, xt::xarray<double>>> grads[2];
+  for (const bool checkpointing : {false, true}) {
+    o.activation_checkpointing = checkpointing;
+    Generator gen(72);
+    models::GPT<double> gpt(o, gen);
+    nn::LoraConfig c = gpt2_config();
+    c.lora_dropout = 0.3;
+    nn::inject_lora(gpt, c, gen, hf_names(gpt));
+    perturb_adapters(gpt, 73);
+    cross_entropy(reshape(gpt.forward(ids), {14, 13}), targets).backward();
+    for (const auto& [name, p] : gpt.named_parameters())
+      if (p.requires_grad()) grads[checkpointing].emplace_back(name, p.grad());
+  }
+  REQUIRE(grads[0].size() == 12);
+  REQUIRE(grads[1].size() == 12);
+  for (std::size_t i = 0; i < grads[0].size(); ++i) {
+    INFO(grads[0][i].first);
+    CHECK(grads[1][i].first == grads[0][i].first);
+    CHECK(testing::allclose(grads[1][i].second, grads[0][i].second, 1e-12, 1e-12));
+  }
 }
