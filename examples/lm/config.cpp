@@ -149,8 +149,9 @@ nlohmann::json to_json(const Config& c) { return flags().to_json(c); }
 
 Config config_from_json(const nlohmann::json& json) { return flags().from_json(json); }
 
-tapegrad::models::GPTOptions gpt_options(const Config& c, std::size_t vocab_size) {
+tapegrad::models::GPTOptions gpt_options(const Config& c, std::size_t vocab_size, bool output_bias) {
   auto o = examples::transformer_options<tapegrad::models::GPTOptions>(c, vocab_size, c.context);
+  o.output_bias = output_bias;
   o.activation_checkpointing = c.activation_checkpointing;
   return o;
 }

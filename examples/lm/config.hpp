@@ -38,7 +38,7 @@ struct Config {
   std::int64_t heads = 4;
   std::int64_t ff = 512;  // GPT's (and the masked encoder's) feed-forward width
   // Llama's SwiGLU width: LLaMA's rule (8/3 d_model rounded up to a multiple of 8) at d_model 128, which
-  // gives 651,904 parameters at the other defaults, within 0.5% of the GPT default's 654,800.
+  // gives 651,904 parameters at the other defaults, within 0.2% of the GPT default's 652,800.
   std::int64_t hidden = 344;
   double dropout = 0.0;  // the default run sees each training review about once: nothing to regularize
   double attn_dropout = 0.0;
@@ -96,7 +96,9 @@ nlohmann::json to_json(const Config& config);
 Config config_from_json(const nlohmann::json& json);
 
 // The models the settings describe over a vocabulary of vocab_size tokens.
-tapegrad::models::GPTOptions gpt_options(const Config& config, std::size_t vocab_size);
+// --arch gpt: GPT-2's layout, without a bias on the logits, so that `export` writes it as
+// GPT2LMHeadModel; output_bias builds the GPT of a run whose weights hold one (load_run tells).
+tapegrad::models::GPTOptions gpt_options(const Config& config, std::size_t vocab_size, bool output_bias = false);
 // --arch llama: tied embeddings (as GPT's, so that the parameter counts compare), no attention-weight
 // dropout (LLaMA has none); --dropout on every branch's output.
 tapegrad::models::LlamaOptions llama_options(const Config& config, std::size_t vocab_size);

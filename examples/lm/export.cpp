@@ -7,6 +7,7 @@
 #include "examples/lm/model_folder.hpp"
 #include "examples/lm/word_level_json.hpp"
 #include "tapegrad/io/atomic_file.hpp"
+#include "tapegrad/models/gpt.hpp"
 #include "tapegrad/models/llama.hpp"
 #include "tapegrad/models/pretrained.hpp"
 #include "tapegrad/nn/lora_adapter_file.hpp"
@@ -34,6 +35,19 @@ void check_out(const ExportArgs& a) {
   }
 }
 
+// GPT2LMHeadModel's lm_head has no bias, and a bias on the logits is not in the span of the head's
+// weights: a GPT with one has no GPT-2 form, and dropping it would change every prediction.
+void check_gpt2_form(const ModelFolder& f, const ExportArgs& a) {
+  const auto* gpt = dynamic_cast<const tapegrad::models::GPT<float>*>(f.model.get());
+  if (!gpt || !gpt->output_bias.defined()) return;
+  throw tt::UsageError(fmt::format(
+      "--run {}: its GPT has a learned bias on the logits (output_bias in its model.safetensors: a run of a "
+      "train_lm whose GPT had one), which GPT-2's lm_head has not, so it cannot be written as GPT2LMHeadModel; "
+      "train the run again with this train_lm (the same flags: its GPT has GPT-2's layout and exports), or use "
+      "the run as it is with generate, perplexity and finetune --from",
+      a.run));
+}
+
 void export_adapter(ModelFolder& f, const ExportArgs& a, std::ostream& out) {
   if (!f.lora) {
     throw tt::UsageError(
@@ -59,6 +73,7 @@ int export_command(const ExportArgs& a, std::ostream& out, std::ostream& err) {
     export_adapter(f, a, out);
     return 0;
   }
+  check_gpt2_form(f, a);
   if (f.lora) tapegrad::nn::merge_and_unload_lora(*f.module);
   tapegrad::models::save_pretrained(*f.model, a.out);
   std::string tokenizer;

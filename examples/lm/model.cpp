@@ -13,6 +13,7 @@
 #include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/datasets/text/masking.hpp"
 #include "tapegrad/datasets/text/next_token.hpp"
+#include "tapegrad/io/safetensors.hpp"
 #include "tapegrad/train/errors.hpp"
 #include "tapegrad/train/model_file.hpp"
 #include "tapegrad/train/run_directory.hpp"
@@ -54,13 +55,13 @@ xt::xarray<T> take(const xt::xarray<T>& a, const std::vector<std::size_t>& rows)
 
 }  // namespace
 
-LanguageModel::LanguageModel(const Config& config, const ds::Vocabulary& vocab) : config_(config) {
+LanguageModel::LanguageModel(const Config& config, const ds::Vocabulary& vocab, bool output_bias) : config_(config) {
   tapegrad::Generator gen(static_cast<std::uint64_t>(config.seed));
   if (config.objective == "causal" && config.arch == "llama") {
     llama_ = std::make_unique<tapegrad::models::Llama<float>>(llama_options(config, vocab.size()), gen);
     causal_ = llama_.get();
   } else if (config.objective == "causal") {
-    gpt_ = std::make_unique<tapegrad::models::GPT<float>>(gpt_options(config, vocab.size()), gen);
+    gpt_ = std::make_unique<tapegrad::models::GPT<float>>(gpt_options(config, vocab.size(), output_bias), gen);
     causal_ = gpt_.get();
   } else {
     mask_id_ = vocab.mask_id();
@@ -169,6 +170,11 @@ Validation validate_causal(const tapegrad::models::CausalLM<float>& model, tapeg
                        [&](const ds::Batch& batch, std::uint64_t) { return causal_loss(model, batch); });
 }
 
+bool has_output_bias(const std::filesystem::path& weights, const std::string& prefix) {
+  return std::filesystem::exists(weights) &&
+         tapegrad::io::safetensors::File(weights.string()).contains(prefix + "output_bias");
+}
+
 Config read_config(const tapegrad::train::RunDirectory& run) {
   return examples::read_run_settings(flags(), run, &validate);
 }
@@ -178,7 +184,7 @@ LoadedRun load_run(const std::filesystem::path& dir) {
   run.check_has({tapegrad::train::RunDirectory::kConfig, kVocabFile, tapegrad::train::RunDirectory::kModel});
   run.check_files(run.model());
   LoadedRun loaded{read_config(run), ds::Vocabulary::load(run.file(kVocabFile)), nullptr};
-  loaded.model = std::make_unique<LanguageModel>(loaded.config, loaded.vocab);
+  loaded.model = std::make_unique<LanguageModel>(loaded.config, loaded.vocab, has_output_bias(run.model()));
   tapegrad::train::load_model(run.model(), loaded.model->module());
   loaded.model->module().eval();
   return loaded;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "examples/lm/config.hpp"
@@ -24,7 +25,8 @@ inline constexpr const char* kVocabFile = "vocab.txt";
 class LanguageModel {
  public:
   // Freshly initialized, seeded with config.seed. vocab must hold <mask> for the masked objective.
-  LanguageModel(const Config& config, const tapegrad::datasets::Vocabulary& vocab);
+  // output_bias: --arch gpt with a bias on the logits, for a run whose weights hold one (has_output_bias).
+  LanguageModel(const Config& config, const tapegrad::datasets::Vocabulary& vocab, bool output_bias = false);
 
   tapegrad::nn::Module<float>& module();
   bool causal() const { return causal_ != nullptr; }
@@ -72,6 +74,12 @@ LanguageModel::Loss causal_loss(const tapegrad::models::CausalLM<float>& model, 
 // validate() for any causal model (a pretrained one, a fine-tuned one): module is model.
 Validation validate_causal(const tapegrad::models::CausalLM<float>& model, tapegrad::nn::Module<float>& module,
                            const tapegrad::datasets::EncodedDataset& data, std::size_t batch_size);
+
+// Whether the GPT whose weights a file holds has a bias on its logits: it holds `prefix`output_bias
+// (prefix "model." in a training checkpoint). train_lm's GPT has none, as GPT-2's; the runs whose GPT
+// has one are rebuilt with it, so that they load, resume and fine-tune as they were trained. A missing
+// file: false (its loading then says what is missing).
+bool has_output_bias(const std::filesystem::path& weights, const std::string& prefix = "");
 
 struct LoadedRun {
   Config config;

@@ -73,7 +73,8 @@ ModelFolder load_train_lm_run(const fs::path& dir) {
   if (config.arch == "llama") {
     set_model(f, std::make_shared<tm::Llama<float>>(llama_options(config, vocab.size()), gen));
   } else {
-    set_model(f, std::make_shared<tm::GPT<float>>(gpt_options(config, vocab.size()), gen));
+    set_model(f,
+              std::make_shared<tm::GPT<float>>(gpt_options(config, vocab.size(), has_output_bias(run.model())), gen));
   }
   tt::load_model(run.model(), *f.module);
   f.module->eval();

@@ -218,7 +218,7 @@ TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, 
   // Several ranks must agree on the settings and on the vocabulary.
   parallel.verify_same_settings(to_json(config), {"data"});
   parallel.verify_same_vocabulary(data.vocab);
-  LanguageModel model(config, data.vocab);
+  LanguageModel model(config, data.vocab, config.resume && has_output_bias(run.checkpoint(), "model."));
   auto& module = model.module();
   // Several ranks: the same model everywhere (checked), gradients averaged; each trains its rows.
   const tt::Replicas replicas = parallel.replicas(module, config.zero);
