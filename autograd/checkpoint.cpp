@@ -64,23 +64,27 @@ Tensor<T> checkpoint(const CheckpointFunction<T>& fn, const std::vector<Tensor<T
   // A handle of its own: fn may return one of its inputs, whose history must stay as it is.
   Tensor<T> out = result.detach();
 
-  // What the second run reads: the inputs' values (saved, so that a later in-place write to an input
-  // does not change them) and whether each wants a gradient.
-  std::vector<std::shared_ptr<const xt::xarray<T>>> values;
+  // What the second run reads: the inputs' values, shared rather than copied (detach(), as
+  // torch.utils.checkpoint does), and saved, so that a later in-place write to an input copies first
+  // instead of changing them; and whether each wants a gradient. The handles have no history of their
+  // own, so holding them makes no reference cycle.
+  std::vector<Tensor<T>> values;
+  std::vector<std::shared_ptr<const xt::xarray<T>>> saved;
   std::vector<bool> wants;
   for (const auto& x : inputs) {
-    values.push_back(x.defined() ? x.saved() : nullptr);
+    values.push_back(x.defined() ? x.detach() : Tensor<T>());
+    saved.push_back(x.defined() ? x.saved() : nullptr);
     wants.push_back(x.defined() && x.requires_grad());
   }
   record(out, "checkpoint", inputs,
-         [fn, generators, states, autocast, values = std::move(values), wants = std::move(wants)](
-             const xt::xarray<T>& g, GradInputs<T>& in) {
+         [fn, generators, states, autocast, values = std::move(values), saved = std::move(saved),
+          wants = std::move(wants)](const xt::xarray<T>& g, GradInputs<T>& in) {
            std::vector<Tensor<T>> leaves(values.size());
            for (std::size_t i = 0; i < values.size(); ++i) {
-             if (values[i]) leaves[i] = Tensor<T>(*values[i], wants[i]);
+             if (values[i].defined()) leaves[i] = values[i].detach().requires_grad_(wants[i]);
            }
            RecomputeScope scope(autocast, generators, states);
-           const Tensor<T> y = fn(leaves);
+           Tensor<T> y = fn(leaves);
            if (!y.defined() || !std::equal(y.shape().begin(), y.shape().end(), g.shape().begin(), g.shape().end())) {
              throw std::logic_error(
                  fmt::format("checkpoint: the second run of the function returned shape {} where the first returned "
@@ -89,7 +93,11 @@ Tensor<T> checkpoint(const CheckpointFunction<T>& fn, const std::vector<Tensor<T
                              format_shape(Shape(g.shape().begin(), g.shape().end()))));
            }
            if (!y.requires_grad()) return;  // nothing in fn wants a gradient
-           y.backward(g);
+           // The output's values are not read by its backward (an op that needs them saved them): dropped
+           // here, so that a block's [tokens, d] output is not held while its backward runs.
+           const std::shared_ptr<AutogradMeta<T>> history = y.meta();
+           y = Tensor<T>();
+           run_backward(history, g, /*retain_graph=*/false);
            for (std::size_t i = 0; i < leaves.size(); ++i) {
              if (in.needs(i) && leaves[i].has_grad()) in.accumulate(i, std::move(leaves[i].mutable_grad()));
            }

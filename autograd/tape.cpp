@@ -145,8 +145,7 @@ void attach_node(Tensor<T>& output, const char* name, const std::vector<Tensor<T
 }
 
 template <typename T>
-void run_backward(const Tensor<T>& root, const xt::xarray<T>& seed, bool retain_graph) {
-  const auto& root_meta = root.meta();
+void run_backward(const std::shared_ptr<AutogradMeta<T>>& root_meta, const xt::xarray<T>& seed, bool retain_graph) {
   if (!root_meta->requires_grad) {
     throw std::logic_error(
         "backward: the tensor does not require grad and has no grad_fn (did an input set requires_grad, "
@@ -217,7 +216,7 @@ template class GradInputs<float>;
 template class GradInputs<double>;
 template void attach_node<float>(Tensor<float>&, const char*, const std::vector<Tensor<float>>&, BackwardFn<float>);
 template void attach_node<double>(Tensor<double>&, const char*, const std::vector<Tensor<double>>&, BackwardFn<double>);
-template void run_backward<float>(const Tensor<float>&, const xt::xarray<float>&, bool);
-template void run_backward<double>(const Tensor<double>&, const xt::xarray<double>&, bool);
+template void run_backward<float>(const std::shared_ptr<AutogradMeta<float>>&, const xt::xarray<float>&, bool);
+template void run_backward<double>(const std::shared_ptr<AutogradMeta<double>>&, const xt::xarray<double>&, bool);
 
 }  // namespace tapegrad

@@ -184,4 +184,10 @@ void record(Tensor<T>& output, const char* name, const std::vector<Tensor<T>>& i
 }
 ///@}
 
+/// The reverse pass from an output known by its autograd state alone (Tensor::backward calls it with
+/// the tensor's): a caller that needs the history but not the output's values, such as checkpoint's
+/// recomputation, drops the values first. seed must have the output's shape (Tensor::backward checks).
+template <typename T>
+void run_backward(const std::shared_ptr<AutogradMeta<T>>& root, const xt::xarray<T>& seed, bool retain_graph);
+
 }  // namespace tapegrad

@@ -36,10 +36,6 @@ void throw_item_range(double value, std::size_t bits, bool integer) {
 }
 }  // namespace detail
 
-// Defined in tape.cpp: the reverse pass itself.
-template <typename T>
-void run_backward(const Tensor<T>& root, const xt::xarray<T>& seed, bool retain_graph);
-
 template <typename T>
 Tensor<T>::Tensor(xt::xarray<T> value, bool requires_grad) : impl_(std::make_shared<Impl>()) {
   impl_->value = std::make_shared<xt::xarray<T>>(std::move(value));
@@ -297,7 +293,7 @@ void Tensor<T>::backward(bool retain_graph) const {
                     "pass a gradient of that shape",
                     format_shape(shape())));
   }
-  run_backward(*this, xt::xarray<T>(xt::ones<T>(shape())), retain_graph);
+  run_backward(meta(), xt::xarray<T>(xt::ones<T>(shape())), retain_graph);
 }
 template <typename T>
 void Tensor<T>::backward(const xt::xarray<T>& gradient, bool retain_graph) const {
@@ -306,7 +302,7 @@ void Tensor<T>::backward(const xt::xarray<T>& gradient, bool retain_graph) const
     throw ShapeError(fmt::format("backward: gradient of shape {} for an output of shape {}", format_shape(gs),
                                  format_shape(shape())));
   }
-  run_backward(*this, gradient, retain_graph);
+  run_backward(meta(), gradient, retain_graph);
 }
 
 template <typename T>

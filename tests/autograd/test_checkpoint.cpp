@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "tapegrad/autograd/autograd.hpp"
+#include "tapegrad/autograd/caching_allocator.hpp"
 #include "tests/helpers.hpp"
 
 using namespace tapegrad;
@@ -81,6 +82,22 @@ TEST_CASE("checkpoint: keeps no activation of the function, only the output's no
   CHECK(same_bits(z.data(), y.data()));
 }
 
+TEST_CASE("checkpoint: the second run shares its inputs' values and drops its output's before backward",
+          "[checkpoint][memory]") {
+  // fn(x) = 2 x keeps nothing for its backward. The backward pass then holds x, the output's gradient and
+  // x's gradient: three [rows, cols] buffers, not a copy of x or the recomputed output besides.
+  if (!caching_allocator_enabled()) return;  // the counters below are the allocator's
+  const std::size_t rows = 1024, cols = 2048, block = rows * cols * sizeof(float);  // 8 MiB
+  Generator gen(5);
+  auto x = Tensor<float>::uniform({rows, cols}, -1.0, 1.0, gen, true);
+  auto loss = sum(checkpoint<float>([](const std::vector<Tensor<float>>& a) { return mul(a[0], 2.0f); }, {x}));
+  empty_cache();  // the peak counter starts from what is live now: x
+  const std::size_t before = cache_stats().live_bytes;
+  loss.backward();
+  CHECK(cache_stats().peak_live_bytes < before + 5 * block / 2);
+  CHECK(x.grad()(3, 5) == 2.0f);
+}
+
 TEST_CASE("checkpoint: nested checkpoints give the plain gradients", "[checkpoint]") {
   Block inner, outer, plain_inner, plain_outer;
   inner.p = outer.p = plain_inner.p = plain_outer.p = 0.25;
@@ -118,4 +135,17 @@ TEST_CASE("checkpoint: inputs without grad, retain_graph, identity and errors", 
   CHECK_THROWS_WITH(checkpoint<double>({}, {x}), "checkpoint: the function is empty");
   CHECK_THROWS_WITH(checkpoint<double>([](const std::vector<Tensor<double>>& in) { return in[0]; }, {x}, {nullptr}),
                     "checkpoint: generator 0 is null");
+}
+
+TEST_CASE("checkpoint: an input written in place after the forward is recomputed from its old values",
+          "[checkpoint]") {
+  // The second run shares the input's storage; the write copies it first (the storage is saved), so the
+  // gradient is that of the values the forward saw, as without checkpointing.
+  auto w = rand_input({3}, 8);
+  auto x = Tensor<double>::from_vector({1, 2, 3}, {3});  // no grad: the write is allowed
+  const auto fn = [&](const std::vector<Tensor<double>>& a) { return mul(a[0], a[1]); };
+  auto loss = sum(checkpoint<double>(fn, {x, w}));
+  x += Tensor<double>::from_vector({1, 1, 1}, {3});
+  loss.backward();
+  CHECK(w.grad() == xt::xarray<double>({1, 2, 3}));
 }
