@@ -137,8 +137,7 @@ TEST_CASE("checkpoint: inputs without grad, retain_graph, identity and errors", 
                     "checkpoint: generator 0 is null");
 }
 
-TEST_CASE("checkpoint: an input written in place after the forward is recomputed from its old values",
-          "[checkpoint]") {
+TEST_CASE("checkpoint: an input written in place after the forward is recomputed from its old values", "[checkpoint]") {
   // The second run shares the input's storage; the write copies it first (the storage is saved), so the
   // gradient is that of the values the forward saw, as without checkpointing.
   auto w = rand_input({3}, 8);
