@@ -80,8 +80,13 @@ bool matches(const std::string& name, const std::string& target) {
          name[name.size() - target.size() - 1] == '.';
 }
 
+// name as target_modules sees it: under module_name's naming when there is one.
+std::string seen_as(const std::string& name, const LoraModuleName& module_name) {
+  return module_name ? module_name(name) : name;
+}
+
 bool selected(const std::string& name, const LoraConfig& config, const LoraModuleName& module_name) {
-  const std::string seen = module_name ? module_name(name) : name;
+  const std::string seen = seen_as(name, module_name);
   for (const auto& target : config.target_modules)
     if (matches(seen, target)) return true;
   return false;
@@ -179,8 +184,7 @@ std::vector<std::pair<std::string, LoraLayer<T>>> lora_targets(const Module<T>& 
   }
   for (const auto& target : config.target_modules) {
     bool found = false;
-    for (const auto& entry : targets)
-      found = found || matches(module_name ? module_name(entry.first) : entry.first, target);
+    for (const auto& entry : targets) found = found || matches(seen_as(entry.first, module_name), target);
     if (found) continue;
     std::string adaptable;
     for (const auto& [name, child] : modules) {
@@ -189,7 +193,7 @@ std::vector<std::pair<std::string, LoraLayer<T>>> lora_targets(const Module<T>& 
         adaptable += ", ...";
         break;
       }
-      adaptable += (adaptable.empty() ? "" : ", ") + (module_name ? module_name(name) : name);
+      adaptable += (adaptable.empty() ? "" : ", ") + seen_as(name, module_name);
     }
     throw std::invalid_argument(
         fmt::format("LoRA: target module \"{}\" matches no module of {} (the layers LoRA can adapt there: {})", target,

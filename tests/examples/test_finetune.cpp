@@ -115,14 +115,9 @@ fs::path gpt2_with_bytes(const fs::path& dir) {
 // settings: byte fallback, split digits, <s> first), with its tokenizer_config.json.
 fs::path llama_with_sentencepiece(const fs::path& dir) {
   const fs::path folder = dir / "llama-sp";
-  tapegrad::models::LlamaOptions o;
-  o.vocab_size = 4000;
-  o.d_model = 16;
-  o.nhead = 4;
+  auto o = tapegrad::testing::sized<tapegrad::models::LlamaOptions>(4000, 64, 16, 4, 2);
   o.num_kv_heads = 2;
-  o.num_layers = 2;
   o.hidden = 40;
-  o.max_len = 64;
   o.tie_embeddings = false;
   o.padding_idx = std::nullopt;  // Llama 2's config has no pad_token_id
   tapegrad::Generator gen(5);
