@@ -3,6 +3,8 @@
 /// matrix products of float ops take bfloat16 inputs and accumulate and return float.
 #pragma once
 
+#include "tapegrad/autograd/scoped_flag.hpp"
+
 namespace tapegrad {
 
 /// Whether autocast is on in this thread (torch.is_autocast_cpu_enabled()).
@@ -32,15 +34,9 @@ void set_autocast_enabled(bool enabled);
 ///   }
 ///   optimizer.step();                // float, as always
 /// @endcode
-class autocast {
+class autocast : detail::ScopedFlag<is_autocast_enabled, set_autocast_enabled> {
  public:
-  explicit autocast(bool enabled = true) : previous_(is_autocast_enabled()) { set_autocast_enabled(enabled); }
-  ~autocast() { set_autocast_enabled(previous_); }
-  autocast(const autocast&) = delete;
-  autocast& operator=(const autocast&) = delete;
-
- private:
-  bool previous_;
+  explicit autocast(bool enabled = true) : ScopedFlag(enabled) {}
 };
 
 /// Whether this CPU multiplies bfloat16 natively (AMX or AVX512-BF16) in the kernels tapegrad's

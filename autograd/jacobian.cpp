@@ -10,18 +10,6 @@ namespace tapegrad {
 
 namespace {
 
-/// Grad mode on for the scope (torch.enable_grad()): jacobian records f even under a NoGradGuard.
-class EnableGradGuard {
- public:
-  EnableGradGuard() : previous_(is_grad_enabled()) { set_grad_enabled(true); }
-  ~EnableGradGuard() { set_grad_enabled(previous_); }
-  EnableGradGuard(const EnableGradGuard&) = delete;
-  EnableGradGuard& operator=(const EnableGradGuard&) = delete;
-
- private:
-  bool previous_;
-};
-
 Shape concat(const Shape& a, const Shape& b) {
   Shape out(a);
   out.insert(out.end(), b.begin(), b.end());
@@ -33,7 +21,7 @@ Shape concat(const Shape& a, const Shape& b) {
 template <typename T>
 std::vector<Tensor<T>> jacobian(const JacobianFunction<T>& f, const std::vector<Tensor<T>>& inputs) {
   if (inputs.empty()) throw std::invalid_argument("jacobian: no inputs to differentiate with respect to");
-  EnableGradGuard enable_grad;
+  EnableGradGuard enable_grad;  // jacobian records f even under a NoGradGuard
   std::vector<Tensor<T>> points;
   points.reserve(inputs.size());
   for (std::size_t i = 0; i < inputs.size(); ++i) {

@@ -32,6 +32,7 @@
 #include <utility>
 #include <vector>
 
+#include "tapegrad/autograd/scoped_flag.hpp"
 #include "tapegrad/autograd/tensor.hpp"
 
 namespace tapegrad {
@@ -43,15 +44,15 @@ void set_grad_enabled(bool enabled);
 ///@}
 
 /// RAII: records nothing while alive (torch.no_grad()).
-class NoGradGuard {
+class NoGradGuard : detail::ScopedFlag<is_grad_enabled, set_grad_enabled> {
  public:
-  NoGradGuard() : previous_(is_grad_enabled()) { set_grad_enabled(false); }
-  ~NoGradGuard() { set_grad_enabled(previous_); }
-  NoGradGuard(const NoGradGuard&) = delete;
-  NoGradGuard& operator=(const NoGradGuard&) = delete;
+  NoGradGuard() : ScopedFlag(false) {}
+};
 
- private:
-  bool previous_;
+/// RAII: records while alive, even inside a NoGradGuard (torch.enable_grad()).
+class EnableGradGuard : detail::ScopedFlag<is_grad_enabled, set_grad_enabled> {
+ public:
+  EnableGradGuard() : ScopedFlag(true) {}
 };
 
 /// Whether anomaly detection is on (torch.is_anomaly_enabled()). It is global, as in torch.
@@ -65,15 +66,9 @@ bool is_anomaly_enabled();
 void set_detect_anomaly(bool enabled);
 
 /// RAII: anomaly detection on while alive (torch.autograd.detect_anomaly()).
-class DetectAnomalyGuard {
+class DetectAnomalyGuard : detail::ScopedFlag<is_anomaly_enabled, set_detect_anomaly> {
  public:
-  DetectAnomalyGuard() : previous_(is_anomaly_enabled()) { set_detect_anomaly(true); }
-  ~DetectAnomalyGuard() { set_detect_anomaly(previous_); }
-  DetectAnomalyGuard(const DetectAnomalyGuard&) = delete;
-  DetectAnomalyGuard& operator=(const DetectAnomalyGuard&) = delete;
-
- private:
-  bool previous_;
+  DetectAnomalyGuard() : ScopedFlag(true) {}
 };
 
 /// Thrown by anomaly detection: "detect_anomaly: the forward of 'log' (recorded at tape position 12)

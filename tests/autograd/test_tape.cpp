@@ -87,6 +87,23 @@ TEST_CASE("NoGradGuard records nothing", "[tape]") {
   CHECK((x * x).requires_grad());
 }
 
+TEST_CASE("EnableGradGuard records inside a NoGradGuard, and each guard restores what it found", "[tape]") {
+  auto x = Tensor<double>::scalar(2.0, true);
+  NoGradGuard no_grad;
+  {
+    EnableGradGuard enable_grad;
+    CHECK(is_grad_enabled());
+    CHECK((x * x).requires_grad());
+    {
+      NoGradGuard inner;
+      CHECK_FALSE((x * x).requires_grad());
+    }
+    CHECK(is_grad_enabled());
+  }
+  CHECK_FALSE(is_grad_enabled());
+  CHECK_FALSE((x * x).requires_grad());
+}
+
 TEST_CASE("backward errors name the problem", "[tape][errors]") {
   auto c = Tensor<double>::from_vector({1, 2}, {2});
   CHECK_THROWS_WITH(c.backward(xt::xarray<double>({1.0, 1.0})), Catch::Contains("does not require grad"));
