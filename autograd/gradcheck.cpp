@@ -4,20 +4,12 @@
 
 #include <cmath>
 
+#include "tapegrad/autograd/shape.hpp"
 #include "tapegrad/autograd/tape.hpp"
 
 namespace tapegrad {
 
 namespace {
-std::string format_index(std::size_t flat, const Shape& shape) {
-  Shape index(shape.size());
-  for (std::size_t d = shape.size(); d-- > 0;) {
-    index[d] = flat % shape[d];
-    flat /= shape[d];
-  }
-  return format_shape(index);
-}
-
 double weighted_sum(const Tensor<double>& y, const xt::xarray<double>& w) {
   double s = 0;
   for (std::size_t i = 0; i < w.size(); ++i) s += w.data()[i] * y.data().data()[i];
@@ -62,7 +54,7 @@ GradcheckResult gradcheck(const GradcheckFunction& f, const std::vector<Tensor<d
       if (!(std::abs(a - numeric) <= tolerance)) {
         return {false, fmt::format("gradcheck: input {} (shape {}), element {}: analytic {:.10g}, numeric {:.10g}, "
                                    "|difference| {:.3g} > tolerance {:.3g}",
-                                   i, format_shape(input.shape()), format_index(j, input.shape()), a, numeric,
+                                   i, format_shape(input.shape()), format_position(j, input.shape()), a, numeric,
                                    std::abs(a - numeric), tolerance)};
       }
     }
