@@ -45,41 +45,39 @@ std::size_t normalize_dim_or_scalar(const char* op, std::int64_t dim, std::size_
   return normalize_dim(op, dim, std::max<std::size_t>(rank, 1));
 }
 
-// Concatenates blocks: input i contributes rows[i] elements per outer index, one after another.
+// cat's and stack's op: input i contributes rows[i] elements per outer index, one after another, and
+// its gradient is its block of rows of g.
 template <typename T>
-xt::xarray<T> concat_rows(const std::vector<Tensor<T>>& tensors, const std::vector<std::size_t>& rows,
-                          std::size_t outer, const Shape& out_shape) {
-  xt::xarray<T> out = xt::xarray<T>::from_shape(out_shape);
+Tensor<T> join_rows(const char* op, const std::vector<Tensor<T>>& tensors, std::vector<std::size_t> rows,
+                    std::vector<Shape> shapes, std::size_t outer, const Shape& out_shape) {
   std::size_t total = 0;
   for (std::size_t r : rows) total += r;
-  T* po = out.data();
+  xt::xarray<T> joined = xt::xarray<T>::from_shape(out_shape);
   std::size_t column = 0;
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     const T* pi = tensors[i].data().data();
     for (std::size_t o = 0; o < outer; ++o)
-      std::copy(pi + o * rows[i], pi + (o + 1) * rows[i], po + o * total + column);
+      std::copy(pi + o * rows[i], pi + (o + 1) * rows[i], joined.data() + o * total + column);
     column += rows[i];
   }
+  Tensor<T> out(std::move(joined));
+  if (should_record(tensors))
+    record(
+        out, op, tensors,
+        [rows = std::move(rows), shapes = std::move(shapes), outer, total](const xt::xarray<T>& g, GradInputs<T>& in) {
+          std::size_t column = 0;
+          for (std::size_t i = 0; i < rows.size(); ++i) {
+            if (in.needs(i)) {
+              xt::xarray<T> dx = xt::xarray<T>::from_shape(shapes[i]);
+              for (std::size_t o = 0; o < outer; ++o)
+                std::copy(g.data() + o * total + column, g.data() + o * total + column + rows[i],
+                          dx.data() + o * rows[i]);
+              in.accumulate(i, std::move(dx));
+            }
+            column += rows[i];
+          }
+        });
   return out;
-}
-
-// The backward of concat_rows: each input's gradient is its block of rows of g.
-template <typename T>
-void split_rows_grad(const xt::xarray<T>& g, const std::vector<std::size_t>& rows, const std::vector<Shape>& shapes,
-                     std::size_t outer, GradInputs<T>& in) {
-  std::size_t total = 0;
-  for (std::size_t r : rows) total += r;
-  const T* pg = g.data();
-  std::size_t column = 0;
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    if (in.needs(i)) {
-      xt::xarray<T> dx = xt::xarray<T>::from_shape(shapes[i]);
-      for (std::size_t o = 0; o < outer; ++o)
-        std::copy(pg + o * total + column, pg + o * total + column + rows[i], dx.data() + o * rows[i]);
-      in.accumulate(i, std::move(dx));
-    }
-    column += rows[i];
-  }
 }
 
 template <typename T>
@@ -285,12 +283,7 @@ Tensor<T> cat(const std::vector<Tensor<T>>& tensors, std::int64_t dim) {
     rows.push_back(t.shape()[d] * inner);
     shapes.push_back(t.shape());
   }
-  Tensor<T> out(concat_rows(tensors, rows, outer, out_shape));
-  if (should_record(tensors))
-    record(out, "cat", tensors, [rows, shapes, outer](const xt::xarray<T>& g, GradInputs<T>& in) {
-      split_rows_grad(g, rows, shapes, outer, in);
-    });
-  return out;
+  return join_rows("cat", tensors, std::move(rows), std::move(shapes), outer, out_shape);
 }
 
 template <typename T>
@@ -309,14 +302,9 @@ Tensor<T> stack(const std::vector<Tensor<T>>& tensors, std::int64_t dim) {
   std::size_t outer = 1;
   for (std::size_t k = 0; k < d; ++k) outer *= first[k];
   const std::size_t block = outer == 0 ? 0 : numel(first) / outer;
-  const std::vector<std::size_t> rows(tensors.size(), block);
-  const std::vector<Shape> shapes(tensors.size(), first);
-  Tensor<T> out(concat_rows(tensors, rows, outer, out_shape));
-  if (should_record(tensors))
-    record(out, "stack", tensors, [rows, shapes, outer](const xt::xarray<T>& g, GradInputs<T>& in) {
-      split_rows_grad(g, rows, shapes, outer, in);
-    });
-  return out;
+  std::vector<std::size_t> rows(tensors.size(), block);
+  std::vector<Shape> shapes(tensors.size(), first);
+  return join_rows("stack", tensors, std::move(rows), std::move(shapes), outer, out_shape);
 }
 
 template <typename T>
