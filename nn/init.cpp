@@ -84,24 +84,32 @@ std::pair<std::size_t, std::size_t> calculate_fan_in_and_fan_out(const Shape& sh
   return {shape[1] * receptive_field, shape[0] * receptive_field};
 }
 
+namespace {
+
+// Writes draw(shape)'s values into tensor: the same draws as the factory, so that a parameter
+// initialized in place equals one made by Tensor::uniform or Tensor::normal from the same generator state.
+template <typename T, typename Draw>
+Tensor<T> fill_drawn(Tensor<T> tensor, const char* fn, Draw draw) {
+  check_writable(tensor, fn);
+  if (tensor.numel() == 0) return tensor;
+  tensor.mutable_data() = std::move(draw(tensor.shape()).mutable_data());
+  return tensor;
+}
+
+}  // namespace
+
 template <typename T>
 Tensor<T> uniform_(Tensor<T> tensor, Generator& gen, double a, double b) {
-  check_writable(tensor, "uniform_");
-  if (tensor.numel() == 0) return tensor;
-  // The same draws as the factory: a parameter initialized in place equals one made by
-  // Tensor::uniform from the same generator state.
-  tensor.mutable_data() =
-      std::move(Tensor<T>::uniform(tensor.shape(), static_cast<T>(a), static_cast<T>(b), gen).mutable_data());
-  return tensor;
+  return fill_drawn(std::move(tensor), "uniform_", [&](const Shape& shape) {
+    return Tensor<T>::uniform(shape, static_cast<T>(a), static_cast<T>(b), gen);
+  });
 }
 
 template <typename T>
 Tensor<T> normal_(Tensor<T> tensor, Generator& gen, double mean, double std) {
-  check_writable(tensor, "normal_");
-  if (tensor.numel() == 0) return tensor;
-  tensor.mutable_data() =
-      std::move(Tensor<T>::normal(tensor.shape(), static_cast<T>(mean), static_cast<T>(std), gen).mutable_data());
-  return tensor;
+  return fill_drawn(std::move(tensor), "normal_", [&](const Shape& shape) {
+    return Tensor<T>::normal(shape, static_cast<T>(mean), static_cast<T>(std), gen);
+  });
 }
 
 template <typename T>
@@ -148,39 +156,52 @@ Tensor<T> trunc_normal_(Tensor<T> tensor, Generator& gen, double mean, double st
   return tensor;
 }
 
+namespace {
+
+// fan_in + fan_out, the xavier initializations' scale, after fn's checks.
+template <typename T>
+double xavier_fans(const Tensor<T>& tensor, const char* fn) {
+  check_writable(tensor, fn);
+  const auto [fan_in, fan_out] = calculate_fan_in_and_fan_out(tensor.shape());
+  return static_cast<double>(fan_in + fan_out);
+}
+
+}  // namespace
+
 template <typename T>
 Tensor<T> xavier_uniform_(Tensor<T> tensor, Generator& gen, double gain) {
-  check_writable(tensor, "xavier_uniform_");
-  const auto [fan_in, fan_out] = calculate_fan_in_and_fan_out(tensor.shape());
-  if (tensor.numel() == 0) return tensor;
-  const T bound = static_cast<T>(gain * std::sqrt(6.0 / static_cast<double>(fan_in + fan_out)));
+  const T bound = static_cast<T>(gain * std::sqrt(6.0 / xavier_fans(tensor, "xavier_uniform_")));
   return uniform_(tensor, gen, -bound, bound);
 }
 
 template <typename T>
 Tensor<T> xavier_normal_(Tensor<T> tensor, Generator& gen, double gain) {
-  check_writable(tensor, "xavier_normal_");
-  const auto [fan_in, fan_out] = calculate_fan_in_and_fan_out(tensor.shape());
-  if (tensor.numel() == 0) return tensor;
-  return normal_(tensor, gen, 0.0, gain * std::sqrt(2.0 / static_cast<double>(fan_in + fan_out)));
+  return normal_(tensor, gen, 0.0, gain * std::sqrt(2.0 / xavier_fans(tensor, "xavier_normal_")));
 }
+
+namespace {
+
+// The kaiming initializations' gain and fan, after fn's checks.
+template <typename T>
+std::pair<double, double> kaiming_gain_and_fan(const Tensor<T>& tensor, const char* fn, double a, FanMode mode,
+                                               const std::string& nonlinearity) {
+  check_writable(tensor, fn);
+  const double gain = calculate_gain(nonlinearity, a);
+  return {gain, fan_of(tensor.shape(), mode)};
+}
+
+}  // namespace
 
 template <typename T>
 Tensor<T> kaiming_uniform_(Tensor<T> tensor, Generator& gen, double a, FanMode mode, const std::string& nonlinearity) {
-  check_writable(tensor, "kaiming_uniform_");
-  const double gain = calculate_gain(nonlinearity, a);
-  const double fan = fan_of(tensor.shape(), mode);
-  if (tensor.numel() == 0) return tensor;
+  const auto [gain, fan] = kaiming_gain_and_fan(tensor, "kaiming_uniform_", a, mode, nonlinearity);
   const T bound = static_cast<T>(std::sqrt(3.0) * gain / std::sqrt(fan));
   return uniform_(tensor, gen, -bound, bound);
 }
 
 template <typename T>
 Tensor<T> kaiming_normal_(Tensor<T> tensor, Generator& gen, double a, FanMode mode, const std::string& nonlinearity) {
-  check_writable(tensor, "kaiming_normal_");
-  const double gain = calculate_gain(nonlinearity, a);
-  const double fan = fan_of(tensor.shape(), mode);
-  if (tensor.numel() == 0) return tensor;
+  const auto [gain, fan] = kaiming_gain_and_fan(tensor, "kaiming_normal_", a, mode, nonlinearity);
   return normal_(tensor, gen, 0.0, gain / std::sqrt(fan));
 }
 
