@@ -49,6 +49,15 @@ namespace {
 // Lets a buffer escape, so that the compiler cannot elide its allocation (clang removes a new/delete
 // pair whose memory nobody reads, which C++14 allows even for a replaced operator new).
 void escape(const void* p) { asm volatile("" : : "r"(p) : "memory"); }
+
+constexpr std::size_t MiB = std::size_t{1} << 20;
+
+// A block of `bytes` from operator new[], escaped; nothing is written, so no page is touched.
+std::unique_ptr<char[]> block(std::size_t bytes) {
+  std::unique_ptr<char[]> b(new char[bytes]);
+  escape(b.get());
+  return b;
+}
 }  // namespace
 
 TEST_CASE("caching allocator: small blocks are not cached, and the limit bounds the free lists", "[allocator]") {
@@ -92,18 +101,11 @@ TEST_CASE("caching allocator: classes asked for longest ago make room, the cache
   // Blocks of 64, 80, 96 and 112 MiB (four classes), each alone and then freed: the most ever live is
   // 112 MiB, so the free lists hold at most max(256 MiB, 2 x 112 MiB) = 256 MiB. The fourth block
   // does not fit beside the first three (240 MiB): the two asked for longest ago (64, 80) go back to the
-  // system, and 96 + 112 MiB stay cached. Nothing is written, so no page is touched.
-  constexpr std::size_t MiB = std::size_t{1} << 20;
-  for (std::size_t mib : {64, 80, 96, 112}) {
-    std::unique_ptr<char[]> block(new char[mib * MiB]);
-    escape(block.get());
-  }
+  // system, and 96 + 112 MiB stay cached.
+  for (std::size_t mib : {64, 80, 96, 112}) block(mib * MiB);  // freed at once
   CHECK(cache_stats().cached_bytes == (96 + 112) * MiB);
   const std::size_t hits = cache_stats().hits;
-  {
-    std::unique_ptr<char[]> again(new char[96 * MiB]);
-    escape(again.get());
-  }
+  block(96 * MiB);
   CHECK(cache_stats().hits == hits + 1);
   empty_cache();
 }
@@ -112,25 +114,19 @@ TEST_CASE("caching allocator: a miss returns other classes' blocks, so the footp
           "[allocator]") {
   if (!caching_allocator_enabled()) return;
   empty_cache();
-  constexpr std::size_t MiB = std::size_t{1} << 20;
   const std::size_t live = cache_stats().live_bytes;
   // Sizes that are their own size classes. 224 MiB live at most: blocks handed out plus cached may
   // reach max(256 MiB, the live peak) = 256 MiB.
-  {
-    std::unique_ptr<char[]> big(new char[224 * MiB]);
-    escape(big.get());
-  }
+  { const auto big = block(224 * MiB); }
   CHECK(cache_stats().cached_bytes == 224 * MiB);
   {
     // 96 MiB: the 224 MiB block is more than twice its size, so it is a miss, and 224 + 96 MiB would
     // pass 256 MiB: the cached block goes back to the system first.
-    std::unique_ptr<char[]> smaller(new char[96 * MiB]);
-    escape(smaller.get());
+    const auto smaller = block(96 * MiB);
     CHECK(cache_stats().cached_bytes == 0);
     CHECK(cache_stats().live_bytes == live + 96 * MiB);
     // 48 MiB more: 144 MiB stays within 256 MiB, nothing to return.
-    std::unique_ptr<char[]> small(new char[48 * MiB]);
-    escape(small.get());
+    const auto small = block(48 * MiB);
     CHECK(cache_stats().live_bytes == live + 144 * MiB);
   }
   CHECK(cache_stats().cached_bytes == 144 * MiB);
@@ -141,10 +137,8 @@ TEST_CASE("caching allocator: a request takes the last freed block of its class 
           "[allocator]") {
   if (!caching_allocator_enabled()) return;
   empty_cache();
-  constexpr std::size_t MiB = std::size_t{1} << 20;
-  std::unique_ptr<char[]> three(new char[3 * MiB]), four(new char[4 * MiB]);
-  escape(three.get());
-  escape(four.get());
+  auto three = block(3 * MiB);
+  auto four = block(4 * MiB);
   const char* const three_at = three.get();
   const char* const four_at = four.get();
   three.reset();  // freed first
@@ -153,15 +147,13 @@ TEST_CASE("caching allocator: a request takes the last freed block of its class 
   CHECK(before.cached_bytes == 7 * MiB);
   {
     // 1 MiB: neither cached block is within twice its size, so it is a fresh block.
-    std::unique_ptr<char[]> one(new char[MiB]);
-    escape(one.get());
+    const auto one = block(MiB);
     CHECK(one.get() != three_at);
     CHECK(one.get() != four_at);
     CHECK(cache_stats().misses == before.misses + 1);
     // 2 MiB: both are; the one freed last comes first, then the other.
-    std::unique_ptr<char[]> first(new char[2 * MiB]), second(new char[2 * MiB]);
-    escape(first.get());
-    escape(second.get());
+    const auto first = block(2 * MiB);
+    const auto second = block(2 * MiB);
     CHECK(first.get() == four_at);
     CHECK(second.get() == three_at);
     CHECK(cache_stats().hits == before.hits + 2);
@@ -169,8 +161,7 @@ TEST_CASE("caching allocator: a request takes the last freed block of its class 
   }
   // Freed, each block goes back to its own class.
   CHECK(cache_stats().cached_bytes == 8 * MiB);
-  std::unique_ptr<char[]> again(new char[4 * MiB]);
-  escape(again.get());
+  auto again = block(4 * MiB);
   CHECK(again.get() == four_at);
   again.reset();
   empty_cache();
