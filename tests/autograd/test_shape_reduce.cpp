@@ -509,14 +509,24 @@ TEST_CASE("min over everything: max(x)'s rules mirrored, as torch 1.13", "[reduc
   CHECK_GRADCHECK([](const Inputs& in) { return min(in[0]); }, (Inputs{rand_input({3, 4}, 75)}));
 }
 
-TEST_CASE("max gradients", "[reduce][gradcheck]") {
-  // Random inputs have no ties, so the max is locally smooth.
+// Gradchecks max or min (op(x, dim, keepdim)) over the last, a middle and the first dim, with and
+// without keepdim, on inputs drawn from seed, seed + 1 and seed + 2. Random inputs have no ties, so the
+// op is locally smooth.
+template <typename Op>
+void check_gradients_over_dims(Op op, std::uint64_t seed) {
   for (bool keepdim : {false, true}) {
-    CHECK_GRADCHECK([&](const Inputs& in) { return max(in[0], -1, keepdim).values; }, (Inputs{rand_input({3, 4}, 70)}));
-    CHECK_GRADCHECK([&](const Inputs& in) { return max(in[0], 1, keepdim).values; },
-                    (Inputs{rand_input({2, 3, 4}, 71)}));
-    CHECK_GRADCHECK([&](const Inputs& in) { return max(in[0], 0, keepdim).values; }, (Inputs{rand_input({4, 2}, 72)}));
+    CHECK_GRADCHECK([&](const Inputs& in) { return op(in[0], -1, keepdim).values; },
+                    (Inputs{rand_input({3, 4}, seed)}));
+    CHECK_GRADCHECK([&](const Inputs& in) { return op(in[0], 1, keepdim).values; },
+                    (Inputs{rand_input({2, 3, 4}, seed + 1)}));
+    CHECK_GRADCHECK([&](const Inputs& in) { return op(in[0], 0, keepdim).values; },
+                    (Inputs{rand_input({4, 2}, seed + 2)}));
   }
+}
+
+TEST_CASE("max gradients", "[reduce][gradcheck]") {
+  check_gradients_over_dims(
+      [](const Tensor<double>& x, std::int64_t dim, bool keepdim) { return max(x, dim, keepdim); }, 70);
   CHECK_GRADCHECK([](const Inputs& in) { return max(in[0]); }, (Inputs{rand_input({3, 4}, 73)}));
   CHECK(max(rand_input({2}, 74)).grad_fn_name() == "max");
 }
@@ -635,13 +645,8 @@ TEST_CASE("min over a dim sends the gradient to the first arg-min", "[reduce]") 
 }
 
 TEST_CASE("min gradients", "[reduce][gradcheck]") {
-  // Random inputs have no ties, so the min is locally smooth.
-  for (bool keepdim : {false, true}) {
-    CHECK_GRADCHECK([&](const Inputs& in) { return min(in[0], -1, keepdim).values; }, (Inputs{rand_input({3, 4}, 90)}));
-    CHECK_GRADCHECK([&](const Inputs& in) { return min(in[0], 1, keepdim).values; },
-                    (Inputs{rand_input({2, 3, 4}, 91)}));
-    CHECK_GRADCHECK([&](const Inputs& in) { return min(in[0], 0, keepdim).values; }, (Inputs{rand_input({4, 2}, 92)}));
-  }
+  check_gradients_over_dims(
+      [](const Tensor<double>& x, std::int64_t dim, bool keepdim) { return min(x, dim, keepdim); }, 90);
 }
 
 TEST_CASE("logsumexp and min record nothing under NoGradGuard", "[reduce]") {
