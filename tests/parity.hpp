@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 #include <xtensor/xarray.hpp>
 
 #include "tapegrad/autograd/shape.hpp"
@@ -104,6 +105,29 @@ inline FixtureCases fixture_cases(const io::safetensors::File& file, const std::
     if (tags.size() != 2) found.in_one_dtype.insert(name);
   }
   return found;
+}
+
+// The case names of a parity table: a list of (name, what runs the case) pairs.
+template <typename Table>
+std::vector<std::string> case_names(const Table& table) {
+  std::vector<std::string> names;
+  for (const auto& entry : table) names.push_back(entry.first);
+  return names;
+}
+
+// What is wrong with a parity table's case names against the cases of its fixture file: a name listed
+// twice, a case the file holds in one dtype only, a case in the table or the file only; "" when none.
+inline std::string coverage_problems(const FixtureCases& in_file, const std::vector<std::string>& in_table) {
+  std::ostringstream out;
+  std::set<std::string> listed;
+  for (const auto& name : in_table)
+    if (!listed.insert(name).second) out << "\"" << name << "\" is listed twice; ";
+  for (const auto& name : in_file.in_one_dtype) out << "\"" << name << "\" is in one dtype only; ";
+  for (const auto& name : listed)
+    if (!in_file.cases.count(name)) out << "\"" << name << "\" is not in the fixture file; ";
+  for (const auto& name : in_file.cases)
+    if (!listed.count(name)) out << "\"" << name << "\" is in no table; ";
+  return out.str();
 }
 
 // One case of a fixture file in one dtype: its differentiable inputs ("<prefix>.in.<name>") as fresh
