@@ -165,11 +165,17 @@ Tensor<T> difference_loss(const char* op, const Tensor<T>& input, const Tensor<T
   return out;
 }
 
+// The binary cross-entropies' checks (the reduction, a target of the input's shape), then their weight
+// expanded to the input's shape (null when undefined).
 template <typename T>
-void check_same_shape(const char* op, const Tensor<T>& input, const Tensor<T>& target) {
+std::shared_ptr<const xt::xarray<T>> checked_binary_weight(const char* op, const Tensor<T>& input,
+                                                           const Tensor<T>& target, Reduction reduction,
+                                                           const Tensor<T>& weight) {
+  check_reduction(op, reduction);
   if (input.shape() != target.shape())
     throw ShapeError(fmt::format("{}: target of shape {} does not match input {} (they must be equal)", op,
                                  format_shape(target.shape()), format_shape(input.shape())));
+  return expand_weight(op, "weight", weight, input.shape());
 }
 
 }  // namespace
@@ -294,9 +300,7 @@ template <typename T>
 Tensor<T> binary_cross_entropy(const Tensor<T>& input, const Tensor<T>& target,
                                const BinaryCrossEntropyOptions<T>& options) {
   const char* op = "binary_cross_entropy";
-  check_reduction(op, options.reduction);
-  check_same_shape(op, input, target);
-  const auto weight = expand_weight(op, "weight", options.weight, input.shape());
+  const auto weight = checked_binary_weight(op, input, target, options.reduction, options.weight);
   const std::size_t n = input.numel();
   const T* x = input.data().data();
   const T* y = target.data().data();
@@ -348,9 +352,7 @@ template <typename T>
 Tensor<T> binary_cross_entropy_with_logits(const Tensor<T>& input, const Tensor<T>& target,
                                            const BinaryCrossEntropyWithLogitsOptions<T>& options) {
   const char* op = "binary_cross_entropy_with_logits";
-  check_reduction(op, options.reduction);
-  check_same_shape(op, input, target);
-  const auto weight = expand_weight(op, "weight", options.weight, input.shape());
+  const auto weight = checked_binary_weight(op, input, target, options.reduction, options.weight);
   const auto pos_weight = expand_weight(op, "pos_weight", options.pos_weight, input.shape());
   // softplus(-x) = log(1 + exp(-x)) as torch writes it: m + log(exp(-m) + exp(-x - m)) with
   // m = max(-x, 0), so no exponent is positive and nothing overflows.
