@@ -3,7 +3,6 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
-#include <functional>
 #include <limits>
 #include <memory>
 #include <string>
@@ -51,9 +50,10 @@ xt::xarray<double> row(const xt::xarray<double>& stacked, std::size_t i) {
   return xt::xarray<double>(xt::view(stacked, i));
 }
 
-using Factory = std::function<std::unique_ptr<Optimizer<double>>(std::vector<Tensor<double>>)>;
-
-void check_trajectory(const std::string& name, double base_lr, const Factory& make) {
+// Steps Opt<double> made with `options` for 20 steps, its learning rate warmed up to options.lr over
+// 5, and compares every step and the final state with torch's trajectory `name`.
+template <template <typename> class Opt, typename Options>
+void check_trajectory(const std::string& name, const Options& options) {
   INFO("config " << name);
   const io::safetensors::File ref(kFixtures + "/optim.safetensors");
   const auto Ws = ref.get<double>(name + ".W");
@@ -64,8 +64,8 @@ void check_trajectory(const std::string& name, double base_lr, const Factory& ma
   // torch.linspace and xt::linspace may differ in the last bit: start from torch's values exactly.
   REQUIRE(allclose(p.W.data(), row(Ws, 0), 0, 1e-15));
   p.W.mutable_data() = row(Ws, 0);
-  auto opt = make({p.W, p.b, p.z});
-  const LinearWarmup schedule(base_lr, 5);
+  auto opt = std::make_unique<Opt<double>>(std::vector<Tensor<double>>{p.W, p.b, p.z}, options);
+  const LinearWarmup schedule(options.lr, 5);
   for (std::size_t t = 0; t < 20; ++t) {
     INFO("step " << t);
     opt->zero_grad();
@@ -98,68 +98,49 @@ void check_trajectory(const std::string& name, double base_lr, const Factory& ma
 }  // namespace
 
 TEST_CASE("SGD follows torch's trajectories (plain, momentum, nesterov, dampening, weight decay)", "[optim]") {
-  check_trajectory("sgd", 0.1, [](auto ps) { return std::make_unique<SGD<double>>(ps, SGDOptions{0.1}); });
-  check_trajectory("sgd_momentum", 0.1, [](auto ps) {
-    return std::make_unique<SGD<double>>(ps, SGDOptions{0.1, 0.9});
-  });
-  check_trajectory("sgd_nesterov_wd", 0.05, [](auto ps) {
-    SGDOptions o{0.05};
-    o.momentum = 0.8;
-    o.nesterov = true;
-    o.weight_decay = 0.01;
-    return std::make_unique<SGD<double>>(ps, o);
-  });
-  check_trajectory("sgd_dampening", 0.1, [](auto ps) {
-    return std::make_unique<SGD<double>>(ps, SGDOptions{0.1, 0.5, 0.3, 0.1});
-  });
+  check_trajectory<SGD>("sgd", SGDOptions{0.1});
+  check_trajectory<SGD>("sgd_momentum", SGDOptions{0.1, 0.9});
+  SGDOptions nesterov{0.05};
+  nesterov.momentum = 0.8;
+  nesterov.nesterov = true;
+  nesterov.weight_decay = 0.01;
+  check_trajectory<SGD>("sgd_nesterov_wd", nesterov);
+  check_trajectory<SGD>("sgd_dampening", SGDOptions{0.1, 0.5, 0.3, 0.1});
 }
 
 TEST_CASE("Adam follows torch's trajectories (plain, amsgrad with L2)", "[optim]") {
-  check_trajectory("adam", 0.05, [](auto ps) {
-    AdamOptions o;
-    o.lr = 0.05;
-    return std::make_unique<Adam<double>>(ps, o);
-  });
-  check_trajectory("adam_amsgrad_l2", 0.05, [](auto ps) {
-    return std::make_unique<Adam<double>>(ps, AdamOptions{0.05, {0.8, 0.99}, 1e-6, 0.1, true});
-  });
+  AdamOptions plain;
+  plain.lr = 0.05;
+  check_trajectory<Adam>("adam", plain);
+  check_trajectory<Adam>("adam_amsgrad_l2", AdamOptions{0.05, {0.8, 0.99}, 1e-6, 0.1, true});
 }
 
 TEST_CASE("AdamW follows torch's trajectories (default decay, amsgrad)", "[optim]") {
-  check_trajectory("adamw", 0.05, [](auto ps) {
-    AdamWOptions o;
-    o.lr = 0.05;
-    CHECK(o.weight_decay == 0.01);
-    return std::make_unique<AdamW<double>>(ps, o);
-  });
-  check_trajectory("adamw_amsgrad", 0.05, [](auto ps) {
-    return std::make_unique<AdamW<double>>(ps, AdamWOptions{0.05, {0.85, 0.95}, 1e-8, 0.1, true});
-  });
+  AdamWOptions plain;
+  plain.lr = 0.05;
+  CHECK(plain.weight_decay == 0.01);
+  check_trajectory<AdamW>("adamw", plain);
+  check_trajectory<AdamW>("adamw_amsgrad", AdamWOptions{0.05, {0.85, 0.95}, 1e-8, 0.1, true});
 }
 
 TEST_CASE("RMSprop follows torch's trajectories (plain, momentum + centered + weight decay)", "[optim]") {
-  check_trajectory("rmsprop", 0.01, [](auto ps) {
-    RMSpropOptions o;
-    CHECK(o.lr == 1e-2);
-    CHECK(o.alpha == 0.99);
-    CHECK(o.eps == 1e-8);
-    CHECK(o.weight_decay == 0.0);
-    CHECK(o.momentum == 0.0);
-    CHECK_FALSE(o.centered);
-    return std::make_unique<RMSprop<double>>(ps, o);
-  });
-  check_trajectory("rmsprop_momentum_centered_wd", 0.005, [](auto ps) {
-    return std::make_unique<RMSprop<double>>(ps, RMSpropOptions{0.005, 0.9, 1e-6, 0.1, 0.8, true});
-  });
+  const RMSpropOptions defaults;
+  CHECK(defaults.lr == 1e-2);
+  CHECK(defaults.alpha == 0.99);
+  CHECK(defaults.eps == 1e-8);
+  CHECK(defaults.weight_decay == 0.0);
+  CHECK(defaults.momentum == 0.0);
+  CHECK_FALSE(defaults.centered);
+  check_trajectory<RMSprop>("rmsprop", defaults);
+  check_trajectory<RMSprop>("rmsprop_momentum_centered_wd", RMSpropOptions{0.005, 0.9, 1e-6, 0.1, 0.8, true});
 }
 
 namespace {
 
-using FloatFactory = std::function<std::unique_ptr<Optimizer<float>>(std::vector<Tensor<float>>)>;
-
 // The float optimizer, on the problem of check_trajectory in float, ends within float's precision
 // of torch's double trajectory.
-void check_float_trajectory(const std::string& name, double base_lr, const FloatFactory& make) {
+template <template <typename> class Opt, typename Options>
+void check_float_trajectory(const std::string& name, const Options& options) {
   INFO("config " << name);
   const io::safetensors::File ref(kFixtures + "/optim.safetensors");
   const auto Ws = ref.get<double>(name + ".W");
@@ -167,8 +148,8 @@ void check_float_trajectory(const std::string& name, double base_lr, const Float
   Tensor<float> W(xt::xarray<float>(xt::cast<float>(p.W.data())), true);
   Tensor<float> b(xt::xarray<float>(xt::cast<float>(p.b.data())), true);
   Tensor<float> C(xt::xarray<float>(xt::cast<float>(p.C.data())));
-  auto opt = make({W, b});
-  const LinearWarmup schedule(base_lr, 5);
+  auto opt = std::make_unique<Opt<float>>(std::vector<Tensor<float>>{W, b}, options);
+  const LinearWarmup schedule(options.lr, 5);
   for (std::int64_t t = 0; t < 20; ++t) {
     opt->zero_grad();
     auto t1 = pow(W, 4.0f) * 0.25f;
@@ -187,29 +168,21 @@ void check_float_trajectory(const std::string& name, double base_lr, const Float
 }  // namespace
 
 TEST_CASE("Adagrad follows torch's trajectories (plain, lr decay + weight decay + initial accumulator)", "[optim]") {
-  check_trajectory("adagrad", 0.1, [](auto ps) {
-    AdagradOptions o;
-    CHECK(o.lr == 1e-2);
-    CHECK(o.lr_decay == 0.0);
-    CHECK(o.weight_decay == 0.0);
-    CHECK(o.initial_accumulator_value == 0.0);
-    CHECK(o.eps == 1e-10);
-    o.lr = 0.1;
-    return std::make_unique<Adagrad<double>>(ps, o);
-  });
-  check_trajectory("adagrad_lr_decay_wd_init", 0.1, [](auto ps) {
-    return std::make_unique<Adagrad<double>>(ps, AdagradOptions{0.1, 0.05, 0.1, 0.5});
-  });
+  AdagradOptions plain;
+  CHECK(plain.lr == 1e-2);
+  CHECK(plain.lr_decay == 0.0);
+  CHECK(plain.weight_decay == 0.0);
+  CHECK(plain.initial_accumulator_value == 0.0);
+  CHECK(plain.eps == 1e-10);
+  plain.lr = 0.1;
+  check_trajectory<Adagrad>("adagrad", plain);
+  check_trajectory<Adagrad>("adagrad_lr_decay_wd_init", AdagradOptions{0.1, 0.05, 0.1, 0.5});
 }
 
 TEST_CASE("float optimizers track the double trajectory", "[optim]") {
-  check_float_trajectory("adamw", 0.05, [](auto ps) { return std::make_unique<AdamW<float>>(ps, AdamWOptions{0.05}); });
-  check_float_trajectory("rmsprop_momentum_centered_wd", 0.005, [](auto ps) {
-    return std::make_unique<RMSprop<float>>(ps, RMSpropOptions{0.005, 0.9, 1e-6, 0.1, 0.8, true});
-  });
-  check_float_trajectory("adagrad_lr_decay_wd_init", 0.1, [](auto ps) {
-    return std::make_unique<Adagrad<float>>(ps, AdagradOptions{0.1, 0.05, 0.1, 0.5});
-  });
+  check_float_trajectory<AdamW>("adamw", AdamWOptions{0.05});
+  check_float_trajectory<RMSprop>("rmsprop_momentum_centered_wd", RMSpropOptions{0.005, 0.9, 1e-6, 0.1, 0.8, true});
+  check_float_trajectory<Adagrad>("adagrad_lr_decay_wd_init", AdagradOptions{0.1, 0.05, 0.1, 0.5});
 }
 
 TEST_CASE("parameters without a gradient are skipped and zero_grad drops gradients", "[optim]") {
