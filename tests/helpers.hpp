@@ -158,6 +158,24 @@ inline IndexArray ids(const std::vector<std::int64_t>& v, const Shape& shape) {
   return a;
 }
 
+// The message of the E that f() throws, for a test that checks several parts of it; a failed check
+// and "" when f throws nothing.
+template <typename E, typename F>
+std::string thrown_message(F f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  }
+  FAIL_CHECK("no exception");
+  return "";
+}
+
+// Checks that a message listing several problems names each of `parts`.
+inline void check_names_each(const std::string& message, std::initializer_list<const char*> parts) {
+  for (const char* part : parts) CHECK_THAT(message, Catch::Contains(part));
+}
+
 }  // namespace tapegrad::testing
 
 // gradcheck with the failure message shown by Catch2.

@@ -449,19 +449,12 @@ TEST_CASE("load_state_dict reports every problem at once and changes nothing", "
   bad["state.7.exp_avg"] = Tensor<double>::zeros({1});
   bad["state.1.momentum_buffer"] = Tensor<double>::zeros({1});
   bad["lr"] = Tensor<double>::scalar(1.0);
-  try {
-    opt.load_state_dict(bad);
-    FAIL("no exception");
-  } catch (const std::invalid_argument& e) {
-    const std::string m = e.what();
-    CHECK_THAT(m, Catch::Contains("6 problem(s)"));
-    CHECK_THAT(m, Catch::Contains("\"state.0.exp_avg\" has shape [4], parameter 0 has shape [2, 2]"));
-    CHECK_THAT(m, Catch::Contains("missing key \"state.0.exp_avg_sq\""));
-    CHECK_THAT(m, Catch::Contains("\"state.0.step\" is 1.5, not a non-negative integer"));
-    CHECK_THAT(m, Catch::Contains("unexpected key \"state.7.exp_avg\""));
-    CHECK_THAT(m, Catch::Contains("unexpected key \"state.1.momentum_buffer\""));
-    CHECK_THAT(m, Catch::Contains("unexpected key \"lr\""));
-  }
+  const std::string m = testing::thrown_message<std::invalid_argument>([&] { opt.load_state_dict(bad); });
+  CHECK_THAT(m, Catch::Contains("6 problem(s)"));
+  testing::check_names_each(
+      m, {"\"state.0.exp_avg\" has shape [4], parameter 0 has shape [2, 2]", "missing key \"state.0.exp_avg_sq\"",
+          "\"state.0.step\" is 1.5, not a non-negative integer", "unexpected key \"state.7.exp_avg\"",
+          "unexpected key \"state.1.momentum_buffer\"", "unexpected key \"lr\""});
   CHECK(opt.state_dict().at("state.0.exp_avg").data() == good.at("state.0.exp_avg").data());
 
   // A state for a parameter that has never been stepped is incomplete without all its buffers.
