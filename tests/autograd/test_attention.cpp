@@ -83,47 +83,36 @@ std::shared_ptr<const xt::xarray<double>> floats(const Shape& shape, std::uint64
 // Every mask kind, alone and together, with dead rows, dropout, causal and L != S.
 std::vector<Case> cases(std::size_t B, std::size_t H, std::size_t L, std::size_t S, std::size_t D, std::size_t Dv) {
   std::vector<Case> c;
-  c.push_back({"no mask", B, H, L, S, D, Dv, {}, 0.0, false});
-  c.push_back({"causal, dropout", B, H, L, S, D, Dv, {}, 0.3, true});
-  Masks a;
-  a.attn_mask = bools({L, S}, 1, 0.3);
-  c.push_back({"bool attn_mask [L, S]", B, H, L, S, D, Dv, a, 0.0, false});
-  Masks ph;
-  ph.attn_mask = bools({B * H, L, S}, 2, 0.5);
-  c.push_back({"bool attn_mask [B * H, L, S], dropout", B, H, L, S, D, Dv, ph, 0.25, false});
-  Masks f;
-  f.attn_bias = floats({B, H, L, S}, 3);
-  c.push_back({"float attn_mask [B, H, L, S], causal", B, H, L, S, D, Dv, f, 0.0, true});
-  Masks f2;
-  f2.attn_bias = floats({L, S}, 4);
-  c.push_back({"float attn_mask [L, S], dropout", B, H, L, S, D, Dv, f2, 0.4, false});
-  Masks k;
+  // Masks are {attn_mask, attn_bias (a float attn_mask), key_padding_mask, key_padding_bias}.
+  const auto add = [&](const char* name, Masks masks, double p, bool causal) {
+    c.push_back({name, B, H, L, S, D, Dv, std::move(masks), p, causal});
+  };
+  add("no mask", {}, 0.0, false);
+  add("causal, dropout", {}, 0.3, true);
+  add("bool attn_mask [L, S]", {bools({L, S}, 1, 0.3)}, 0.0, false);
+  add("bool attn_mask [B * H, L, S], dropout", {bools({B * H, L, S}, 2, 0.5)}, 0.25, false);
+  add("float attn_mask [B, H, L, S], causal", {nullptr, floats({B, H, L, S}, 3)}, 0.0, true);
+  add("float attn_mask [L, S], dropout", {nullptr, floats({L, S}, 4)}, 0.4, false);
   BoolArray kpm = xt::zeros<bool>({B, S});
   for (std::size_t j = 0; j < S; ++j) kpm(0, j) = true;  // batch 0: every key is padding (dead rows)
   for (std::size_t b = 1; b < B; ++b) kpm(b, S - 1) = true;
-  k.key_padding_mask = std::make_shared<const BoolArray>(kpm);
-  c.push_back({"bool key padding, a fully padded batch, dropout", B, H, L, S, D, Dv, k, 0.2, false});
-  Masks kf;
-  kf.key_padding_bias = floats({B, S}, 5);
-  c.push_back({"float key padding", B, H, L, S, D, Dv, kf, 0.0, false});
+  add("bool key padding, a fully padded batch, dropout", {nullptr, nullptr, std::make_shared<const BoolArray>(kpm)},
+      0.2, false);
+  add("float key padding", {nullptr, nullptr, nullptr, floats({B, S}, 5)}, 0.0, false);
   // Padded tails of different lengths (the kernels stop at each batch's last visible key), as bool and
   // as -inf, with a few visible keys in the bool tail's range left to the float one.
-  Masks tails;
   BoolArray tail = xt::zeros<bool>({B, S});
   xt::xarray<double> tail_bias = xt::zeros<double>({B, S});
   for (std::size_t b = 0; b < B; ++b)
     for (std::size_t j = S - S * b / (B + 1); j < S; ++j) tail(b, j) = true;
   for (std::size_t b = 0; b < B; ++b)
     for (std::size_t j = S - (S * (b + 1)) / (B + 2); j < S; ++j) tail_bias(b, j) = -kInf;
-  tails.key_padding_mask = std::make_shared<const BoolArray>(tail);
-  tails.key_padding_bias = std::make_shared<const xt::xarray<double>>(tail_bias);
-  c.push_back({"padded tails of different lengths, dropout", B, H, L, S, D, Dv, tails, 0.2, false});
-  Masks all;
-  all.attn_mask = bools({L, S}, 6, 0.2);
-  all.attn_bias = floats({L, S}, 7);
-  all.key_padding_mask = bools({B, S}, 8, 0.2);
-  all.key_padding_bias = floats({B, S}, 9);
-  c.push_back({"every mask at once, causal, dropout", B, H, L, S, D, Dv, all, 0.3, true});
+  add("padded tails of different lengths, dropout",
+      {nullptr, nullptr, std::make_shared<const BoolArray>(tail),
+       std::make_shared<const xt::xarray<double>>(tail_bias)},
+      0.2, false);
+  add("every mask at once, causal, dropout",
+      {bools({L, S}, 6, 0.2), floats({L, S}, 7), bools({B, S}, 8, 0.2), floats({B, S}, 9)}, 0.3, true);
   return c;
 }
 
