@@ -20,20 +20,6 @@ MultiheadAttentionOptions attention_options(const TransformerLayerOptions& o) {
   return a;
 }
 
-// Registers `layers` (layers.0, layers.1, ...) and the optional final `norm` of a stack: the same for
-// the encoder and the decoder, which differ only in the layer type.
-template <typename Layer, typename T>
-void build_stack(Module<T>& stack, std::shared_ptr<ModuleList<T>>& layers,
-                 std::vector<std::shared_ptr<Layer>>& typed_layers, std::shared_ptr<LayerNorm<T>>& norm,
-                 const TransformerLayerOptions& options, std::size_t num_layers, Generator& gen,
-                 const std::shared_ptr<Generator>& dropout_gen, std::shared_ptr<LayerNorm<T>> final_norm) {
-  layers = stack.register_module("layers", std::make_shared<ModuleList<T>>());
-  for (std::size_t i = 0; i < num_layers; ++i) {
-    typed_layers.push_back(std::make_shared<Layer>(options, gen, dropout_gen));
-    layers->push_back(typed_layers.back());
-  }
-  if (final_norm) norm = stack.register_module("norm", final_norm);
-}
 // Registers the parts torch's encoder and decoder layers both hold, in torch's order of names and of draws
 // from gen: the attentions, linear1, dropout, linear2, then a norm and a dropout per residual block
 // (norm1, norm2, ..., dropout1, dropout2, ...), all dropouts drawing from dropout_gen.
@@ -205,23 +191,38 @@ Tensor<T> TransformerDecoderLayer<T>::forward(const Tensor<T>& tgt, const Tensor
                             memory_mask, memory_key_padding_mask));
 }
 
+namespace detail {
+
+template <typename T, typename Layer, typename Derived>
+TransformerStack<T, Layer, Derived>::TransformerStack(const TransformerLayerOptions& layer, std::size_t num_layers,
+                                                      Generator& gen, std::shared_ptr<LayerNorm<T>> final_norm,
+                                                      std::shared_ptr<Generator> dropout_gen)
+    : dropout_gen_(this->register_dropout_generator(gen, std::move(dropout_gen))) {
+  layers = this->register_module("layers", std::make_shared<ModuleList<T>>());
+  for (std::size_t i = 0; i < num_layers; ++i) {
+    typed_layers_.push_back(std::make_shared<Layer>(layer, gen, dropout_gen_));
+    layers->push_back(typed_layers_.back());
+  }
+  if (final_norm) norm = this->register_module("norm", std::move(final_norm));
+}
+
+}  // namespace detail
+
 template <typename T>
 TransformerEncoder<T>::TransformerEncoder(const TransformerLayerOptions& layer, std::size_t num_layers, Generator& gen,
-                                          std::shared_ptr<LayerNorm<T>> final_norm,
-                                          std::shared_ptr<Generator> dropout_gen)
-    : dropout_gen_(this->register_dropout_generator(gen, std::move(dropout_gen))) {
-  build_stack(*this, layers, typed_layers_, norm, layer, num_layers, gen, dropout_gen_, std::move(final_norm));
-}
+                                          std::shared_ptr<LayerNorm<T>> norm, std::shared_ptr<Generator> dropout_gen)
+    : detail::TransformerStack<T, TransformerEncoderLayer<T>, TransformerEncoder<T>>(
+          layer, num_layers, gen, std::move(norm), std::move(dropout_gen)) {}
 
 template <typename T>
 Tensor<T> TransformerEncoder<T>::forward(const Tensor<T>& src, const AttentionMask<T>& mask,
                                          const AttentionMask<T>& src_key_padding_mask, bool is_causal,
                                          std::vector<Tensor<T>>* attn_weights) const {
   Tensor<T> x = src;
-  if (activation_checkpointing && !attn_weights && is_grad_enabled()) {
+  if (this->activation_checkpointing && !attn_weights && is_grad_enabled()) {
     // Per residual block rather than per layer: the feed-forward's activations alone are about half a
     // layer's, and only one block's are alive at a time in backward.
-    for (const auto& layer : typed_layers_) {
+    for (const auto& layer : this->typed_layers_) {
       const auto generators = generators_of(*layer);
       x = checkpoint<T>(
           [layer, mask, src_key_padding_mask, is_causal](const std::vector<Tensor<T>>& in) {
@@ -231,35 +232,34 @@ Tensor<T> TransformerEncoder<T>::forward(const Tensor<T>& src, const AttentionMa
       x = checkpoint<T>([layer](const std::vector<Tensor<T>>& in) { return layer->feed_forward_block(in[0]); }, {x},
                         generators);
     }
-    return norm ? norm->forward(x) : x;
+    return this->normed(x);
   }
-  for (const auto& layer : typed_layers_) {
+  for (const auto& layer : this->typed_layers_) {
     Tensor<T> weights;
     x = layer->forward(x, mask, src_key_padding_mask, is_causal, attn_weights ? &weights : nullptr);
     if (attn_weights) attn_weights->push_back(weights);
   }
-  return norm ? norm->forward(x) : x;
+  return this->normed(x);
 }
 
 template <typename T>
 Tensor<T> TransformerEncoder<T>::forward_incremental(const Tensor<T>& src, std::vector<KVCache<T>>& caches) const {
-  if (caches.empty()) caches.resize(typed_layers_.size());
-  if (caches.size() != typed_layers_.size()) {
+  if (caches.empty()) caches.resize(this->typed_layers_.size());
+  if (caches.size() != this->typed_layers_.size()) {
     throw std::invalid_argument(fmt::format("TransformerEncoder.forward_incremental: {} caches for {} layers",
-                                            caches.size(), typed_layers_.size()));
+                                            caches.size(), this->typed_layers_.size()));
   }
   Tensor<T> x = src;
-  for (std::size_t i = 0; i < typed_layers_.size(); ++i) x = typed_layers_[i]->forward_incremental(x, caches[i]);
-  return norm ? norm->forward(x) : x;
+  for (std::size_t i = 0; i < this->typed_layers_.size(); ++i)
+    x = this->typed_layers_[i]->forward_incremental(x, caches[i]);
+  return this->normed(x);
 }
 
 template <typename T>
 TransformerDecoder<T>::TransformerDecoder(const TransformerLayerOptions& layer, std::size_t num_layers, Generator& gen,
-                                          std::shared_ptr<LayerNorm<T>> final_norm,
-                                          std::shared_ptr<Generator> dropout_gen)
-    : dropout_gen_(this->register_dropout_generator(gen, std::move(dropout_gen))) {
-  build_stack(*this, layers, typed_layers_, norm, layer, num_layers, gen, dropout_gen_, std::move(final_norm));
-}
+                                          std::shared_ptr<LayerNorm<T>> norm, std::shared_ptr<Generator> dropout_gen)
+    : detail::TransformerStack<T, TransformerDecoderLayer<T>, TransformerDecoder<T>>(
+          layer, num_layers, gen, std::move(norm), std::move(dropout_gen)) {}
 
 template <typename T>
 Tensor<T> TransformerDecoder<T>::forward(const Tensor<T>& tgt, const Tensor<T>& memory,
@@ -267,8 +267,8 @@ Tensor<T> TransformerDecoder<T>::forward(const Tensor<T>& tgt, const Tensor<T>& 
                                          const AttentionMask<T>& tgt_key_padding_mask,
                                          const AttentionMask<T>& memory_key_padding_mask, bool tgt_is_causal) const {
   Tensor<T> x = tgt;
-  if (activation_checkpointing && is_grad_enabled()) {
-    for (const auto& layer : typed_layers_) {
+  if (this->activation_checkpointing && is_grad_enabled()) {
+    for (const auto& layer : this->typed_layers_) {
       const auto generators = generators_of(*layer);
       x = checkpoint<T>(
           [layer, tgt_mask, tgt_key_padding_mask, tgt_is_causal](const std::vector<Tensor<T>>& in) {
@@ -283,11 +283,11 @@ Tensor<T> TransformerDecoder<T>::forward(const Tensor<T>& tgt, const Tensor<T>& 
       x = checkpoint<T>([layer](const std::vector<Tensor<T>>& in) { return layer->feed_forward_block(in[0]); }, {x},
                         generators);
     }
-    return norm ? norm->forward(x) : x;
+    return this->normed(x);
   }
-  for (const auto& layer : typed_layers_)
+  for (const auto& layer : this->typed_layers_)
     x = layer->forward(x, memory, tgt_mask, memory_mask, tgt_key_padding_mask, memory_key_padding_mask, tgt_is_causal);
-  return norm ? norm->forward(x) : x;
+  return this->normed(x);
 }
 
 template class FeedForward<float>;
@@ -296,6 +296,10 @@ template class TransformerEncoderLayer<float>;
 template class TransformerEncoderLayer<double>;
 template class TransformerDecoderLayer<float>;
 template class TransformerDecoderLayer<double>;
+template class detail::TransformerStack<float, TransformerEncoderLayer<float>, TransformerEncoder<float>>;
+template class detail::TransformerStack<double, TransformerEncoderLayer<double>, TransformerEncoder<double>>;
+template class detail::TransformerStack<float, TransformerDecoderLayer<float>, TransformerDecoder<float>>;
+template class detail::TransformerStack<double, TransformerDecoderLayer<double>, TransformerDecoder<double>>;
 template class TransformerEncoder<float>;
 template class TransformerEncoder<double>;
 template class TransformerDecoder<float>;

@@ -144,11 +144,40 @@ class TransformerDecoderLayer : public Module<T, TransformerDecoderLayer<T>> {
   std::shared_ptr<Generator> dropout_gen_;
 };
 
-/// num_layers layers named layers.0, layers.1, ..., then the optional final `norm`. Unlike torch,
-/// which deep-copies one layer (so every layer starts with identical weights), each layer here is
-/// built from the options with its own draws from gen. All layers share one dropout generator.
+namespace detail {
+
+/// What TransformerEncoder and TransformerDecoder share: num_layers layers named layers.0, layers.1,
+/// ..., then the optional final `norm`. Unlike torch, which deep-copies one layer (so every layer starts
+/// with identical weights), each layer here is built from the options with its own draws from gen. All
+/// layers share one dropout generator.
+template <typename T, typename Layer, typename Derived>
+class TransformerStack : public Module<T, Derived> {
+ public:
+  const std::shared_ptr<Generator>& dropout_generator() const { return dropout_gen_; }
+
+  std::shared_ptr<ModuleList<T>> layers;
+  std::shared_ptr<LayerNorm<T>> norm;  ///< null when there is no final norm
+  /// Each residual block of each layer of forward() runs under tapegrad::checkpoint when grad mode is
+  /// on: its activations are recomputed in backward instead of kept, which trades one more forward of
+  /// the layers for the memory of all but the blocks' inputs. The gradients are unchanged, bit for bit.
+  bool activation_checkpointing = false;
+
+ protected:
+  TransformerStack(const TransformerLayerOptions& layer, std::size_t num_layers, Generator& gen,
+                   std::shared_ptr<LayerNorm<T>> norm, std::shared_ptr<Generator> dropout_gen);
+  /// The final norm applied to x, or x when there is none.
+  Tensor<T> normed(const Tensor<T>& x) const { return norm ? norm->forward(x) : x; }
+
+  std::vector<std::shared_ptr<Layer>> typed_layers_;
+  std::shared_ptr<Generator> dropout_gen_;
+};
+
+}  // namespace detail
+
+/// torch.nn.TransformerEncoder: num_layers encoder layers, optionally a final norm (see
+/// detail::TransformerStack). activation_checkpointing applies when no attention weights are asked for.
 template <typename T>
-class TransformerEncoder : public Module<T, TransformerEncoder<T>> {
+class TransformerEncoder : public detail::TransformerStack<T, TransformerEncoderLayer<T>, TransformerEncoder<T>> {
  public:
   TransformerEncoder(const TransformerLayerOptions& layer, std::size_t num_layers, Generator& gen,
                      std::shared_ptr<LayerNorm<T>> norm = nullptr, std::shared_ptr<Generator> dropout_gen = nullptr);
@@ -162,24 +191,13 @@ class TransformerEncoder : public Module<T, TransformerEncoder<T>> {
   Tensor<T> forward_incremental(const Tensor<T>& src, std::vector<KVCache<T>>& caches) const;
 
   std::string name() const override { return "TransformerEncoder"; }
-  const std::shared_ptr<Generator>& dropout_generator() const { return dropout_gen_; }
-
-  std::shared_ptr<ModuleList<T>> layers;
-  std::shared_ptr<LayerNorm<T>> norm;  ///< null when there is no final norm
-  /// Each residual block of each layer of forward() (the self-attention's and the feed-forward's) runs
-  /// under tapegrad::checkpoint when grad mode is on and no attention weights are asked for: its
-  /// activations are recomputed in backward instead of kept, which trades one more forward of the layers
-  /// for the memory of all but the blocks' inputs. The gradients are unchanged, bit for bit.
-  bool activation_checkpointing = false;
-
- private:
-  std::vector<std::shared_ptr<TransformerEncoderLayer<T>>> typed_layers_;
-  std::shared_ptr<Generator> dropout_gen_;
 };
 
-/// torch.nn.TransformerDecoder: num_layers decoder layers, optionally a final norm.
+/// torch.nn.TransformerDecoder: num_layers decoder layers, optionally a final norm (see
+/// detail::TransformerStack). With activation_checkpointing, memory is an input of the
+/// cross-attention's checkpoints, so its gradient flows back into the encoder.
 template <typename T>
-class TransformerDecoder : public Module<T, TransformerDecoder<T>> {
+class TransformerDecoder : public detail::TransformerStack<T, TransformerDecoderLayer<T>, TransformerDecoder<T>> {
  public:
   TransformerDecoder(const TransformerLayerOptions& layer, std::size_t num_layers, Generator& gen,
                      std::shared_ptr<LayerNorm<T>> norm = nullptr, std::shared_ptr<Generator> dropout_gen = nullptr);
@@ -189,19 +207,6 @@ class TransformerDecoder : public Module<T, TransformerDecoder<T>> {
                     const AttentionMask<T>& memory_key_padding_mask = {}, bool tgt_is_causal = false) const;
 
   std::string name() const override { return "TransformerDecoder"; }
-  const std::shared_ptr<Generator>& dropout_generator() const { return dropout_gen_; }
-
-  std::shared_ptr<ModuleList<T>> layers;
-  std::shared_ptr<LayerNorm<T>> norm;
-  /// Each residual block of each layer (the self-attention's, the cross-attention's and the
-  /// feed-forward's) runs under tapegrad::checkpoint when grad mode is on, as
-  /// TransformerEncoder::activation_checkpointing; memory is an input of the cross-attention's
-  /// checkpoints, so its gradient flows back into the encoder. The gradients are unchanged, bit for bit.
-  bool activation_checkpointing = false;
-
- private:
-  std::vector<std::shared_ptr<TransformerDecoderLayer<T>>> typed_layers_;
-  std::shared_ptr<Generator> dropout_gen_;
 };
 
 extern template class FeedForward<float>;
@@ -210,6 +215,10 @@ extern template class TransformerEncoderLayer<float>;
 extern template class TransformerEncoderLayer<double>;
 extern template class TransformerDecoderLayer<float>;
 extern template class TransformerDecoderLayer<double>;
+extern template class detail::TransformerStack<float, TransformerEncoderLayer<float>, TransformerEncoder<float>>;
+extern template class detail::TransformerStack<double, TransformerEncoderLayer<double>, TransformerEncoder<double>>;
+extern template class detail::TransformerStack<float, TransformerDecoderLayer<float>, TransformerDecoder<float>>;
+extern template class detail::TransformerStack<double, TransformerDecoderLayer<double>, TransformerDecoder<double>>;
 extern template class TransformerEncoder<float>;
 extern template class TransformerEncoder<double>;
 extern template class TransformerDecoder<float>;
