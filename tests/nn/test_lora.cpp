@@ -48,12 +48,22 @@ struct Mlp : nn::Module<T, Mlp<T>> {
   std::shared_ptr<nn::Linear<T>> fc1, fc2, head;
 };
 
-nn::LoraConfig mlp_config() {
+nn::LoraConfig lora_config(std::size_t r, double lora_alpha, std::vector<std::string> target_modules) {
   nn::LoraConfig c;
-  c.r = 2;
-  c.lora_alpha = 4;
-  c.target_modules = {"fc1", "fc2"};
+  c.r = r;
+  c.lora_alpha = lora_alpha;
+  c.target_modules = std::move(target_modules);
   return c;
+}
+
+nn::LoraConfig mlp_config() { return lora_config(2, 4, {"fc1", "fc2"}); }
+
+// A copy of a state_dict's values, which later changes to the model leave alone.
+template <typename T>
+StateDict<T> snapshot(const StateDict<T>& state) {
+  StateDict<T> copy;
+  for (const auto& [name, t] : state) copy.emplace(name, Tensor<T>(t.data()));
+  return copy;
 }
 
 // make_lora_fixtures.py's LlamaReference(11, 8, 2, 12, 2, tie=True).
@@ -68,13 +78,7 @@ models::LlamaOptions small_llama() {
   return o;
 }
 
-nn::LoraConfig llama_config() {
-  nn::LoraConfig c;
-  c.r = 4;
-  c.lora_alpha = 8;
-  c.target_modules = {"q_proj", "v_proj"};
-  return c;
-}
+nn::LoraConfig llama_config() { return lora_config(4, 8, {"q_proj", "v_proj"}); }
 
 // B moved off zero, as after some training, so that forward, merge and A's gradient see the adapter.
 template <typename T>
@@ -264,8 +268,7 @@ TEST_CASE("merge_lora folds the adapters into the weights and unmerge_lora resto
   llama.eval();
   const xt::xarray<std::int64_t> ids = testing::random_ids(2, 6, 11, 11);
   const auto adapted = llama.forward(ids).data();
-  StateDict<float> before;
-  for (const auto& [name, t] : llama.state_dict()) before.emplace(name, Tensor<float>(t.data()));
+  const StateDict<float> before = snapshot(llama.state_dict());
   CHECK(!nn::lora_merged(llama));
 
   nn::merge_lora(llama);
@@ -314,8 +317,7 @@ TEST_CASE("merge_and_unload_lora leaves the base model with the adapters folded 
           "[nn][lora]") {
   Generator gen(23);
   models::Llama<double> llama(small_llama(), gen);
-  StateDict<double> base;
-  for (const auto& [name, t] : llama.state_dict()) base.emplace(name, Tensor<double>(t.data()));
+  const StateDict<double> base = snapshot(llama.state_dict());
   nn::LoraConfig c = llama_config();
   c.lora_dropout = 0.1;
   nn::inject_lora(llama, c, gen);
@@ -520,8 +522,7 @@ TEST_CASE("Only the adapters of a LoRA Llama train: the base gets no gradient, n
   Generator gen(20);
   models::Llama<float> llama(small_llama(), gen);
   nn::inject_lora(llama, llama_config(), gen);
-  StateDict<float> before;
-  for (const auto& [name, t] : llama.state_dict()) before.emplace(name, Tensor<float>(t.data()));
+  const StateDict<float> before = snapshot(llama.state_dict());
   // Every parameter handed to the optimizers, as a program that does not filter would.
   optim::AdamWOptions adamw_options;
   adamw_options.lr = 0.01;
@@ -578,18 +579,28 @@ const io::safetensors::File& lora_fixture() {
   return file;
 }
 
-// make_lora_fixtures.py's two AdamW steps of one case on module (which holds the fixture's parameters
-// already), compared with torch's losses, gradients and parameters at scale times the parity tolerance.
+// "<name>.<dtype>.": the prefix of a case of make_lora_fixtures.py in T.
 template <typename T>
-void check_steps(nn::Module<T>& module, const std::string& prefix, const std::function<Tensor<T>()>& logits_of,
-                 const xt::xarray<std::int64_t>& targets, double scale) {
+std::string case_prefix(const std::string& name) {
+  return name + "." + testing::dtype_tag<T>() + ".";
+}
+
+// Loads the parameters of the case `name` of make_lora_fixtures.py into module, then takes its two AdamW
+// steps on its targets, compared with torch's losses, gradients and parameters at scale times the parity
+// tolerance.
+template <typename T>
+void check_steps(nn::Module<T>& module, const std::string& name, const std::function<Tensor<T>()>& logits_of,
+                 double scale) {
   const auto& file = lora_fixture();
+  const std::string prefix = case_prefix<T>(name);
+  StateDict<T> state = module.state_dict();
+  io::safetensors::load_state_dict(file, state, true, prefix + "model.");
   optim::AdamWOptions options;
   options.lr = 0.01;
   options.weight_decay = 0.01;
   optim::AdamW<T> opt(nn::trainable_parameters(module), options);
   const double rtol = testing::Tolerance<T>::rtol * scale, atol = testing::Tolerance<T>::atol * scale;
-  xt::xarray<std::int64_t> flat_targets = targets;
+  xt::xarray<std::int64_t> flat_targets = file.get<std::int64_t>(name + ".targets");
   flat_targets.reshape({flat_targets.size()});
   for (int k = 0; k < 2; ++k) {
     const std::string step = prefix + "step" + std::to_string(k) + ".";
@@ -603,25 +614,25 @@ void check_steps(nn::Module<T>& module, const std::string& prefix, const std::fu
       CHECK(testing::mismatch(xt::xarray<T>(loss.data()), file.get<T>(step + "loss"), rtol, atol) == "");
     }
     std::size_t trained = 0;
-    for (const auto& [name, p] : module.named_parameters()) {
-      INFO(step << name);
+    for (const auto& [param, p] : module.named_parameters()) {
+      INFO(step << param);
       if (!p.requires_grad()) {
         CHECK(!p.has_grad());
-        CHECK(!file.contains(step + "grad." + name));
+        CHECK(!file.contains(step + "grad." + param));
         continue;
       }
       ++trained;
       REQUIRE(p.has_grad());
-      CHECK(testing::mismatch(p.grad(), file.get<T>(step + "grad." + name), rtol, atol) == "");
+      CHECK(testing::mismatch(p.grad(), file.get<T>(step + "grad." + param), rtol, atol) == "");
     }
     opt.step();
-    for (const auto& [name, p] : module.named_parameters()) {
+    for (const auto& [param, p] : module.named_parameters()) {
       if (!p.requires_grad()) continue;
-      INFO(step << name);
-      CHECK(testing::mismatch(p.data(), file.get<T>(step + "param." + name), rtol, atol) == "");
+      INFO(step << param);
+      CHECK(testing::mismatch(p.data(), file.get<T>(step + "param." + param), rtol, atol) == "");
     }
     std::size_t stored = 0;
-    for (const auto& name : file.names()) stored += name.rfind(step + "param.", 0) == 0;
+    for (const auto& key : file.names()) stored += key.rfind(step + "param.", 0) == 0;
     CHECK(trained == stored);
   }
 }
@@ -631,35 +642,44 @@ void check_steps(nn::Module<T>& module, const std::string& prefix, const std::fu
 TEMPLATE_TEST_CASE("LoRA training steps match torch: forward, loss, backward, AdamW (a network with a trained bias)",
                    "[nn][lora][parity]", float, double) {
   using T = TestType;
-  const auto& file = lora_fixture();
-  const std::string prefix = std::string("mlp.") + testing::dtype_tag<T>() + ".";
   Generator gen(0);
   Mlp<T> m(gen);
   nn::LoraConfig c = mlp_config();
   c.bias = "lora_only";
   nn::inject_lora(m, c, gen);
-  StateDict<T> state = m.state_dict();
-  io::safetensors::load_state_dict(file, state, true, prefix + "model.");
-  const Tensor<T> x(file.get<T>(prefix + "in.x"));
+  const Tensor<T> x(lora_fixture().get<T>(case_prefix<T>("mlp") + "in.x"));
   check_steps<T>(
-      m, prefix, [&] { return m(x); }, file.get<std::int64_t>("mlp.targets"), 1.0);
+      m, "mlp", [&] { return m(x); }, 1.0);
 }
 
 TEMPLATE_TEST_CASE("LoRA training steps match torch on models::Llama with adapters on q_proj and v_proj",
                    "[nn][lora][parity][models]", float, double) {
   using T = TestType;
-  const auto& file = lora_fixture();
-  const std::string prefix = std::string("llama.") + testing::dtype_tag<T>() + ".";
   Generator gen(0);
   models::Llama<T> llama(small_llama(), gen);
   nn::inject_lora(llama, llama_config(), gen);
-  StateDict<T> state = llama.state_dict();
-  io::safetensors::load_state_dict(file, state, true, prefix + "model.");
-  const xt::xarray<std::int64_t> ids = file.get<std::int64_t>("llama.ids");
+  const xt::xarray<std::int64_t> ids = lora_fixture().get<std::int64_t>("llama.ids");
   // A whole model, as in tests/nn/test_parity_nn.cpp: 4 times the module tolerance.
   check_steps<T>(
-      llama, prefix, [&] { return llama.forward(ids); }, file.get<std::int64_t>("llama.targets"), 4.0);
+      llama, "llama", [&] { return llama.forward(ids); }, 4.0);
 }
+
+namespace {
+
+// Where an export test writes its folders: the environment variable's value when set, else a folder
+// in tmp.
+std::string export_folder(const char* variable, const testing::TempDir& tmp) {
+  const char* env = std::getenv(variable);
+  return env && *env ? std::string(env) : tmp.file("export");
+}
+
+// expected.safetensors of an export folder: the ids and the logits torch must reproduce from them.
+void save_expected(const std::string& folder, const xt::xarray<std::int64_t>& ids, const xt::xarray<float>& logits) {
+  io::safetensors::save_file(folder + "/expected.safetensors", {{"ids", ids}, {"logits", logits}},
+                             {{"source", "tests/nn/test_lora.cpp"}});
+}
+
+}  // namespace
 
 // The folder tests/fixtures/make_lora_fixtures.py --check-adapter loads into torch the way PEFT's
 // PeftModel.from_pretrained does (by the file's names and adapter_config.json alone): write it with
@@ -670,8 +690,7 @@ TEMPLATE_TEST_CASE("LoRA training steps match torch on models::Llama with adapte
 // and adapter load into a fresh model that reproduces the logits.
 TEST_CASE("a tapegrad LoRA adapter folder loads into torch", "[nn][lora][io]") {
   testing::TempDir tmp;
-  const char* env = std::getenv("TAPEGRAD_EXPORT_LORA_FOR_TORCH");
-  const std::string folder = env && *env ? std::string(env) : tmp.file("export");
+  const std::string folder = export_folder("TAPEGRAD_EXPORT_LORA_FOR_TORCH", tmp);
   Generator gen(26);
   models::Llama<float> llama(small_llama(), gen);
   std::filesystem::create_directories(folder);
@@ -685,8 +704,7 @@ TEST_CASE("a tapegrad LoRA adapter folder loads into torch", "[nn][lora][io]") {
   llama.eval();
   const xt::xarray<std::int64_t> ids = testing::random_ids(2, 7, 11, 28);
   const xt::xarray<float> logits = llama.forward(ids).data();
-  io::safetensors::save_file(folder + "/expected.safetensors", {{"ids", ids}, {"logits", logits}},
-                             {{"source", "tests/nn/test_lora.cpp"}});
+  save_expected(folder, ids, logits);
 
   Generator other_gen(29);
   models::Llama<float> fresh(small_llama(), other_gen);
@@ -717,10 +735,7 @@ models::GPTOptions small_gpt2() {
 
 // PEFT's config for GPT2LMHeadModel, matched under Hugging Face's names.
 nn::LoraConfig gpt2_config() {
-  nn::LoraConfig c;
-  c.r = 2;
-  c.lora_alpha = 4;
-  c.target_modules = {"c_attn", "c_proj"};
+  nn::LoraConfig c = lora_config(2, 4, {"c_attn", "c_proj"});
   c.fan_in_fan_out = true;
   return c;
 }
@@ -746,13 +761,7 @@ nn::MultiheadAttentionOptions attention_options() {
   return o;
 }
 
-nn::LoraConfig attention_config() {
-  nn::LoraConfig c;
-  c.r = 3;
-  c.lora_alpha = 6;
-  c.target_modules = {"attn"};
-  return c;
-}
+nn::LoraConfig attention_config() { return lora_config(3, 6, {"attn"}); }
 
 }  // namespace
 
@@ -853,8 +862,7 @@ TEST_CASE("A LoRA c_attn merges exactly, unmerges bit for bit, unloads, and incr
           "[nn][lora][models]") {
   Generator gen(46);
   models::GPT<float> gpt(small_gpt2(), gen);
-  StateDict<float> base;
-  for (const auto& [name, t] : gpt.state_dict()) base.emplace(name, Tensor<float>(t.data()));
+  const StateDict<float> base = snapshot(gpt.state_dict());
   nn::LoraConfig c = gpt2_config();
   c.target_modules = {"c_attn"};
   nn::inject_lora(gpt, c, gen, hf_names(gpt));
@@ -881,8 +889,7 @@ TEST_CASE("A LoRA c_attn merges exactly, unmerges bit for bit, unloads, and incr
     }
   }
 
-  StateDict<float> adapted_state;
-  for (const auto& [name, t] : gpt.state_dict()) adapted_state.emplace(name, Tensor<float>(t.data()));
+  const StateDict<float> adapted_state = snapshot(gpt.state_dict());
   nn::merge_lora(gpt);
   CHECK(nn::lora_merged(gpt));
   const auto w = gpt.state_dict().at("encoder.layers.1.self_attn.in_proj_weight");
@@ -932,15 +939,13 @@ TEMPLATE_TEST_CASE(
     "[nn][lora][parity][models]", float, double) {
   using T = TestType;
   const auto& file = lora_fixture();
-  const std::string prefix = std::string("gpt2.") + testing::dtype_tag<T>() + ".";
+  const std::string prefix = case_prefix<T>("gpt2");
   Generator gen(0);
   models::GPT<T> gpt(small_gpt2(), gen);
   nn::inject_lora(gpt, gpt2_config(), gen, hf_names(gpt));
-  StateDict<T> state = gpt.state_dict();
-  io::safetensors::load_state_dict(file, state, true, prefix + "model.");
   const xt::xarray<std::int64_t> ids = file.get<std::int64_t>("gpt2.ids");
   check_steps<T>(
-      gpt, prefix, [&] { return gpt.forward(ids); }, file.get<std::int64_t>("gpt2.targets"), 4.0);
+      gpt, "gpt2", [&] { return gpt.forward(ids); }, 4.0);
   // PEFT merges B A transposed into the Conv1D's [in, out] weight; tapegrad's [out, in] gets B A.
   nn::merge_lora(gpt);
   const double rtol = testing::Tolerance<T>::rtol * 4, atol = testing::Tolerance<T>::atol * 4;
@@ -958,8 +963,7 @@ TEST_CASE("A GPT's adapters saved under GPT2LMHeadModel's names (c_attn, c_proj)
   Generator gen(50);
   models::GPT<float> gpt(small_gpt2(), gen);
   const StateDict<float> base = gpt.state_dict();
-  StateDict<float> base_copy;
-  for (const auto& [name, t] : base) base_copy.emplace(name, Tensor<float>(t.data()));
+  const StateDict<float> base_copy = snapshot(base);
   nn::inject_lora(gpt, gpt2_config(), gen, hf_names(gpt));
   perturb_adapters(gpt, 51);
   nn::LoraFileOptions options;
@@ -1000,8 +1004,7 @@ TEST_CASE("A GPT's adapters saved under GPT2LMHeadModel's names (c_attn, c_proj)
 // Either way the test checks that the two folders load into a fresh GPT that reproduces the logits.
 TEST_CASE("a tapegrad GPT-2 LoRA adapter folder (c_attn, c_proj) loads into torch", "[nn][lora][io]") {
   testing::TempDir tmp;
-  const char* env = std::getenv("TAPEGRAD_EXPORT_GPT2_LORA_FOR_TORCH");
-  const std::string folder = env && *env ? std::string(env) : tmp.file("export");
+  const std::string folder = export_folder("TAPEGRAD_EXPORT_GPT2_LORA_FOR_TORCH", tmp);
   Generator gen(60);
   models::GPT<float> gpt(small_gpt2(), gen);
   models::save_pretrained(gpt, folder + "/base");
@@ -1014,8 +1017,7 @@ TEST_CASE("a tapegrad GPT-2 LoRA adapter folder (c_attn, c_proj) loads into torc
   gpt.eval();
   const xt::xarray<std::int64_t> ids = testing::random_ids(2, 7, 13, 62);
   const xt::xarray<float> logits = gpt.forward(ids).data();
-  io::safetensors::save_file(folder + "/expected.safetensors", {{"ids", ids}, {"logits", logits}},
-                             {{"source", "tests/nn/test_lora.cpp"}});
+  save_expected(folder, ids, logits);
 
   const auto fresh = models::from_pretrained<float>(folder + "/base");
   auto& module = dynamic_cast<nn::Module<float>&>(*fresh);
