@@ -434,22 +434,46 @@ TEST_CASE("var gradients", "[reduce][gradcheck]") {
   }
 }
 
+namespace {
+
+// What max and min over a dim share, with the values the op picks. On x [2, 3]: op over dim 1 (torch's
+// named tuple of values and indices) and over dim 0 with keepdim (both keep the dim), and arg_op over
+// dims 1 and -2; on iota({2, 3, 4}): op over dim 1 and arg_op over dim 2 (one index everywhere); on a 0-d
+// tensor: its value at index 0.
+struct OverDim {
+  std::vector<double> x, over1, over0_keepdim;
+  std::vector<std::int64_t> at1, at0_keepdim;
+  std::vector<double> iota_over1;
+  std::int64_t iota_at2;
+};
+
+template <typename Op, typename ArgOp>
+void check_over_dim(Op op, ArgOp arg_op, const OverDim& c) {
+  const auto x = Tensor<double>::from_vector(c.x, {2, 3});
+  const auto [best, where] = op(x, 1, false);
+  CHECK(best.data() == values(c.over1, {2}));
+  CHECK((where == ids(c.at1, {2})));
+  const auto kept = op(x, 0, true);
+  CHECK(kept.values.data() == values(c.over0_keepdim, {1, 3}));
+  CHECK((kept.indices == ids(c.at0_keepdim, {1, 3})));
+  CHECK((arg_op(x, 1, false) == ids(c.at1, {2})));
+  CHECK((arg_op(x, -2, true) == ids(c.at0_keepdim, {1, 3})));
+  const auto y = iota({2, 3, 4});
+  CHECK(op(y, 1, false).values.data() == values(c.iota_over1, {2, 4}));
+  CHECK((arg_op(y, 2, false) == ids(std::vector<std::int64_t>(6, c.iota_at2), {2, 3})));
+  for (std::int64_t dim : {0, -1}) {
+    CHECK(op(Tensor<double>::scalar(5), dim, false).values.item() == 5);
+    CHECK(arg_op(Tensor<double>::scalar(5), dim, false)() == 0);
+  }
+}
+
+}  // namespace
+
 TEST_CASE("max over a dim and argmax pick the first maximum", "[reduce]") {
+  check_over_dim([](const Tensor<double>& t, std::int64_t dim, bool keepdim) { return max(t, dim, keepdim); },
+                 [](const Tensor<double>& t, std::int64_t dim, bool keepdim) { return argmax(t, dim, keepdim); },
+                 {{1, 3, 3, 2, 2, 0}, {3, 2}, {2, 3, 3}, {1, 0}, {1, 0, 0}, {8, 9, 10, 11, 20, 21, 22, 23}, 3});
   auto x = Tensor<double>::from_vector({1, 3, 3, 2, 2, 0}, {2, 3});
-  CHECK(max(x, 1).values.data() == values({3, 2}, {2}));
-  CHECK(max(x, 0, true).values.data() == values({2, 3, 3}, {1, 3}));
-  // torch.max(x, 1) is the named tuple (values [3, 2], indices [1, 0]); keepdim keeps both shapes.
-  const auto [best, where] = max(x, 1);
-  CHECK(best.data() == values({3, 2}, {2}));
-  CHECK((where == xt::xarray<std::int64_t>({1, 0})));
-  CHECK((max(x, 0, true).indices == xt::xarray<std::int64_t>({{1, 0, 0}})));
-  CHECK((argmax(x, 1) == xt::xarray<std::int64_t>({1, 0})));
-  CHECK((argmax(x, -2, true) == xt::xarray<std::int64_t>({{1, 0, 0}})));
-  auto y = iota({2, 3, 4});
-  CHECK(max(y, 1).values.data() == values({8, 9, 10, 11, 20, 21, 22, 23}, {2, 4}));
-  CHECK((argmax(y, 2) == xt::xarray<std::int64_t>({{3, 3, 3}, {3, 3, 3}})));
-  CHECK(max(Tensor<double>::scalar(5), 0).values.item() == 5);
-  CHECK(argmax(Tensor<double>::scalar(5), 0)() == 0);
   // NaN propagates, as in torch.
   const double nan = std::numeric_limits<double>::quiet_NaN();
   auto n = Tensor<double>::from_vector({1, nan, 3}, {3});
@@ -607,17 +631,9 @@ TEST_CASE("logsumexp gradients", "[reduce][gradcheck]") {
 
 TEST_CASE("min over a dim and argmin pick the first minimum, NaN first of all", "[reduce]") {
   // torch 1.13: torch.min(tensor([[1, 0, 0], [2, 2, 5]]), 1) = (values [0, 2], indices [1, 0]).
-  auto x = Tensor<double>::from_vector({1, 0, 0, 2, 2, 5}, {2, 3});
-  CHECK(min(x, 1).values.data() == values({0, 2}, {2}));
-  CHECK(min(x, 0, true).values.data() == values({1, 0, 0}, {1, 3}));
-  CHECK((min(x, 1).indices == xt::xarray<std::int64_t>({1, 0})));
-  CHECK((argmin(x, 1) == xt::xarray<std::int64_t>({1, 0})));
-  CHECK((argmin(x, -2, true) == xt::xarray<std::int64_t>({{0, 0, 0}})));
-  auto y = iota({2, 3, 4});
-  CHECK(min(y, 1).values.data() == values({0, 1, 2, 3, 12, 13, 14, 15}, {2, 4}));
-  CHECK((argmin(y, 2) == xt::xarray<std::int64_t>({{0, 0, 0}, {0, 0, 0}})));
-  CHECK(min(Tensor<double>::scalar(5), 0).values.item() == 5);
-  CHECK(argmin(Tensor<double>::scalar(5), -1)() == 0);
+  check_over_dim([](const Tensor<double>& t, std::int64_t dim, bool keepdim) { return min(t, dim, keepdim); },
+                 [](const Tensor<double>& t, std::int64_t dim, bool keepdim) { return argmin(t, dim, keepdim); },
+                 {{1, 0, 0, 2, 2, 5}, {0, 2}, {1, 0, 0}, {1, 0}, {0, 0, 0}, {0, 1, 2, 3, 12, 13, 14, 15}, 0});
   // torch: min([[3, 1, 1], [2, nan, nan], [nan, 0, nan]], 1) = ([1, nan, nan], indices [1, 1, 0]).
   const double nan = std::numeric_limits<double>::quiet_NaN();
   auto n = Tensor<double>::from_vector({3, 1, 1, 2, nan, nan, nan, 0, nan}, {3, 3}, true);
