@@ -105,25 +105,31 @@ double sum_run(const T* p, std::size_t n, F f) {
   return s;
 }
 
-// out[o, i] = sum over r of x[o, r, i], accumulated in double; the outer slices (each summed by one
-// thread, in order) split over the threads.
-template <typename T>
-void sum_slices(const T* x, std::size_t outer, std::size_t count, std::size_t inner, std::vector<double>& out) {
-  out.assign(outer * inner, 0.0);
+// body(o) for every outer slice o in [0, outer) of count * inner elements, the slices split over the
+// threads (each slice whole on one thread, so its result does not depend on the thread count).
+template <typename F>
+void for_each_slice(std::size_t outer, std::size_t count, std::size_t inner, F&& body) {
   const std::size_t per_slice = std::max<std::size_t>(1, count * inner);
   detail::parallel_for(outer, std::max<std::size_t>(1, detail::kElementwiseGrain / per_slice),
                        [&](std::size_t o0, std::size_t o1) {
-                         for (std::size_t o = o0; o < o1; ++o) {
-                           const T* xo = x + o * count * inner;
-                           double* acc = out.data() + o * inner;
-                           if (inner == 1) {
-                             *acc = sum_run(xo, count, [](double v) { return v; });
-                           } else {
-                             for (std::size_t r = 0; r < count; ++r)
-                               for (std::size_t i = 0; i < inner; ++i) acc[i] += xo[r * inner + i];
-                           }
-                         }
+                         for (std::size_t o = o0; o < o1; ++o) body(o);
                        });
+}
+
+// out[o, i] = sum over r of x[o, r, i], accumulated in double.
+template <typename T>
+void sum_slices(const T* x, std::size_t outer, std::size_t count, std::size_t inner, std::vector<double>& out) {
+  out.assign(outer * inner, 0.0);
+  for_each_slice(outer, count, inner, [&](std::size_t o) {
+    const T* xo = x + o * count * inner;
+    double* acc = out.data() + o * inner;
+    if (inner == 1) {
+      *acc = sum_run(xo, count, [](double v) { return v; });
+    } else {
+      for (std::size_t r = 0; r < count; ++r)
+        for (std::size_t i = 0; i < inner; ++i) acc[i] += xo[r * inner + i];
+    }
+  });
 }
 
 template <typename T>
@@ -226,24 +232,19 @@ Tensor<T> sum_or_mean(const Tensor<T>& x, const char* op, const std::vector<std:
 template <typename T>
 void logsumexp_slices(const T* x, std::size_t outer, std::size_t count, std::size_t inner, T* out) {
   std::vector<double> shift(outer * inner, -HUGE_VAL), total(outer * inner, 0.0);
-  const std::size_t per_slice = std::max<std::size_t>(1, count * inner);
-  detail::parallel_for(outer, std::max<std::size_t>(1, detail::kElementwiseGrain / per_slice),
-                       [&](std::size_t o0, std::size_t o1) {
-                         for (std::size_t o = o0; o < o1; ++o) {
-                           const T* xo = x + o * count * inner;
-                           double* m = shift.data() + o * inner;
-                           double* acc = total.data() + o * inner;
-                           for (std::size_t r = 0; r < count; ++r)
-                             for (std::size_t i = 0; i < inner; ++i)
-                               if (beats<true>(static_cast<double>(xo[r * inner + i]), m[i])) m[i] = xo[r * inner + i];
-                           for (std::size_t i = 0; i < inner; ++i)
-                             if (std::isinf(m[i])) m[i] = 0;
-                           for (std::size_t r = 0; r < count; ++r)
-                             for (std::size_t i = 0; i < inner; ++i) acc[i] += std::exp(xo[r * inner + i] - m[i]);
-                           for (std::size_t i = 0; i < inner; ++i)
-                             out[o * inner + i] = static_cast<T>(std::log(acc[i]) + m[i]);
-                         }
-                       });
+  for_each_slice(outer, count, inner, [&](std::size_t o) {
+    const T* xo = x + o * count * inner;
+    double* m = shift.data() + o * inner;
+    double* acc = total.data() + o * inner;
+    for (std::size_t r = 0; r < count; ++r)
+      for (std::size_t i = 0; i < inner; ++i)
+        if (beats<true>(static_cast<double>(xo[r * inner + i]), m[i])) m[i] = xo[r * inner + i];
+    for (std::size_t i = 0; i < inner; ++i)
+      if (std::isinf(m[i])) m[i] = 0;
+    for (std::size_t r = 0; r < count; ++r)
+      for (std::size_t i = 0; i < inner; ++i) acc[i] += std::exp(xo[r * inner + i] - m[i]);
+    for (std::size_t i = 0; i < inner; ++i) out[o * inner + i] = static_cast<T>(std::log(acc[i]) + m[i]);
+  });
 }
 
 // max(x, dim) (min when !Max): the values at the first arg-extremes, whose gradient goes there, and
@@ -552,13 +553,10 @@ Tensor<T> norm(const Tensor<T>& x, double p, const std::vector<std::int64_t>& di
   xt::xarray<T> values = xt::xarray<T>::from_shape(plan.out_shape);
   T* pv = values.data();
   const std::size_t count = plan.count, inner = plan.inner;
-  detail::parallel_for(
-      plan.outer, std::max<std::size_t>(1, detail::kElementwiseGrain / std::max<std::size_t>(1, count * inner)),
-      [&](std::size_t o0, std::size_t o1) {
-        for (std::size_t o = o0; o < o1; ++o)
-          for (std::size_t i = 0; i < inner; ++i)
-            pv[o * inner + i] = static_cast<T>(slice_norm(px + o * count * inner + i, count, inner, p));
-      });
+  for_each_slice(plan.outer, count, inner, [&](std::size_t o) {
+    for (std::size_t i = 0; i < inner; ++i)
+      pv[o * inner + i] = static_cast<T>(slice_norm(px + o * count * inner + i, count, inner, p));
+  });
   Tensor<T> out(std::move(values));
   if (should_record(x))
     record(out, "norm", {x},
