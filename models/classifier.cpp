@@ -17,13 +17,7 @@ namespace tapegrad::models {
 std::string pooling_name(Pooling p) { return p == Pooling::Mean ? "mean" : p == Pooling::Max ? "max" : "cls"; }
 
 void TransformerClassifierOptions::validate() const {
-  check_positive("", {{"vocab_size", vocab_size},
-                      {"max_len", max_len},
-                      {"d_model", d_model},
-                      {"nhead", nhead},
-                      {"num_layers", num_layers},
-                      {"dim_feedforward", dim_feedforward},
-                      {"num_classes", num_classes}});
+  check_stack_sizes("", *this, {{"dim_feedforward", dim_feedforward}, {"num_classes", num_classes}});
   check_heads_divide("", d_model, nhead);
   check_dropouts("", {{"dropout", dropout}, {"attention_dropout", attention_dropout}});
   if (ngram_buckets == 1) throw std::invalid_argument("ngram_buckets must be 0 (none) or at least 2, got 1");

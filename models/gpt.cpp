@@ -11,12 +11,7 @@
 namespace tapegrad::models {
 
 void GPTOptions::validate() const {
-  check_positive("GPT: ", {{"vocab_size", vocab_size},
-                           {"max_len", max_len},
-                           {"d_model", d_model},
-                           {"nhead", nhead},
-                           {"num_layers", num_layers},
-                           {"dim_feedforward", dim_feedforward}});
+  check_stack_sizes("GPT: ", *this, {{"dim_feedforward", dim_feedforward}});
   check_heads_divide("GPT: ", d_model, nhead);
   check_dropouts("GPT: ", {{"dropout", dropout},
                            {"attention_dropout", attention_dropout},
