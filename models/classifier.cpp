@@ -10,6 +10,7 @@
 #include "tapegrad/autograd/elementwise.hpp"
 #include "tapegrad/autograd/reduce.hpp"
 #include "tapegrad/autograd/shape_ops.hpp"
+#include "tapegrad/models/layer_options.hpp"
 #include "tapegrad/models/option_checks.hpp"
 
 namespace tapegrad::models {
@@ -34,12 +35,8 @@ template <typename T>
 std::shared_ptr<nn::TransformerEncoder<T>> make_classifier_encoder(const TransformerClassifierOptions& o,
                                                                    Generator& gen,
                                                                    std::shared_ptr<Generator> dropout_gen) {
-  nn::TransformerLayerOptions layer(o.d_model, o.nhead);
-  layer.dim_feedforward = o.dim_feedforward;
-  layer.dropout = o.dropout;
+  nn::TransformerLayerOptions layer = batch_first_layer(o);
   layer.attention_dropout = o.attention_dropout;
-  layer.activation = o.activation;
-  layer.batch_first = true;
   layer.norm_first = o.norm_first;
   auto final_norm = o.norm_first ? std::make_shared<nn::LayerNorm<T>>(o.d_model) : nullptr;
   auto encoder =

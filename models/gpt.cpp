@@ -6,6 +6,7 @@
 
 #include "tapegrad/autograd/elementwise.hpp"
 #include "tapegrad/autograd/matmul.hpp"
+#include "tapegrad/models/layer_options.hpp"
 #include "tapegrad/models/option_checks.hpp"
 
 namespace tapegrad::models {
@@ -33,14 +34,10 @@ GPT<T>::GPT(const GPTOptions& o, Generator& gen) : options(o) {
   dropout = this->register_module(
       "dropout", std::make_shared<nn::Dropout<T>>(o.embedding_dropout.value_or(o.dropout), dropout_gen_));
 
-  nn::TransformerLayerOptions layer(o.d_model, o.nhead);
-  layer.dim_feedforward = o.dim_feedforward;
-  layer.dropout = o.dropout;
+  nn::TransformerLayerOptions layer = batch_first_layer(o);
   layer.attention_dropout = o.attention_dropout;
   layer.activation_dropout = o.activation_dropout;
-  layer.activation = o.activation;
   layer.layer_norm_eps = o.layer_norm_eps;
-  layer.batch_first = true;
   layer.norm_first = true;
   encoder = this->register_module(
       "encoder",
