@@ -18,6 +18,7 @@
 #include "tapegrad/optim/optim.hpp"
 #include "tapegrad/train/checkpoint.hpp"
 #include "tests/helpers.hpp"
+#include "tests/io/read_every_tensor.hpp"
 
 using namespace tapegrad;
 namespace st = tapegrad::io::safetensors;
@@ -348,27 +349,7 @@ TEST_CASE("a truncated or corrupted file throws instead of crashing", "[io]") {
       const auto bad = write_fresh(dir, corrupt);
       try {
         const st::File f(bad);
-        for (const auto& name : f.names()) {
-          switch (f.dtype(name)) {
-            case st::Dtype::F32:
-              f.get<float>(name);
-              break;
-            case st::Dtype::F64:
-              f.get<double>(name);
-              break;
-            case st::Dtype::I64:
-              f.get<std::int64_t>(name);
-              break;
-            case st::Dtype::U64:
-              f.get<std::uint64_t>(name);
-              break;
-            case st::Dtype::BOOL:
-              f.get<bool>(name);
-              break;
-            default:
-              break;
-          }
-        }
+        testing::read_every_tensor(f);
         ++loaded;
       } catch (const std::runtime_error& e) {
         ++rejected;
