@@ -93,15 +93,6 @@ inline std::vector<std::pair<std::string, std::string>> without(std::vector<std:
   return files;
 }
 
-inline std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::runtime_error& e) {
-    return e.what();
-  }
-  return "(no std::runtime_error thrown)";
-}
-
 // `python3 -m http.server` serving `dir` on 127.0.0.1 at a free port, killed when this goes away.
 class LoopbackServer {
  public:
