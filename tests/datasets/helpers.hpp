@@ -42,6 +42,7 @@ namespace tapegrad::testing::datasets_data {
 using namespace tapegrad::datasets;
 namespace fs = std::filesystem;
 using Strings = std::vector<std::string>;
+using testing::error_of;
 
 inline const fs::path kData = TAPEGRAD_TEST_DATA_DIR;
 inline const fs::path kSmallArchive = kData / "aclImdb_small.tar.gz";
