@@ -10,6 +10,7 @@
 #include "tapegrad/autograd/elementwise.hpp"
 #include "tapegrad/autograd/reduce.hpp"
 #include "tapegrad/autograd/shape_ops.hpp"
+#include "tapegrad/models/layer_options.hpp"
 #include "tapegrad/models/option_checks.hpp"
 
 namespace tapegrad::models {
@@ -17,13 +18,7 @@ namespace tapegrad::models {
 std::string pooling_name(Pooling p) { return p == Pooling::Mean ? "mean" : p == Pooling::Max ? "max" : "cls"; }
 
 void TransformerClassifierOptions::validate() const {
-  check_positive("", {{"vocab_size", vocab_size},
-                      {"max_len", max_len},
-                      {"d_model", d_model},
-                      {"nhead", nhead},
-                      {"num_layers", num_layers},
-                      {"dim_feedforward", dim_feedforward},
-                      {"num_classes", num_classes}});
+  check_stack_sizes("", *this, {{"dim_feedforward", dim_feedforward}, {"num_classes", num_classes}});
   check_heads_divide("", d_model, nhead);
   check_dropouts("", {{"dropout", dropout}, {"attention_dropout", attention_dropout}});
   if (ngram_buckets == 1) throw std::invalid_argument("ngram_buckets must be 0 (none) or at least 2, got 1");
@@ -40,12 +35,8 @@ template <typename T>
 std::shared_ptr<nn::TransformerEncoder<T>> make_classifier_encoder(const TransformerClassifierOptions& o,
                                                                    Generator& gen,
                                                                    std::shared_ptr<Generator> dropout_gen) {
-  nn::TransformerLayerOptions layer(o.d_model, o.nhead);
-  layer.dim_feedforward = o.dim_feedforward;
-  layer.dropout = o.dropout;
+  nn::TransformerLayerOptions layer = batch_first_layer(o);
   layer.attention_dropout = o.attention_dropout;
-  layer.activation = o.activation;
-  layer.batch_first = true;
   layer.norm_first = o.norm_first;
   auto final_norm = o.norm_first ? std::make_shared<nn::LayerNorm<T>>(o.d_model) : nullptr;
   auto encoder =

@@ -7,9 +7,11 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <xtensor/xarray.hpp>
 
 #include "tapegrad/autograd/generator.hpp"
+#include "tapegrad/nn/dropout.hpp"
 #include "tapegrad/nn/embedding.hpp"
 #include "tapegrad/nn/module.hpp"
 #include "tapegrad/nn/positional_encoding.hpp"
@@ -41,5 +43,32 @@ void register_positions(nn::Module<T>& owner, PositionalKind kind, std::size_t m
 /// table.forward(ids) * sqrt(embedding_dim).
 template <typename T>
 Tensor<T> scaled_lookup(const nn::Embedding<T>& table, const xt::xarray<std::int64_t>& ids);
+
+/// The input layer of the models whose weights start a TransformerClassifier (GPT, TransformerMaskedLM),
+/// under the classifier's names: "embedding" (scaled_normal_embedding), "pos_encoding"
+/// (register_positions) and "dropout". One definition keeps those names and draws the same in each.
+template <typename T>
+struct TokenInput {
+  std::shared_ptr<nn::Embedding<T>> embedding;
+  std::shared_ptr<nn::SinusoidalPositionalEncoding<T>> sinusoidal;  ///< one of these two is set
+  std::shared_ptr<nn::LearnedPositionalEmbedding<T>> learned;
+  std::shared_ptr<nn::Dropout<T>> dropout;
+
+  /// Registers the three on owner, in that order, from o's vocab_size, d_model, padding_idx, positional
+  /// and max_len; the dropout drops with probability p, drawing from dropout_gen.
+  template <typename Options>
+  void register_input(nn::Module<T>& owner, const Options& o, double p, Generator& gen,
+                      std::shared_ptr<Generator> dropout_gen) {
+    embedding =
+        owner.register_module("embedding", scaled_normal_embedding<T>(o.vocab_size, o.d_model, o.padding_idx, gen));
+    register_positions<T>(owner, o.positional, o.max_len, o.d_model, gen, sinusoidal, learned);
+    dropout = owner.register_module("dropout", std::make_shared<nn::Dropout<T>>(p, std::move(dropout_gen)));
+  }
+
+  /// tokens [B, L, d_model] (looked up, scaled or not) -> dropout(tokens + the positions offset .. offset + L - 1).
+  Tensor<T> add_positions(const Tensor<T>& tokens, std::size_t offset = 0) const {
+    return dropout->forward(sinusoidal ? sinusoidal->forward(tokens, offset) : learned->forward(tokens, offset));
+  }
+};
 
 }  // namespace tapegrad::models

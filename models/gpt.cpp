@@ -6,17 +6,13 @@
 
 #include "tapegrad/autograd/elementwise.hpp"
 #include "tapegrad/autograd/matmul.hpp"
+#include "tapegrad/models/layer_options.hpp"
 #include "tapegrad/models/option_checks.hpp"
 
 namespace tapegrad::models {
 
 void GPTOptions::validate() const {
-  check_positive("GPT: ", {{"vocab_size", vocab_size},
-                           {"max_len", max_len},
-                           {"d_model", d_model},
-                           {"nhead", nhead},
-                           {"num_layers", num_layers},
-                           {"dim_feedforward", dim_feedforward}});
+  check_stack_sizes("GPT: ", *this, {{"dim_feedforward", dim_feedforward}});
   check_heads_divide("GPT: ", d_model, nhead);
   check_dropouts("GPT: ", {{"dropout", dropout},
                            {"attention_dropout", attention_dropout},
@@ -32,20 +28,12 @@ template <typename T>
 GPT<T>::GPT(const GPTOptions& o, Generator& gen) : options(o) {
   o.validate();
   dropout_gen_ = this->register_dropout_generator(gen);
-  embedding =
-      this->register_module("embedding", scaled_normal_embedding<T>(o.vocab_size, o.d_model, o.padding_idx, gen));
-  register_positions<T>(*this, o.positional, o.max_len, o.d_model, gen, sinusoidal, learned);
-  dropout = this->register_module(
-      "dropout", std::make_shared<nn::Dropout<T>>(o.embedding_dropout.value_or(o.dropout), dropout_gen_));
+  this->register_input(*this, o, o.embedding_dropout.value_or(o.dropout), gen, dropout_gen_);
 
-  nn::TransformerLayerOptions layer(o.d_model, o.nhead);
-  layer.dim_feedforward = o.dim_feedforward;
-  layer.dropout = o.dropout;
+  nn::TransformerLayerOptions layer = batch_first_layer(o);
   layer.attention_dropout = o.attention_dropout;
   layer.activation_dropout = o.activation_dropout;
-  layer.activation = o.activation;
   layer.layer_norm_eps = o.layer_norm_eps;
-  layer.batch_first = true;
   layer.norm_first = true;
   encoder = this->register_module(
       "encoder",
@@ -60,13 +48,13 @@ GPT<T>::GPT(const GPTOptions& o, Generator& gen) : options(o) {
 
 template <typename T>
 Tensor<T> GPT<T>::embed(const xt::xarray<std::int64_t>& ids, std::size_t offset) const {
-  const Tensor<T> x = options.scale_embeddings ? scaled_lookup(*embedding, ids) : embedding->forward(ids);
-  return dropout->forward(sinusoidal ? sinusoidal->forward(x, offset) : learned->forward(x, offset));
+  const nn::Embedding<T>& table = *this->embedding;
+  return this->add_positions(options.scale_embeddings ? scaled_lookup(table, ids) : table.forward(ids), offset);
 }
 
 template <typename T>
 Tensor<T> GPT<T>::project(const Tensor<T>& hidden) const {
-  return linear(hidden, lm_head ? lm_head->weight : embedding->weight, output_bias);
+  return linear(hidden, lm_head ? lm_head->weight : this->embedding->weight, output_bias);
 }
 
 template <typename T>

@@ -56,15 +56,15 @@ struct GPTOptions {
 };
 
 /// Layout (state_dict names, those of TransformerClassifier's encoder so that its weights can start a
-/// classifier): embedding, pos_encoding (a learned table, or the non-persistent sinusoidal one),
-/// dropout, encoder (layers.N... of nn::TransformerEncoderLayer with norm_first, then norm),
+/// classifier): the TokenInput's embedding, pos_encoding (a learned table, or the non-persistent
+/// sinusoidal one) and dropout, then encoder (layers.N... of nn::TransformerEncoderLayer with norm_first, then norm),
 /// output_bias (when options.output_bias) and lm_head.weight [vocab_size, d_model] (when untied; tied,
 /// the output projection's weight is embedding.weight).
 ///
 /// Every block runs its self-attention with is_causal: position t sees positions 0..t only, so no
 /// output depends on a later token and no [L, L] mask is built. Embeddings as in scaled_normal_embedding.
 template <typename T>
-class GPT : public nn::Module<T, GPT<T>>, public CausalLM<T> {
+class GPT : public nn::Module<T, GPT<T>>, public CausalLM<T>, public TokenInput<T> {
  public:
   GPT(const GPTOptions& options, Generator& gen);
 
@@ -94,10 +94,6 @@ class GPT : public nn::Module<T, GPT<T>>, public CausalLM<T> {
   const std::shared_ptr<Generator>& dropout_generator() const { return dropout_gen_; }
 
   GPTOptions options;
-  std::shared_ptr<nn::Embedding<T>> embedding;
-  std::shared_ptr<nn::SinusoidalPositionalEncoding<T>> sinusoidal;  ///< one of these two is set
-  std::shared_ptr<nn::LearnedPositionalEmbedding<T>> learned;
-  std::shared_ptr<nn::Dropout<T>> dropout;
   std::shared_ptr<nn::TransformerEncoder<T>> encoder;
   Tensor<T> output_bias;                   ///< [vocab_size]; undefined without options.output_bias
   std::shared_ptr<nn::Linear<T>> lm_head;  ///< null when tie_embeddings

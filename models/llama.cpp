@@ -16,12 +16,7 @@
 namespace tapegrad::models {
 
 void LlamaOptions::validate() const {
-  check_positive("Llama: ", {{"vocab_size", vocab_size},
-                             {"max_len", max_len},
-                             {"d_model", d_model},
-                             {"nhead", nhead},
-                             {"num_layers", num_layers},
-                             {"hidden", hidden}});
+  check_stack_sizes("Llama: ", *this, {{"hidden", hidden}});
   if (head_dim == 0) check_heads_divide("Llama: ", d_model, nhead);
   if (head_dim == 0 && (d_model / nhead) % 2 != 0) {
     throw std::invalid_argument(

@@ -16,10 +16,7 @@ template <typename T>
 TransformerMaskedLM<T>::TransformerMaskedLM(const TransformerClassifierOptions& o, Generator& gen) : options(o) {
   o.validate();
   dropout_gen_ = this->register_dropout_generator(gen);
-  embedding =
-      this->register_module("embedding", scaled_normal_embedding<T>(o.vocab_size, o.d_model, o.padding_idx, gen));
-  register_positions<T>(*this, o.positional, o.max_len, o.d_model, gen, sinusoidal, learned);
-  dropout = this->register_module("dropout", std::make_shared<nn::Dropout<T>>(o.dropout, dropout_gen_));
+  this->register_input(*this, o, o.dropout, gen, dropout_gen_);
   encoder = this->register_module("encoder", make_classifier_encoder<T>(o, gen, dropout_gen_));
   mlm_dense = this->register_module("mlm_dense", std::make_shared<nn::Linear<T>>(o.d_model, o.d_model, gen));
   mlm_norm = this->register_module("mlm_norm", std::make_shared<nn::LayerNorm<T>>(o.d_model));
@@ -36,8 +33,7 @@ Tensor<T> TransformerMaskedLM<T>::encode(const xt::xarray<std::int64_t>& ids, co
     throw ShapeError(fmt::format("TransformerMaskedLM: sequence length {} is outside [1, max_len = {}]", ids.shape(1),
                                  options.max_len));
   }
-  const Tensor<T> x = scaled_lookup(*embedding, ids);
-  const Tensor<T> h = dropout->forward(sinusoidal ? sinusoidal->forward(x) : learned->forward(x));
+  const Tensor<T> h = this->add_positions(scaled_lookup(*this->embedding, ids));
   return encoder->forward(h, {}, nn::AttentionMask<T>(padding_mask));
 }
 
@@ -67,7 +63,7 @@ std::pair<Tensor<T>, xt::xarray<std::int64_t>> TransformerMaskedLM<T>::predict(c
   const Tensor<T> flat = reshape(hidden, {-1, static_cast<std::int64_t>(d)});
   const Tensor<T> at = tapegrad::embedding(flat, picked);  // row gather with a scatter-add backward
   const Tensor<T> h = mlm_norm->forward(gelu(mlm_dense->forward(at)));
-  return {linear(h, embedding->weight, mlm_bias), std::move(chosen_targets)};
+  return {linear(h, this->embedding->weight, mlm_bias), std::move(chosen_targets)};
 }
 
 template <typename T>

@@ -16,13 +16,13 @@
 namespace tapegrad::models {
 
 /// Built from the options of the classifier it will start (pooling and num_classes are not used), with
-/// the classifier's parameter names and draws for its encoder part: embedding, pos_encoding, dropout,
-/// encoder (layers.N..., and norm when pre-LN). Every name of the encoder part of a
+/// the classifier's parameter names and draws for its encoder part: the TokenInput's embedding,
+/// pos_encoding and dropout, then encoder (layers.N..., and norm when pre-LN). Every name of the encoder part of a
 /// TransformerClassifier built from the same options is here with the same shape, so its state_dict
 /// loads into the classifier. Then BERT's head (Devlin et al. 2019): mlm_dense (Linear d -> d), GELU,
 /// mlm_norm (LayerNorm), and the output projection tied to embedding.weight with mlm_bias [vocab_size].
 template <typename T>
-class TransformerMaskedLM : public nn::Module<T, TransformerMaskedLM<T>> {
+class TransformerMaskedLM : public nn::Module<T, TransformerMaskedLM<T>>, public TokenInput<T> {
  public:
   TransformerMaskedLM(const TransformerClassifierOptions& options, Generator& gen);
 
@@ -43,10 +43,6 @@ class TransformerMaskedLM : public nn::Module<T, TransformerMaskedLM<T>> {
   const std::shared_ptr<Generator>& dropout_generator() const { return dropout_gen_; }
 
   TransformerClassifierOptions options;
-  std::shared_ptr<nn::Embedding<T>> embedding;
-  std::shared_ptr<nn::SinusoidalPositionalEncoding<T>> sinusoidal;  ///< one of these two is set
-  std::shared_ptr<nn::LearnedPositionalEmbedding<T>> learned;
-  std::shared_ptr<nn::Dropout<T>> dropout;
   std::shared_ptr<nn::TransformerEncoder<T>> encoder;
   std::shared_ptr<nn::Linear<T>> mlm_dense;
   std::shared_ptr<nn::LayerNorm<T>> mlm_norm;

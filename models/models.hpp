@@ -11,6 +11,7 @@
 #include "tapegrad/models/generate.hpp"
 #include "tapegrad/models/gpt.hpp"
 #include "tapegrad/models/hf_config.hpp"
+#include "tapegrad/models/layer_options.hpp"
 #include "tapegrad/models/llama.hpp"
 #include "tapegrad/models/masked_lm.hpp"
 #include "tapegrad/models/ngram.hpp"

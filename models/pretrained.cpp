@@ -155,6 +155,21 @@ xt::xarray<T> transposed(const xt::xarray<T>& a) {
   return xt::xarray<T>(xt::transpose(a));
 }
 
+// A model of the options that options_of reads from dir's config, for the checkpoint's tensors to
+// overwrite. What the model refuses is a std::runtime_error naming that config.json.
+template <typename Model, typename Options>
+std::shared_ptr<Model> build(Options (*options_of)(const json&, const std::string&), const json& config,
+                             const fs::path& dir) {
+  const std::string where = (dir / "config.json").string();
+  const Options options = options_of(config, where);
+  Generator gen(0);
+  try {
+    return std::make_shared<Model>(options, gen);
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(fmt::format("{}: {}", where, e.what()));
+  }
+}
+
 // Loads state (aliasing a model's tensors) from the checkpoint: hf names each of ours; skip says which
 // other tensors of the file are not weights. Every problem is reported together, naming the file's names.
 template <typename T>
@@ -210,15 +225,7 @@ void load_weights(const Checkpoint& checkpoint, StateDict<T> state, const std::f
 
 template <typename T>
 std::shared_ptr<CausalLM<T>> load_gpt2(const json& config, const fs::path& dir) {
-  const std::string where = (dir / "config.json").string();
-  GPTOptions options = gpt2_options(config, where);
-  Generator gen(0);  // every tensor is then overwritten by the file's
-  std::shared_ptr<GPT<T>> model;
-  try {
-    model = std::make_shared<GPT<T>>(options, gen);
-  } catch (const std::invalid_argument& e) {
-    throw std::runtime_error(fmt::format("{}: {}", where, e.what()));
-  }
+  const auto model = build<GPT<T>>(gpt2_options, config, dir);
   const Checkpoint checkpoint(dir);
   const auto names = checkpoint.names();
   const bool prefixed =
@@ -231,7 +238,7 @@ std::shared_ptr<CausalLM<T>> load_gpt2(const json& config, const fs::path& dir) 
   // The causal-mask buffers older transformers saved with the weights, and a tied head's copy.
   static const std::regex mask_buffer(R"((transformer\.)?h\.\d+\.attn\.(bias|masked_bias))");
   const auto skip = [&](const std::string& name) {
-    return std::regex_match(name, mask_buffer) || (options.tie_embeddings && name == "lm_head.weight");
+    return std::regex_match(name, mask_buffer) || (model->options.tie_embeddings && name == "lm_head.weight");
   };
   load_weights<T>(checkpoint, model->state_dict(), hf, skip, dir.string());
   model->eval();
@@ -240,22 +247,14 @@ std::shared_ptr<CausalLM<T>> load_gpt2(const json& config, const fs::path& dir) 
 
 template <typename T>
 std::shared_ptr<CausalLM<T>> load_llama(const json& config, const fs::path& dir) {
-  const std::string where = (dir / "config.json").string();
-  const LlamaOptions options = llama_options(config, where);
-  Generator gen(0);
-  std::shared_ptr<Llama<T>> model;
-  try {
-    model = std::make_shared<Llama<T>>(options, gen);
-  } catch (const std::invalid_argument& e) {
-    throw std::runtime_error(fmt::format("{}: {}", where, e.what()));
-  }
+  const auto model = build<Llama<T>>(llama_options, config, dir);
   const Checkpoint checkpoint(dir);
   const auto hf = [](const std::string& ours) { return HFName{llama_name(ours)}; };
   const auto skip = [&](const std::string& name) {
     const std::string inv_freq = "rotary_emb.inv_freq";
     return (name.size() > inv_freq.size() &&
             name.compare(name.size() - inv_freq.size(), inv_freq.size(), inv_freq) == 0) ||
-           (options.tie_embeddings && name == "lm_head.weight");
+           (model->options.tie_embeddings && name == "lm_head.weight");
   };
   load_weights<T>(checkpoint, model->state_dict(), hf, skip, dir.string());
   model->eval();

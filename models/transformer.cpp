@@ -9,6 +9,7 @@
 #include "tapegrad/autograd/matmul.hpp"
 #include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/models/embedding.hpp"
+#include "tapegrad/models/layer_options.hpp"
 #include "tapegrad/models/option_checks.hpp"
 
 namespace tapegrad::models {
@@ -77,12 +78,8 @@ Transformer<T>::Transformer(const TransformerOptions& o, Generator& gen) : optio
                                                            o.d_model, o.max_len, /*batch_first=*/true));
   dropout = this->register_module("dropout", std::make_shared<nn::Dropout<T>>(o.dropout, dropout_gen_));
 
-  nn::TransformerLayerOptions layer(o.d_model, o.nhead);
-  layer.dim_feedforward = o.dim_feedforward;
-  layer.dropout = o.dropout;
-  layer.activation = o.activation;
+  nn::TransformerLayerOptions layer = batch_first_layer(o);
   layer.layer_norm_eps = o.layer_norm_eps;
-  layer.batch_first = true;
   layer.norm_first = o.norm_first;
   encoder = this->register_module(
       "encoder", std::make_shared<nn::TransformerEncoder<T>>(

@@ -4,25 +4,26 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <utility>
 
 namespace tapegrad::datasets {
 
+namespace {
+
+constexpr std::pair<Truncation, const char*> kTruncations[] = {
+    {Truncation::head, "head"}, {Truncation::tail, "tail"}, {Truncation::head_tail, "head_tail"}};
+
+}  // namespace
+
 Truncation parse_truncation(std::string_view name) {
-  if (name == "head") return Truncation::head;
-  if (name == "tail") return Truncation::tail;
-  if (name == "head_tail") return Truncation::head_tail;
+  for (const auto& [t, n] : kTruncations)
+    if (name == n) return t;
   throw std::invalid_argument(fmt::format("truncation: expected head, tail or head_tail, got '{}'", name));
 }
 
 const char* truncation_name(Truncation t) {
-  switch (t) {
-    case Truncation::head:
-      return "head";
-    case Truncation::tail:
-      return "tail";
-    case Truncation::head_tail:
-      return "head_tail";
-  }
+  for (const auto& [value, n] : kTruncations)
+    if (value == t) return n;
   return "?";
 }
 

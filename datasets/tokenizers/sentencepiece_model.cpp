@@ -36,38 +36,23 @@ void expect_wire(const ProtoField& f, std::uint32_t wire, const std::string& sou
                                          name, f.number, wire_type_name(f.wire_type), wire_type_name(wire)));
 }
 
+// The names sentencepiece_model.proto gives an enum's values 1, 2, ...
+constexpr std::string_view kPieceTypeNames[] = {"NORMAL", "UNKNOWN", "CONTROL", "USER_DEFINED", "UNUSED", "BYTE"};
+constexpr std::string_view kModelTypeNames[] = {"UNIGRAM", "BPE", "WORD", "CHAR"};
+
+template <std::size_t N>
+std::string_view value_name(const std::string_view (&names)[N], std::int32_t value) {
+  return value >= 1 && static_cast<std::size_t>(value) <= N ? names[value - 1] : "?";
+}
+
 }  // namespace
 
 std::string_view piece_type_name(PieceType type) {
-  switch (type) {
-    case PieceType::normal:
-      return "NORMAL";
-    case PieceType::unknown:
-      return "UNKNOWN";
-    case PieceType::control:
-      return "CONTROL";
-    case PieceType::user_defined:
-      return "USER_DEFINED";
-    case PieceType::unused:
-      return "UNUSED";
-    case PieceType::byte:
-      return "BYTE";
-  }
-  return "?";
+  return value_name(kPieceTypeNames, static_cast<std::int32_t>(type));
 }
 
 std::string_view model_type_name(SentencePieceModelType type) {
-  switch (type) {
-    case SentencePieceModelType::unigram:
-      return "UNIGRAM";
-    case SentencePieceModelType::bpe:
-      return "BPE";
-    case SentencePieceModelType::word:
-      return "WORD";
-    case SentencePieceModelType::character:
-      return "CHAR";
-  }
-  return "?";
+  return value_name(kModelTypeNames, static_cast<std::int32_t>(type));
 }
 
 namespace {
@@ -95,7 +80,7 @@ SentencePieceModelProto::Piece parse_piece(std::string_view bytes, const std::st
       p.score = g.as_float();
     } else if (g.number == 3) {
       const std::int32_t t = varint_field(g, source, where, "type").as_int32();
-      if (t < 1 || t > 6)
+      if (value_name(kPieceTypeNames, t) == "?")
         throw std::runtime_error(
             fmt::format("{}: {}: {} has type {}, not one of NORMAL (1) .. BYTE (6)", kWho, source, where, t));
       p.type = static_cast<PieceType>(t);
@@ -104,67 +89,61 @@ SentencePieceModelProto::Piece parse_piece(std::string_view bytes, const std::st
   return p;
 }
 
-void parse_trainer_spec(std::string_view bytes, const std::string& source, SentencePieceModelProto& m) {
-  const std::string where = "trainer_spec";
+// A string or bool field of a spec message that the model keeps: its number and name in
+// sentencepiece_model.proto, and the member it is read into (one of the two is set).
+struct SpecField {
+  std::uint32_t number;
+  std::string_view name;
+  std::string SentencePieceModelProto::*text = nullptr;
+  bool SentencePieceModelProto::*flag = nullptr;
+};
+
+using M = SentencePieceModelProto;
+const SpecField kTrainerSpec[] = {
+    {24, "treat_whitespace_as_suffix", nullptr, &M::treat_whitespace_as_suffix},
+    {35, "byte_fallback", nullptr, &M::byte_fallback},
+    {44, "unk_surface", &M::unk_surface},
+    {45, "unk_piece", &M::unk_piece},
+    {46, "bos_piece", &M::bos_piece},
+    {47, "eos_piece", &M::eos_piece},
+    {48, "pad_piece", &M::pad_piece},
+};
+const SpecField kNormalizerSpec[] = {
+    {1, "name", &M::normalizer_name},
+    {2, "precompiled_charsmap", &M::precompiled_charsmap},
+    {3, "add_dummy_prefix", nullptr, &M::add_dummy_prefix},
+    {4, "remove_extra_whitespaces", nullptr, &M::remove_extra_whitespaces},
+    {5, "escape_whitespaces", nullptr, &M::escape_whitespaces},
+};
+
+// Reads the fields of the spec message `where` into m: those of `fields`, and the others through
+// other(field) (which may ignore them: fields this reader has no use for change nothing).
+template <std::size_t N, typename Other>
+void parse_spec(std::string_view bytes, const std::string& source, const std::string& where,
+                const SpecField (&fields)[N], SentencePieceModelProto& m, Other&& other) {
   for_each_field(bytes, source, where, [&](const ProtoField& g) {
-    switch (g.number) {
-      case 3: {
-        const std::int32_t t = varint_field(g, source, where, "model_type").as_int32();
-        if (t < 1 || t > 4)
-          throw std::runtime_error(fmt::format(
-              "{}: {}: trainer_spec.model_type is {}, not one of UNIGRAM (1), BPE, WORD, CHAR (4)", kWho, source, t));
-        m.model_type = static_cast<SentencePieceModelType>(t);
-        break;
+    for (const SpecField& f : fields) {
+      if (f.number != g.number) continue;
+      if (f.text) {
+        m.*f.text = string_field(g, source, where, f.name);
+      } else {
+        m.*f.flag = varint_field(g, source, where, f.name).as_bool();
       }
-      case 24:
-        m.treat_whitespace_as_suffix = varint_field(g, source, where, "treat_whitespace_as_suffix").as_bool();
-        break;
-      case 35:
-        m.byte_fallback = varint_field(g, source, where, "byte_fallback").as_bool();
-        break;
-      case 44:
-        m.unk_surface = string_field(g, source, where, "unk_surface");
-        break;
-      case 45:
-        m.unk_piece = string_field(g, source, where, "unk_piece");
-        break;
-      case 46:
-        m.bos_piece = string_field(g, source, where, "bos_piece");
-        break;
-      case 47:
-        m.eos_piece = string_field(g, source, where, "eos_piece");
-        break;
-      case 48:
-        m.pad_piece = string_field(g, source, where, "pad_piece");
-        break;
-      default:
-        break;
+      return;
     }
+    other(g);
   });
 }
 
-void parse_normalizer_spec(std::string_view bytes, const std::string& source, SentencePieceModelProto& m) {
-  const std::string where = "normalizer_spec";
-  for_each_field(bytes, source, where, [&](const ProtoField& g) {
-    switch (g.number) {
-      case 1:
-        m.normalizer_name = string_field(g, source, where, "name");
-        break;
-      case 2:
-        m.precompiled_charsmap = string_field(g, source, where, "precompiled_charsmap");
-        break;
-      case 3:
-        m.add_dummy_prefix = varint_field(g, source, where, "add_dummy_prefix").as_bool();
-        break;
-      case 4:
-        m.remove_extra_whitespaces = varint_field(g, source, where, "remove_extra_whitespaces").as_bool();
-        break;
-      case 5:
-        m.escape_whitespaces = varint_field(g, source, where, "escape_whitespaces").as_bool();
-        break;
-      default:
-        break;
-    }
+void parse_trainer_spec(std::string_view bytes, const std::string& source, SentencePieceModelProto& m) {
+  const std::string where = "trainer_spec";
+  parse_spec(bytes, source, where, kTrainerSpec, m, [&](const ProtoField& g) {
+    if (g.number != 3) return;
+    const std::int32_t t = varint_field(g, source, where, "model_type").as_int32();
+    if (value_name(kModelTypeNames, t) == "?")
+      throw std::runtime_error(fmt::format(
+          "{}: {}: trainer_spec.model_type is {}, not one of UNIGRAM (1), BPE, WORD, CHAR (4)", kWho, source, t));
+    m.model_type = static_cast<SentencePieceModelType>(t);
   });
 }
 
@@ -184,7 +163,7 @@ SentencePieceModelProto parse_sentencepiece_model(std::string_view bytes, const 
         break;
       case 3:
         expect_wire(f, 2, source, "ModelProto", "normalizer_spec");
-        parse_normalizer_spec(f.bytes, source, m);
+        parse_spec(f.bytes, source, "normalizer_spec", kNormalizerSpec, m, [](const ProtoField&) {});
         break;
       case 5:  // denormalizer_spec
         expect_wire(f, 2, source, "ModelProto", "denormalizer_spec");

@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -41,6 +42,7 @@ namespace tapegrad::testing::datasets_data {
 using namespace tapegrad::datasets;
 namespace fs = std::filesystem;
 using Strings = std::vector<std::string>;
+using testing::error_of;
 
 inline const fs::path kData = TAPEGRAD_TEST_DATA_DIR;
 inline const fs::path kSmallArchive = kData / "aclImdb_small.tar.gz";
@@ -93,13 +95,14 @@ inline std::vector<std::pair<std::string, std::string>> without(std::vector<std:
   return files;
 }
 
-inline std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::runtime_error& e) {
-    return e.what();
-  }
-  return "(no std::runtime_error thrown)";
+// The real labeled IMDb archive: next to the repository as in CI, or where TAPEGRAD_DATA points (for a
+// worktree elsewhere). Empty, with a warning that the test is skipped, when neither is there.
+inline std::optional<fs::path> real_imdb_archive() {
+  fs::path real = (kRepoRoot / ".." / "shared" / "data" / "aclImdb_labeled.tar.gz").lexically_normal();
+  if (const char* env = std::getenv("TAPEGRAD_DATA"); !fs::exists(real) && env && fs::is_regular_file(env)) real = env;
+  if (fs::exists(real)) return real;
+  WARN("skipped: " << real.string() << " is absent");
+  return std::nullopt;
 }
 
 // `python3 -m http.server` serving `dir` on 127.0.0.1 at a free port, killed when this goes away.

@@ -36,9 +36,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static fuzz::InputFile input;
   static Setup setup;
-  const std::string& path = input.write(data, size);
+  const std::string& path = fuzz::input_path(data, size);
   const auto before = setup.model.weight.data();
   try {
     train::load_checkpoint(path, setup.model, setup.optimizer);

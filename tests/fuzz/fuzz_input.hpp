@@ -41,6 +41,12 @@ class InputFile {
   std::string path_;
 };
 
+/// The path of a file holding data[0, size): the process's one InputFile, rewritten for every input.
+inline const std::string& input_path(const std::uint8_t* data, std::size_t size) {
+  static InputFile input;
+  return input.write(data, size);
+}
+
 /// When TAPEGRAD_FUZZ_WRITE_SEEDS names a folder, a target writes its generated seed inputs there
 /// and exits (scripts/fuzz.sh --seeds regenerates tests/fuzz/corpus/ this way); else returns.
 template <typename F>
@@ -69,6 +75,16 @@ struct ScratchFolder {
   ScratchFolder& operator=(const ScratchFolder&) = delete;
   std::filesystem::path path;
 };
+
+/// tok.encode(text), trapping on an id outside [0, tok.vocab_size()): the contract of every target whose
+/// tokenizer loaded.
+template <typename Tokenizer>
+auto encode_in_vocabulary(const Tokenizer& tok, const std::string& text) {
+  const auto ids = tok.encode(text);
+  for (const auto id : ids)
+    if (id < 0 || static_cast<std::size_t>(id) >= tok.vocab_size()) __builtin_trap();
+  return ids;
+}
 
 inline void copy_file(const std::filesystem::path& from, const std::filesystem::path& to) {
   std::filesystem::copy_file(from, to, std::filesystem::copy_options::overwrite_existing);

@@ -7,8 +7,7 @@
 #include "tests/fuzz/fuzz_input.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static tapegrad::fuzz::InputFile input;
-  const std::string& path = input.write(data, size);
+  const std::string& path = tapegrad::fuzz::input_path(data, size);
   try {
     const auto vocab = tapegrad::datasets::Vocabulary::load(path);
     for (std::size_t i = 0; i < vocab.size(); ++i) {
