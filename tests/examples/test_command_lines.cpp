@@ -24,6 +24,7 @@
 #include "tapegrad/io/safetensors.hpp"
 #include "tapegrad/train/metrics.hpp"
 #include "tests/examples/cli_harness.hpp"
+#include "tests/examples/programs.hpp"
 #include "tests/examples/tiny_runs.hpp"
 #include "tests/helpers.hpp"
 
@@ -38,21 +39,9 @@ struct Program {
 
 const std::vector<Program>& programs() {
   static const std::vector<Program> all = {
-      {"train_imdb",
-       [](std::vector<std::string> args, const std::string& input) {
-         return tapegrad::testing::run_cli_in_process([](auto&&... a) { return imdb::run_cli(a...); }, "train_imdb",
-                                                      std::move(args), input);
-       }},
-      {"train_translate",
-       [](std::vector<std::string> args, const std::string& input) {
-         return tapegrad::testing::run_cli_in_process([](auto&&... a) { return translate::run_cli(a...); },
-                                                      "train_translate", std::move(args), input);
-       }},
-      {"train_lm",
-       [](std::vector<std::string> args, const std::string& input) {
-         return tapegrad::testing::run_cli_in_process([](auto&&... a) { return lm::run_cli(a...); }, "train_lm",
-                                                      std::move(args), input);
-       }},
+      {"train_imdb", tapegrad::testing::run_imdb},
+      {"train_translate", tapegrad::testing::run_translate},
+      {"train_lm", tapegrad::testing::run_lm},
   };
   return all;
 }

@@ -30,6 +30,7 @@
 #include "tapegrad/train/metrics.hpp"
 #include "tapegrad/train/run_directory.hpp"
 #include "tests/examples/cli_harness.hpp"
+#include "tests/examples/programs.hpp"
 #include "tests/examples/tiny_runs.hpp"
 #include "tests/helpers.hpp"
 
@@ -54,13 +55,6 @@ struct Program {
   std::function<void(const fs::path& out)> interrupted;
 };
 
-template <typename RunCli>
-std::function<CliResult(std::vector<std::string>)> in_process(RunCli run_cli, const std::string& name) {
-  return [run_cli, name](std::vector<std::string> args) {
-    return tapegrad::testing::run_cli_in_process(run_cli, name, std::move(args));
-  };
-}
-
 std::vector<std::string> with_out(std::vector<std::string> args, const fs::path& out) {
   args.insert(args.end(), {"--log-every", "1", "--out", out.string()});
   return args;
@@ -69,7 +63,7 @@ std::vector<std::string> with_out(std::vector<std::string> args, const fs::path&
 const std::vector<Program>& programs() {
   static const std::vector<Program> all = {
       {"train_imdb",
-       in_process([](auto&&... a) { return imdb::run_cli(a...); }, "train_imdb"),
+       [](std::vector<std::string> args) { return tapegrad::testing::run_imdb(std::move(args)); },
        TRAIN_IMDB_PROGRAM,
        "precision-resolved",
        [](const fs::path& out) {
@@ -88,7 +82,7 @@ const std::vector<Program>& programs() {
          imdb::train(c, sink, sink, false, [](std::int64_t step) { return step == 3; });
        }},
       {"train_lm",
-       in_process([](auto&&... a) { return lm::run_cli(a...); }, "train_lm"),
+       [](std::vector<std::string> args) { return tapegrad::testing::run_lm(std::move(args)); },
        TRAIN_LM_PROGRAM,
        "precision-resolved",
        [](const fs::path& out) { return with_out(tapegrad::testing::lm_tiny_args("30", "15"), out); },
@@ -100,7 +94,7 @@ const std::vector<Program>& programs() {
          lm::train(c, sink, sink, false, [](std::int64_t step) { return step == 5; });
        }},
       {"train_translate",
-       in_process([](auto&&... a) { return translate::run_cli(a...); }, "train_translate"),
+       [](std::vector<std::string> args) { return tapegrad::testing::run_translate(std::move(args)); },
        TRAIN_TRANSLATE_PROGRAM,
        "precision_resolved",
        [](const fs::path& out) { return with_out(tapegrad::testing::translate_tiny_args("30", "15"), out); },
