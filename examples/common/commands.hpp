@@ -15,6 +15,8 @@
 
 #include "examples/common/flags.hpp"
 #include "examples/common/parallel.hpp"
+#include "examples/common/precision.hpp"
+#include "tapegrad/autograd/matmul.hpp"
 #include "tapegrad/train/errors.hpp"
 #include "tapegrad/train/progress.hpp"
 #include "tapegrad/train/run_directory.hpp"
@@ -76,6 +78,18 @@ C checked_against_run(const Flags<C>& flags, const C& settings, const tapegrad::
   // resolves now.
   config.precision_resolved = saved.precision_resolved;
   check_resume_matches(flags, config, saved, run.config());
+  return config;
+}
+
+/// What every training does first: the settings checked against the run folder (checked_against_run),
+/// the BLAS threads set, and the precision resolved and announced on progress (start_precision).
+template <typename C>
+C start_training(const Flags<C>& flags, const C& settings, const tapegrad::train::RunDirectory& run,
+                 std::initializer_list<const char*> resume_files, std::optional<std::string> (*validate)(const C&),
+                 tapegrad::train::Progress& progress) {
+  C config = checked_against_run(flags, settings, run, resume_files, validate);
+  tapegrad::set_num_threads(static_cast<int>(config.threads));
+  config.precision_resolved = start_precision(config.precision, config.precision_resolved, config.resume, progress);
   return config;
 }
 

@@ -203,12 +203,9 @@ tt::TrainerHooks<float> hooks_for(const Prepared& p, const FinetuneConfig& confi
 FinetuneResult finetune(const FinetuneConfig& settings, std::ostream& out, std::ostream& log, bool interactive,
                         const std::function<bool(std::int64_t)>& stop_after_step) {
   const tt::RunDirectory run(settings.out);
-  FinetuneConfig config = examples::checked_against_run(
-      finetune_flags(), settings, run, {tt::RunDirectory::kConfig, tt::RunDirectory::kCheckpoint}, &validate);
-  tapegrad::set_num_threads(static_cast<int>(config.threads));
-  tt::Progress progress(log, interactive, static_cast<std::size_t>(config.log_every));
-  config.precision_resolved =
-      examples::start_precision(config.precision, config.precision_resolved, config.resume, progress);
+  tt::Progress progress(log, interactive, static_cast<std::size_t>(settings.log_every));
+  const FinetuneConfig config = examples::start_training(
+      finetune_flags(), settings, run, {tt::RunDirectory::kConfig, tt::RunDirectory::kCheckpoint}, &validate, progress);
   const Prepared p = prepare(config, progress);
   auto& module = *p.folder.module;
 

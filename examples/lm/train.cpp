@@ -203,12 +203,10 @@ TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, 
   const bool writer = parallel.writes_files();
   const tt::Stopwatch wall;
   const tt::RunDirectory run(settings.out, {kVocabFile});
-  Config config = examples::checked_against_run(
-      flags(), settings, run, {tt::RunDirectory::kConfig, tt::RunDirectory::kCheckpoint, kVocabFile}, &validate);
-  tapegrad::set_num_threads(static_cast<int>(config.threads));
-  tt::Progress progress(log, interactive, static_cast<std::size_t>(config.log_every));
-  config.precision_resolved =
-      examples::start_precision(config.precision, config.precision_resolved, config.resume, progress);
+  tt::Progress progress(log, interactive, static_cast<std::size_t>(settings.log_every));
+  Config config = examples::start_training(flags(), settings, run,
+                                           {tt::RunDirectory::kConfig, tt::RunDirectory::kCheckpoint, kVocabFile},
+                                           &validate, progress);
   TrainResult result;
   const Data data =
       prepare_data(config, config.resume ? std::optional(ds::Vocabulary::load(run.file(kVocabFile))) : std::nullopt);
