@@ -189,11 +189,7 @@ tt::TrainerHooks<float> hooks_for(const Prepared& p, const FinetuneConfig& confi
   };
   hooks.validate = [&p, batch_size] {
     const Validation v = validate_causal(*p.folder.model, *p.folder.module, p.docs.valid_sample, batch_size);
-    tt::Evaluation e;
-    e.score = -v.loss;
-    e.metrics = {{"valid_loss", v.loss}, {"valid_ppl", v.perplexity}, {"valid_acc", v.accuracy}};
-    e.summary = fmt::format("valid loss {:.4f} ppl {:.2f}", v.loss, v.perplexity);
-    return e;
+    return evaluation(v, fmt::format("valid loss {:.4f} ppl {:.2f}", v.loss, v.perplexity));
   };
   return hooks;
 }
@@ -248,10 +244,7 @@ FinetuneResult finetune(const FinetuneConfig& settings, std::ostream& out, std::
   result.steps = r.step;
   result.best_step = r.best_step;
   result.train_seconds = r.train_seconds;
-  if (r.best_step > 0) {
-    result.best.loss = r.best_metrics.value("valid_loss", 0.0);
-    result.best.perplexity = r.best_metrics.value("valid_ppl", 0.0);
-  }
+  if (r.best_step > 0) result.best = validation_of(r.best_metrics);
   if (!r.interrupted) {
     out << fmt::format("best validation (step {}, {} documents): loss {:.4f}, perplexity {:.2f}\n", result.best_step,
                        p.docs.valid_sample.size(), result.best.loss, result.best.perplexity);

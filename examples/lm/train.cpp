@@ -148,11 +148,7 @@ void take_outcome(const tt::TrainerResult& r, TrainResult& result) {
   result.interrupted = r.interrupted;
   result.steps = r.step;
   result.best_step = r.best_step;
-  if (r.best_step > 0) {
-    result.best.loss = r.best_metrics.value("valid_loss", 0.0);
-    result.best.perplexity = r.best_metrics.value("valid_ppl", 0.0);
-    result.best.accuracy = r.best_metrics.value("valid_acc", 0.0);
-  }
+  if (r.best_step > 0) result.best = validation_of(r.best_metrics);
   result.train_seconds = r.train_seconds;
   result.tokens_per_second = r.train_seconds > 0 ? r.train_tokens / r.train_seconds : 0.0;
 }
@@ -238,11 +234,7 @@ TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, 
   };
   hooks.validate = [&] {
     const Validation v = validate(model, module, data.valid_sample, static_cast<std::size_t>(config.batch_size));
-    tt::Evaluation e;
-    e.score = -v.loss;
-    e.metrics = {{"valid_loss", v.loss}, {"valid_ppl", v.perplexity}, {"valid_acc", v.accuracy}};
-    e.summary = validation_summary(v);
-    return e;
+    return evaluation(v, validation_summary(v));
   };
   hooks.replicas = replicas;
   tt::Trainer<float> trainer(run, module, *optimizer, options, hooks, progress);
