@@ -137,11 +137,14 @@ int run_training(const Parallel& parallel, std::ostream& out, std::ostream& err,
                  const std::function<bool(std::ostream& out, std::ostream& err, bool interactive)>& train,
                  const tapegrad::train::RunDirectory& run, const std::function<std::filesystem::path()>& write_report);
 
-/// What `report` checks of a run's metrics.jsonl before drawing it: every damaged line is named on err
-/// ("warning: RUN/metrics.jsonl line 7: not a JSON object; skipped"), and a run that has trained (it
-/// holds a checkpoint or a model) with no readable line left is a std::runtime_error naming the file.
-/// A run still starting (nothing trained yet) may have no line at all.
-void check_run_metrics(const tapegrad::train::RunDirectory& run, std::ostream& err);
+/// The `report` subcommand of every program: run must hold config.json (else a train::UsageError
+/// "<flag> DIR has no config.json"); every damaged line of its metrics.jsonl is named on err ("warning:
+/// RUN/metrics.jsonl line 7: not a JSON object; skipped"), and a run that has trained (it holds a
+/// checkpoint or a model) with no readable line left is a std::runtime_error naming the file (a run
+/// still starting may have no line at all); then write_report writes the page, "report: PATH" on out.
+/// Returns the exit code, 0.
+int report_command(const tapegrad::train::RunDirectory& run, const std::function<std::filesystem::path()>& write_report,
+                   std::ostream& out, std::ostream& err, const std::string& flag = "--run");
 
 /// Before a subcommand of app runs: no training flag given (they live in option groups, which CLI11
 /// keeps as unnamed subcommands) and one process only; else a train::UsageError naming the flag.
