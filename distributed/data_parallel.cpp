@@ -116,11 +116,6 @@ DistributedDataParallel<T>::DistributedDataParallel(nn::Module<T>& module, const
 }
 
 template <typename T>
-DistributedDataParallel<T>::~DistributedDataParallel() {
-  stop_reducing(hooks_, buckets_);
-}
-
-template <typename T>
 void DistributedDataParallel<T>::copy_into_bucket(Slot& slot) {
   T* dst = buckets_[slot.bucket].buffer.data() + slot.offset;
   if (slot.param.has_grad()) {

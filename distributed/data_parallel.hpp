@@ -49,7 +49,7 @@ template <typename T>
 class DistributedDataParallel {
  public:
   DistributedDataParallel(nn::Module<T>& module, const Communicator& comm, DataParallelOptions options = {});
-  ~DistributedDataParallel();
+  ~DistributedDataParallel() { stop_reducing(hooks_, buckets_); }
   DistributedDataParallel(const DistributedDataParallel&) = delete;
   DistributedDataParallel& operator=(const DistributedDataParallel&) = delete;
 

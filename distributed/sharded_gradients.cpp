@@ -54,11 +54,6 @@ ShardedGradients<T>::ShardedGradients(std::vector<Tensor<T>> params, std::vector
 }
 
 template <typename T>
-ShardedGradients<T>::~ShardedGradients() {
-  stop_reducing(hooks_, buckets_);
-}
-
-template <typename T>
 std::size_t ShardedGradients<T>::buffer_bytes() const {
   std::size_t bytes = 0;
   for (const auto& b : buckets_) bytes += b.buffer.capacity() * sizeof(T);

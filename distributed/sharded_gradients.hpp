@@ -56,7 +56,7 @@ class ShardedGradients {
   /// bucket size is 0.
   ShardedGradients(std::vector<Tensor<T>> params, std::vector<int> owners, const Communicator& comm,
                    ShardedGradientOptions options = {});
-  ~ShardedGradients();
+  ~ShardedGradients() { stop_reducing(hooks_, buckets_); }
   ShardedGradients(const ShardedGradients&) = delete;
   ShardedGradients& operator=(const ShardedGradients&) = delete;
 
