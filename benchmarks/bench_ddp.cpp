@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_models.hpp"
 #include "mpi_bench.hpp"
 #include "tapegrad/autograd/loss.hpp"
 #include "tapegrad/autograd/matmul.hpp"
@@ -46,16 +47,11 @@ int main(int argc, char** argv) {
     tapegrad::set_num_threads(static_cast<int>(o.threads));
     const std::size_t per_rank = o.batch / static_cast<std::size_t>(comm.size());
 
-    // train_imdb's default model.
-    tapegrad::models::TransformerClassifierOptions mo;
+    // train_imdb's default model: the benchmarks' default sizes on its vocabulary, positions and dropout.
+    auto mo = bench::classifier_options(bench::kDefault);
     mo.vocab_size = 50000;
     mo.max_len = 1024;
-    mo.d_model = 64;
-    mo.nhead = 4;
-    mo.num_layers = 1;
-    mo.dim_feedforward = 128;
     mo.dropout = 0.3;
-    mo.attention_dropout = 0.1;
     tapegrad::Generator init(0);
     tapegrad::models::TransformerClassifier<float> model(mo, init);
     dist::split_generators(model, comm);

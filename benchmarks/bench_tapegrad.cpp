@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_models.hpp"
 #include "tapegrad/autograd/autocast.hpp"
 #include "tapegrad/autograd/blas.hpp"
 #include "tapegrad/autograd/caching_allocator.hpp"
@@ -109,32 +110,6 @@ void token_batch(std::size_t B, std::size_t L, std::size_t V, xt::xarray<std::in
       ids(b, t) = t >= len ? 0 : static_cast<std::int64_t>((b * 131 + t * 7919) % (V - 1) + 1);
     }
   }
-}
-
-struct ModelConfig {
-  std::size_t B, L, d, heads, ff, layers;
-};
-const ModelConfig kDefault{64, 256, 64, 4, 128, 1};
-const ModelConfig kLarge{32, 512, 256, 4, 1024, 4};
-// The default model on long sequences, the batch scaled so that tokens per step stay 64 x 256.
-const ModelConfig kDefault1k{16, 1024, 64, 4, 128, 1};
-const ModelConfig kDefault4k{4, 4096, 64, 4, 128, 1};
-// The large model at contexts 2048 and 8192, the batch scaled so that tokens per step stay 32 x 512;
-// each large case also with activation checkpointing (<case>_checkpointed: docs/memory.md).
-const ModelConfig kLarge2k{8, 2048, 256, 4, 1024, 4};
-const ModelConfig kLarge8k{2, 8192, 256, 4, 1024, 4};
-
-models::TransformerClassifierOptions classifier_options(const ModelConfig& c) {
-  models::TransformerClassifierOptions o;
-  o.vocab_size = 20000;
-  o.max_len = std::max<std::size_t>(512, c.L);
-  o.d_model = c.d;
-  o.nhead = c.heads;
-  o.dim_feedforward = c.ff;
-  o.num_layers = c.layers;
-  o.dropout = 0.1;
-  o.attention_dropout = 0.1;
-  return o;
 }
 
 // The torch-side cases that are entries of the op table, by entry.
@@ -380,15 +355,15 @@ std::vector<double> run_case(const std::string& name, bool bf16) {
     std::exit(2);
   }
   if (model_case == "train_default" || model_case == "eval_default" || long_case) {
-    const ModelConfig c = model_case == "train_large"        ? kLarge
-                          : model_case == "train_large_2k"   ? kLarge2k
-                          : model_case == "train_large_8k"   ? kLarge8k
-                          : model_case == "train_default_1k" ? kDefault1k
-                          : model_case == "train_default_4k" ? kDefault4k
-                                                             : kDefault;
+    const bench::ModelConfig c = model_case == "train_large"        ? bench::kLarge
+                                 : model_case == "train_large_2k"   ? bench::kLarge2k
+                                 : model_case == "train_large_8k"   ? bench::kLarge8k
+                                 : model_case == "train_default_1k" ? bench::kDefault1k
+                                 : model_case == "train_default_4k" ? bench::kDefault4k
+                                                                    : bench::kDefault;
     const bool slow = long_case;
     Generator gen(0);
-    models::TransformerClassifierOptions options = classifier_options(c);
+    models::TransformerClassifierOptions options = bench::classifier_options(c);
     options.activation_checkpointing = checkpointed;
     models::TransformerClassifier<float> model(options, gen);
     xt::xarray<std::int64_t> ids;
@@ -439,7 +414,9 @@ double load_average() {
 // falls on both alike: each step's CPU time (user + system, all threads) and the load average as JSON
 // lines, then the medians and their ratio. Peak RSS means nothing here (both models live at once).
 int interleave(const std::string& name, int steps) {
-  const ModelConfig c = name == "train_large" ? kLarge : name == "train_large_2k" ? kLarge2k : kLarge8k;
+  const bench::ModelConfig c = name == "train_large"      ? bench::kLarge
+                               : name == "train_large_2k" ? bench::kLarge2k
+                                                          : bench::kLarge8k;
   struct Run {
     std::unique_ptr<models::TransformerClassifier<float>> model;
     std::unique_ptr<optim::AdamW<float>> opt;
@@ -448,7 +425,7 @@ int interleave(const std::string& name, int steps) {
   Run runs[2];
   for (int k = 0; k < 2; ++k) {
     Generator gen(0);
-    models::TransformerClassifierOptions options = classifier_options(c);
+    models::TransformerClassifierOptions options = bench::classifier_options(c);
     options.activation_checkpointing = k == 1;
     runs[k].model = std::make_unique<models::TransformerClassifier<float>>(options, gen);
     runs[k].model->train();

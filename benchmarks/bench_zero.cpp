@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_models.hpp"
 #include "mpi_bench.hpp"
 #include "tapegrad/autograd/loss.hpp"
 #include "tapegrad/distributed/distributed.hpp"
@@ -39,15 +40,7 @@ int main(int argc, char** argv) {
     std::size_t zero = 0;
     const bench::RunOptions o = bench::parse_flags("bench_zero", argc, argv, {1, 2, 128, 3}, {{"--zero", &zero, 0, 2}});
     tapegrad::set_num_threads(static_cast<int>(o.threads));
-    tapegrad::models::TransformerClassifierOptions mo;  // bench_tapegrad's large model
-    mo.vocab_size = 20000;
-    mo.max_len = 512;
-    mo.d_model = 256;
-    mo.nhead = 4;
-    mo.dim_feedforward = 1024;
-    mo.num_layers = 4;
-    mo.dropout = 0.1;
-    mo.attention_dropout = 0.1;
+    const auto mo = bench::classifier_options(bench::kLarge);  // bench_tapegrad's large model
     tapegrad::Generator init(0);
     tapegrad::models::TransformerClassifier<float> model(mo, init);
     dist::DataParallelTraining<float> training(model, comm, {}, static_cast<int>(zero));

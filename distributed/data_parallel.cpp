@@ -112,18 +112,7 @@ DistributedDataParallel<T>::DistributedDataParallel(nn::Module<T>& module, const
     bucket.buffer.resize(bucket.buffer.size() + param.numel());
     bucket_bytes += bytes;
   }
-  for (std::size_t i = 0; i < slots_.size(); ++i) {
-    hooks_.push_back(
-        slots_[i].param.register_post_accumulate_grad_hook([this, i](Tensor<T>&) { on_gradient_ready(i); }));
-  }
-}
-
-template <typename T>
-DistributedDataParallel<T>::~DistributedDataParallel() {
-  for (auto& h : hooks_) h.remove();
-  // Reductions still in flight write into the buffers: finish them before the buffers go.
-  for (auto& b : buckets_)
-    if (b.request != MPI_REQUEST_NULL) MPI_Wait(&b.request, MPI_STATUS_IGNORE);
+  hooks_ = hook_gradients(slots_, [this](std::size_t i) { on_gradient_ready(i); });
 }
 
 template <typename T>
@@ -150,7 +139,7 @@ void DistributedDataParallel<T>::on_gradient_ready(std::size_t i) {
   }
   copy_into_bucket(slot);
   start_ready_buckets(/*in_backward=*/true);
-  drive_progress();
+  drive_progress(buckets_, 0, next_bucket_);
 }
 
 template <typename T>
@@ -168,17 +157,6 @@ void DistributedDataParallel<T>::start_ready_buckets(bool in_backward) {
   while (next_bucket_ < buckets_.size() && buckets_[next_bucket_].ready == buckets_[next_bucket_].slots.size()) {
     start(buckets_[next_bucket_], in_backward);
     ++next_bucket_;
-  }
-}
-
-template <typename T>
-void DistributedDataParallel<T>::drive_progress() {
-  // Open MPI advances a non-blocking collective only inside MPI calls; testing the requests from the
-  // hooks lets the reductions move forward while backward computes.
-  for (std::size_t b = 0; b < next_bucket_; ++b) {
-    if (buckets_[b].request == MPI_REQUEST_NULL) continue;
-    int done = 0;
-    check_mpi(MPI_Test(&buckets_[b].request, &done, MPI_STATUS_IGNORE), "MPI_Test");
   }
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "tapegrad/distributed/bucket_reduction.hpp"
 #include "tapegrad/distributed/communicator.hpp"
 #include "tapegrad/nn/module.hpp"
 
@@ -48,7 +49,7 @@ template <typename T>
 class DistributedDataParallel {
  public:
   DistributedDataParallel(nn::Module<T>& module, const Communicator& comm, DataParallelOptions options = {});
-  ~DistributedDataParallel();
+  ~DistributedDataParallel() { stop_reducing(hooks_, buckets_); }
   DistributedDataParallel(const DistributedDataParallel&) = delete;
   DistributedDataParallel& operator=(const DistributedDataParallel&) = delete;
 
@@ -62,19 +63,7 @@ class DistributedDataParallel {
   void synchronize();
 
   /// While a NoSync lives, backward passes only accumulate gradients locally (torch's no_sync()).
-  class NoSync {
-   public:
-    explicit NoSync(DistributedDataParallel& ddp) : ddp_(ddp), previous_(ddp.sync_enabled_) {
-      ddp.sync_enabled_ = false;
-    }
-    ~NoSync() { ddp_.sync_enabled_ = previous_; }
-    NoSync(const NoSync&) = delete;
-    NoSync& operator=(const NoSync&) = delete;
-
-   private:
-    DistributedDataParallel& ddp_;
-    bool previous_;
-  };
+  using NoSync = distributed::NoSync<DistributedDataParallel>;
   NoSync no_sync() { return NoSync(*this); }
 
   /// The parameter names of each bucket, in reduction order.
@@ -99,7 +88,7 @@ class DistributedDataParallel {
   void copy_into_bucket(Slot& slot);
   void start_ready_buckets(bool in_backward);
   void start(Bucket& bucket, bool in_backward);
-  void drive_progress();
+  friend NoSync;
 
   nn::Module<T>& module_;
   Communicator comm_;

@@ -3,6 +3,7 @@
 /// when CMake finds MPI; link tapegrad::distributed.
 #pragma once
 
+#include "tapegrad/distributed/bucket_reduction.hpp"
 #include "tapegrad/distributed/checkpoint.hpp"
 #include "tapegrad/distributed/communicator.hpp"
 #include "tapegrad/distributed/data_parallel.hpp"

@@ -50,18 +50,7 @@ ShardedGradients<T>::ShardedGradients(std::vector<Tensor<T>> params, std::vector
     bucket.numel += param.numel();
     bucket_bytes += bytes;
   }
-  for (std::size_t i = 0; i < slots_.size(); ++i) {
-    hooks_.push_back(
-        slots_[i].param.register_post_accumulate_grad_hook([this, i](Tensor<T>&) { on_gradient_ready(i); }));
-  }
-}
-
-template <typename T>
-ShardedGradients<T>::~ShardedGradients() {
-  for (auto& h : hooks_) h.remove();
-  // Reductions still in flight read or write the buffers and gradients: finish them first.
-  for (auto& b : buckets_)
-    if (b.request != MPI_REQUEST_NULL) MPI_Wait(&b.request, MPI_STATUS_IGNORE);
+  hooks_ = hook_gradients(slots_, [this](std::size_t i) { on_gradient_ready(i); });
 }
 
 template <typename T>
@@ -105,7 +94,7 @@ void ShardedGradients<T>::on_gradient_ready(std::size_t i) {
   }
   take_gradient(slot);
   start_ready_buckets(/*in_backward=*/true);
-  drive_progress();
+  drive_progress(buckets_, next_finish_, next_start_);
 }
 
 template <typename T>
@@ -149,16 +138,6 @@ template <typename T>
 void ShardedGradients<T>::finish_oldest() {
   finish(buckets_[next_finish_]);
   ++next_finish_;
-}
-
-template <typename T>
-void ShardedGradients<T>::drive_progress() {
-  // Open MPI advances a non-blocking collective only inside MPI calls (see DistributedDataParallel).
-  for (std::size_t b = next_finish_; b < next_start_; ++b) {
-    if (buckets_[b].request == MPI_REQUEST_NULL) continue;
-    int done = 0;
-    check_mpi(MPI_Test(&buckets_[b].request, &done, MPI_STATUS_IGNORE), "MPI_Test");
-  }
 }
 
 template <typename T>

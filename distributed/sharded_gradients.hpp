@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tapegrad/autograd/tensor.hpp"
+#include "tapegrad/distributed/bucket_reduction.hpp"
 #include "tapegrad/distributed/communicator.hpp"
 
 namespace tapegrad::distributed {
@@ -55,7 +56,7 @@ class ShardedGradients {
   /// bucket size is 0.
   ShardedGradients(std::vector<Tensor<T>> params, std::vector<int> owners, const Communicator& comm,
                    ShardedGradientOptions options = {});
-  ~ShardedGradients();
+  ~ShardedGradients() { stop_reducing(hooks_, buckets_); }
   ShardedGradients(const ShardedGradients&) = delete;
   ShardedGradients& operator=(const ShardedGradients&) = delete;
 
@@ -65,17 +66,7 @@ class ShardedGradients {
   void synchronize();
 
   /// While a NoSync lives, backward passes only accumulate gradients locally.
-  class NoSync {
-   public:
-    explicit NoSync(ShardedGradients& g) : g_(g), previous_(g.sync_enabled_) { g.sync_enabled_ = false; }
-    ~NoSync() { g_.sync_enabled_ = previous_; }
-    NoSync(const NoSync&) = delete;
-    NoSync& operator=(const NoSync&) = delete;
-
-   private:
-    ShardedGradients& g_;
-    bool previous_;
-  };
+  using NoSync = distributed::NoSync<ShardedGradients>;
   NoSync no_sync() { return NoSync(*this); }
 
   std::size_t num_buckets() const { return buckets_.size(); }
@@ -101,8 +92,8 @@ class ShardedGradients {
   void start_ready_buckets(bool in_backward);
   void finish(Bucket& bucket);
   void finish_oldest();
-  void drive_progress();
   std::size_t buffer_bytes() const;
+  friend NoSync;
 
   Communicator comm_;
   ShardedGradientOptions options_;

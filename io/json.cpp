@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <fstream>
+#include <iterator>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -86,6 +88,18 @@ nlohmann::json parse_json(std::string_view text, int max_depth, std::size_t max_
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {  // the first pass accepted it; kept for safety
     throw std::runtime_error(fmt::format("is not valid JSON: {}", clip_for_message(e.what(), 200)));
+  }
+}
+
+nlohmann::json read_json_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(fmt::format("{}: cannot open for reading", path.string()));
+  const std::string text(std::istreambuf_iterator<char>(in), {});
+  if (in.bad()) throw std::runtime_error(fmt::format("{}: cannot read", path.string()));
+  try {
+    return parse_json(text);
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(fmt::format("{}: {}", path.string(), e.what()));
   }
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <filesystem>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <string_view>
@@ -23,5 +24,9 @@ constexpr int kMaxJsonDepth = 32;
 /// header).
 nlohmann::json parse_json(std::string_view text, int max_depth = kMaxJsonDepth,
                           std::size_t max_entries = std::numeric_limits<std::size_t>::max());
+
+/// The file at path parsed by parse_json; throws std::runtime_error "<path>: cannot open for reading",
+/// "<path>: cannot read" or "<path>: <parse_json's message>".
+nlohmann::json read_json_file(const std::filesystem::path& path);
 
 }  // namespace tapegrad::io

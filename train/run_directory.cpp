@@ -171,16 +171,6 @@ void RunDirectory::check_files(const fs::path& recorded_in) const {
   }
 }
 
-nlohmann::json RunDirectory::read_config() const {
-  const fs::path path = config();
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(fmt::format("{}: cannot open", path.string()));
-  const std::string text(std::istreambuf_iterator<char>(in), {});
-  try {
-    return io::parse_json(text);
-  } catch (const std::runtime_error& e) {
-    throw std::runtime_error(fmt::format("{}: {}", path.string(), e.what()));
-  }
-}
+nlohmann::json RunDirectory::read_config() const { return io::read_json_file(config()); }
 
 }  // namespace tapegrad::train

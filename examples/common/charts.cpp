@@ -8,6 +8,7 @@
 
 #include "examples/common/html.hpp"
 #include "examples/common/markup.hpp"
+#include "tapegrad/io/atomic_file.hpp"
 
 namespace examples::charts {
 
@@ -159,6 +160,13 @@ std::string settings_rows(const nlohmann::json& config) {
                         html::escape(value.is_string() ? value.get<std::string>() : value.dump()));
   }
   return rows;
+}
+
+std::filesystem::path write_report(const std::filesystem::path& run_dir,
+                                   const std::function<std::string(const std::filesystem::path&)>& page_html) {
+  const std::filesystem::path path = run_dir / kReportFile;
+  tapegrad::io::write_file_atomically(path, page_html(run_dir));
+  return path;
 }
 
 }  // namespace examples::charts

@@ -2,6 +2,8 @@
 // train_translate's curves), durations as those pages print them, and the frame of such a page.
 #pragma once
 
+#include <filesystem>
+#include <functional>
 #include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -61,5 +63,13 @@ std::string settings_rows(const nlohmann::json& config);
 // right-aligned numbers. The body's <script id="report-data"> must hold JSON with "validations", which
 // the page records in document.body.dataset for the tests, beside dataset.ok once its script ran.
 std::string report_page(std::string_view title, std::string_view body);
+
+/// Where a run's report page goes: run_dir/report.html.
+inline constexpr const char* kReportFile = "report.html";
+
+/// Writes page_html(run_dir), a program's report page of the run, to run_dir/report.html (atomically)
+/// and returns its path.
+std::filesystem::path write_report(const std::filesystem::path& run_dir,
+                                   const std::function<std::string(const std::filesystem::path&)>& page_html);
 
 }  // namespace examples::charts

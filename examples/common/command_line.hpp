@@ -8,6 +8,8 @@
 #include <ostream>
 #include <string_view>
 
+#include "examples/common/precision.hpp"
+
 namespace examples {
 
 /// Parses argv into app. Returns nothing when the program should go on, else the exit code after the
@@ -18,5 +20,13 @@ namespace examples {
 /// error names the flag and the value.
 std::optional<int> parse_command_line(CLI::App& app, int argc, const char* const* argv, std::ostream& out,
                                       std::ostream& err, std::string_view program);
+
+/// --threads (BLAS threads) and --precision of a subcommand that runs a model, into args.threads and
+/// args.precision.
+template <typename Args>
+void add_threads_and_precision(CLI::App& subcommand, Args& args) {
+  subcommand.add_option("--threads", args.threads, "BLAS threads")->capture_default_str();
+  subcommand.add_option("--precision", args.precision, kSubcommandPrecisionHelp);
+}
 
 }  // namespace examples

@@ -11,6 +11,23 @@ namespace tt = tapegrad::train;
 
 namespace {
 
+// What report checks of a run's metrics.jsonl before drawing it (report_command).
+void check_run_metrics(const tt::RunDirectory& run, std::ostream& err) {
+  std::vector<tt::DamagedLine> damaged;
+  const auto lines = tt::read_metrics(run.metrics(), &damaged);
+  for (const auto& d : damaged) {
+    err << fmt::format("warning: {} line {}: {}; skipped\n", run.metrics().string(), d.line, d.problem);
+  }
+  if (!lines.empty()) return;
+  for (const auto& trained : {run.checkpoint(), run.model()}) {
+    if (!std::filesystem::exists(trained)) continue;
+    throw std::runtime_error(fmt::format(
+        "{}: {}, yet the run has trained ({} exists): its log is lost or damaged, so there is nothing to report",
+        run.metrics().string(), std::filesystem::exists(run.metrics()) ? "no readable line" : "missing",
+        trained.string()));
+  }
+}
+
 // The previous run back in place of one that stopped before its first checkpoint (rank 0); whether it was.
 bool put_back_previous(const Parallel& parallel, const tt::RunDirectory& run, std::ostream& err) {
   if (!parallel.writes_files()) return false;
@@ -76,20 +93,12 @@ void start_run_folder(const tt::RunDirectory& run, bool overwrite, const nlohman
   run.write_config(config);
 }
 
-void check_run_metrics(const tt::RunDirectory& run, std::ostream& err) {
-  std::vector<tt::DamagedLine> damaged;
-  const auto lines = tt::read_metrics(run.metrics(), &damaged);
-  for (const auto& d : damaged) {
-    err << fmt::format("warning: {} line {}: {}; skipped\n", run.metrics().string(), d.line, d.problem);
-  }
-  if (!lines.empty()) return;
-  for (const auto& trained : {run.checkpoint(), run.model()}) {
-    if (!std::filesystem::exists(trained)) continue;
-    throw std::runtime_error(fmt::format(
-        "{}: {}, yet the run has trained ({} exists): its log is lost or damaged, so there is nothing to report",
-        run.metrics().string(), std::filesystem::exists(run.metrics()) ? "no readable line" : "missing",
-        trained.string()));
-  }
+int report_command(const tt::RunDirectory& run, const std::function<std::filesystem::path()>& write_report,
+                   std::ostream& out, std::ostream& err, const std::string& flag) {
+  run.check_has({tt::RunDirectory::kConfig}, flag);
+  check_run_metrics(run, err);
+  out << fmt::format("report: {}\n", write_report().string());
+  return 0;
 }
 
 void check_subcommand(const CLI::App& app, const CLI::App& command, const Parallel& parallel) {

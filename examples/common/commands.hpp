@@ -15,6 +15,8 @@
 
 #include "examples/common/flags.hpp"
 #include "examples/common/parallel.hpp"
+#include "examples/common/precision.hpp"
+#include "tapegrad/autograd/matmul.hpp"
 #include "tapegrad/train/errors.hpp"
 #include "tapegrad/train/progress.hpp"
 #include "tapegrad/train/run_directory.hpp"
@@ -79,6 +81,18 @@ C checked_against_run(const Flags<C>& flags, const C& settings, const tapegrad::
   return config;
 }
 
+/// What every training does first: the settings checked against the run folder (checked_against_run),
+/// the BLAS threads set, and the precision resolved and announced on progress (start_precision).
+template <typename C>
+C start_training(const Flags<C>& flags, const C& settings, const tapegrad::train::RunDirectory& run,
+                 std::initializer_list<const char*> resume_files, std::optional<std::string> (*validate)(const C&),
+                 tapegrad::train::Progress& progress) {
+  C config = checked_against_run(flags, settings, run, resume_files, validate);
+  tapegrad::set_num_threads(static_cast<int>(config.threads));
+  config.precision_resolved = start_precision(config.precision, config.precision_resolved, config.resume, progress);
+  return config;
+}
+
 /// The flags of a training's run itself, the same in every program: --resume, --overwrite and
 /// --detect-anomaly (not saved).
 template <typename C>
@@ -123,11 +137,14 @@ int run_training(const Parallel& parallel, std::ostream& out, std::ostream& err,
                  const std::function<bool(std::ostream& out, std::ostream& err, bool interactive)>& train,
                  const tapegrad::train::RunDirectory& run, const std::function<std::filesystem::path()>& write_report);
 
-/// What `report` checks of a run's metrics.jsonl before drawing it: every damaged line is named on err
-/// ("warning: RUN/metrics.jsonl line 7: not a JSON object; skipped"), and a run that has trained (it
-/// holds a checkpoint or a model) with no readable line left is a std::runtime_error naming the file.
-/// A run still starting (nothing trained yet) may have no line at all.
-void check_run_metrics(const tapegrad::train::RunDirectory& run, std::ostream& err);
+/// The `report` subcommand of every program: run must hold config.json (else a train::UsageError
+/// "<flag> DIR has no config.json"); every damaged line of its metrics.jsonl is named on err ("warning:
+/// RUN/metrics.jsonl line 7: not a JSON object; skipped"), and a run that has trained (it holds a
+/// checkpoint or a model) with no readable line left is a std::runtime_error naming the file (a run
+/// still starting may have no line at all); then write_report writes the page, "report: PATH" on out.
+/// Returns the exit code, 0.
+int report_command(const tapegrad::train::RunDirectory& run, const std::function<std::filesystem::path()>& write_report,
+                   std::ostream& out, std::ostream& err, const std::string& flag = "--run");
 
 /// Before a subcommand of app runs: no training flag given (they live in option groups, which CLI11
 /// keeps as unnamed subcommands) and one process only; else a train::UsageError naming the flag.

@@ -13,25 +13,8 @@ namespace examples::html {
 
 std::string script_json(const nlohmann::json& data) {
   const std::string dumped = data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  std::string out;
-  out.reserve(dumped.size());
   // Outside strings JSON has none of these characters, so escaping them everywhere is exact.
-  for (const char c : dumped) {
-    switch (c) {
-      case '<':
-        out += "\\u003c";
-        break;
-      case '>':
-        out += "\\u003e";
-        break;
-      case '&':
-        out += "\\u0026";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
+  return markup::replace_each(dumped, {{'<', "\\u003c"}, {'>', "\\u003e"}, {'&', "\\u0026"}});
 }
 
 std::string float32_base64(const std::vector<double>& values) {

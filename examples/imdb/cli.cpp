@@ -243,13 +243,6 @@ int explain_command(const ExplainArgs& a, std::istream& in, std::ostream& out, s
   return 0;
 }
 
-int report_command(const std::string& run, std::ostream& out, std::ostream& err) {
-  run_directory(run).check_has({tapegrad::train::RunDirectory::kConfig});
-  examples::check_run_metrics(run_directory(run), err);
-  out << fmt::format("report: {}\n", write_report(run).string());
-  return 0;
-}
-
 }  // namespace
 
 int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& out, std::ostream& err, bool interactive,
@@ -270,8 +263,7 @@ int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& o
   evaluate_app->add_option("--data", eval_args.data, "aclImdb folder or .tar.gz (default: the run's, else found)");
   evaluate_app->add_flag("--no-download", eval_args.no_download, "fail instead of downloading the data");
   evaluate_app->add_option("--batch-size", eval_args.batch_size, "reviews per batch (default: the run's)");
-  evaluate_app->add_option("--threads", eval_args.threads, "BLAS threads")->capture_default_str();
-  evaluate_app->add_option("--precision", eval_args.precision, examples::kSubcommandPrecisionHelp);
+  examples::add_threads_and_precision(*evaluate_app, eval_args);
   evaluate_app->add_flag("--by-length", eval_args.by_length,
                          "also accuracy and mean confidence by review length, with one temperature fitted on the split "
                          "and with the run's");
@@ -281,8 +273,7 @@ int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& o
       app.add_subcommand("predict", "P(positive) of each review (one per line on stdin if none given)");
   predict_app->add_option("--run", predict_args.run, "run folder")->required();
   predict_app->add_option("reviews", predict_args.texts, "review texts");
-  predict_app->add_option("--threads", predict_args.threads, "BLAS threads")->capture_default_str();
-  predict_app->add_option("--precision", predict_args.precision, examples::kSubcommandPrecisionHelp);
+  examples::add_threads_and_precision(*predict_app, predict_args);
 
   ExplainArgs explain_args;
   CLI::App* explain_app = app.add_subcommand(
@@ -290,8 +281,7 @@ int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& o
   explain_app->add_option("--run", explain_args.run, "run folder")->required();
   explain_app->add_option("review", explain_args.words, "the review (its words are joined with spaces)");
   explain_app->add_option("--output", explain_args.output, "the HTML file to write (default: RUN/explain.html)");
-  explain_app->add_option("--threads", explain_args.threads, "BLAS threads")->capture_default_str();
-  explain_app->add_option("--precision", explain_args.precision, examples::kSubcommandPrecisionHelp);
+  examples::add_threads_and_precision(*explain_app, explain_args);
 
   std::string report_run;
   CLI::App* report_app =
@@ -309,7 +299,8 @@ int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& o
       if (command == evaluate_app) return evaluate_command(eval_args, out, err);
       if (command == predict_app) return predict_command(predict_args, in, out, err);
       if (command == explain_app) return explain_command(explain_args, in, out, err);
-      return report_command(report_run, out, err);
+      return examples::report_command(
+          run_directory(report_run), [&] { return write_report(report_run); }, out, err);
     }
     return train_command(app, config, out, err, interactive, parallel);
   });

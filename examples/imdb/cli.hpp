@@ -12,13 +12,8 @@ namespace imdb {
 
 // Results go to out, progress and errors to err; predict reads reviews from in when given none.
 // interactive: draw the progress bar in place (stderr is a terminal). parallel: data-parallel training
-// under mpirun (main.cpp); the subcommands run in one process only.
+// under mpirun (main.cpp; the default is one process); the subcommands run in one process only.
 int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& out, std::ostream& err, bool interactive,
-            const Parallel& parallel);
-// One process.
-inline int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& out, std::ostream& err,
-                   bool interactive) {
-  return run_cli(argc, argv, in, out, err, interactive, Parallel{});
-}
+            const Parallel& parallel = {});
 
 }  // namespace imdb

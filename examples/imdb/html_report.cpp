@@ -14,7 +14,6 @@
 #include "examples/imdb/evaluate.hpp"
 #include "examples/imdb/html.hpp"
 #include "examples/imdb/model.hpp"
-#include "tapegrad/io/atomic_file.hpp"
 #include "tapegrad/nn/positional_encoding.hpp"
 #include "tapegrad/train/metrics.hpp"
 
@@ -69,10 +68,6 @@ constexpr const char* kScript = R"JS(
   document.body.dataset.ok = '1';
 })();
 )JS";
-
-}  // namespace
-
-namespace {
 
 // What the page shows of metrics.jsonl.
 struct Curves {
@@ -271,10 +266,6 @@ each epoch, and the validation split after each epoch (eval mode).</p>
   return html::page("train_imdb report", kStyle, body, kScript);
 }
 
-fs::path write_report(const fs::path& run_dir) {
-  const fs::path path = run_dir / kReportFile;
-  tapegrad::io::write_file_atomically(path, report_html(run_dir));
-  return path;
-}
+fs::path write_report(const fs::path& run_dir) { return examples::charts::write_report(run_dir, report_html); }
 
 }  // namespace imdb

@@ -7,8 +7,6 @@
 
 namespace imdb {
 
-inline constexpr const char* kReportFile = "report.html";
-
 // The page for run_dir. Throws std::runtime_error naming the file if config.json is unreadable;
 // a missing or partly written metrics.jsonl gives a page with whatever it holds.
 std::string report_html(const std::filesystem::path& run_dir);

@@ -496,12 +496,10 @@ TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, 
   const bool writer = parallel.writes_files();
   const tr::Stopwatch wall;
   const tr::RunDirectory run = run_directory(settings.out);
-  Config config = examples::checked_against_run(
-      flags(), settings, run, {tr::RunDirectory::kCheckpoint, tr::RunDirectory::kConfig, kVocabFile}, &validate);
-  tapegrad::set_num_threads(static_cast<int>(config.threads));
-  tr::Progress progress(log, interactive, static_cast<std::size_t>(config.log_every));
-  config.precision_resolved =
-      examples::start_precision(config.precision, config.precision_resolved, config.resume, progress);
+  tr::Progress progress(log, interactive, static_cast<std::size_t>(settings.log_every));
+  Config config = examples::start_training(flags(), settings, run,
+                                           {tr::RunDirectory::kCheckpoint, tr::RunDirectory::kConfig, kVocabFile},
+                                           &validate, progress);
   TrainResult result;
   const Prepared prepared = prepare_data(config, run, progress, result);
   const EncodedSplits& data = prepared.data;

@@ -146,8 +146,7 @@ CLI::App* add_bench(CLI::App& app, BenchArgs& a) {
   bench_app->add_option("--repeats", a.repeats, "measurements per setting; the fastest is reported")
       ->capture_default_str();
   bench_app->add_option("--seed", a.seed, "seeds the prompt's random tokens")->capture_default_str();
-  bench_app->add_option("--threads", a.threads, "BLAS threads")->capture_default_str();
-  bench_app->add_option("--precision", a.precision, examples::kSubcommandPrecisionHelp);
+  examples::add_threads_and_precision(*bench_app, a);
   return bench_app;
 }
 
@@ -177,8 +176,7 @@ CLI::App* add_perplexity(CLI::App& app, PerplexityArgs& a) {
   perplexity_app->add_option("--context", a.context, "tokens per document scored (its head); 0: the model's")
       ->capture_default_str();
   perplexity_app->add_option("--batch-size", a.batch_size, "documents per batch")->capture_default_str();
-  perplexity_app->add_option("--threads", a.threads, "BLAS threads")->capture_default_str();
-  perplexity_app->add_option("--precision", a.precision, examples::kSubcommandPrecisionHelp);
+  examples::add_threads_and_precision(*perplexity_app, a);
   return perplexity_app;
 }
 
@@ -212,8 +210,7 @@ int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& o
   generate_app->add_flag("--no-cache", gen.no_cache, "re-run the whole sequence for every token (to compare)");
   generate_app->add_option("--prompt-tokens", gen.prompt_tokens, "keep only the prompt's last N tokens; 0: all")
       ->capture_default_str();
-  generate_app->add_option("--threads", gen.threads, "BLAS threads")->capture_default_str();
-  generate_app->add_option("--precision", gen.precision, examples::kSubcommandPrecisionHelp);
+  examples::add_threads_and_precision(*generate_app, gen);
 
   EvaluateArgs eval_args;
   CLI::App* evaluate_app =
@@ -221,8 +218,7 @@ int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& o
   evaluate_app->add_option("--run", eval_args.run, "run folder")->required();
   evaluate_app->add_option("--data", eval_args.data, "aclImdb folder or .tar.gz (default: the run's, else found)");
   evaluate_app->add_flag("--no-download", eval_args.no_download, "fail instead of downloading the data");
-  evaluate_app->add_option("--threads", eval_args.threads, "BLAS threads")->capture_default_str();
-  evaluate_app->add_option("--precision", eval_args.precision, examples::kSubcommandPrecisionHelp);
+  examples::add_threads_and_precision(*evaluate_app, eval_args);
 
   BenchArgs bench;
   CLI::App* bench_app = add_bench(app, bench);
@@ -256,11 +252,8 @@ int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& o
       return finetune_command(*finetune_app, finetune_config, out, err, interactive, parallel);
     if (command == export_app) return export_command(export_args, out, err);
     if (command == perplexity_app) return perplexity_command(ppl, out, err);
-    const tt::RunDirectory run(report_run);
-    run.check_has({tt::RunDirectory::kConfig});
-    examples::check_run_metrics(run, err);
-    out << fmt::format("report: {}\n", write_report(report_run).string());
-    return 0;
+    return examples::report_command(
+        tt::RunDirectory(report_run), [&] { return write_report(report_run); }, out, err);
   });
 }
 

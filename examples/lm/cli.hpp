@@ -10,13 +10,9 @@
 namespace lm {
 
 // Exit codes: 0 done, 2 a bad flag or setting (one line naming it), 130 Ctrl-C, 1 anything else.
-// parallel: data-parallel training under mpirun (main.cpp); the subcommands run in one process only.
+// parallel: data-parallel training under mpirun (main.cpp; the default is one process); the subcommands run in one
+// process only.
 int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& out, std::ostream& err, bool interactive,
-            const Parallel& parallel);
-// One process.
-inline int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& out, std::ostream& err,
-                   bool interactive) {
-  return run_cli(argc, argv, in, out, err, interactive, Parallel{});
-}
+            const Parallel& parallel = {});
 
 }  // namespace lm

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <cstdint>
-#include <limits>
 #include <vector>
 
 #include "examples/common/commands.hpp"
@@ -11,6 +10,7 @@
 #include "examples/common/model_options.hpp"
 #include "examples/common/precision.hpp"
 #include "examples/common/settings.hpp"
+#include "examples/lm/training_flags.hpp"
 
 namespace lm {
 
@@ -21,7 +21,6 @@ using examples::flag;
 
 examples::Flags<Config> make_flags() {
   using C = Config;
-  const auto int64_max = static_cast<long double>(std::numeric_limits<std::int64_t>::max());
   return {
       kProgram,
       kConfigVersion,
@@ -62,31 +61,11 @@ examples::Flags<Config> make_flags() {
          flag("--pos", &C::pos, "positions: learned|sinusoidal (not with --arch llama)")
              .one_of({"learned", "sinusoidal"}),
          examples::activation_checkpointing_flag<C>()}},
-       {"Optimization (AdamW, warmup then cosine decay)",
-        {flag("--lr", &C::lr, "peak learning rate (linear warmup, then cosine decay to 0 at the last step)")
-             .in(examples::closed(0, lim::kLearningRate)),
-         flag("--warmup", &C::warmup, "warmup steps (fewer than --steps)").in(examples::closed(0, lim::kSteps - 1)),
-         flag("--weight-decay", &C::weight_decay, "decoupled weight decay").in(examples::at_least(0)),
-         flag("--clip-norm", &C::clip_norm, "gradient norm clipping (0: off)").in(examples::at_least(0)),
-         flag("--batch-size", &C::batch_size, "reviews per step").in(examples::closed(1, lim::kBatchSize)),
-         examples::accumulate_flag<C>(lim::kBatchSize), examples::zero_flag<C>(),
-         flag("--steps", &C::steps, "optimizer steps (one pass over the 22,500 training reviews is 5,625)")
-             .in(examples::closed(1, lim::kSteps)),
-         flag("--eval-every", &C::eval_every, "steps between validations and checkpoints")
-             .in(examples::closed(1, lim::kSteps)),
-         flag("--seed", &C::seed, "seeds the split (as train_imdb's), initialization, order, dropout and masking")
-             .in(examples::closed(0, int64_max)),
-         flag("--bucket", &C::bucket, "length-bucketing chunk in batches (0: off)")
-             .in(examples::closed(0, lim::kSteps))}},
-       {"Run", examples::join(
-                   {flag("--threads", &C::threads, "BLAS threads").in(examples::closed(1, lim::kThreads)).not_saved(),
-                    flag("--precision", &C::precision, examples::kPrecisionHelp).one_of(examples::kPrecisionChoices),
-                    examples::saved("precision-resolved", &C::precision_resolved),
-                    flag("--log-every", &C::log_every, "steps between metrics.jsonl lines and plain progress lines")
-                        .in(examples::closed(1, lim::kSteps))
-                        .not_saved(),
-                    flag("--out", &C::out, "run folder").not_saved()},
-                   examples::run_flags<C>())}}};
+       optimization_flags<C>(
+           {"reviews per step", "optimizer steps (one pass over the 22,500 training reviews is 5,625)",
+            "seeds the split (as train_imdb's), initialization, order, dropout and masking"},
+           {examples::zero_flag<C>()}),
+       run_flag_group<C>()}};
 }
 
 }  // namespace

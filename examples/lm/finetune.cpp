@@ -189,11 +189,7 @@ tt::TrainerHooks<float> hooks_for(const Prepared& p, const FinetuneConfig& confi
   };
   hooks.validate = [&p, batch_size] {
     const Validation v = validate_causal(*p.folder.model, *p.folder.module, p.docs.valid_sample, batch_size);
-    tt::Evaluation e;
-    e.score = -v.loss;
-    e.metrics = {{"valid_loss", v.loss}, {"valid_ppl", v.perplexity}, {"valid_acc", v.accuracy}};
-    e.summary = fmt::format("valid loss {:.4f} ppl {:.2f}", v.loss, v.perplexity);
-    return e;
+    return evaluation(v, fmt::format("valid loss {:.4f} ppl {:.2f}", v.loss, v.perplexity));
   };
   return hooks;
 }
@@ -203,12 +199,9 @@ tt::TrainerHooks<float> hooks_for(const Prepared& p, const FinetuneConfig& confi
 FinetuneResult finetune(const FinetuneConfig& settings, std::ostream& out, std::ostream& log, bool interactive,
                         const std::function<bool(std::int64_t)>& stop_after_step) {
   const tt::RunDirectory run(settings.out);
-  FinetuneConfig config = examples::checked_against_run(
-      finetune_flags(), settings, run, {tt::RunDirectory::kConfig, tt::RunDirectory::kCheckpoint}, &validate);
-  tapegrad::set_num_threads(static_cast<int>(config.threads));
-  tt::Progress progress(log, interactive, static_cast<std::size_t>(config.log_every));
-  config.precision_resolved =
-      examples::start_precision(config.precision, config.precision_resolved, config.resume, progress);
+  tt::Progress progress(log, interactive, static_cast<std::size_t>(settings.log_every));
+  const FinetuneConfig config = examples::start_training(
+      finetune_flags(), settings, run, {tt::RunDirectory::kConfig, tt::RunDirectory::kCheckpoint}, &validate, progress);
   const Prepared p = prepare(config, progress);
   auto& module = *p.folder.module;
 
@@ -251,10 +244,7 @@ FinetuneResult finetune(const FinetuneConfig& settings, std::ostream& out, std::
   result.steps = r.step;
   result.best_step = r.best_step;
   result.train_seconds = r.train_seconds;
-  if (r.best_step > 0) {
-    result.best.loss = r.best_metrics.value("valid_loss", 0.0);
-    result.best.perplexity = r.best_metrics.value("valid_ppl", 0.0);
-  }
+  if (r.best_step > 0) result.best = validation_of(r.best_metrics);
   if (!r.interrupted) {
     out << fmt::format("best validation (step {}, {} documents): loss {:.4f}, perplexity {:.2f}\n", result.best_step,
                        p.docs.valid_sample.size(), result.best.loss, result.best.perplexity);

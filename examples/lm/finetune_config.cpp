@@ -2,13 +2,13 @@
 
 #include <fmt/format.h>
 
-#include <limits>
 #include <sstream>
 
 #include "examples/common/commands.hpp"
 #include "examples/common/memory_flags.hpp"
 #include "examples/common/precision.hpp"
 #include "examples/common/settings.hpp"
+#include "examples/lm/training_flags.hpp"
 
 namespace lm {
 
@@ -19,68 +19,45 @@ using examples::flag;
 
 examples::Flags<FinetuneConfig> make_flags() {
   using C = FinetuneConfig;
-  const auto int64_max = static_cast<long double>(std::numeric_limits<std::int64_t>::max());
-  return {
-      "train_lm finetune",
-      kFinetuneConfigVersion,
-      examples::Keys::dashes,
-      {{"Model and text",
-        {flag("--from", &C::from,
-              "the pretrained model: a Hugging Face folder (config.json, model.safetensors, tokenizer files) or a "
-              "train_lm run folder")
-             .shown_as("(required)")
-             .free_on_resume(),
-         flag("--text", &C::text, "a text file to fine-tune on, each non-empty line a document").free_on_resume(),
-         flag("--valid-text", &C::valid_text,
-              "the validation documents, a line each (default: every 10th document of --text)")
-             .free_on_resume(),
-         flag("--reviews", &C::reviews, "or the IMDb training reviews of one label: pos|neg"),
-         flag("--data", &C::data,
-              "aclImdb folder or .tar.gz for --reviews (default: found as datasets/README.md "
-              "describes)")
-             .shown_as("found")
-             .free_on_resume(),
-         flag("--no-download", &C::no_download, "fail instead of downloading the data").not_saved(),
-         flag("--valid-fraction", &C::valid_fraction,
-              "--reviews: share of train/ held out, as train_imdb's (seeded); its reviews of the label validate")
-             .in(examples::between(0, 1)),
-         flag("--valid-reviews", &C::valid_reviews,
-              "validation documents scored at each validation, a fixed seeded subset (0: all)")
-             .in(examples::closed(0, lim::kSteps)),
-         flag("--context", &C::context, "tokens per document the model sees (its head; 0: the model's context)")
-             .in(examples::zero_or(2, lim::kSequenceLength))}},
-       {"LoRA (--lora-rank 0: full fine-tuning)",
-        {flag("--lora-rank", &C::lora_rank, "rank r of the adapters (0: train every weight instead)")
-             .in(examples::closed(0, lim::kWidth)),
-         flag("--lora-alpha", &C::lora_alpha, "the adapters' scaling is alpha / r").in(examples::above(0)),
-         flag("--lora-dropout", &C::lora_dropout, "dropout on the adapters' input").in(examples::below(0, 1)),
-         flag("--lora-targets", &C::lora_targets,
-              "the layers adapted, by PEFT's names, comma-separated (Llama: q_proj,k_proj,v_proj,o_proj,"
-              "gate_proj,up_proj,down_proj; GPT-2: c_attn,c_proj,c_fc)")}},
-       {"Optimization (AdamW, warmup then cosine decay)",
-        {flag("--lr", &C::lr, "peak learning rate (linear warmup, then cosine decay to 0 at the last step)")
-             .in(examples::closed(0, lim::kLearningRate)),
-         flag("--warmup", &C::warmup, "warmup steps (fewer than --steps)").in(examples::closed(0, lim::kSteps - 1)),
-         flag("--weight-decay", &C::weight_decay, "decoupled weight decay").in(examples::at_least(0)),
-         flag("--clip-norm", &C::clip_norm, "gradient norm clipping (0: off)").in(examples::at_least(0)),
-         flag("--batch-size", &C::batch_size, "documents per step").in(examples::closed(1, lim::kBatchSize)),
-         examples::accumulate_flag<C>(lim::kBatchSize),
-         flag("--steps", &C::steps, "optimizer steps").in(examples::closed(1, lim::kSteps)),
-         flag("--eval-every", &C::eval_every, "steps between validations and checkpoints")
-             .in(examples::closed(1, lim::kSteps)),
-         flag("--seed", &C::seed, "seeds the split (as train_imdb's), the adapters, the order and dropout")
-             .in(examples::closed(0, int64_max)),
-         flag("--bucket", &C::bucket, "length-bucketing chunk in batches (0: off)")
-             .in(examples::closed(0, lim::kSteps))}},
-       {"Run", examples::join(
-                   {flag("--threads", &C::threads, "BLAS threads").in(examples::closed(1, lim::kThreads)).not_saved(),
-                    flag("--precision", &C::precision, examples::kPrecisionHelp).one_of(examples::kPrecisionChoices),
-                    examples::saved("precision-resolved", &C::precision_resolved), examples::saved("kind", &C::kind),
-                    flag("--log-every", &C::log_every, "steps between metrics.jsonl lines and plain progress lines")
-                        .in(examples::closed(1, lim::kSteps))
-                        .not_saved(),
-                    flag("--out", &C::out, "run folder").not_saved()},
-                   examples::run_flags<C>())}}};
+  return {"train_lm finetune",
+          kFinetuneConfigVersion,
+          examples::Keys::dashes,
+          {{"Model and text",
+            {flag("--from", &C::from,
+                  "the pretrained model: a Hugging Face folder (config.json, model.safetensors, tokenizer files) or a "
+                  "train_lm run folder")
+                 .shown_as("(required)")
+                 .free_on_resume(),
+             flag("--text", &C::text, "a text file to fine-tune on, each non-empty line a document").free_on_resume(),
+             flag("--valid-text", &C::valid_text,
+                  "the validation documents, a line each (default: every 10th document of --text)")
+                 .free_on_resume(),
+             flag("--reviews", &C::reviews, "or the IMDb training reviews of one label: pos|neg"),
+             flag("--data", &C::data,
+                  "aclImdb folder or .tar.gz for --reviews (default: found as datasets/README.md "
+                  "describes)")
+                 .shown_as("found")
+                 .free_on_resume(),
+             flag("--no-download", &C::no_download, "fail instead of downloading the data").not_saved(),
+             flag("--valid-fraction", &C::valid_fraction,
+                  "--reviews: share of train/ held out, as train_imdb's (seeded); its reviews of the label validate")
+                 .in(examples::between(0, 1)),
+             flag("--valid-reviews", &C::valid_reviews,
+                  "validation documents scored at each validation, a fixed seeded subset (0: all)")
+                 .in(examples::closed(0, lim::kSteps)),
+             flag("--context", &C::context, "tokens per document the model sees (its head; 0: the model's context)")
+                 .in(examples::zero_or(2, lim::kSequenceLength))}},
+           {"LoRA (--lora-rank 0: full fine-tuning)",
+            {flag("--lora-rank", &C::lora_rank, "rank r of the adapters (0: train every weight instead)")
+                 .in(examples::closed(0, lim::kWidth)),
+             flag("--lora-alpha", &C::lora_alpha, "the adapters' scaling is alpha / r").in(examples::above(0)),
+             flag("--lora-dropout", &C::lora_dropout, "dropout on the adapters' input").in(examples::below(0, 1)),
+             flag("--lora-targets", &C::lora_targets,
+                  "the layers adapted, by PEFT's names, comma-separated (Llama: q_proj,k_proj,v_proj,o_proj,"
+                  "gate_proj,up_proj,down_proj; GPT-2: c_attn,c_proj,c_fc)")}},
+           optimization_flags<C>({"documents per step", "optimizer steps",
+                                  "seeds the split (as train_imdb's), the adapters, the order and dropout"}),
+           run_flag_group<C>({examples::saved("kind", &C::kind)})}};
 }
 
 std::vector<std::string> split_commas(const std::string& text) {

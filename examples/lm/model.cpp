@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 #include <xtensor/xadapt.hpp>
 
@@ -156,6 +157,22 @@ LanguageModel::Loss causal_loss(const tapegrad::models::CausalLM<float>& model, 
   out.count = next.count;
   out.correct = count_correct(flat, targets);
   return out;
+}
+
+tapegrad::train::Evaluation evaluation(const Validation& v, std::string summary) {
+  tapegrad::train::Evaluation e;
+  e.score = -v.loss;
+  e.metrics = {{"valid_loss", v.loss}, {"valid_ppl", v.perplexity}, {"valid_acc", v.accuracy}};
+  e.summary = std::move(summary);
+  return e;
+}
+
+Validation validation_of(const nlohmann::json& metrics) {
+  Validation v;
+  v.loss = metrics.value("valid_loss", 0.0);
+  v.perplexity = metrics.value("valid_ppl", 0.0);
+  v.accuracy = metrics.value("valid_acc", 0.0);
+  return v;
 }
 
 Validation validate(const LanguageModel& model, tapegrad::nn::Module<float>& module, const ds::EncodedDataset& data,

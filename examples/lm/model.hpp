@@ -16,6 +16,7 @@
 #include "tapegrad/models/gpt.hpp"
 #include "tapegrad/models/llama.hpp"
 #include "tapegrad/models/masked_lm.hpp"
+#include "tapegrad/train/loop.hpp"
 #include "tapegrad/train/run_directory.hpp"
 
 namespace lm {
@@ -61,6 +62,11 @@ struct Validation {
   std::size_t tokens = 0;   // targets
   double seconds = 0.0;
 };
+// v as the training loop keeps a validation: scored by its loss (lower is better), recorded in
+// metrics.jsonl as "valid_loss", "valid_ppl" and "valid_acc", and `summary` on the progress line.
+tapegrad::train::Evaluation evaluation(const Validation& v, std::string summary);
+// The validation an evaluation's metrics record (TrainerResult::best_metrics).
+Validation validation_of(const nlohmann::json& metrics);
 // Over all of data in eval mode without recording, batch by batch (length-sorted, so little padding).
 // The masked objective masks batch i with the draw 2^32 + i of the run's seed: the same targets at
 // every validation.

@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
 
 #include "examples/lm/model.hpp"
@@ -32,14 +30,7 @@ nlohmann::json read_config_json(const fs::path& dir) {
     throw tt::UsageError(
         fmt::format("{} has no config.json: not a Hugging Face folder or a train_lm run", dir.string()));
   }
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  try {
-    return tapegrad::io::parse_json(text.str());
-  } catch (const std::runtime_error& e) {
-    throw std::runtime_error(fmt::format("{}: {}", path.string(), e.what()));
-  }
+  return tapegrad::io::read_json_file(path);
 }
 
 void check_vocabularies(const ModelFolder& f) {

@@ -11,7 +11,6 @@
 #include "examples/common/charts.hpp"
 #include "examples/common/html.hpp"
 #include "examples/lm/config.hpp"
-#include "tapegrad/io/atomic_file.hpp"
 #include "tapegrad/train/metrics.hpp"
 #include "tapegrad/train/run_directory.hpp"
 
@@ -150,10 +149,6 @@ std::string report_html(const fs::path& run_dir) {
   return report_page("train_lm report", body);
 }
 
-fs::path write_report(const fs::path& run_dir) {
-  const fs::path path = run_dir / kReportFile;
-  tapegrad::io::write_file_atomically(path, report_html(run_dir));
-  return path;
-}
+fs::path write_report(const fs::path& run_dir) { return examples::charts::write_report(run_dir, report_html); }
 
 }  // namespace lm

@@ -7,8 +7,6 @@
 
 namespace lm {
 
-inline constexpr const char* kReportFile = "report.html";
-
 // The page for run_dir; throws std::runtime_error naming config.json if it is unreadable. A missing
 // or partly written metrics.jsonl gives a page with whatever it holds.
 std::string report_html(const std::filesystem::path& run_dir);

@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
 
 #include "examples/lm/word_level_json.hpp"
@@ -71,18 +69,6 @@ class Pieces final : public TextTokenizer {
   tk::SentencePiece sp_;
 };
 
-nlohmann::json read_json(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(fmt::format("{}: cannot open for reading", path.string()));
-  std::ostringstream text;
-  text << in.rdbuf();
-  try {
-    return tapegrad::io::parse_json(text.str());
-  } catch (const std::runtime_error& e) {
-    throw std::runtime_error(fmt::format("{}: {}", path.string(), e.what()));
-  }
-}
-
 }  // namespace
 
 std::shared_ptr<const TextTokenizer> word_tokenizer(const ds::Vocabulary& vocab, std::string description) {
@@ -91,7 +77,7 @@ std::shared_ptr<const TextTokenizer> word_tokenizer(const ds::Vocabulary& vocab,
 
 std::shared_ptr<const TextTokenizer> load_tokenizer(const fs::path& dir) {
   if (const fs::path path = dir / "tokenizer.json"; fs::exists(path)) {
-    const nlohmann::json json = read_json(path);
+    const nlohmann::json json = tapegrad::io::read_json_file(path);
     if (is_word_level(json)) {
       const ds::Vocabulary vocab = vocabulary_from_tokenizer_json(json, path.string());
       return word_tokenizer(vocab, fmt::format("tokenizer.json (WordLevel, {} tokens)", vocab.size()));

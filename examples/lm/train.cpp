@@ -148,11 +148,7 @@ void take_outcome(const tt::TrainerResult& r, TrainResult& result) {
   result.interrupted = r.interrupted;
   result.steps = r.step;
   result.best_step = r.best_step;
-  if (r.best_step > 0) {
-    result.best.loss = r.best_metrics.value("valid_loss", 0.0);
-    result.best.perplexity = r.best_metrics.value("valid_ppl", 0.0);
-    result.best.accuracy = r.best_metrics.value("valid_acc", 0.0);
-  }
+  if (r.best_step > 0) result.best = validation_of(r.best_metrics);
   result.train_seconds = r.train_seconds;
   result.tokens_per_second = r.train_seconds > 0 ? r.train_tokens / r.train_seconds : 0.0;
 }
@@ -203,12 +199,10 @@ TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, 
   const bool writer = parallel.writes_files();
   const tt::Stopwatch wall;
   const tt::RunDirectory run(settings.out, {kVocabFile});
-  Config config = examples::checked_against_run(
-      flags(), settings, run, {tt::RunDirectory::kConfig, tt::RunDirectory::kCheckpoint, kVocabFile}, &validate);
-  tapegrad::set_num_threads(static_cast<int>(config.threads));
-  tt::Progress progress(log, interactive, static_cast<std::size_t>(config.log_every));
-  config.precision_resolved =
-      examples::start_precision(config.precision, config.precision_resolved, config.resume, progress);
+  tt::Progress progress(log, interactive, static_cast<std::size_t>(settings.log_every));
+  Config config = examples::start_training(flags(), settings, run,
+                                           {tt::RunDirectory::kConfig, tt::RunDirectory::kCheckpoint, kVocabFile},
+                                           &validate, progress);
   TrainResult result;
   const Data data =
       prepare_data(config, config.resume ? std::optional(ds::Vocabulary::load(run.file(kVocabFile))) : std::nullopt);
@@ -240,11 +234,7 @@ TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, 
   };
   hooks.validate = [&] {
     const Validation v = validate(model, module, data.valid_sample, static_cast<std::size_t>(config.batch_size));
-    tt::Evaluation e;
-    e.score = -v.loss;
-    e.metrics = {{"valid_loss", v.loss}, {"valid_ppl", v.perplexity}, {"valid_acc", v.accuracy}};
-    e.summary = validation_summary(v);
-    return e;
+    return evaluation(v, validation_summary(v));
   };
   hooks.replicas = replicas;
   tt::Trainer<float> trainer(run, module, *optimizer, options, hooks, progress);

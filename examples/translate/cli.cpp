@@ -161,10 +161,8 @@ int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& o
       return translate_command(a.run_dir, a.beam, a.attention, a.precision, a.texts, in, out, err);
     }
     if (subs.report->parsed()) {
-      run_directory(a.run_dir).check_has({tr::RunDirectory::kConfig}, "--out");
-      examples::check_run_metrics(run_directory(a.run_dir), err);
-      out << fmt::format("report: {}\n", write_report(a.run_dir).string());
-      return 0;
+      return examples::report_command(
+          run_directory(a.run_dir), [&] { return write_report(a.run_dir); }, out, err, "--out");
     }
     return train_command(app, c, out, err, interactive, parallel);
   });

@@ -12,12 +12,9 @@ namespace translate {
 
 // Results go to out, progress and errors to err; translate reads lines from in when given no text.
 // interactive: draw the progress bar in place (stderr is a terminal). parallel: data-parallel training
-// under mpirun (main.cpp); rank 0 alone prints and writes files; the subcommands run in one process only.
+// under mpirun (main.cpp; the default is one process); rank 0 alone prints and writes files; the
+// subcommands run in one process only.
 int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& out, std::ostream& err, bool interactive,
-            const examples::Parallel& parallel);
-inline int run_cli(int argc, const char* const* argv, std::istream& in, std::ostream& out, std::ostream& err,
-                   bool interactive) {
-  return run_cli(argc, argv, in, out, err, interactive, examples::Parallel{});
-}
+            const examples::Parallel& parallel = {});
 
 }  // namespace translate

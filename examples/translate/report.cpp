@@ -10,7 +10,6 @@
 #include "examples/common/html.hpp"
 #include "examples/translate/config.hpp"
 #include "examples/translate/training.hpp"
-#include "tapegrad/io/atomic_file.hpp"
 #include "tapegrad/train/metrics.hpp"
 
 namespace translate {
@@ -29,10 +28,6 @@ std::string percent_cell(const json& line, const char* key) {
   const auto v = number(line, key);
   return v ? fmt::format("{:.2f}%", 100.0 * *v) : std::string("&ndash;");
 }
-
-}  // namespace
-
-namespace {
 
 // What the page shows of metrics.jsonl.
 struct Curves {
@@ -129,10 +124,6 @@ translation is right (exact match).</p>
   return report_page("train_translate report", body);
 }
 
-fs::path write_report(const fs::path& run_dir) {
-  const fs::path path = run_directory(run_dir).file(kReportFile);
-  tapegrad::io::write_file_atomically(path, report_html(run_dir));
-  return path;
-}
+fs::path write_report(const fs::path& run_dir) { return examples::charts::write_report(run_dir, report_html); }
 
 }  // namespace translate

@@ -337,12 +337,10 @@ TrainResult train(const Config& settings, std::ostream& out, std::ostream& log, 
   const bool writer = parallel.writes_files();
   const tr::Stopwatch wall;
   const tr::RunDirectory run = run_directory(settings.out);
-  Config c = examples::checked_against_run(flags(), settings, run,
-                                           {tr::RunDirectory::kConfig, tr::RunDirectory::kCheckpoint}, &validate);
+  tr::Progress progress(log, interactive, static_cast<std::size_t>(settings.log_every));
+  Config c = examples::start_training(flags(), settings, run,
+                                      {tr::RunDirectory::kConfig, tr::RunDirectory::kCheckpoint}, &validate, progress);
   const Direction dir = parse_direction(c.direction);
-  tapegrad::set_num_threads(c.threads);
-  tr::Progress progress(log, interactive, static_cast<std::size_t>(c.log_every));
-  c.precision_resolved = examples::start_precision(c.precision, c.precision_resolved, c.resume, progress);
 
   const auto data = evaluation_sets(c);
   // The thread count may differ between ranks (results do not depend on it), as may the folder's path

@@ -23,7 +23,6 @@ using Model = tapegrad::models::Transformer<float>;
 
 // train_translate's own files of a run folder, besides train::RunDirectory's.
 inline constexpr const char* kAttentionFile = "attention.svg";
-inline constexpr const char* kReportFile = "report.html";
 
 tapegrad::train::RunDirectory run_directory(const std::filesystem::path& dir);
 

@@ -24,6 +24,7 @@
 #include "tapegrad/io/safetensors.hpp"
 #include "tapegrad/train/metrics.hpp"
 #include "tests/examples/cli_harness.hpp"
+#include "tests/examples/programs.hpp"
 #include "tests/examples/tiny_runs.hpp"
 #include "tests/helpers.hpp"
 
@@ -38,21 +39,9 @@ struct Program {
 
 const std::vector<Program>& programs() {
   static const std::vector<Program> all = {
-      {"train_imdb",
-       [](std::vector<std::string> args, const std::string& input) {
-         return tapegrad::testing::run_cli_in_process([](auto&&... a) { return imdb::run_cli(a...); }, "train_imdb",
-                                                      std::move(args), input);
-       }},
-      {"train_translate",
-       [](std::vector<std::string> args, const std::string& input) {
-         return tapegrad::testing::run_cli_in_process([](auto&&... a) { return translate::run_cli(a...); },
-                                                      "train_translate", std::move(args), input);
-       }},
-      {"train_lm",
-       [](std::vector<std::string> args, const std::string& input) {
-         return tapegrad::testing::run_cli_in_process([](auto&&... a) { return lm::run_cli(a...); }, "train_lm",
-                                                      std::move(args), input);
-       }},
+      {"train_imdb", tapegrad::testing::run_imdb},
+      {"train_translate", tapegrad::testing::run_translate},
+      {"train_lm", tapegrad::testing::run_lm},
   };
   return all;
 }
@@ -284,6 +273,16 @@ std::filesystem::path trained_tiny_run(const Program& p, const std::filesystem::
   INFO(trained.err);
   REQUIRE(trained.code == 0);
   return out;
+}
+
+// check(p, tmp, good) for each program p, with its tiny run trained into good = tmp/good.
+template <typename Check>
+void with_each_trained_run(Check check) {
+  for (const Program& p : programs()) {
+    INFO(p.name);
+    tapegrad::testing::TempDir tmp;
+    check(p, tmp.path, trained_tiny_run(p, tmp.path / "good"));
+  }
 }
 
 }  // namespace
@@ -536,16 +535,13 @@ TEST_CASE("every program: --resume of a finished run checks every file it uses, 
           "[cli]") {
   // The run trains no further, so the program went straight to the scores stored with its best model: a
   // model with one flipped byte exited 0 with them, and only a later use of the run found the damage.
-  for (const Program& p : programs()) {
-    INFO(p.name);
-    tapegrad::testing::TempDir tmp;
-    const std::filesystem::path good = trained_tiny_run(p, tmp.path / "good");
+  with_each_trained_run([](const Program& p, const std::filesystem::path& tmp, const std::filesystem::path& good) {
     REQUIRE(p.run(resume_args(p.name, good.string()), "").code == 0);
     std::vector<std::string> files = {"model.safetensors", "last.ckpt.safetensors", "config.json"};
     if (std::filesystem::exists(good / "vocab.txt")) files.push_back("vocab.txt");
     for (const std::string& name : files) {
       INFO(name);
-      const std::filesystem::path run = tmp.path / ("damaged-" + name);
+      const std::filesystem::path run = tmp / ("damaged-" + name);
       std::filesystem::copy(good, run);
       // A byte of the values, not of the layout that parsing would refuse anyway: the last of a
       // safetensors file, the last digit of config.json, a letter of the vocabulary's last token.
@@ -563,16 +559,13 @@ TEST_CASE("every program: --resume of a finished run checks every file it uses, 
       CHECK_THAT(r.err, Catch::Contains((run / name).string()));
       CHECK_THAT(r.out, !Catch::Contains("validation") && !Catch::Contains("test"));
     }
-  }
+  });
 }
 
 TEST_CASE("every program: report warns on a damaged metrics.jsonl by line, and fails when a trained run has none left",
           "[cli]") {
   // A truncated log said "no data yet" with exit 0, and a garbage line was skipped without a word.
-  for (const Program& p : programs()) {
-    INFO(p.name);
-    tapegrad::testing::TempDir tmp;
-    const std::filesystem::path good = trained_tiny_run(p, tmp.path / "good");
+  with_each_trained_run([](const Program& p, const std::filesystem::path& tmp, const std::filesystem::path& good) {
     const auto report = [&](const std::filesystem::path& run) {
       return p.run({"report", p.name == "train_translate" ? "--out" : "--run", run.string()}, "");
     };
@@ -585,7 +578,7 @@ TEST_CASE("every program: report warns on a damaged metrics.jsonl by line, and f
     REQUIRE(first_end != std::string::npos);
 
     // A garbage line between the first two: named by its number, and the rest still drawn.
-    const std::filesystem::path garbage = tmp.path / "garbage";
+    const std::filesystem::path garbage = tmp / "garbage";
     std::filesystem::copy(good, garbage);
     std::ofstream(garbage / "metrics.jsonl") << log.substr(0, first_end + 1) << "{\"step\": 3, \"lo\n"
                                              << log.substr(first_end + 1);
@@ -597,7 +590,7 @@ TEST_CASE("every program: report warns on a damaged metrics.jsonl by line, and f
 
     // Cut short inside its first line, or emptied: nothing is left of a run that trained.
     for (const std::string& kept : {log.substr(0, first_end / 2), std::string()}) {
-      const std::filesystem::path cut = tmp.path / ("cut" + std::to_string(kept.size()));
+      const std::filesystem::path cut = tmp / ("cut" + std::to_string(kept.size()));
       std::filesystem::copy(good, cut);
       std::ofstream(cut / "metrics.jsonl", std::ios::trunc) << kept;
       const CliResult failed = report(cut);
@@ -610,7 +603,7 @@ TEST_CASE("every program: report warns on a damaged metrics.jsonl by line, and f
     }
 
     // A run still starting (its config written, nothing trained yet) has no data yet, which is no error.
-    const std::filesystem::path starting = tmp.path / "starting";
+    const std::filesystem::path starting = tmp / "starting";
     std::filesystem::create_directory(starting);
     std::filesystem::copy(good / "config.json", starting / "config.json");
     const CliResult early = report(starting);
@@ -618,16 +611,13 @@ TEST_CASE("every program: report warns on a damaged metrics.jsonl by line, and f
     CHECK(early.err.empty());
     std::ifstream page(starting / "report.html");
     CHECK_THAT(std::string((std::istreambuf_iterator<char>(page)), {}), Catch::Contains("no data yet"));
-  }
+  });
 }
 
 TEST_CASE("every program: the temporary files a killed save left are gone once the run starts or resumes", "[cli]") {
   // A kill -9 in the middle of write_file_atomically leaves "<file>.tmp.<pid>.<n>", as large as the file;
   // the next save of the same file removed it, but config.json and vocab.txt are never saved again.
-  for (const Program& p : programs()) {
-    INFO(p.name);
-    tapegrad::testing::TempDir tmp;
-    const std::filesystem::path run = trained_tiny_run(p, tmp.path / "run");
+  with_each_trained_run([](const Program& p, const std::filesystem::path&, const std::filesystem::path& run) {
     const auto plant = [&] {
       const pid_t dead = tapegrad::testing::exited_pid();
       for (const char* name : {"config.json", "vocab.txt", "last.ckpt.safetensors", "report.html"}) {
@@ -654,7 +644,7 @@ TEST_CASE("every program: the temporary files a killed save left are gone once t
     again.insert(again.end(), {"--out", run.string(), "--overwrite"});
     CHECK(p.run(again, "").code == 0);
     CHECK(temporaries().empty());
-  }
+  });
 }
 
 TEST_CASE("train_lm --overwrite: the previous run is replaced only once the new one has its first checkpoint",

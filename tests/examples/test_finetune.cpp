@@ -40,21 +40,18 @@
 #include "tapegrad/train/model_file.hpp"
 #include "tapegrad/train/run_directory.hpp"
 #include "tests/examples/cli_harness.hpp"
+#include "tests/examples/programs.hpp"
 #include "tests/examples/tiny_runs.hpp"
 #include "tests/helpers.hpp"
 
 namespace fs = std::filesystem;
 using tapegrad::testing::CliResult;
+using tapegrad::testing::run_lm;
 using tapegrad::testing::TempDir;
 
 namespace {
 
 const fs::path kPretrained = fs::path(TAPEGRAD_TEST_DATA_DIR) / "../fixtures/pretrained";
-
-CliResult run_lm(std::vector<std::string> args, const std::string& input = "") {
-  return tapegrad::testing::run_cli_in_process([](auto&&... a) { return lm::run_cli(a...); }, "train_lm",
-                                               std::move(args), input);
-}
 
 std::string read_bytes(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);

@@ -30,6 +30,7 @@
 #include "tapegrad/train/metrics.hpp"
 #include "tapegrad/train/run_directory.hpp"
 #include "tests/examples/cli_harness.hpp"
+#include "tests/examples/programs.hpp"
 #include "tests/examples/tiny_runs.hpp"
 #include "tests/helpers.hpp"
 
@@ -54,22 +55,24 @@ struct Program {
   std::function<void(const fs::path& out)> interrupted;
 };
 
-template <typename RunCli>
-std::function<CliResult(std::vector<std::string>)> in_process(RunCli run_cli, const std::string& name) {
-  return [run_cli, name](std::vector<std::string> args) {
-    return tapegrad::testing::run_cli_in_process(run_cli, name, std::move(args));
-  };
-}
-
 std::vector<std::string> with_out(std::vector<std::string> args, const fs::path& out) {
   args.insert(args.end(), {"--log-every", "1", "--out", out.string()});
   return args;
 }
 
+// Trains config in-process into out with train (a program's train(), called as run_cli calls it),
+// stopped after step `stop`.
+template <typename Config, typename Train>
+void train_stopped(Config config, const fs::path& out, std::int64_t stop, Train train) {
+  config.out = out.string();
+  std::ostringstream sink;
+  train(config, sink, sink, false, [stop](std::int64_t step) { return step == stop; });
+}
+
 const std::vector<Program>& programs() {
   static const std::vector<Program> all = {
       {"train_imdb",
-       in_process([](auto&&... a) { return imdb::run_cli(a...); }, "train_imdb"),
+       [](std::vector<std::string> args) { return tapegrad::testing::run_imdb(std::move(args)); },
        TRAIN_IMDB_PROGRAM,
        "precision-resolved",
        [](const fs::path& out) {
@@ -83,33 +86,26 @@ const std::vector<Program>& programs() {
          imdb::Config c = tapegrad::testing::imdb_tiny_config();
          c.wide_buckets = 0;
          c.epochs = 3;  // 2 steps each, a checkpoint at each epoch's end
-         c.out = out.string();
-         std::ostringstream sink;
-         imdb::train(c, sink, sink, false, [](std::int64_t step) { return step == 3; });
+         train_stopped(c, out, 3, [](auto&&... a) { return imdb::train(a...); });
        }},
       {"train_lm",
-       in_process([](auto&&... a) { return lm::run_cli(a...); }, "train_lm"),
+       [](std::vector<std::string> args) { return tapegrad::testing::run_lm(std::move(args)); },
        TRAIN_LM_PROGRAM,
        "precision-resolved",
        [](const fs::path& out) { return with_out(tapegrad::testing::lm_tiny_args("30", "15"), out); },
        {"generate", "--max-new-tokens", "3", "good", "--run"},
        [](const fs::path& out) {
-         lm::Config c = tapegrad::testing::lm_tiny_config(8, 4);
-         c.out = out.string();
-         std::ostringstream sink;
-         lm::train(c, sink, sink, false, [](std::int64_t step) { return step == 5; });
+         train_stopped(tapegrad::testing::lm_tiny_config(8, 4), out, 5, [](auto&&... a) { return lm::train(a...); });
        }},
       {"train_translate",
-       in_process([](auto&&... a) { return translate::run_cli(a...); }, "train_translate"),
+       [](std::vector<std::string> args) { return tapegrad::testing::run_translate(std::move(args)); },
        TRAIN_TRANSLATE_PROGRAM,
        "precision_resolved",
        [](const fs::path& out) { return with_out(tapegrad::testing::translate_tiny_args("30", "15"), out); },
        {"translate", "one", "--out"},
        [](const fs::path& out) {
-         translate::Config c = tapegrad::testing::translate_tiny_config(6, 3);
-         c.out = out.string();
-         std::ostringstream sink;
-         translate::train(c, sink, sink, false, [](std::int64_t step) { return step == 4; });
+         train_stopped(tapegrad::testing::translate_tiny_config(6, 3), out, 4,
+                       [](auto&&... a) { return translate::train(a...); });
        }},
   };
   return all;

@@ -41,6 +41,7 @@
 #include "tapegrad/train/model_file.hpp"
 #include "tapegrad/train/progress.hpp"
 #include "tests/examples/cli_harness.hpp"
+#include "tests/examples/programs.hpp"
 #include "tests/examples/tiny_runs.hpp"
 #include "tests/helpers.hpp"
 #include "tests/train/timeless_metrics.hpp"
@@ -52,11 +53,6 @@ using namespace tapegrad::testing;
 namespace {
 
 const fs::path kFixture = fs::path(TAPEGRAD_TEST_DATA_DIR) / "aclImdb_small";
-
-CliResult run_in_process(std::vector<std::string> args, const std::string& input = "") {
-  return tapegrad::testing::run_cli_in_process([](auto&&... a) { return imdb::run_cli(a...); }, "train_imdb",
-                                               std::move(args), input);
-}
 
 // A tiny model on the 12-review fixture: one review of each class held out, 2 steps per epoch. In fp32:
 // the tests recompute the program's results in-process, outside autocast (test_precision.cpp tests bf16).
@@ -166,7 +162,7 @@ TEST_CASE("train_imdb rejects bad settings with one line naming the flag and exi
   };
   for (const auto& [args, expected] : cases) {
     INFO(args.front());
-    const CliResult r = run_in_process(args);
+    const CliResult r = run_imdb(args);
     CHECK(r.code == 2);
     CHECK(r.err == expected);
     CHECK(r.out.empty());
@@ -174,12 +170,12 @@ TEST_CASE("train_imdb rejects bad settings with one line naming the flag and exi
 
   // CLI11's own errors: one line and exit code 2 as well.
   for (const auto& args : std::vector<std::vector<std::string>>{{"--bogus"}, {"--epochs", "three"}, {"evaluate"}}) {
-    const CliResult r = run_in_process(args);
+    const CliResult r = run_imdb(args);
     CHECK(r.code == 2);
     CHECK(r.err.rfind("train_imdb: ", 0) == 0);
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   }
-  CHECK(run_in_process({"--help"}).code == 0);
+  CHECK(run_imdb({"--help"}).code == 0);
 }
 
 TEST_CASE("train_imdb: warmup longer than training and a --resume without a run are usage errors", "[imdb]") {
@@ -188,7 +184,7 @@ TEST_CASE("train_imdb: warmup longer than training and a --resume without a run 
   base.insert(base.end(), {"--max-len", "32", "--epochs", "2", "--out", tmp.path.string()});
   auto args = base;
   args.insert(args.end(), {"--warmup", "100"});
-  CliResult r = run_in_process(args);
+  CliResult r = run_imdb(args);
   CHECK(r.code == 2);
   CHECK(r.err.find("train_imdb: --warmup 100 must be less than the 6 training steps (--epochs 2 x 3 batches)\n") !=
         std::string::npos);
@@ -196,7 +192,7 @@ TEST_CASE("train_imdb: warmup longer than training and a --resume without a run 
 
   args = base;
   args.push_back("--resume");
-  r = run_in_process(args);
+  r = run_imdb(args);
   CHECK(r.code == 2);
   CHECK(r.err == fmt::format("train_imdb: --resume: {} does not exist, so there is no run to continue\n",
                              (tmp.path / "config.json").string()));
@@ -285,8 +281,7 @@ TEST_CASE("train_imdb trains a tiny model on the fixture and predict agrees with
     CHECK(expected[i] == Approx(1.0 / (1.0 + std::exp(-logit * inverse))).margin(1e-9));
   }
   // The same reviews as arguments (in-process) and one per line on stdin (the built program).
-  const CliResult args_run =
-      run_in_process({"predict", "--run", tmp.path.string(), reviews[0], reviews[1], reviews[2]});
+  const CliResult args_run = run_imdb({"predict", "--run", tmp.path.string(), reviews[0], reviews[1], reviews[2]});
   REQUIRE(args_run.code == 0);
   const fs::path input = tmp.path / "reviews.txt";
   std::ofstream(input) << reviews[0] << '\n' << reviews[1] << '\n' << reviews[2] << '\n';
@@ -306,7 +301,7 @@ TEST_CASE("train_imdb trains a tiny model on the fixture and predict agrees with
   CHECK(eval_code == 0);
   CHECK(eval_out.rfind(fmt::format("test: accuracy {:.2f}% ({}/6)", 100.0 * test.accuracy, test.correct), 0) == 0);
   // On the validation split it also recomputes the run's short-window score.
-  const CliResult valid_eval = run_in_process(
+  const CliResult valid_eval = run_imdb(
       {"evaluate", "--run", tmp.path.string(), "--split", "valid", "--data", kFixture.string(), "--no-download"});
   CHECK(valid_eval.code == 0);
   CHECK(valid_eval.out.find(fmt::format("valid, one window of 5-30 tokens of each review: accuracy {:.2f}%",
@@ -323,8 +318,8 @@ TEST_CASE("train_imdb trains a tiny model on the fixture and predict agrees with
   }
   CHECK(banded == valid.count);
   CHECK(right == Approx(static_cast<double>(valid.correct)));
-  const CliResult by_length = run_in_process({"evaluate", "--run", tmp.path.string(), "--split", "valid", "--data",
-                                              kFixture.string(), "--no-download", "--by-length"});
+  const CliResult by_length = run_imdb({"evaluate", "--run", tmp.path.string(), "--split", "valid", "--data",
+                                        kFixture.string(), "--no-download", "--by-length"});
   CHECK(by_length.code == 0);
   const auto one = imdb::LengthTemperature::constant(tapegrad::train::fit_temperature(valid.logits, valid.labels));
   CHECK(by_length.out.find(fmt::format("valid by length: one temperature fitted on this split ({}) / the run's ({}):",
@@ -343,7 +338,7 @@ TEST_CASE("train_imdb trains a tiny model on the fixture and predict agrees with
                                                   "last.ckpt.safetensors, model.safetensors, vocab.txt): continue "
                                                   "it with --resume, or pass --overwrite to replace it",
                                                   tmp.path.string())));
-  const CliResult refused = run_in_process({"--out", tmp.path.string(), "--data", kFixture.string()});
+  const CliResult refused = run_imdb({"--out", tmp.path.string(), "--data", kFixture.string()});
   CHECK(refused.code == 2);
   CHECK(refused.err.find("already holds a run") != std::string::npos);
   CHECK(read_bytes(tmp.path / "model.safetensors") == model_bytes);
@@ -441,7 +436,7 @@ TEST_CASE("train_imdb --ngram-buckets: the hashed n-gram table is trained, saved
   // The same text scores the same in and out of process.
   const std::string review = "not bad at all , actually quite good";
   const double p = imdb::predict_proba(*run.model, run.vocab, run.config, {review}, 64, run.temperature).at(0);
-  const CliResult predicted = run_in_process({"predict", "--run", tmp.path.string(), review});
+  const CliResult predicted = run_imdb({"predict", "--run", tmp.path.string(), review});
   REQUIRE(predicted.code == 0);
   CHECK(parse_numbers(predicted.out).at(0) == Approx(p).margin(1e-6));
 }
@@ -548,7 +543,7 @@ TEST_CASE("train_imdb --wide-buckets --wide-nb: NB-scaled n-gram part, weights f
   // predict uses all of it with no flag, in and out of process alike.
   const std::string review = "not bad at all , actually quite good";
   const double p = imdb::predict_proba(*run.model, run.vocab, run.config, {review}, 64, run.temperature).at(0);
-  const CliResult predicted = run_in_process({"predict", "--run", tmp.path.string(), review});
+  const CliResult predicted = run_imdb({"predict", "--run", tmp.path.string(), review});
   REQUIRE(predicted.code == 0);
   CHECK(parse_numbers(predicted.out).at(0) == Approx(p).margin(1e-6));
 }
@@ -602,7 +597,7 @@ TEST_CASE("train_imdb --resume after an interruption ends exactly where an unint
   }
 
   // A flag that contradicts the saved run is refused.
-  const CliResult r = run_in_process({"--out", interrupted.path.string(), "--resume", "--lr", "0.5"});
+  const CliResult r = run_imdb({"--out", interrupted.path.string(), "--resume", "--lr", "0.5"});
   CHECK(r.code == 2);
   CHECK(r.err == resume_conflict("train_imdb", "--lr", "0.5", "0.02", interrupted.path));
 }
@@ -848,14 +843,14 @@ TEST_CASE("explain and report: pages of a tiny run, with every text escaped", "[
 
   // The review on stdin, the page where --output says.
   const fs::path output = tmp.path / "stdin.html";
-  const CliResult piped = run_in_process({"explain", "--run", tmp.path.string(), "--output", output.string()}, review);
+  const CliResult piped = run_imdb({"explain", "--run", tmp.path.string(), "--output", output.string()}, review);
   CHECK(piped.code == 0);
   CHECK(piped.out ==
         fmt::format("P(positive) = {:.6f} ({} tokens); wrote {}\n", e.p_positive, e.tokens.size(), output.string()));
   std::ifstream written(output);
   CHECK(std::string(std::istreambuf_iterator<char>(written), {}) == page);
 
-  const CliResult empty = run_in_process({"explain", "--run", tmp.path.string(), " "});
+  const CliResult empty = run_imdb({"explain", "--run", tmp.path.string(), " "});
   CHECK(empty.code == 2);
   CHECK(empty.err == "train_imdb: explain: the review has no tokens\n");
 

@@ -29,6 +29,7 @@
 #include "tapegrad/io/safetensors.hpp"
 #include "tapegrad/train/metrics.hpp"
 #include "tests/examples/cli_harness.hpp"
+#include "tests/examples/programs.hpp"
 #include "tests/examples/tiny_runs.hpp"
 #include "tests/helpers.hpp"
 #include "tests/train/timeless_metrics.hpp"
@@ -37,16 +38,12 @@ namespace fs = std::filesystem;
 using tapegrad::testing::CliResult;
 using tapegrad::testing::metrics_without_timing;
 using tapegrad::testing::resume_conflict;
+using tapegrad::testing::run_lm;
 using tapegrad::testing::TempDir;
 
 namespace {
 
 const fs::path kFixture = fs::path(TAPEGRAD_TEST_DATA_DIR) / "aclImdb_small";
-
-CliResult run_lm(std::vector<std::string> args, const std::string& input = "") {
-  return tapegrad::testing::run_cli_in_process([](auto&&... a) { return lm::run_cli(a...); }, "train_lm",
-                                               std::move(args), input);
-}
 
 // `train_lm generate` of 12 new tokens after "the movie was" on a finished run, with extra flags; it must
 // succeed.

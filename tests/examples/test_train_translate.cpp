@@ -25,6 +25,7 @@
 #include "tapegrad/train/interrupt.hpp"
 #include "tapegrad/train/metrics.hpp"
 #include "tests/examples/cli_harness.hpp"
+#include "tests/examples/programs.hpp"
 #include "tests/examples/tiny_runs.hpp"
 #include "tests/helpers.hpp"
 #include "tests/train/timeless_metrics.hpp"
@@ -33,11 +34,6 @@ namespace fs = std::filesystem;
 using namespace tapegrad::testing;
 
 namespace {
-
-CliResult run_in_process(std::vector<std::string> args, const std::string& input = "") {
-  return tapegrad::testing::run_cli_in_process([](auto&&... a) { return translate::run_cli(a...); }, "train_translate",
-                                               std::move(args), input);
-}
 
 // A tiny model: 6 steps of 8 numbers, validation after steps 3 and 6.
 std::vector<std::string> tiny_args(const fs::path& out, const std::string& steps = "6",
@@ -76,7 +72,7 @@ std::map<std::string, std::vector<float>> floats_of(const fs::path& path) {
 TEST_CASE("train_translate: a tiny run writes metrics.jsonl, the model, the checkpoint and the report page",
           "[translate]") {
   TempDir tmp;
-  const CliResult r = run_in_process(tiny_args(tmp.path));
+  const CliResult r = run_translate(tiny_args(tmp.path));
   INFO(r.err);
   REQUIRE(r.code == 0);
   CHECK(r.out.find("test exact match (greedy): ") != std::string::npos);
@@ -104,10 +100,10 @@ TEST_CASE("train_translate: a tiny run writes metrics.jsonl, the model, the chec
   CHECK(std::count(page.begin(), page.end() - 1, '\n') > 10);
 
   // evaluate reads the best model without an optimizer and gets the score training printed.
-  const CliResult eval = run_in_process({"evaluate", "--out", tmp.path.string()});
+  const CliResult eval = run_translate({"evaluate", "--out", tmp.path.string()});
   REQUIRE(eval.code == 0);
   CHECK(eval.out.rfind(fmt::format("words2digits test exact match (greedy): {:.2f}%", 100.0 * test_exact), 0) == 0);
-  const CliResult tr = run_in_process({"translate", "--out", tmp.path.string()}, "one\n");
+  const CliResult tr = run_translate({"translate", "--out", tmp.path.string()}, "one\n");
   CHECK(tr.code == 0);
   // Text the model cannot read is refused by name, not answered with a number (it was "10" for "",
   // "   " and "banana split", and "12" for "twelve banana").
@@ -117,29 +113,29 @@ TEST_CASE("train_translate: a tiny run writes metrics.jsonl, the model, the chec
            {"banana split", "'banana' is not a number word"},
            {"twelve banana", "'banana' is not a number word"},
            {"\xc3\xa9t\xc3\xa9", "'\xc3\xa9t\xc3\xa9' is not a number word"}}) {
-    const CliResult bad = run_in_process({"translate", "--out", tmp.path.string(), "one", text});
+    const CliResult bad = run_translate({"translate", "--out", tmp.path.string(), "one", text});
     CHECK(bad.code == 2);
     CHECK(bad.out.empty());
     CHECK(bad.err == "train_translate: cannot translate '" + text + "': " + why + "\n");
   }
-  const CliResult bad_line = run_in_process({"translate", "--out", tmp.path.string()}, "twelve\nforty-two 7\n");
+  const CliResult bad_line = run_translate({"translate", "--out", tmp.path.string()}, "twelve\nforty-two 7\n");
   CHECK(bad_line.code == 2);
   CHECK(bad_line.err == "train_translate: cannot translate 'forty-two 7': '7' is not a number word\n");
   // A text longer than the model reads: a usage error that quotes its start, not the whole 1 MB line.
   std::string long_text;
   for (int i = 0; i < 250'000; ++i) long_text += "one ";
-  const CliResult too_long = run_in_process({"translate", "--out", tmp.path.string()}, long_text + "\n");
+  const CliResult too_long = run_translate({"translate", "--out", tmp.path.string()}, long_text + "\n");
   CHECK(too_long.code == 2);
   CHECK(too_long.err == "train_translate: '" + long_text.substr(0, 80) +
                             "... (1000000 bytes)' is 250000 tokens, longer than the model's 32\n");
   // A beam wider than training's limit was a std::bad_alloc; the limit is checked before the run is read.
-  const CliResult wide = run_in_process({"translate", "--out", tmp.path.string(), "--beam", "4294967298", "one"});
+  const CliResult wide = run_translate({"translate", "--out", tmp.path.string(), "--beam", "4294967298", "one"});
   CHECK(wide.code == 2);
   CHECK(wide.err == "train_translate: --beam 4294967298 is above the limit of 1024\n");
 
   // A second run into the same folder is refused and leaves it as it was.
   const std::string model = read_bytes(tmp.path / "model.safetensors");
-  const CliResult again = run_in_process(tiny_args(tmp.path));
+  const CliResult again = run_translate(tiny_args(tmp.path));
   CHECK(again.code == 2);
   CHECK(again.err == fmt::format("train_translate: --out {} already holds a run (config.json, metrics.jsonl, "
                                  "last.ckpt.safetensors, model.safetensors): continue it with --resume, or pass "
@@ -151,7 +147,7 @@ TEST_CASE("train_translate: a tiny run writes metrics.jsonl, the model, the chec
   std::string damaged = model;
   damaged[damaged.size() - 3] ^= 0x04;
   std::ofstream(tmp.path / "model.safetensors", std::ios::binary) << damaged;
-  const CliResult refused = run_in_process({"evaluate", "--out", tmp.path.string()});
+  const CliResult refused = run_translate({"evaluate", "--out", tmp.path.string()});
   CHECK(refused.code == 1);
   CHECK(refused.err.find((tmp.path / "model.safetensors").string()) != std::string::npos);
   CHECK(refused.err.find("checksum mismatch") != std::string::npos);
@@ -204,7 +200,7 @@ TEST_CASE("train_translate: Ctrl-C keeps the last complete checkpoint, and --res
   CHECK(tapegrad::train::load_checkpoint((cut.path / "last.ckpt.safetensors").string(), probe) == 3);
   CHECK(log.str().find("interrupted: stopped after step 5; the last complete checkpoint is") != std::string::npos);
 
-  const CliResult resumed = run_in_process({"--out", cut.path.string(), "--resume", "--threads", "1"});
+  const CliResult resumed = run_translate({"--out", cut.path.string(), "--resume", "--threads", "1"});
   INFO(resumed.err);
   REQUIRE(resumed.code == 0);
   CHECK(floats_of(cut.path / "last.ckpt.safetensors") == floats_of(whole.path / "last.ckpt.safetensors"));
@@ -217,7 +213,7 @@ TEST_CASE("train_translate: Ctrl-C keeps the last complete checkpoint, and --res
   CHECK(metrics_without_timing(cut.path / "metrics.jsonl") == metrics_without_timing(whole.path / "metrics.jsonl"));
 
   // --resume takes the run as saved: a flag that would change it is refused.
-  const CliResult changed = run_in_process({"--out", cut.path.string(), "--resume", "--steps", "9"});
+  const CliResult changed = run_translate({"--out", cut.path.string(), "--resume", "--steps", "9"});
   CHECK(changed.code == 2);
   CHECK(changed.err == resume_conflict("train_translate", "--steps", "9", "6", cut.path));
 }
@@ -279,7 +275,7 @@ TEST_CASE("train_translate: config.json is read strictly, and a changed one is r
   std::string text = read_bytes(config);
   text.replace(text.find("\"nhead\": 2"), 10, "\"nhead\": 1");
   std::ofstream(config, std::ios::binary) << text;
-  const CliResult evaluated = run_in_process({"evaluate", "--out", tmp.path.string()});
+  const CliResult evaluated = run_translate({"evaluate", "--out", tmp.path.string()});
   CHECK(evaluated.code == 1);
   CHECK_THAT(evaluated.err,
              Catch::Contains(config.string() + ": changed or damaged since model.safetensors was written"));
@@ -290,7 +286,7 @@ TEST_CASE("train_translate: config.json is read strictly, and a changed one is r
         std::tuple{"\"nhaed\": 2", "\"nhead\": 3", "--d-model 16 is not divisible by --nhead 3"}}) {
     text.replace(text.find(from), std::string(from).size(), to);
     std::ofstream(config, std::ios::binary) << text;
-    const CliResult resumed = run_in_process({"--resume", "--out", tmp.path.string()});
+    const CliResult resumed = run_translate({"--resume", "--out", tmp.path.string()});
     CHECK(resumed.code == 1);
     CHECK(resumed.err == fmt::format("train_translate: {}: {}\n", config.string(), expected));
   }

@@ -1,9 +1,11 @@
-// io::parse_json: the bounded parse of every JSON a program reads back (safetensors headers,
-// config.json, metrics.jsonl, checkpoint metadata).
+// io::parse_json and read_json_file: the bounded parse of every JSON a program reads back
+// (safetensors headers, config.json, metrics.jsonl, checkpoint metadata).
 #include <catch2/catch.hpp>
+#include <fstream>
 #include <string>
 
 #include "tapegrad/io/json.hpp"
+#include "tests/helpers.hpp"
 
 using tapegrad::io::parse_json;
 
@@ -31,4 +33,14 @@ TEST_CASE("parse_json: the outermost object's or array's entries bounded before 
   // Nesting and syntax are still reported as such.
   CHECK_THROWS_WITH(parse_json("[1, [[2]]]", 2, 5), "nests arrays or objects deeper than 2 levels");
   CHECK_THROWS_WITH(parse_json("{\"a\": 1,", 32, 5), Catch::StartsWith("is not valid JSON: "));
+}
+
+TEST_CASE("read_json_file: a file's JSON, its errors prefixed by its path", "[io]") {
+  tapegrad::testing::TempDir dir;
+  const auto good = dir.path / "good.json", bad = dir.path / "bad.json", missing = dir.path / "missing.json";
+  std::ofstream(good) << R"({"a": [1, 2]})";
+  std::ofstream(bad) << "{\"a\": 1,";
+  CHECK(tapegrad::io::read_json_file(good) == nlohmann::json({{"a", {1, 2}}}));
+  CHECK_THROWS_WITH(tapegrad::io::read_json_file(missing), missing.string() + ": cannot open for reading");
+  CHECK_THROWS_WITH(tapegrad::io::read_json_file(bad), Catch::StartsWith(bad.string() + ": is not valid JSON: "));
 }

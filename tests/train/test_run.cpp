@@ -228,18 +228,22 @@ TEST_CASE("RunDirectory: a new run never replaces a finished one unless told to"
 
   // With a model or a checkpoint, only --overwrite may start again; then every file of the run moves
   // aside. A model without a checkpoint (stopped between the first two saves) cannot be resumed.
-  std::ofstream(run.model()) << "weights";
-  CHECK_THROWS_MATCHES(run.start_new(false), train::UsageError,
-                       Catch::Message(fmt::format("--out {} already holds a run (config.json, model.safetensors, "
-                                                  "vocab.txt): it has no checkpoint to continue from; pass "
-                                                  "--overwrite to replace it",
-                                                  run.dir().string())));
-  std::ofstream(run.checkpoint()) << "state";
-  CHECK_THROWS_MATCHES(run.start_new(false), train::UsageError,
-                       Catch::Message(fmt::format("--out {} already holds a run (config.json, last.ckpt.safetensors, "
-                                                  "model.safetensors, vocab.txt): continue it with --resume, or pass "
-                                                  "--overwrite to replace it",
-                                                  run.dir().string())));
+  struct Written {
+    fs::path file;
+    const char* bytes;
+    const char* held;  // the files the message lists
+    const char* advice;
+  };
+  for (const Written& w :
+       {Written{run.model(), "weights", "config.json, model.safetensors, vocab.txt",
+                "it has no checkpoint to continue from; pass --overwrite to replace it"},
+        Written{run.checkpoint(), "state", "config.json, last.ckpt.safetensors, model.safetensors, vocab.txt",
+                "continue it with --resume, or pass --overwrite to replace it"}}) {
+    std::ofstream(w.file) << w.bytes;
+    CHECK_THROWS_MATCHES(
+        run.start_new(false), train::UsageError,
+        Catch::Message(fmt::format("--out {} already holds a run ({}): {}", run.dir().string(), w.held, w.advice)));
+  }
   fs::remove(run.checkpoint());
   CHECK(read_bytes(run.model()) == "weights");
   const auto moved = run.start_new(true);
