@@ -50,6 +50,16 @@ inline pid_t exited_pid() {
   return child;
 }
 
+// The message of the std::runtime_error f() throws, or a text that no expected message contains.
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "(no std::runtime_error thrown)";
+}
+
 // The inputs of a function under gradcheck.
 using Inputs = std::vector<Tensor<double>>;
 

@@ -41,6 +41,7 @@ namespace tapegrad::testing::datasets_data {
 using namespace tapegrad::datasets;
 namespace fs = std::filesystem;
 using Strings = std::vector<std::string>;
+using testing::error_of;
 
 inline const fs::path kData = TAPEGRAD_TEST_DATA_DIR;
 inline const fs::path kSmallArchive = kData / "aclImdb_small.tar.gz";
@@ -91,15 +92,6 @@ inline std::vector<std::pair<std::string, std::string>> without(std::vector<std:
   files.erase(std::remove_if(files.begin(), files.end(), [&](const auto& f) { return f.first.rfind(prefix, 0) == 0; }),
               files.end());
   return files;
-}
-
-inline std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::runtime_error& e) {
-    return e.what();
-  }
-  return "(no std::runtime_error thrown)";
 }
 
 // `python3 -m http.server` serving `dir` on 127.0.0.1 at a free port, killed when this goes away.
