@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -92,6 +93,16 @@ inline std::vector<std::pair<std::string, std::string>> without(std::vector<std:
   files.erase(std::remove_if(files.begin(), files.end(), [&](const auto& f) { return f.first.rfind(prefix, 0) == 0; }),
               files.end());
   return files;
+}
+
+// The real labeled IMDb archive: next to the repository as in CI, or where TAPEGRAD_DATA points (for a
+// worktree elsewhere). Empty, with a warning that the test is skipped, when neither is there.
+inline std::optional<fs::path> real_imdb_archive() {
+  fs::path real = (kRepoRoot / ".." / "shared" / "data" / "aclImdb_labeled.tar.gz").lexically_normal();
+  if (const char* env = std::getenv("TAPEGRAD_DATA"); !fs::exists(real) && env && fs::is_regular_file(env)) real = env;
+  if (fs::exists(real)) return real;
+  WARN("skipped: " << real.string() << " is absent");
+  return std::nullopt;
 }
 
 // `python3 -m http.server` serving `dir` on 127.0.0.1 at a free port, killed when this goes away.

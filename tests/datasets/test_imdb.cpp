@@ -143,16 +143,11 @@ TEST_CASE("reading: a corrupt or truncated archive names the file", "[datasets]"
 }
 
 TEST_CASE("the real IMDb archive reads whole and fast", "[datasets]") {
-  // Next to the repository as in CI; a worktree elsewhere can point TAPEGRAD_DATA at the archive.
-  fs::path real = (kRepoRoot / ".." / "shared" / "data" / "aclImdb_labeled.tar.gz").lexically_normal();
-  if (const char* env = std::getenv("TAPEGRAD_DATA"); !fs::exists(real) && env && fs::is_regular_file(env)) real = env;
-  if (!fs::exists(real)) {
-    WARN("skipped: " << real.string() << " is absent");
-    return;
-  }
+  const auto real = real_imdb_archive();
+  if (!real) return;
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
-  const auto data = read_imdb(real);
+  const auto data = read_imdb(*real);
   const double read_s = std::chrono::duration<double>(clock::now() - t0).count();
   REQUIRE(data.train.size() == 25000);
   REQUIRE(data.test.size() == 25000);

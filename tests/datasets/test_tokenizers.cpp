@@ -243,26 +243,24 @@ TEST_CASE("tokenizers: byte-level BPE's readers name the file and the problem", 
   CHECK_THAT(error_of([&] { ByteLevelBPE::from_files(tmp.path / "nope.json", merges); }),
              Catch::Contains("nope.json") && Catch::Contains("No such file"));
   CHECK_THAT(error_of([&] { ByteLevelBPE::from_files(vocab, tmp.path); }), Catch::Contains("is a folder"));
-  write_file(tmp.path / "bad.json", "{\"a\": 1,");
-  CHECK_THAT(error_of([&] { ByteLevelBPE::from_files(tmp.path / "bad.json", merges); }),
-             Catch::Contains("bad.json") && Catch::Contains("not valid JSON"));
-  write_file(tmp.path / "list.json", "[1, 2]");
-  CHECK_THAT(error_of([&] { ByteLevelBPE::from_files(tmp.path / "list.json", merges); }),
-             Catch::Contains("not an object"));
-  write_file(tmp.path / "neg.json", "{\"a\": -3}");
-  CHECK_THAT(error_of([&] { ByteLevelBPE::from_files(tmp.path / "neg.json", merges); }),
-             Catch::Contains("'a'") && Catch::Contains("-3"));
-  write_file(tmp.path / "sparse.json", "{\"a\": 0, \"b\": 2000000000}");
-  CHECK_THAT(error_of([&] { ByteLevelBPE::from_files(tmp.path / "sparse.json", merges); }),
+  // The error of from_files with `contents` written as the vocabulary (or the merges) named `name`.
+  const auto with_vocab = [&](const std::string& name, const std::string& contents) {
+    write_file(tmp.path / name, contents);
+    return error_of([&] { ByteLevelBPE::from_files(tmp.path / name, merges); });
+  };
+  const auto with_merges = [&](const std::string& name, const std::string& contents) {
+    write_file(tmp.path / name, contents);
+    return error_of([&] { ByteLevelBPE::from_files(vocab, tmp.path / name); });
+  };
+  CHECK_THAT(with_vocab("bad.json", "{\"a\": 1,"), Catch::Contains("bad.json") && Catch::Contains("not valid JSON"));
+  CHECK_THAT(with_vocab("list.json", "[1, 2]"), Catch::Contains("not an object"));
+  CHECK_THAT(with_vocab("neg.json", "{\"a\": -3}"), Catch::Contains("'a'") && Catch::Contains("-3"));
+  CHECK_THAT(with_vocab("sparse.json", "{\"a\": 0, \"b\": 2000000000}"),
              Catch::Contains("largest id is 2000000000") && Catch::Contains("only 2 tokens"));
-  write_file(tmp.path / "small.json", "{\"a\": 0, \"b\": 1}");
-  CHECK_THAT(error_of([&] { ByteLevelBPE::from_files(tmp.path / "small.json", merges); }),
-             Catch::Contains("no token for byte 0x00"));
-  write_file(tmp.path / "merges3.txt", "#version: 0.2\n\xC4\xA0 t\nh e x\n");
-  CHECK_THAT(error_of([&] { ByteLevelBPE::from_files(vocab, tmp.path / "merges3.txt"); }),
+  CHECK_THAT(with_vocab("small.json", "{\"a\": 0, \"b\": 1}"), Catch::Contains("no token for byte 0x00"));
+  CHECK_THAT(with_merges("merges3.txt", "#version: 0.2\n\xC4\xA0 t\nh e x\n"),
              Catch::Contains("merges3.txt:3") && Catch::Contains("'h e x'"));
-  write_file(tmp.path / "unknown.txt", "#version: 0.2\nzzzq x\n");
-  CHECK_THAT(error_of([&] { ByteLevelBPE::from_files(vocab, tmp.path / "unknown.txt"); }),
+  CHECK_THAT(with_merges("unknown.txt", "#version: 0.2\nzzzq x\n"),
              Catch::Contains("unknown.txt:2") && Catch::Contains("'zzzq'"));
   CHECK_THAT(error_of([&] { ByteLevelBPE::from_files(vocab, merges, {"<|fim|>"}); }), Catch::Contains("'<|fim|>'"));
   CHECK_THAT(error_of([&] { ByteLevelBPE::from_pretrained(tmp.path / "empty"); }),
@@ -455,49 +453,42 @@ TEST_CASE("tokenizers: SentencePiece's reader names the file and the problem", "
 }
 
 TEST_CASE("tokenizers: every training review, exact round trips and encoding in seconds", "[tokenizers]") {
-  // Next to the repository as in CI; a worktree elsewhere can point TAPEGRAD_DATA at the archive.
-  fs::path real = (kRepoRoot / ".." / "shared" / "data" / "aclImdb_labeled.tar.gz").lexically_normal();
-  if (const char* env = std::getenv("TAPEGRAD_DATA"); !fs::exists(real) && env && fs::is_regular_file(env)) real = env;
-  if (!fs::exists(real)) {
-    WARN("skipped: " << real.string() << " is absent");
-    return;
-  }
-  const auto data = read_imdb(real, ImdbSplits::TrainOnly);
+  const auto real = real_imdb_archive();
+  if (!real) return;
+  const auto data = read_imdb(*real, ImdbSplits::TrainOnly);
   REQUIRE(data.train.size() == 25000);
   using clock = std::chrono::steady_clock;
   const auto& bpe = gpt2();
   const auto llama = SentencePiece::load(kFixtures / "llama_bpe.model");
   const auto unigram = SentencePiece::load(kFixtures / "unigram.model");
-  std::size_t gpt2_ids = 0, llama_ids = 0, unigram_ids = 0, failures = 0;
-  auto t0 = clock::now();
-  for (const auto& r : data.train) {
-    const Ids ids = bpe.encode(r.text);
-    gpt2_ids += ids.size();
-    if (bpe.decode(ids) != r.text && failures++ < 3) FAIL_CHECK("GPT-2 does not round-trip review " << r.id);
-  }
-  const double gpt2_s = std::chrono::duration<double>(clock::now() - t0).count();
-  t0 = clock::now();
-  for (const auto& r : data.train) {
-    const Ids ids = llama.encode(r.text);
-    llama_ids += ids.size();
-    if (llama.decode(ids) != r.text && failures++ < 3) FAIL_CHECK("llama_bpe does not round-trip review " << r.id);
-  }
-  const double llama_s = std::chrono::duration<double>(clock::now() - t0).count();
-  t0 = clock::now();
-  for (const auto& r : data.train) {
-    const Ids ids = unigram.encode(r.text);
-    unigram_ids += ids.size();
-    // Extra whitespace is removed: decoding gives the normalized text, "▁" as spaces, no dummy prefix.
+  std::size_t failures = 0;
+  // Encodes every review with tok and checks that decoding gives decoded(review): the ids and the seconds.
+  const auto round_trips = [&](const char* name, const auto& tok, const auto& decoded) {
+    std::size_t count = 0;
+    const auto t0 = clock::now();
+    for (const auto& r : data.train) {
+      const Ids ids = tok.encode(r.text);
+      count += ids.size();
+      if (tok.decode(ids) != decoded(r.text) && failures++ < 3)
+        FAIL_CHECK(name << " does not round-trip review " << r.id);
+    }
+    return std::pair{count, std::chrono::duration<double>(clock::now() - t0).count()};
+  };
+  const auto same = [](const std::string& text) { return text; };
+  // Extra whitespace is removed: decoding gives the normalized text, "▁" as spaces, no dummy prefix.
+  const auto normalized = [&](const std::string& text) {
     std::string expected;
-    const std::string normalized = unigram.normalize(r.text);
-    for (std::size_t i = 3; i < normalized.size();) {
-      const bool space = normalized.compare(i, 3, "\xE2\x96\x81") == 0;
-      expected += space ? std::string(" ") : normalized.substr(i, 1);
+    const std::string n = unigram.normalize(text);
+    for (std::size_t i = 3; i < n.size();) {
+      const bool space = n.compare(i, 3, "\xE2\x96\x81") == 0;
+      expected += space ? std::string(" ") : n.substr(i, 1);
       i += space ? 3 : 1;
     }
-    if (unigram.decode(ids) != expected && failures++ < 3) FAIL_CHECK("unigram does not round-trip review " << r.id);
-  }
-  const double unigram_s = std::chrono::duration<double>(clock::now() - t0).count();
+    return expected;
+  };
+  const auto [gpt2_ids, gpt2_s] = round_trips("GPT-2", bpe, same);
+  const auto [llama_ids, llama_s] = round_trips("llama_bpe", llama, same);
+  const auto [unigram_ids, unigram_s] = round_trips("unigram", unigram, normalized);
   CHECK(failures == 0);
   WARN("25,000 training reviews: GPT-2 BPE " << gpt2_ids << " ids in " << gpt2_s << " s (with decoding), llama_bpe "
                                              << llama_ids << " in " << llama_s << " s, unigram " << unigram_ids
