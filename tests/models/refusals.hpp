@@ -3,6 +3,10 @@
 #pragma once
 
 #include <catch2/catch.hpp>
+#include <functional>
+#include <initializer_list>
+#include <string>
+#include <utility>
 
 #include "tapegrad/autograd/generator.hpp"
 
@@ -15,6 +19,13 @@ void check_refused(Options options, Change change, const Message& message) {
   change(options);
   Generator gen(0);
   CHECK_THROWS_WITH(Model(options, gen), message);
+}
+
+// check_refused for each (change, message) of cases, each from `options` as given.
+template <typename Model, typename Options>
+void check_each_refused(const Options& options,
+                        std::initializer_list<std::pair<std::function<void(Options&)>, std::string>> cases) {
+  for (const auto& [change, message] : cases) check_refused<Model>(options, change, message);
 }
 
 }  // namespace tapegrad::testing

@@ -22,6 +22,22 @@ TransformerClassifierOptions tiny(Pooling pooling, bool norm_first) {
 // Two reviews: 4 real tokens, and 2 real tokens then padding.
 const xt::xarray<std::int64_t> kIds = {{3, 5, 7, 2}, {4, 9, 0, 0}};
 const BoolArray kPad = {{false, false, false, false}, {false, false, true, true}};
+
+// tiny's mean-pooling classifier with one layer and hashed n-grams: buckets rows of width dim (0: d_model).
+TransformerClassifierOptions with_ngrams(std::size_t buckets, std::size_t dim = 0) {
+  auto o = tiny(Pooling::Mean, false);
+  o.num_layers = 1;
+  o.ngram_buckets = buckets;
+  o.ngram_max = 3;
+  o.ngram_dim = dim;
+  return o;
+}
+
+// The logits of kIds, kPad pass gradcheck with respect to every parameter of model.
+void check_gradients(const TransformerClassifier<double>& model) {
+  const auto f = [&](const std::vector<Tensor<double>>&) { return model.forward(kIds, kPad); };
+  CHECK_GRADCHECK(f, model.parameters());
+}
 }  // namespace
 
 TEST_CASE("TransformerClassifier: gradcheck for each pooling, post-LN and pre-LN", "[classifier]") {
@@ -30,8 +46,7 @@ TEST_CASE("TransformerClassifier: gradcheck for each pooling, post-LN and pre-LN
       INFO("pooling " << pooling_name(pooling) << ", norm_first " << norm_first);
       Generator gen(3);
       TransformerClassifier<double> model(tiny(pooling, norm_first), gen);
-      auto f = [&](const std::vector<Tensor<double>>&) { return model.forward(kIds, kPad); };
-      CHECK_GRADCHECK(f, model.parameters());
+      check_gradients(model);
     }
   }
 }
@@ -122,14 +137,10 @@ TEST_CASE("TransformerClassifier: a trace collects each layer's attention withou
 }
 
 TEST_CASE("TransformerClassifier with hashed n-grams: gradcheck, names, order matters, errors", "[classifier][ngram]") {
-  auto o = tiny(Pooling::Mean, false);
-  o.num_layers = 1;
-  o.ngram_buckets = 13;
-  o.ngram_max = 3;
+  auto o = with_ngrams(13);
   Generator gen(8);
   TransformerClassifier<double> model(o, gen);
-  const auto f = [&](const std::vector<Tensor<double>>&) { return model.forward(kIds, kPad); };
-  CHECK_GRADCHECK(f, model.parameters());
+  check_gradients(model);
   const auto state = model.state_dict();
   REQUIRE(state.count("ngrams.weight") == 1);
   CHECK(state.at("ngrams.weight").shape() == Shape{13, 4});
@@ -153,14 +164,10 @@ TEST_CASE("TransformerClassifier with hashed n-grams: gradcheck, names, order ma
 
 TEST_CASE("TransformerClassifier with narrower n-gram rows: projected to d_model, gradcheck, errors",
           "[classifier][ngram]") {
-  auto o = tiny(Pooling::Mean, false);
-  o.num_layers = 1;
-  o.ngram_buckets = 11;
-  o.ngram_dim = 2;
+  auto o = with_ngrams(11, 2);
   Generator gen(9);
   TransformerClassifier<double> model(o, gen);
-  const auto f = [&](const std::vector<Tensor<double>>&) { return model.forward(kIds, kPad); };
-  CHECK_GRADCHECK(f, model.parameters());
+  check_gradients(model);
   const auto state = model.state_dict();
   CHECK(state.at("ngrams.weight").shape() == Shape{11, 2});
   CHECK(state.at("ngram_proj.weight").shape() == Shape{4, 2});  // torch's Linear(2, 4, bias=False)

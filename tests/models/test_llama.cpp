@@ -173,23 +173,16 @@ TEST_CASE("Llama: a tiny language model's loss falls", "[llama]") {
 
 TEST_CASE("Llama: errors name the problem and the values", "[llama]") {
   Generator gen(2);
-  check_refused<Llama<float>>(
-      tiny(), [](auto& o) { o.nhead = 3; }, "Llama: d_model (16) must be divisible by nhead (3)");
-  check_refused<Llama<float>>(
-      tiny(), [](auto& o) { o.nhead = 16; },
-      "Llama: the head size d_model / nhead = 16 / 16 = 1 must be even for rotary embeddings");
-  check_refused<Llama<float>>(
-      tiny(), [](auto& o) { o.hidden = 0; }, "Llama: hidden must be positive, got 0");
-  check_refused<Llama<float>>(
-      tiny(), [](auto& o) { o.dropout = 1.0; }, "Llama: dropout must be in [0, 1), got 1");
-  check_refused<Llama<float>>(
-      tiny(), [](auto& o) { o.rope_base = 0.0; }, "Llama: rope_base must be positive, got 0");
-  check_refused<Llama<float>>(
-      tiny(), [](auto& o) { o.padding_idx = 13; }, "Llama: padding_idx 13 is outside the vocabulary of 13 tokens");
-  check_refused<Llama<float>>(
-      tiny(), [](auto& o) { o.num_kv_heads = 3; }, "Llama: nhead (4) must be divisible by num_kv_heads (3)");
-  check_refused<Llama<float>>(
-      tiny(), [](auto& o) { o.head_dim = 5; }, "Llama: head_dim (5) must be even for rotary embeddings");
+  check_each_refused<Llama<float>>(
+      tiny(), {{[](auto& o) { o.nhead = 3; }, "Llama: d_model (16) must be divisible by nhead (3)"},
+               {[](auto& o) { o.nhead = 16; },
+                "Llama: the head size d_model / nhead = 16 / 16 = 1 must be even for rotary embeddings"},
+               {[](auto& o) { o.hidden = 0; }, "Llama: hidden must be positive, got 0"},
+               {[](auto& o) { o.dropout = 1.0; }, "Llama: dropout must be in [0, 1), got 1"},
+               {[](auto& o) { o.rope_base = 0.0; }, "Llama: rope_base must be positive, got 0"},
+               {[](auto& o) { o.padding_idx = 13; }, "Llama: padding_idx 13 is outside the vocabulary of 13 tokens"},
+               {[](auto& o) { o.num_kv_heads = 3; }, "Llama: nhead (4) must be divisible by num_kv_heads (3)"},
+               {[](auto& o) { o.head_dim = 5; }, "Llama: head_dim (5) must be even for rotary embeddings"}});
 
   Llama<float> model(tiny(), gen);
   model.eval();
