@@ -66,15 +66,41 @@ void check_rope_type(const json& config, const char* key, const std::string& whe
   }
 }
 
+// A size of the options, the key config.json gives it and the Hugging Face config's default: one table
+// per model serves reading (*_options) and writing (*_config), so that each key is named once.
+template <typename Options>
+struct SizeKey {
+  const char* key;
+  std::size_t Options::*field;
+  std::size_t fallback;
+};
+
+const SizeKey<GPTOptions> kGpt2Sizes[] = {{"vocab_size", &GPTOptions::vocab_size, 50257},
+                                          {"n_positions", &GPTOptions::max_len, 1024},
+                                          {"n_embd", &GPTOptions::d_model, 768},
+                                          {"n_layer", &GPTOptions::num_layers, 12},
+                                          {"n_head", &GPTOptions::nhead, 12}};
+
+const SizeKey<LlamaOptions> kLlamaSizes[] = {
+    {"vocab_size", &LlamaOptions::vocab_size, 32000},    {"hidden_size", &LlamaOptions::d_model, 4096},
+    {"intermediate_size", &LlamaOptions::hidden, 11008}, {"num_hidden_layers", &LlamaOptions::num_layers, 32},
+    {"num_attention_heads", &LlamaOptions::nhead, 32},   {"max_position_embeddings", &LlamaOptions::max_len, 2048}};
+
+template <typename Options, std::size_t N>
+void read_sizes(const json& config, const SizeKey<Options> (&keys)[N], Options& o, const std::string& where) {
+  for (const auto& k : keys) o.*k.field = size_field(config, k.key, k.fallback, where);
+}
+
+template <typename Options, std::size_t N>
+void write_sizes(json& config, const SizeKey<Options> (&keys)[N], const Options& o) {
+  for (const auto& k : keys) config[k.key] = o.*k.field;
+}
+
 }  // namespace
 
 GPTOptions gpt2_options(const json& config, const std::string& where) {
   GPTOptions o;
-  o.vocab_size = size_field(config, "vocab_size", 50257, where);
-  o.max_len = size_field(config, "n_positions", 1024, where);
-  o.d_model = size_field(config, "n_embd", 768, where);
-  o.num_layers = size_field(config, "n_layer", 12, where);
-  o.nhead = size_field(config, "n_head", 12, where);
+  read_sizes(config, kGpt2Sizes, o, where);
   o.dim_feedforward = size_field(config, "n_inner", 4 * o.d_model, where);
   o.layer_norm_eps = number_field(config, "layer_norm_epsilon", 1e-5, where);
   o.dropout = number_field(config, "resid_pdrop", 0.1, where);
@@ -114,14 +140,9 @@ GPTOptions gpt2_options(const json& config, const std::string& where) {
 
 LlamaOptions llama_options(const json& config, const std::string& where) {
   LlamaOptions o;
-  o.vocab_size = size_field(config, "vocab_size", 32000, where);
-  o.d_model = size_field(config, "hidden_size", 4096, where);
-  o.hidden = size_field(config, "intermediate_size", 11008, where);
-  o.num_layers = size_field(config, "num_hidden_layers", 32, where);
-  o.nhead = size_field(config, "num_attention_heads", 32, where);
+  read_sizes(config, kLlamaSizes, o, where);
   o.num_kv_heads = size_field(config, "num_key_value_heads", o.nhead, where);
   o.head_dim = size_field(config, "head_dim", 0, where);
-  o.max_len = size_field(config, "max_position_embeddings", 2048, where);
   o.rms_norm_eps = number_field(config, "rms_norm_eps", 1e-6, where);
   o.rope_base = number_field(config, "rope_theta", 10000.0, where);
   if (const json* p = field(config, "rope_parameters"); p && p->is_object()) {
@@ -157,14 +178,9 @@ json gpt2_config(const GPTOptions& o, bool tie_word_embeddings) {
   const char* activation = o.activation == nn::Activation::GELU       ? "gelu"
                            : o.activation == nn::Activation::GELUTanh ? "gelu_new"
                                                                       : "relu";
-  return json{{"architectures", {"GPT2LMHeadModel"}},
+  json config{{"architectures", {"GPT2LMHeadModel"}},
               {"model_type", "gpt2"},
-              {"vocab_size", o.vocab_size},
-              {"n_positions", o.max_len},
               {"n_ctx", o.max_len},
-              {"n_embd", o.d_model},
-              {"n_layer", o.num_layers},
-              {"n_head", o.nhead},
               {"n_inner", o.dim_feedforward},
               {"activation_function", activation},
               {"layer_norm_epsilon", o.layer_norm_eps},
@@ -177,19 +193,15 @@ json gpt2_config(const GPTOptions& o, bool tie_word_embeddings) {
               {"initializer_range", 0.02},
               {"tie_word_embeddings", tie_word_embeddings},
               {"torch_dtype", "float32"}};
+  write_sizes(config, kGpt2Sizes, o);
+  return config;
 }
 
 json llama_config(const LlamaOptions& o) {
-  return json{{"architectures", {"LlamaForCausalLM"}},
+  json config{{"architectures", {"LlamaForCausalLM"}},
               {"model_type", "llama"},
-              {"vocab_size", o.vocab_size},
-              {"hidden_size", o.d_model},
-              {"intermediate_size", o.hidden},
-              {"num_hidden_layers", o.num_layers},
-              {"num_attention_heads", o.nhead},
               {"num_key_value_heads", o.kv_heads()},
               {"head_dim", o.head_size()},
-              {"max_position_embeddings", o.max_len},
               {"rms_norm_eps", o.rms_norm_eps},
               {"rope_theta", o.rope_base},
               {"rope_scaling", nullptr},
@@ -203,6 +215,8 @@ json llama_config(const LlamaOptions& o) {
               {"pad_token_id", o.padding_idx ? json(*o.padding_idx) : json(nullptr)},
               {"initializer_range", 0.02},
               {"torch_dtype", "float32"}};
+  write_sizes(config, kLlamaSizes, o);
+  return config;
 }
 
 }  // namespace tapegrad::models
