@@ -50,8 +50,7 @@ TransformerClassifier<T>::TransformerClassifier(const TransformerClassifierOptio
   o.validate();
   dropout_gen_ = this->register_dropout_generator(gen);
 
-  embedding =
-      this->register_module("embedding", scaled_normal_embedding<T>(o.vocab_size, o.d_model, o.padding_idx, gen));
+  this->register_embedding(*this, o, gen);
   if (o.ngram_buckets > 0) {
     const std::size_t width = o.ngram_dim == 0 ? o.d_model : o.ngram_dim;
     ngrams = this->register_module(
@@ -61,8 +60,7 @@ TransformerClassifier<T>::TransformerClassifier(const TransformerClassifierOptio
       ngram_proj = this->register_module("ngram_proj", std::make_shared<nn::Linear<T>>(width, o.d_model, gen, false));
     }
   }
-  register_positions<T>(*this, o.positional, o.max_len, o.d_model, gen, sinusoidal, learned);
-  dropout = this->register_module("dropout", std::make_shared<nn::Dropout<T>>(o.dropout, dropout_gen_));
+  this->register_positions_and_dropout(*this, o, o.dropout, gen, dropout_gen_);
   if (o.pooling == Pooling::Cls) {
     cls_token = this->register_parameter("cls_token", Tensor<T>::normal({o.d_model}, T(0), T(1), gen));
   }
@@ -93,7 +91,7 @@ Tensor<T> TransformerClassifier<T>::forward(const xt::xarray<std::int64_t>& ids,
     if (all_padding) mask(b, 0) = false;
   }
 
-  Tensor<T> embedded = embedding->forward(ids);
+  Tensor<T> embedded = this->embedding->forward(ids);
   if (trace) {
     if (embedded.requires_grad()) embedded.retain_grad();
     trace->embeddings = embedded;
@@ -103,9 +101,7 @@ Tensor<T> TransformerClassifier<T>::forward(const xt::xarray<std::int64_t>& ids,
     const Tensor<T> rows = ngrams->forward(ids, padding_mask);
     embedded = add(embedded, ngram_proj ? ngram_proj->forward(rows) : rows);
   }
-  Tensor<T> x = mul(embedded, static_cast<T>(std::sqrt(static_cast<double>(d))));
-  x = sinusoidal ? sinusoidal->forward(x) : learned->forward(x);
-  x = dropout->forward(x);
+  Tensor<T> x = this->add_positions(mul(embedded, static_cast<T>(std::sqrt(static_cast<double>(d)))));
   if (options.pooling == Pooling::Cls) {
     x = cat<T>({expand(reshape(cls_token, {1, 1, static_cast<std::int64_t>(d)}), {batch, 1, d}), x}, 1);
     BoolArray with_cls = xt::zeros<bool>({batch, length + 1});

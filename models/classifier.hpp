@@ -88,12 +88,14 @@ struct ClassifierTrace {
 /// sqrt(d_model), so they start at unit scale, like the positional encoding, while
 /// Adam moves them at a rate relative to that scale (torch's N(0, 1) embeddings times sqrt(d_model)
 /// start 8x larger at d_model 64 and learn correspondingly slower). Then dropout, the batch-first
-/// encoder (with a final LayerNorm when pre-LN), pooling and a Linear head.
+/// encoder (with a final LayerNorm when pre-LN), pooling and a Linear head. The input layer is a
+/// TokenInput (embedding, the n-gram table between it and pos_encoding, dropout), as GPT's and
+/// TransformerMaskedLM's, whose weights load into it.
 ///
 /// A sequence with no real token at all (an empty text) is pooled over its first position, which the
 /// attention may then also see, so no row is fully masked and no NaN can appear.
 template <typename T>
-class TransformerClassifier : public nn::Module<T, TransformerClassifier<T>> {
+class TransformerClassifier : public nn::Module<T, TransformerClassifier<T>>, public TokenInput<T> {
  public:
   TransformerClassifier(const TransformerClassifierOptions& options, Generator& gen);
 
@@ -105,13 +107,9 @@ class TransformerClassifier : public nn::Module<T, TransformerClassifier<T>> {
   const std::shared_ptr<Generator>& dropout_generator() const { return dropout_gen_; }
 
   TransformerClassifierOptions options;
-  std::shared_ptr<nn::Embedding<T>> embedding;
-  std::shared_ptr<nn::HashedNgramEmbedding<T>> ngrams;              ///< set when options.ngram_buckets > 0
-  std::shared_ptr<nn::Linear<T>> ngram_proj;                        ///< set when ngram_dim is not d_model
-  std::shared_ptr<nn::SinusoidalPositionalEncoding<T>> sinusoidal;  ///< one of these two is set
-  std::shared_ptr<nn::LearnedPositionalEmbedding<T>> learned;
-  std::shared_ptr<nn::Dropout<T>> dropout;
-  Tensor<T> cls_token;  ///< [d_model], only for Pooling::Cls
+  std::shared_ptr<nn::HashedNgramEmbedding<T>> ngrams;  ///< set when options.ngram_buckets > 0
+  std::shared_ptr<nn::Linear<T>> ngram_proj;            ///< set when ngram_dim is not d_model
+  Tensor<T> cls_token;                                  ///< [d_model], only for Pooling::Cls
   std::shared_ptr<nn::TransformerEncoder<T>> encoder;
   std::shared_ptr<nn::Linear<T>> classifier;
 

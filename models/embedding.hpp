@@ -44,9 +44,9 @@ void register_positions(nn::Module<T>& owner, PositionalKind kind, std::size_t m
 template <typename T>
 Tensor<T> scaled_lookup(const nn::Embedding<T>& table, const xt::xarray<std::int64_t>& ids);
 
-/// The input layer of the models whose weights start a TransformerClassifier (GPT, TransformerMaskedLM),
-/// under the classifier's names: "embedding" (scaled_normal_embedding), "pos_encoding"
-/// (register_positions) and "dropout". One definition keeps those names and draws the same in each.
+/// The input layer of TransformerClassifier and of the models whose weights start one (GPT,
+/// TransformerMaskedLM): "embedding" (scaled_normal_embedding), "pos_encoding" (register_positions) and
+/// "dropout", registered on the model in that order. One definition keeps their names and draws the same.
 template <typename T>
 struct TokenInput {
   std::shared_ptr<nn::Embedding<T>> embedding;
@@ -54,13 +54,17 @@ struct TokenInput {
   std::shared_ptr<nn::LearnedPositionalEmbedding<T>> learned;
   std::shared_ptr<nn::Dropout<T>> dropout;
 
-  /// Registers the three on owner, in that order, from o's vocab_size, d_model, padding_idx, positional
-  /// and max_len; the dropout drops with probability p, drawing from dropout_gen.
+  /// Registers "embedding" on owner from o's vocab_size, d_model and padding_idx.
   template <typename Options>
-  void register_input(nn::Module<T>& owner, const Options& o, double p, Generator& gen,
-                      std::shared_ptr<Generator> dropout_gen) {
+  void register_embedding(nn::Module<T>& owner, const Options& o, Generator& gen) {
     embedding =
         owner.register_module("embedding", scaled_normal_embedding<T>(o.vocab_size, o.d_model, o.padding_idx, gen));
+  }
+  /// Then (after what a model adds to its tokens, such as the classifier's n-grams) "pos_encoding" from o's
+  /// positional, max_len and d_model, and "dropout" with probability p, drawing from dropout_gen.
+  template <typename Options>
+  void register_positions_and_dropout(nn::Module<T>& owner, const Options& o, double p, Generator& gen,
+                                      std::shared_ptr<Generator> dropout_gen) {
     register_positions<T>(owner, o.positional, o.max_len, o.d_model, gen, sinusoidal, learned);
     dropout = owner.register_module("dropout", std::make_shared<nn::Dropout<T>>(p, std::move(dropout_gen)));
   }

@@ -28,7 +28,8 @@ template <typename T>
 GPT<T>::GPT(const GPTOptions& o, Generator& gen) : options(o) {
   o.validate();
   dropout_gen_ = this->register_dropout_generator(gen);
-  this->register_input(*this, o, o.embedding_dropout.value_or(o.dropout), gen, dropout_gen_);
+  this->register_embedding(*this, o, gen);
+  this->register_positions_and_dropout(*this, o, o.embedding_dropout.value_or(o.dropout), gen, dropout_gen_);
 
   nn::TransformerLayerOptions layer = batch_first_layer(o);
   layer.attention_dropout = o.attention_dropout;

@@ -16,7 +16,8 @@ template <typename T>
 TransformerMaskedLM<T>::TransformerMaskedLM(const TransformerClassifierOptions& o, Generator& gen) : options(o) {
   o.validate();
   dropout_gen_ = this->register_dropout_generator(gen);
-  this->register_input(*this, o, o.dropout, gen, dropout_gen_);
+  this->register_embedding(*this, o, gen);
+  this->register_positions_and_dropout(*this, o, o.dropout, gen, dropout_gen_);
   encoder = this->register_module("encoder", make_classifier_encoder<T>(o, gen, dropout_gen_));
   mlm_dense = this->register_module("mlm_dense", std::make_shared<nn::Linear<T>>(o.d_model, o.d_model, gen));
   mlm_norm = this->register_module("mlm_norm", std::make_shared<nn::LayerNorm<T>>(o.d_model));
