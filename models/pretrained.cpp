@@ -5,13 +5,11 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <optional>
 #include <regex>
 #include <set>
-#include <sstream>
 #include <stdexcept>
 #include <xtensor/xmanipulation.hpp>
 
@@ -31,19 +29,6 @@ namespace fs = std::filesystem;
 namespace st = io::safetensors;
 using nlohmann::json;
 
-json read_json(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(fmt::format("{}: cannot open for reading", path.string()));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw std::runtime_error(fmt::format("{}: cannot read", path.string()));
-  try {
-    return io::parse_json(text.str());
-  } catch (const std::runtime_error& e) {
-    throw std::runtime_error(fmt::format("{}: {}", path.string(), e.what()));
-  }
-}
-
 // The tensors of a folder: model.safetensors, or the shards of model.safetensors.index.json.
 class Checkpoint {
  public:
@@ -52,7 +37,7 @@ class Checkpoint {
     if (fs::exists(single)) {
       add(single);
     } else if (fs::exists(index)) {
-      const json map = read_json(index);
+      const json map = io::read_json_file(index);
       const auto weight_map = map.find("weight_map");
       if (!map.is_object() || weight_map == map.end() || !weight_map->is_object()) {
         throw std::runtime_error(fmt::format("{}: has no \"weight_map\" object", index.string()));
@@ -309,7 +294,7 @@ std::shared_ptr<CausalLM<T>> from_pretrained(const std::string& dir) {
   const fs::path folder(dir);
   if (!fs::is_directory(folder)) throw std::runtime_error(fmt::format("{}: is not a folder", dir));
   const fs::path config_path = folder / "config.json";
-  const json config = read_json(config_path);
+  const json config = io::read_json_file(config_path);
   if (!config.is_object()) throw std::runtime_error(fmt::format("{}: is not a JSON object", config_path.string()));
   const auto type = config.find("model_type");
   if (type == config.end() || !type->is_string()) {
