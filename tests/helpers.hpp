@@ -50,14 +50,17 @@ inline pid_t exited_pid() {
   return child;
 }
 
-// The message of the std::runtime_error f() throws, or a text that no expected message contains.
-inline std::string error_of(const std::function<void()>& f) {
+// The message of the E that f() throws, for a test that checks parts of it; a failed check and a
+// text no expected message contains when f throws none.
+template <typename E = std::runtime_error, typename F>
+std::string error_of(F f) {
   try {
     f();
-  } catch (const std::runtime_error& e) {
+  } catch (const E& e) {
     return e.what();
   }
-  return "(no std::runtime_error thrown)";
+  FAIL_CHECK("no exception of the expected type");
+  return "(nothing thrown)";
 }
 
 // The inputs of a function under gradcheck.
@@ -166,19 +169,6 @@ inline IndexArray ids(const std::vector<std::int64_t>& v, const Shape& shape) {
   IndexArray a = IndexArray::from_shape(shape);
   std::copy(v.begin(), v.end(), a.begin());
   return a;
-}
-
-// The message of the E that f() throws, for a test that checks several parts of it; a failed check
-// and "" when f throws nothing.
-template <typename E, typename F>
-std::string thrown_message(F f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  FAIL_CHECK("no exception");
-  return "";
 }
 
 // Checks that a message listing several problems names each of `parts`.

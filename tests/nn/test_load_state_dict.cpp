@@ -68,7 +68,7 @@ TEST_CASE("Module::load_state_dict refuses wrong names, shapes and values, namin
   state.erase("norm.bias");
   state.emplace("extra", Tensor<double>::zeros({1}));
   state.at("fc2.bias") = Tensor<double>::from_vector({std::numeric_limits<double>::quiet_NaN(), 0.0}, {2});
-  const std::string m = testing::thrown_message<std::runtime_error>([&] { model.load_state_dict(state); });
+  const std::string m = testing::error_of<std::runtime_error>([&] { model.load_state_dict(state); });
   CHECK_THAT(m, Catch::StartsWith("load_state_dict: 7 problem(s):"));
   testing::check_names_each(
       m, {"\"fc1.weight\" has shape [6, 3] in the state_dict, [5, 3] in the model",
